@@ -1,0 +1,398 @@
+//! The `inferenceservice-config` ConfigMap: parsed and validated once, at load.
+//! Pure: text or a key→value map in, a [`Config`] or a [`ConfigError`] out.
+
+mod fields;
+
+use crate::quantity;
+use fields::Fields;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
+pub const CREDENTIALS_KEY: &str = "credentials";
+pub const LOGGER_KEY: &str = "logger";
+pub const BATCHER_KEY: &str = "batcher";
+pub const AGENT_KEY: &str = "agent";
+pub const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
+
+const DEFAULT_CONFIGMAP: &str = include_str!("default.yaml");
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("invalid JSON in {key:?}: {message}")]
+    Json { key: String, message: String },
+    #[error("invalid {section:?} configuration: field {field:?} must be a{} {expected}, found a{} {found}", article(expected), article(found))]
+    Type {
+        section: String,
+        field: String,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// Carries KServe's own wording, which differs per section.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("invalid ConfigMap manifest: {0}")]
+    Manifest(String),
+}
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "n"
+    } else {
+        ""
+    }
+}
+
+/// Requests and limits, already in Kubernetes' canonical quantity form.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Resources {
+    pub cpu_request: String,
+    pub cpu_limit: String,
+    pub memory_request: String,
+    pub memory_limit: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StorageInitializerConfig {
+    pub image: String,
+    pub resources: Resources,
+    pub ca_bundle_config_map_name: String,
+    pub ca_bundle_volume_mount_path: String,
+    pub enable_modelcar: bool,
+    pub enable_oci_model_support: bool,
+    pub oci_model_mode: String,
+    pub cpu_modelcar: String,
+    pub memory_modelcar: String,
+    pub uid_modelcar: Option<i64>,
+    pub oci_insecure_registry: bool,
+}
+
+impl StorageInitializerConfig {
+    /// KServe's `resolveMode`: the explicit mode wins, either legacy switch means modelcar.
+    pub fn oci_mode(&self) -> &str {
+        if !self.oci_model_mode.is_empty() {
+            &self.oci_model_mode
+        } else if self.enable_modelcar || self.enable_oci_model_support {
+            "modelcar"
+        } else {
+            ""
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct S3Config {
+    pub access_key_id_name: String,
+    pub secret_access_key_name: String,
+    pub endpoint: String,
+    pub use_https: String,
+    pub region: String,
+    pub verify_ssl: String,
+    pub use_virtual_bucket: String,
+    pub use_accelerate: String,
+    pub use_anonymous_credential: String,
+    pub ca_bundle_config_map: String,
+    pub ca_bundle: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CredentialConfig {
+    pub storage_spec_secret_name: String,
+    pub storage_secret_name_annotation: String,
+    pub gcs_credential_file_name: String,
+    pub s3: S3Config,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoggerStorage {
+    pub path: String,
+    pub parameters: Option<BTreeMap<String, String>>,
+    pub key: String,
+    pub service_account_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LoggerConfig {
+    pub image: String,
+    pub resources: Resources,
+    pub default_url: String,
+    pub ca_bundle: String,
+    pub ca_cert_file: String,
+    pub tls_skip_verify: bool,
+    pub storage: Option<LoggerStorage>,
+    pub marshaller_url: String,
+    pub batch_size: i64,
+    pub batch_interval: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BatcherConfig {
+    pub image: String,
+    pub resources: Resources,
+    pub max_batch_size: String,
+    pub max_latency: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AgentConfig {
+    pub image: String,
+    pub resources: Resources,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetricsAggregatorConfig {
+    pub enable_metric_aggregation: String,
+    pub enable_prometheus_scraping: String,
+}
+
+/// Everything the injectors read from `inferenceservice-config`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub storage_initializer: StorageInitializerConfig,
+    pub credentials: CredentialConfig,
+    pub logger: LoggerConfig,
+    pub batcher: BatcherConfig,
+    pub agent: AgentConfig,
+    pub metrics_aggregator: MetricsAggregatorConfig,
+}
+
+impl Default for Config {
+    /// KServe's shipped ConfigMap. It is a compile-time constant, so failing to
+    /// parse it is a build defect that the unit tests catch.
+    fn default() -> Self {
+        match Self::from_manifest(DEFAULT_CONFIGMAP) {
+            Ok(config) => config,
+            Err(e) => unreachable!("embedded default ConfigMap is invalid: {e}"),
+        }
+    }
+}
+
+impl Config {
+    /// The embedded default ConfigMap manifest, for users who want a starting point.
+    pub fn default_manifest() -> &'static str {
+        DEFAULT_CONFIGMAP
+    }
+
+    /// Parses a ConfigMap manifest (YAML or JSON) and reads its `data`.
+    pub fn from_manifest(text: &str) -> Result<Self, ConfigError> {
+        let doc: Value =
+            serde_yaml::from_str(text).map_err(|e| ConfigError::Manifest(e.to_string()))?;
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        if kind != "ConfigMap" {
+            return Err(ConfigError::Manifest(format!(
+                "expected kind ConfigMap, found {kind:?}"
+            )));
+        }
+        let mut data = BTreeMap::new();
+        if let Some(map) = doc.get("data").and_then(Value::as_object) {
+            for (k, v) in map {
+                let Value::String(s) = v else {
+                    return Err(ConfigError::Manifest(format!("data.{k} must be a string")));
+                };
+                data.insert(k.clone(), s.clone());
+            }
+        }
+        Self::from_data(&data)
+    }
+
+    /// Builds the config from ConfigMap data, in KServe's order: the first
+    /// invalid section is the error reported.
+    pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let section = |key: &str| -> Result<Value, ConfigError> {
+            match data.get(key) {
+                None => Ok(Value::Null),
+                Some(text) => serde_json::from_str(text).map_err(|e| ConfigError::Json {
+                    key: key.to_string(),
+                    message: e.to_string(),
+                }),
+            }
+        };
+        let credentials = parse_credentials(&section(CREDENTIALS_KEY)?)?;
+        let storage_initializer = parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?)?;
+        let logger = parse_logger(&section(LOGGER_KEY)?)?;
+        let batcher = parse_batcher(&section(BATCHER_KEY)?)?;
+        let agent = parse_agent(&section(AGENT_KEY)?)?;
+        let metrics_aggregator = parse_metrics_aggregator(&section(METRICS_AGGREGATOR_KEY)?)?;
+        Ok(Self {
+            storage_initializer,
+            credentials,
+            logger,
+            batcher,
+            agent,
+            metrics_aggregator,
+        })
+    }
+}
+
+/// Reads the four resource keys in KServe's validation order and canonicalises them.
+fn parse_resources(
+    f: &Fields,
+    on_error: impl Fn(&str, quantity::QuantityError) -> String,
+) -> Result<Resources, ConfigError> {
+    let q = |key: &str| -> Result<String, ConfigError> {
+        quantity::canonicalize(&f.string(key)?).map_err(|e| ConfigError::Invalid(on_error(key, e)))
+    };
+    let memory_request = q("memoryRequest")?;
+    let memory_limit = q("memoryLimit")?;
+    let cpu_request = q("cpuRequest")?;
+    let cpu_limit = q("cpuLimit")?;
+    Ok(Resources {
+        cpu_request,
+        cpu_limit,
+        memory_request,
+        memory_limit,
+    })
+}
+
+fn parse_storage_initializer(v: &Value) -> Result<StorageInitializerConfig, ConfigError> {
+    let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
+    let message = |key: &str, e: quantity::QuantityError| {
+        format!("failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\".\"{key}\": {e}")
+    };
+    let resources = parse_resources(&f, message)?;
+    let optional_quantity = |key: &str| -> Result<String, ConfigError> {
+        let raw = f.string(key)?;
+        if raw.is_empty() {
+            return Ok(raw);
+        }
+        quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(message(key, e)))
+    };
+    let cpu_modelcar = optional_quantity("cpuModelcar")?;
+    let memory_modelcar = optional_quantity("memoryModelcar")?;
+    let oci_model_mode = f.string("ociModelMode")?;
+    if !matches!(
+        oci_model_mode.as_str(),
+        "" | "modelcar" | "native" | "fetch"
+    ) {
+        return Err(ConfigError::Invalid(format!(
+            "invalid \"{STORAGE_INITIALIZER_KEY}\".ociModelMode {oci_model_mode:?}: must be one of \"modelcar\", \"native\", \"fetch\""
+        )));
+    }
+    Ok(StorageInitializerConfig {
+        image: f.string("image")?,
+        resources,
+        ca_bundle_config_map_name: f.string("caBundleConfigMapName")?,
+        ca_bundle_volume_mount_path: f.string("caBundleVolumeMountPath")?,
+        enable_modelcar: f.boolean("enableModelcar")?,
+        enable_oci_model_support: f.boolean("enableOciModelSupport")?,
+        oci_model_mode,
+        cpu_modelcar,
+        memory_modelcar,
+        uid_modelcar: f.integer("uidModelcar")?,
+        oci_insecure_registry: f.boolean("ociInsecureRegistry")?,
+    })
+}
+
+fn parse_credentials(v: &Value) -> Result<CredentialConfig, ConfigError> {
+    let f = Fields::new(CREDENTIALS_KEY, v)?;
+    let gcs_credential_file_name = match f.object("gcs")? {
+        Some(gcs) => gcs.string("gcsCredentialFileName")?,
+        None => String::new(),
+    };
+    let s3 = match f.object("s3")? {
+        Some(s3) => S3Config {
+            access_key_id_name: s3.string("s3AccessKeyIDName")?,
+            secret_access_key_name: s3.string("s3SecretAccessKeyName")?,
+            endpoint: s3.string("s3Endpoint")?,
+            use_https: s3.string("s3UseHttps")?,
+            region: s3.string("s3Region")?,
+            verify_ssl: s3.string("s3VerifySSL")?,
+            use_virtual_bucket: s3.string("s3UseVirtualBucket")?,
+            use_accelerate: s3.string("s3UseAccelerate")?,
+            use_anonymous_credential: s3.string("s3UseAnonymousCredential")?,
+            ca_bundle_config_map: s3.string("s3CABundleConfigMap")?,
+            ca_bundle: s3.string("s3CABundle")?,
+        },
+        None => S3Config::default(),
+    };
+    Ok(CredentialConfig {
+        storage_spec_secret_name: f.string("storageSpecSecretName")?,
+        storage_secret_name_annotation: f.string("storageSecretNameAnnotation")?,
+        gcs_credential_file_name,
+        s3,
+    })
+}
+
+fn go_quote(s: &str) -> String {
+    format!("{s:?}")
+}
+
+fn parse_logger(v: &Value) -> Result<LoggerConfig, ConfigError> {
+    let f = Fields::new(LOGGER_KEY, v)?;
+    let resources = parse_resources(&f, |_, e| {
+        format!(
+            "Failed to parse resource configuration for \"{LOGGER_KEY}\": {}",
+            go_quote(&e.to_string())
+        )
+    })?;
+    let storage = match f.object("storage")? {
+        Some(s) => Some(LoggerStorage {
+            path: s.string("path")?,
+            parameters: s.string_map("parameters")?,
+            key: s.string("key")?,
+            service_account_name: s.string("serviceAccountName")?,
+        }),
+        None => None,
+    };
+    Ok(LoggerConfig {
+        image: f.string("image")?,
+        resources,
+        default_url: f.string("defaultUrl")?,
+        ca_bundle: f.string("caBundle")?,
+        ca_cert_file: f.string("caCertFile")?,
+        tls_skip_verify: f.boolean("tlsSkipVerify")?,
+        storage: storage.map(with_logger_storage_defaults),
+        marshaller_url: f.string("marshallerUrl")?,
+        batch_size: f.integer("batchSize")?.unwrap_or(0),
+        batch_interval: f.string("batchInterval")?,
+    })
+}
+
+/// KServe fills these two after any InferenceService override.
+fn with_logger_storage_defaults(mut s: LoggerStorage) -> LoggerStorage {
+    if s.key.is_empty() {
+        s.key = crate::constants::DEFAULT_LOGGER_STORAGE_KEY.to_string();
+    }
+    if s.service_account_name.is_empty() {
+        s.service_account_name = crate::constants::DEFAULT_LOGGER_SERVICE_ACCOUNT.to_string();
+    }
+    s
+}
+
+fn parse_batcher(v: &Value) -> Result<BatcherConfig, ConfigError> {
+    let f = Fields::new(BATCHER_KEY, v)?;
+    let resources = parse_resources(&f, |_, e| {
+        format!(
+            "Failed to parse resource configuration for \"{BATCHER_KEY}\": {}",
+            go_quote(&e.to_string())
+        )
+    })?;
+    Ok(BatcherConfig {
+        image: f.string("image")?,
+        resources,
+        max_batch_size: f.string("maxBatchSize")?,
+        max_latency: f.string("maxLatency")?,
+    })
+}
+
+fn parse_agent(v: &Value) -> Result<AgentConfig, ConfigError> {
+    let f = Fields::new(AGENT_KEY, v)?;
+    let resources = parse_resources(&f, |_, e| {
+        format!("failed to parse resource configuration for \"{AGENT_KEY}\": {e}")
+    })?;
+    Ok(AgentConfig {
+        image: f.string("image")?,
+        resources,
+    })
+}
+
+fn parse_metrics_aggregator(v: &Value) -> Result<MetricsAggregatorConfig, ConfigError> {
+    let f = Fields::new(METRICS_AGGREGATOR_KEY, v)?;
+    Ok(MetricsAggregatorConfig {
+        enable_metric_aggregation: f.string("enableMetricAggregation")?,
+        enable_prometheus_scraping: f.string("enablePrometheusScraping")?,
+    })
+}
+
+#[cfg(test)]
+mod tests;

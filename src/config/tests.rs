@@ -1,0 +1,164 @@
+use super::*;
+
+fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+const RES: &str =
+    r#""memoryRequest":"100Mi","memoryLimit":"1Gi","cpuRequest":"100m","cpuLimit":"1""#;
+
+fn valid_with(storage: &str) -> BTreeMap<String, String> {
+    let all = format!("{{{RES}}}");
+    data(&[
+        (STORAGE_INITIALIZER_KEY, storage),
+        (LOGGER_KEY, &all),
+        (BATCHER_KEY, &all),
+        (AGENT_KEY, &all),
+    ])
+}
+
+#[test]
+fn default_is_kserve_shipped_configmap() {
+    let c = Config::default();
+    assert_eq!(
+        c.storage_initializer.image,
+        "kserve/storage-initializer:latest"
+    );
+    assert_eq!(c.storage_initializer.oci_mode(), "modelcar");
+    assert_eq!(c.storage_initializer.uid_modelcar, Some(1010));
+    assert_eq!(c.storage_initializer.resources.cpu_limit, "1");
+    assert_eq!(c.agent.image, "kserve/agent:latest");
+    assert_eq!(c.logger.default_url, "http://default-broker");
+    assert_eq!(c.metrics_aggregator.enable_metric_aggregation, "false");
+    assert_eq!(
+        c.credentials.storage_secret_name_annotation,
+        "serving.kserve.io/storageSecretName"
+    );
+}
+
+#[test]
+fn s36_invalid_memory_request_is_rejected_with_kserve_message() {
+    let storage =
+        r#"{"MemoryRequest":"200MC","memoryLimit":"1Gi","cpuRequest":"100m","cpuLimit":"1"}"#;
+    let err = Config::from_data(&valid_with(storage)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "failed to parse resource configuration for \"storageInitializer\".\"memoryRequest\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
+}
+
+#[test]
+fn s36_modelcar_quantities_are_checked_only_when_set() {
+    let bad = format!("{{{RES},\"CpuModelcar\":\"invalid\"}}");
+    let err = Config::from_data(&valid_with(&bad)).unwrap_err();
+    assert!(err.to_string().starts_with(
+        "failed to parse resource configuration for \"storageInitializer\".\"cpuModelcar\""
+    ));
+    let empty = format!("{{{RES},\"cpuModelcar\":\"\"}}");
+    assert!(Config::from_data(&valid_with(&empty)).is_ok());
+    assert!(Config::from_data(&valid_with(&format!("{{{RES}}}"))).is_ok());
+}
+
+#[test]
+fn f3_oci_mode_resolution() {
+    let parse = |extra: &str| {
+        Config::from_data(&valid_with(&format!("{{{RES}{extra}}}")))
+            .unwrap()
+            .storage_initializer
+            .oci_mode()
+            .to_string()
+    };
+    assert_eq!(
+        parse(r#","enableOciModelSupport":true,"enableModelcar":false"#),
+        "modelcar"
+    );
+    assert_eq!(parse(r#","enableModelcar":true"#), "modelcar");
+    assert_eq!(parse(""), "");
+    assert_eq!(
+        parse(r#","enableModelcar":true,"ociModelMode":"native""#),
+        "native"
+    );
+}
+
+#[test]
+fn invalid_oci_mode_is_rejected() {
+    let err = Config::from_data(&valid_with(&format!("{{{RES},\"ociModelMode\":\"pull\"}}")))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid \"storageInitializer\".ociModelMode \"pull\": must be one of \"modelcar\", \"native\", \"fetch\""
+    );
+}
+
+#[test]
+fn a18_logger_and_agent_resources_are_validated() {
+    let mut d = valid_with(&format!("{{{RES}}}"));
+    d.insert(
+        LOGGER_KEY.into(),
+        r#"{"memoryRequest":"200mc","memoryLimit":"1Gi","cpuRequest":"1","cpuLimit":"1"}"#.into(),
+    );
+    assert_eq!(
+        Config::from_data(&d).unwrap_err().to_string(),
+        "Failed to parse resource configuration for \"logger\": \"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\""
+    );
+    let mut d = valid_with(&format!("{{{RES}}}"));
+    d.insert(
+        AGENT_KEY.into(),
+        r#"{"memoryRequest":"200mc","memoryLimit":"1Gi","cpuRequest":"1","cpuLimit":"1"}"#.into(),
+    );
+    assert!(Config::from_data(&d)
+        .unwrap_err()
+        .to_string()
+        .starts_with("failed to parse resource configuration for \"agent\": quantities"));
+}
+
+#[test]
+fn a18_logger_storage_defaults() {
+    let mut d = valid_with(&format!("{{{RES}}}"));
+    d.insert(
+        LOGGER_KEY.into(),
+        format!("{{{RES},\"storage\":{{\"path\":\"/logger\"}}}}"),
+    );
+    let storage = Config::from_data(&d).unwrap().logger.storage.unwrap();
+    assert_eq!(storage.service_account_name, "logger-sa");
+    assert_eq!(storage.key, "credentials");
+}
+
+#[test]
+fn missing_required_section_fails_like_kserve() {
+    let mut d = valid_with(&format!("{{{RES}}}"));
+    d.remove(AGENT_KEY);
+    assert!(Config::from_data(&d)
+        .unwrap_err()
+        .to_string()
+        .starts_with("failed to parse resource configuration for \"agent\""));
+}
+
+#[test]
+fn invalid_json_names_the_key() {
+    let mut d = valid_with(&format!("{{{RES}}}"));
+    d.insert(METRICS_AGGREGATOR_KEY.into(), "{not json".into());
+    assert!(Config::from_data(&d)
+        .unwrap_err()
+        .to_string()
+        .starts_with("invalid JSON in \"metricsAggregator\""));
+}
+
+#[test]
+fn quantities_are_canonicalised() {
+    let storage =
+        r#"{"memoryRequest":"1024Mi","memoryLimit":"1Gi","cpuRequest":"0.5","cpuLimit":"1000m"}"#;
+    let c = Config::from_data(&valid_with(storage)).unwrap();
+    assert_eq!(c.storage_initializer.resources.memory_request, "1Gi");
+    assert_eq!(c.storage_initializer.resources.cpu_request, "500m");
+    assert_eq!(c.storage_initializer.resources.cpu_limit, "1");
+}
+
+#[test]
+fn manifest_must_be_a_configmap() {
+    let err = Config::from_manifest("kind: Secret\n").unwrap_err();
+    assert!(err.to_string().contains("expected kind ConfigMap"));
+}

@@ -1,0 +1,320 @@
+//! The `agent` sidecar: model puller, batcher and request logger in one
+//! process that fronts the model server on port 9081.
+
+use super::ca_bundle::env_var;
+use super::storage_initializer::resources;
+use super::InjectError;
+use crate::constants::*;
+use crate::mutation::Env;
+use crate::pod::{List, PodDoc};
+use crate::probe_json::go_probe_json;
+use k8s_openapi::api::core::v1::{
+    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction,
+    HTTPHeader, Probe, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
+
+pub const NAME: &str = "agent";
+
+pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+    let puller = pod.annotation(AGENT_ANNOTATION).is_some();
+    let batcher = pod.annotation(BATCHER_ANNOTATION).is_some();
+    let logger = pod.annotation(LOGGER_ANNOTATION).is_some();
+    if !(puller || batcher || logger) || pod.has_container_named(AGENT_CONTAINER) {
+        return Ok(());
+    }
+    let puller_volumes = if puller {
+        Some(puller_config(pod)?)
+    } else {
+        None
+    };
+
+    let mut args = Vec::new();
+    if puller {
+        args.extend(puller_args(pod));
+    }
+    if batcher {
+        args.extend(batcher_args(pod));
+    }
+    if logger {
+        args.extend(logger_args(pod, env));
+    }
+    args.extend(["--component-port".to_string(), component_port(pod)]);
+
+    let queue_proxy = pod.typed(List::Containers, QUEUE_PROXY_CONTAINER);
+    let (agent_env, probe_path) = match &queue_proxy {
+        Some(qp) => (qp.env.clone().unwrap_or_default(), "/".to_string()),
+        None => readiness_from_user_probe(pod),
+    };
+
+    let mut mounts = Vec::new();
+    let mut volumes = Vec::new();
+    let ca_bundle = &env.config.logger.ca_bundle;
+    if logger && !ca_bundle.is_empty() {
+        volumes.push(Volume {
+            name: AGENT_CA_BUNDLE_VOLUME.to_string(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: ca_bundle.clone(),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        mounts.push(mount(
+            AGENT_CA_BUNDLE_VOLUME,
+            LOGGER_CA_BUNDLE_MOUNT_PATH,
+            true,
+        ));
+    }
+    if let Some((model_dir, model_config)) = &puller_volumes {
+        volumes.extend([model_dir.clone(), model_config.clone()]);
+        mounts.push(model_dir_mount());
+        mounts.push(mount(MODEL_CONFIG_VOLUME, MODEL_CONFIG_MOUNT_PATH, false));
+    }
+
+    let security_context = pod
+        .entries(List::Containers)
+        .first()
+        .and_then(|c| c.get("securityContext"))
+        .and_then(|sc| serde::Deserialize::deserialize(sc).ok());
+    let agent = Container {
+        name: AGENT_CONTAINER.to_string(),
+        image: Some(env.config.agent.image.clone()).filter(|i| !i.is_empty()),
+        args: Some(args),
+        resources: Some(resources(&env.config.agent.resources)),
+        ports: Some(vec![ContainerPort {
+            name: Some(AGENT_PORT_NAME.to_string()),
+            container_port: AGENT_PORT,
+            protocol: Some("TCP".to_string()),
+            ..Default::default()
+        }]),
+        security_context,
+        env: (!agent_env.is_empty()).then_some(agent_env),
+        readiness_probe: Some(agent_probe(probe_path)),
+        volume_mounts: (!mounts.is_empty()).then_some(mounts),
+        ..Default::default()
+    };
+    pod.ensure_container(List::Containers, &agent);
+    for volume in &volumes {
+        pod.ensure_volume(volume);
+    }
+    if puller {
+        if let Some(mut c) = pod.container_mut(List::Containers, KSERVE_CONTAINER) {
+            c.ensure_mount(&model_dir_mount());
+        }
+    }
+    if queue_proxy.is_some() {
+        redirect_queue_proxy(pod);
+    }
+    Ok(())
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.to_string(),
+        mount_path: path.to_string(),
+        read_only: read_only.then_some(true),
+        ..Default::default()
+    }
+}
+
+fn model_dir_mount() -> VolumeMount {
+    mount(MODEL_DIR_VOLUME, DEFAULT_MODEL_LOCAL_MOUNT_PATH, false)
+}
+
+/// The puller's volumes; both annotations are required, with KServe's message.
+fn puller_config(pod: &PodDoc) -> Result<(Volume, Volume), InjectError> {
+    let config_volume = pod.annotation(CONFIG_VOLUME_NAME_ANNOTATION);
+    let model_dir = pod.annotation(MODEL_DIR_ANNOTATION);
+    let (Some(config_volume), Some(_)) = (config_volume, model_dir) else {
+        return Err(InjectError::new(
+            NAME,
+            format!("can not find {CONFIG_VOLUME_NAME_ANNOTATION} label"),
+        ));
+    };
+    let model_dir = Volume {
+        name: MODEL_DIR_VOLUME.to_string(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    };
+    let model_config = Volume {
+        name: MODEL_CONFIG_VOLUME.to_string(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: config_volume.to_string(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    Ok((model_dir, model_config))
+}
+
+fn flag_if(pod: &PodDoc, flag: &str, annotation: &str) -> Vec<String> {
+    pod.annotation(annotation)
+        .map(|v| vec![flag.to_string(), v.to_string()])
+        .unwrap_or_default()
+}
+
+fn puller_args(pod: &PodDoc) -> Vec<String> {
+    let mut args = vec!["--enable-puller".to_string()];
+    args.extend(flag_if(pod, "--config-dir", CONFIG_MOUNT_PATH_ANNOTATION));
+    args.extend(flag_if(pod, "--model-dir", MODEL_DIR_ANNOTATION));
+    args
+}
+
+fn batcher_args(pod: &PodDoc) -> Vec<String> {
+    let mut args = vec!["--enable-batcher".to_string()];
+    args.extend(flag_if(
+        pod,
+        "--max-batchsize",
+        BATCHER_MAX_BATCH_SIZE_ANNOTATION,
+    ));
+    args.extend(flag_if(
+        pod,
+        "--max-latency",
+        BATCHER_MAX_LATENCY_ANNOTATION,
+    ));
+    args
+}
+
+fn logger_args(pod: &PodDoc, env: &Env) -> Vec<String> {
+    let config = &env.config.logger;
+    let label = |key: &str| pod.label(key).unwrap_or_default().to_string();
+    let url = pod
+        .annotation(LOGGER_SINK_URL_ANNOTATION)
+        .map_or_else(|| config.default_url.clone(), str::to_string);
+    let mode = pod
+        .annotation(LOGGER_MODE_ANNOTATION)
+        .unwrap_or(DEFAULT_LOGGER_MODE);
+    let mut args: Vec<String> = [
+        ("--log-url", url),
+        ("--source-uri", pod.name().to_string()),
+        ("--log-mode", mode.to_string()),
+        ("--inference-service", label(ISVC_LABEL)),
+        ("--namespace", pod.namespace().to_string()),
+        ("--endpoint", label(ENDPOINT_LABEL)),
+        ("--component", label(COMPONENT_LABEL)),
+    ]
+    .into_iter()
+    .flat_map(|(flag, value)| [flag.to_string(), value])
+    .collect();
+    let mut optional = |flag: &str, value: Option<String>| {
+        if let Some(value) = value {
+            args.extend([flag.to_string(), value]);
+        }
+    };
+    let non_empty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    if let Some(storage) = &config.storage {
+        optional("--log-store-path", non_empty(&storage.path));
+        let format = storage.parameters.as_ref().and_then(|p| p.get("format"));
+        optional("--log-store-format", format.and_then(|f| non_empty(f)));
+    }
+    optional("--log-marshaller-url", non_empty(&config.marshaller_url));
+    optional(
+        "--log-batch-size",
+        (config.batch_size > 0).then(|| config.batch_size.to_string()),
+    );
+    optional("--log-batch-interval", non_empty(&config.batch_interval));
+    optional(
+        "--metadata-headers",
+        pod.annotation(LOGGER_METADATA_HEADERS_ANNOTATION)
+            .map(str::to_string),
+    );
+    optional(
+        "--metadata-annotations",
+        pod.annotation(LOGGER_METADATA_ANNOTATIONS_ANNOTATION)
+            .map(|keys| metadata_annotations(pod, keys)),
+    );
+    optional("--logger-ca-cert-file", non_empty(&config.ca_cert_file));
+    optional(
+        "--logger-tls-skip-verify",
+        Some(config.tls_skip_verify.to_string()),
+    );
+    args
+}
+
+/// `k=v` for each listed key that the pod carries, in listed order.
+fn metadata_annotations(pod: &PodDoc, keys: &str) -> String {
+    keys.split(',')
+        .filter_map(|k| pod.annotation(k).map(|v| format!("{k}={v}")))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn first_port(c: &Value) -> Option<String> {
+    c.get("ports")?
+        .as_array()?
+        .first()?
+        .get("containerPort")?
+        .as_i64()
+        .map(|p| p.to_string())
+}
+
+/// The port the agent forwards to: the transformer's when there is one.
+fn component_port(pod: &PodDoc) -> String {
+    if let Some(transformer) = pod.entry(List::Containers, TRANSFORMER_CONTAINER) {
+        return first_port(transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
+    }
+    pod.entry(List::Containers, KSERVE_CONTAINER)
+        .and_then(first_port)
+        .unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string())
+}
+
+/// Without queue-proxy the agent itself checks the user's readiness; it can
+/// only run HTTP and TCP probes (KServe #3909), and it should be probed on
+/// the user's HTTP path (KServe #5341).
+fn readiness_from_user_probe(pod: &PodDoc) -> (Vec<EnvVar>, String) {
+    let source = if pod
+        .position(List::Containers, TRANSFORMER_CONTAINER)
+        .is_some()
+    {
+        pod.typed(List::Containers, TRANSFORMER_CONTAINER)
+    } else {
+        pod.entries(List::Containers)
+            .first()
+            .and_then(|c| serde::Deserialize::deserialize(c).ok())
+    };
+    let Some(probe) = source.and_then(|c: Container| c.readiness_probe) else {
+        return (Vec::new(), "/".to_string());
+    };
+    if probe.http_get.is_none() && probe.tcp_socket.is_none() {
+        return (Vec::new(), "/".to_string());
+    }
+    let path = probe
+        .http_get
+        .as_ref()
+        .and_then(|h| h.path.clone())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "/".to_string());
+    let var = env_var(SERVING_READINESS_PROBE_ENV, &go_probe_json(&probe));
+    (vec![var], path)
+}
+
+fn agent_probe(path: String) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            http_headers: Some(vec![HTTPHeader {
+                name: "K-Network-Probe".to_string(),
+                value: "queue".to_string(),
+            }]),
+            port: IntOrString::Int(AGENT_PORT),
+            path: Some(path),
+            scheme: Some("HTTP".to_string()),
+            host: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// queue-proxy now forwards to the agent instead of the model server.
+fn redirect_queue_proxy(pod: &mut PodDoc) {
+    let Some(mut qp) = pod.container_mut(List::Containers, QUEUE_PROXY_CONTAINER) else {
+        return;
+    };
+    if qp.env(USER_PORT_ENV).is_some() {
+        qp.set_env(USER_PORT_ENV, AGENT_PORT_STR);
+    }
+}
+
+#[cfg(test)]
+mod tests;

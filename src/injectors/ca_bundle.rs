@@ -1,0 +1,105 @@
+//! The CA bundle a storage download trusts: a ConfigMap mounted into the
+//! init container, named by config or by the S3 credentials.
+
+use crate::constants::{
+    AWS_CA_BUNDLE_CONFIGMAP_ENV, CA_BUNDLE_CONFIGMAP_NAME_ENV, CA_BUNDLE_VOLUME,
+    CA_BUNDLE_VOLUME_MOUNT_POINT_ENV, DEFAULT_CA_BUNDLE_MOUNT_PATH, GLOBAL_CA_BUNDLE_CONFIGMAP,
+};
+use crate::mutation::Env;
+use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, EnvVar, Volume, VolumeMount};
+
+pub(crate) fn env_var(name: &str, value: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        value_from: None,
+    }
+}
+
+fn env_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
+    env.iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.value.as_deref())
+}
+
+/// Appends `var` unless the list already has one of that name.
+pub(crate) fn push_env_if_absent(env: &mut Vec<EnvVar>, var: EnvVar) {
+    if !env.iter().any(|e| e.name == var.name) {
+        env.push(var);
+    }
+}
+
+/// The volume, its mount, and the env to add to an init container, when a
+/// bundle is configured or named by `AWS_CA_BUNDLE_CONFIGMAP` in `init_env`.
+/// `from_credentials` is false where KServe uses only the config (fetch mode).
+pub(crate) fn plan(
+    env: &Env,
+    pod_namespace: &str,
+    init_env: &[EnvVar],
+    from_credentials: bool,
+) -> Option<(Volume, VolumeMount, [EnvVar; 2])> {
+    let config = &env.config.storage_initializer;
+    let aws_configmap =
+        env_value(init_env, AWS_CA_BUNDLE_CONFIGMAP_ENV).filter(|_| from_credentials);
+    if config.ca_bundle_config_map_name.is_empty() && aws_configmap.is_none() {
+        return None;
+    }
+    let mut name = config.ca_bundle_config_map_name.clone();
+    if pod_namespace != env.controller_namespace {
+        name = GLOBAL_CA_BUNDLE_CONFIGMAP.to_string();
+    }
+    if let Some(v) = aws_configmap {
+        name = v.to_string();
+    }
+    let mut path = if config.ca_bundle_volume_mount_path.is_empty() {
+        DEFAULT_CA_BUNDLE_MOUNT_PATH.to_string()
+    } else {
+        config.ca_bundle_volume_mount_path.clone()
+    };
+    if let Some(file) = env_value(init_env, "AWS_CA_BUNDLE").filter(|_| from_credentials) {
+        path = parent_dir(file);
+    }
+    let volume = Volume {
+        name: CA_BUNDLE_VOLUME.to_string(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: name.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mount = VolumeMount {
+        name: CA_BUNDLE_VOLUME.to_string(),
+        mount_path: path.clone(),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    let vars = [
+        env_var(CA_BUNDLE_CONFIGMAP_NAME_ENV, &name),
+        env_var(CA_BUNDLE_VOLUME_MOUNT_POINT_ENV, &path),
+    ];
+    Some((volume, mount, vars))
+}
+
+/// Go's `filepath.Dir`.
+fn parent_dir(path: &str) -> String {
+    match path.trim_end_matches('/').rfind('/') {
+        Some(0) => "/".to_string(),
+        Some(i) => path[..i].to_string(),
+        None => ".".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parent_dir_matches_go() {
+        assert_eq!(
+            parent_dir("/annotation/path/to/annotation-ca.crt"),
+            "/annotation/path/to"
+        );
+        assert_eq!(parent_dir("/ca.crt"), "/");
+        assert_eq!(parent_dir("ca.crt"), ".");
+    }
+}

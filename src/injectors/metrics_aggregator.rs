@@ -1,0 +1,79 @@
+//! Metrics aggregation: queue-proxy scrapes the model server and serves both
+//! sets of metrics on one port, which Prometheus is pointed at.
+
+use super::InjectError;
+use crate::constants::*;
+use crate::mutation::Env;
+use crate::pod::{List, PodDoc};
+use k8s_openapi::api::core::v1::ContainerPort;
+
+pub const NAME: &str = "metrics-aggregator";
+
+/// The annotation's value, written from config when absent.
+fn annotation_or_default(pod: &mut PodDoc, key: &str, default: &str) -> String {
+    match pod.annotation(key) {
+        Some(v) => v.to_string(),
+        None => {
+            pod.set_annotation(key, default);
+            default.to_string()
+        }
+    }
+}
+
+pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+    let config = &env.config.metrics_aggregator;
+    let aggregate = annotation_or_default(
+        pod,
+        ENABLE_METRIC_AGGREGATION_ANNOTATION,
+        &config.enable_metric_aggregation,
+    ) == "true";
+    if aggregate {
+        let port = pod
+            .annotation(KSERVE_PROMETHEUS_PORT_ANNOTATION)
+            .unwrap_or(DEFAULT_CONTAINER_METRICS_PORT)
+            .to_string();
+        let path = pod
+            .annotation(KSERVE_PROMETHEUS_PATH_ANNOTATION)
+            .unwrap_or(DEFAULT_METRICS_PATH)
+            .to_string();
+        let queue_proxies: Vec<usize> = pod
+            .entries(List::Containers)
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| crate::pod::name_of(c) == Some(QUEUE_PROXY_CONTAINER))
+            .map(|(i, _)| i)
+            .collect();
+        for index in queue_proxies {
+            let Some(mut qp) = pod.container_at(List::Containers, index) else {
+                continue;
+            };
+            qp.set_env("KSERVE_CONTAINER_PROMETHEUS_METRICS_PORT", &port);
+            qp.set_env("KSERVE_CONTAINER_PROMETHEUS_METRICS_PATH", &path);
+            qp.set_env("AGGREGATE_PROMETHEUS_METRICS_PORT", AGGREGATE_METRICS_PORT);
+            qp.ensure_port(&ContainerPort {
+                name: Some(AGGREGATE_METRICS_PORT_NAME.to_string()),
+                container_port: AGGREGATE_METRICS_PORT_NUMBER,
+                protocol: Some("TCP".to_string()),
+                ..Default::default()
+            });
+        }
+    }
+    let scrape = annotation_or_default(
+        pod,
+        ENABLE_PROMETHEUS_SCRAPING_ANNOTATION,
+        &config.enable_prometheus_scraping,
+    ) == "true";
+    if scrape {
+        let port = if aggregate {
+            AGGREGATE_METRICS_PORT
+        } else {
+            DEFAULT_POD_PROMETHEUS_PORT
+        };
+        pod.set_annotation(PROMETHEUS_PORT_ANNOTATION, port);
+        pod.set_annotation(PROMETHEUS_PATH_ANNOTATION, DEFAULT_METRICS_PATH);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! KServe's injectors, one file each, run in KServe's order. Each is a pure
+//! function of the pod and the [`Env`]; each is idempotent on its own.
+
+pub mod accelerator;
+pub mod agent;
+pub mod ca_bundle;
+pub mod istio_cni;
+pub mod metrics_aggregator;
+pub mod modelcar;
+pub mod storage_initializer;
+pub mod storage_uri;
+
+use crate::mutation::Env;
+use crate::pod::PodDoc;
+
+/// An injector refused the pod; the message is KServe's wording.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("{message}")]
+pub struct InjectError {
+    pub injector: &'static str,
+    pub message: String,
+}
+
+impl InjectError {
+    pub fn new(injector: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            injector,
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InjectorOutcome {
+    /// The injector changed the pod.
+    Injected,
+    /// Nothing to do: not triggered, or already injected.
+    Unchanged,
+}
+
+impl InjectorOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InjectorOutcome::Injected => "injected",
+            InjectorOutcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+type Injector = fn(&mut PodDoc, &Env) -> Result<(), InjectError>;
+
+/// Names and functions in KServe's order. Modelcar is registered only when an
+/// OCI mode is configured, as in KServe.
+fn pipeline(env: &Env) -> Vec<(&'static str, Injector)> {
+    let mut steps: Vec<(&'static str, Injector)> = vec![
+        (accelerator::NAME, accelerator::inject),
+        (storage_initializer::NAME, storage_initializer::inject),
+        (istio_cni::NAME, istio_cni::inject),
+        (agent::NAME, agent::inject),
+        (metrics_aggregator::NAME, metrics_aggregator::inject),
+    ];
+    if !env.config.storage_initializer.oci_mode().is_empty() {
+        steps.push((modelcar::NAME, modelcar::inject));
+    }
+    steps
+}
+
+pub fn run_all(
+    pod: &mut PodDoc,
+    env: &Env,
+) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
+    let mut outcomes = Vec::new();
+    for (name, inject) in pipeline(env) {
+        let before = pod.changes();
+        inject(pod, env)?;
+        let outcome = if pod.changes() > before {
+            InjectorOutcome::Injected
+        } else {
+            InjectorOutcome::Unchanged
+        };
+        outcomes.push((name, outcome));
+    }
+    Ok(outcomes)
+}
+
+/// All names the pipeline may report, for pre-registering metric labels.
+pub const INJECTOR_NAMES: [&str; 6] = [
+    accelerator::NAME,
+    storage_initializer::NAME,
+    istio_cni::NAME,
+    agent::NAME,
+    metrics_aggregator::NAME,
+    modelcar::NAME,
+];
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -1,0 +1,328 @@
+//! OCI models: the model image runs as a `modelcar` sidecar sharing the pod's
+//! process namespace (modelcar mode), is mounted as an ImageVolume (native
+//! mode), or is pulled by the storage initializer (fetch mode).
+
+use super::ca_bundle::{self, env_var};
+use super::storage_initializer::{initializer_image, resources as init_resources};
+use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
+use super::InjectError;
+use crate::constants::*;
+use crate::mutation::Env;
+use crate::pod::{List, PodDoc};
+use k8s_openapi::api::core::v1::{
+    Container, EmptyDirVolumeSource, ImageVolumeSource, KeyToPath, ResourceRequirements,
+    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const NAME: &str = "modelcar";
+
+/// The modelcar mount is the parent of the model path, so the symlink the
+/// sidecar creates at `/mnt/models` is visible to the server.
+const MODELCAR_MOUNT_PATH: &str = "/mnt";
+
+pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+    let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
+        return Ok(());
+    };
+    let Some(oci) = parse_oci(&src) else {
+        return Ok(());
+    };
+    let target = [KSERVE_CONTAINER, WORKER_CONTAINER]
+        .into_iter()
+        .find(|name| pod.position(List::Containers, name).is_some())
+        .ok_or_else(|| {
+            InjectError::new(
+                NAME,
+                format!("Invalid configuration: cannot find container: {KSERVE_CONTAINER}"),
+            )
+        })?;
+    let mut containers = vec![target];
+    if pod
+        .position(List::Containers, TRANSFORMER_CONTAINER)
+        .is_some()
+    {
+        containers.push(TRANSFORMER_CONTAINER);
+    }
+    match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
+        "native" => inject_image_volume(pod, &oci, &containers),
+        "fetch" => {
+            inject_fetch(pod, env, &oci, target);
+            Ok(())
+        }
+        // KServe treats every other mode, known or not, as modelcar.
+        _ => {
+            inject_modelcar(pod, env, &oci, &containers);
+            Ok(())
+        }
+    }
+}
+
+fn inject_modelcar(pod: &mut PodDoc, env: &Env, oci: &OciUri, containers: &[&str]) {
+    let config = &env.config.storage_initializer;
+    let volume = Volume {
+        name: PROVISION_LOCATION_VOLUME.to_string(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    };
+    let mount = VolumeMount {
+        name: PROVISION_LOCATION_VOLUME.to_string(),
+        mount_path: MODELCAR_MOUNT_PATH.to_string(),
+        ..Default::default()
+    };
+    for name in containers {
+        pod.ensure_volume(&volume);
+        if let Some(mut c) = pod.container_mut(List::Containers, name) {
+            c.set_env(MODEL_INIT_MODE_ENV, "async");
+            c.ensure_mount(&mount);
+            if let Some(uid) = config.uid_modelcar {
+                c.set_run_as_user(uid);
+            }
+        }
+    }
+    // The pair is added together, as in KServe; each is still keyed by name.
+    if !pod.has_container_named(MODELCAR_CONTAINER) {
+        let (sidecar, init) = modelcar_containers(env, oci.image, mount);
+        pod.ensure_container(List::Containers, &sidecar);
+        pod.ensure_container(List::InitContainers, &init);
+    }
+    pod.set_spec_field("shareProcessNamespace", Value::Bool(true));
+}
+
+fn modelcar_containers(env: &Env, image: &str, mount: VolumeMount) -> (Container, Container) {
+    let config = &env.config.storage_initializer;
+    let or_default = |v: &str, d: &str| {
+        if v.is_empty() {
+            d.to_string()
+        } else {
+            v.to_string()
+        }
+    };
+    let amounts = BTreeMap::from([
+        (
+            "cpu".to_string(),
+            Quantity(or_default(&config.cpu_modelcar, DEFAULT_CPU_MODELCAR)),
+        ),
+        (
+            "memory".to_string(),
+            Quantity(or_default(&config.memory_modelcar, DEFAULT_MEMORY_MODELCAR)),
+        ),
+    ]);
+    let resources = ResourceRequirements {
+        limits: Some(amounts.clone()),
+        requests: Some(amounts),
+        ..Default::default()
+    };
+    let sh = |script: String| Some(vec!["sh".to_string(), "-c".to_string(), script]);
+    let sidecar = Container {
+        name: MODELCAR_CONTAINER.to_string(),
+        image: Some(image.to_string()),
+        volume_mounts: Some(vec![mount]),
+        // `$$` is Kubernetes' escape for `$`, so the shell sees `$$`: its own PID.
+        args: sh(format!(
+            "ln -sf /proc/$$$$/root/models {DEFAULT_MODEL_LOCAL_MOUNT_PATH} && sleep infinity"
+        )),
+        resources: Some(resources.clone()),
+        termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
+        security_context: config.uid_modelcar.map(|uid| SecurityContext {
+            run_as_user: Some(uid),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let init = Container {
+        name: MODELCAR_INIT_CONTAINER.to_string(),
+        image: Some(image.to_string()),
+        args: sh(format!(
+            "echo 'Pre-fetching modelcar {image}: ' && [ -d /models ] && [ \"$$(ls -A /models)\" ] && echo 'OK ... Prefetched and valid (/models exists)' || (echo 'NOK ... Prefetched but modelcar is invalid (/models does not exist or is empty)' && exit 1)"
+        )),
+        resources: Some(resources),
+        termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
+        ..Default::default()
+    };
+    (sidecar, init)
+}
+
+/// `/mnt/models` → `mnt-models`.
+fn path_volume_name(path: &str) -> String {
+    let name = path.trim_start_matches('/').replace('/', "-");
+    if name.is_empty() {
+        "oci-model".to_string()
+    } else {
+        name
+    }
+}
+
+fn inject_image_volume(
+    pod: &mut PodDoc,
+    oci: &OciUri,
+    containers: &[&str],
+) -> Result<(), InjectError> {
+    let name = path_volume_name(DEFAULT_MODEL_LOCAL_MOUNT_PATH);
+    for container in containers {
+        let clash = pod
+            .entry(List::Containers, container)
+            .and_then(|c| c.get("volumeMounts"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|m| {
+                m.get("mountPath").and_then(Value::as_str) == Some(DEFAULT_MODEL_LOCAL_MOUNT_PATH)
+                    && crate::pod::name_of(m) != Some(name.as_str())
+            })
+            .and_then(crate::pod::name_of)
+            .map(str::to_string);
+        if let Some(other) = clash {
+            return Err(InjectError::new(
+                NAME,
+                format!(
+                    "mountPath {DEFAULT_MODEL_LOCAL_MOUNT_PATH:?} already used by volume {other:?}"
+                ),
+            ));
+        }
+    }
+    pod.ensure_volume(&Volume {
+        name: name.clone(),
+        image: Some(ImageVolumeSource {
+            reference: Some(oci.image.to_string()),
+            pull_policy: Some("IfNotPresent".to_string()),
+        }),
+        ..Default::default()
+    });
+    let mount = VolumeMount {
+        name,
+        mount_path: DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
+        sub_path: Some("models".to_string()),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    for container in containers {
+        if let Some(mut c) = pod.container_mut(List::Containers, container) {
+            c.ensure_mount(&mount);
+        }
+    }
+    Ok(())
+}
+
+fn inject_fetch(pod: &mut PodDoc, env: &Env, oci: &OciUri, target: &str) {
+    let uri = oci.normalized();
+    let volume_name = path_volume_name(DEFAULT_MODEL_LOCAL_MOUNT_PATH);
+    let model_mount = VolumeMount {
+        name: volume_name.clone(),
+        mount_path: DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
+        ..Default::default()
+    };
+    let mut volumes = vec![Volume {
+        name: volume_name,
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    }];
+    if let Some(position) = pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
+        add_fetch_pair(pod, position, &uri);
+    } else {
+        let (init, extra) = fetch_init_container(pod, env, &uri, model_mount.clone());
+        pod.ensure_container(List::InitContainers, &init);
+        volumes.extend(extra);
+    }
+    for volume in &volumes {
+        pod.ensure_volume(volume);
+    }
+    if let Some(mut c) = pod.container_mut(List::Containers, target) {
+        c.ensure_mount(&model_mount);
+    }
+}
+
+/// An existing initializer also downloads this model, unless it already does.
+fn add_fetch_pair(pod: &mut PodDoc, position: usize, uri: &str) {
+    let Some(mut init) = pod.container_at(List::InitContainers, position) else {
+        return;
+    };
+    let args: Vec<String> = init
+        .raw()
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let present = args
+        .chunks(2)
+        .any(|pair| pair == [uri.to_string(), DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string()]);
+    if !present {
+        init.push_args(&[uri, DEFAULT_MODEL_LOCAL_MOUNT_PATH]);
+    }
+}
+
+fn fetch_init_container(
+    pod: &PodDoc,
+    env: &Env,
+    uri: &str,
+    model_mount: VolumeMount,
+) -> (Container, Vec<Volume>) {
+    let mut vars = Vec::new();
+    let mut mounts = vec![model_mount];
+    let mut volumes = Vec::new();
+    let first_pull_secret = pod
+        .spec()
+        .and_then(|s| s.get("imagePullSecrets"))
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(crate::pod::name_of);
+    if let Some(secret) = first_pull_secret {
+        volumes.push(Volume {
+            name: OCI_FETCH_DOCKER_CONFIG_VOLUME.to_string(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.to_string()),
+                default_mode: Some(0o400),
+                items: Some(vec![KeyToPath {
+                    key: ".dockerconfigjson".to_string(),
+                    path: "config.json".to_string(),
+                    mode: None,
+                }]),
+                optional: None,
+            }),
+            ..Default::default()
+        });
+        mounts.push(VolumeMount {
+            name: OCI_FETCH_DOCKER_CONFIG_VOLUME.to_string(),
+            mount_path: OCI_FETCH_AUTH_MOUNT_PATH.to_string(),
+            read_only: Some(true),
+            ..Default::default()
+        });
+        vars.push(env_var(
+            OCI_FETCH_DOCKER_CONFIG_ENV,
+            &format!("{OCI_FETCH_AUTH_MOUNT_PATH}/config.json"),
+        ));
+    }
+    if let Some((volume, mount, ca_vars)) = ca_bundle::plan(env, pod.namespace(), &vars, false) {
+        for var in ca_vars {
+            ca_bundle::push_env_if_absent(&mut vars, var);
+        }
+        volumes.push(volume);
+        mounts.push(mount);
+    }
+    if env.config.storage_initializer.oci_insecure_registry {
+        vars.push(env_var(OCI_INSECURE_REGISTRY_ENV, "true"));
+    }
+    let container = Container {
+        name: STORAGE_INITIALIZER_CONTAINER.to_string(),
+        image: Some(initializer_image(env)),
+        args: Some(vec![
+            uri.to_string(),
+            DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
+        ]),
+        resources: Some(init_resources(&env.config.storage_initializer.resources)),
+        termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
+        volume_mounts: Some(mounts),
+        env: (!vars.is_empty()).then_some(vars),
+        ..Default::default()
+    };
+    (container, volumes)
+}
+
+#[cfg(test)]
+mod tests;

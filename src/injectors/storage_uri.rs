@@ -1,0 +1,119 @@
+//! Storage URI forms KServe's injectors recognise.
+
+use sha2::{Digest, Sha256};
+
+pub const PVC_PREFIX: &str = "pvc://";
+pub const OCI_PREFIX: &str = "oci://";
+
+/// `pvc://<name>[/<path>]` → (name, path); the path keeps a trailing `/`.
+pub fn parse_pvc(uri: &str) -> Option<(&str, &str)> {
+    let rest = uri.strip_prefix(PVC_PREFIX)?;
+    Some(rest.split_once('/').unwrap_or((rest, "")))
+}
+
+/// An OCI model reference: `oci+<mode>://rest` pins the mode, `oci://rest`
+/// leaves it to the config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciUri<'a> {
+    pub mode: Option<&'a str>,
+    /// The reference without any scheme (`registry/repo:tag`).
+    pub image: &'a str,
+}
+
+impl OciUri<'_> {
+    pub fn normalized(&self) -> String {
+        format!("{OCI_PREFIX}{}", self.image)
+    }
+}
+
+pub fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
+    if let Some(image) = uri.strip_prefix(OCI_PREFIX) {
+        return Some(OciUri { mode: None, image });
+    }
+    let rest = uri.strip_prefix("oci+")?;
+    let (mode, image) = rest.split_once("://")?;
+    Some(OciUri {
+        mode: Some(mode),
+        image,
+    })
+}
+
+/// The mode KServe uses for a URI: the pinned one, else the configured one.
+pub fn oci_effective_mode<'a>(uri: &OciUri<'a>, configured: &'a str) -> &'a str {
+    uri.mode.unwrap_or(configured)
+}
+
+/// First 16 hex digits of SHA-256: the folder a local model lives in.
+pub fn storage_key(uri: &str) -> String {
+    let digest = Sha256::digest(uri.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The PVC URI of a model cached on a node by a LocalModel.
+pub fn local_model_uri(src: &str, local_source: &str, pvc_name: &str) -> String {
+    let sub = src.strip_prefix(local_source).unwrap_or(src);
+    let sub = if sub.starts_with('/') {
+        sub.to_string()
+    } else {
+        format!("/{sub}")
+    };
+    format!(
+        "{PVC_PREFIX}{pvc_name}/models/{}{sub}",
+        storage_key(local_source)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s37_parse_pvc() {
+        assert_eq!(
+            parse_pvc("pvc://test/model/model1"),
+            Some(("test", "model/model1"))
+        );
+        assert_eq!(parse_pvc("pvc://test"), Some(("test", "")));
+        assert_eq!(parse_pvc("pvc://test/dir/"), Some(("test", "dir/")));
+        assert_eq!(parse_pvc("s3://test"), None);
+    }
+
+    #[test]
+    fn oci_forms() {
+        assert_eq!(
+            parse_oci("oci://r/m:v1"),
+            Some(OciUri {
+                mode: None,
+                image: "r/m:v1"
+            })
+        );
+        let pinned = parse_oci("oci+native://r/m:v1").unwrap();
+        assert_eq!(pinned.mode, Some("native"));
+        assert_eq!(pinned.normalized(), "oci://r/m:v1");
+        assert_eq!(parse_oci("s3://bla"), None);
+        assert_eq!(parse_oci("oci+native"), None);
+    }
+
+    #[test]
+    fn s30_local_model_subpaths() {
+        assert_eq!(storage_key("s3://foo"), "83fbff445b51876f");
+        assert_eq!(storage_key("s3://foo/"), "e65e626ad747873c");
+        let uri = |src, local| local_model_uri(src, local, "model-h100");
+        assert_eq!(
+            uri("s3://foo", "s3://foo"),
+            "pvc://model-h100/models/83fbff445b51876f/"
+        );
+        assert_eq!(
+            uri("s3://foo/", "s3://foo"),
+            "pvc://model-h100/models/83fbff445b51876f/"
+        );
+        assert_eq!(
+            uri("s3://foo/model1", "s3://foo"),
+            "pvc://model-h100/models/83fbff445b51876f/model1"
+        );
+        assert_eq!(
+            uri("s3://foo/model1", "s3://foo/"),
+            "pvc://model-h100/models/e65e626ad747873c/model1"
+        );
+    }
+}

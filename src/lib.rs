@@ -1,0 +1,17 @@
+//! kserve-injector: KServe's pod mutator as pure functions (config in, pod
+//! and JSON Patch out), plus the thin adapters the binary wires around them.
+
+pub mod admission;
+pub mod cli;
+pub mod config;
+pub mod config_file;
+pub mod constants;
+pub mod injectors;
+pub mod mutation;
+pub mod pod;
+pub mod probe_json;
+pub mod quantity;
+pub mod server;
+
+pub use config::{Config, ConfigError};
+pub use mutation::{mutate, ClusterData, Env, Mutation, MutationError};

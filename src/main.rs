@@ -1,0 +1,141 @@
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use kserve_injector::cli::{run_mutate, OutputFormat};
+use kserve_injector::{config_file, server, Config, Env};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// KServe's pod mutator as a fast, idempotent admission webhook.
+#[derive(Parser)]
+#[command(name = "kserve-injector", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Mutate pods offline, exactly as the webhook would.
+    #[command(after_help = "Examples:
+  kserve-injector mutate pod.yaml
+  kserve-injector mutate --config inferenceservice-config.yaml -o patch pod.yaml
+  kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
+  kserve-injector mutate review.json        # prints the AdmissionReview response
+
+Exit codes: 0 mutated (or nothing to do), 1 the webhook would deny the pod, 2 unreadable input or config.")]
+    Mutate(MutateArgs),
+    /// Serve the admission webhook over HTTPS.
+    Serve(server::ServeArgs),
+    /// Sleep, then exit 0: a preStop hook for images without a shell.
+    #[command(after_help = "Example (preStop): command: [\"/kserve-injector\", \"sleep\", \"5\"]")]
+    Sleep {
+        /// Seconds to sleep, e.g. 5.
+        seconds: u64,
+    },
+    /// Print the built-in inferenceservice-config ConfigMap (KServe's defaults).
+    DefaultConfig,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Yaml,
+    Json,
+    Patch,
+}
+
+#[derive(clap::Args)]
+struct MutateArgs {
+    /// KServe's inferenceservice-config: a ConfigMap manifest (YAML or JSON) or
+    /// a directory where the ConfigMap is mounted. Default: KServe's shipped values.
+    /// Example: --config ./inferenceservice-config.yaml
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// Output: the mutated objects as yaml or json, or the JSON Patch the
+    /// webhook would return. AdmissionReview input always prints the response as JSON.
+    /// Example: -o patch
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: Format,
+    /// Namespace the pods are created in (default: each object's own, else "default").
+    /// Example: --namespace models
+    #[arg(short = 'n', long)]
+    namespace: Option<String>,
+    /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
+    /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
+    /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
+
+fn read_input(file: Option<&PathBuf>) -> anyhow::Result<String> {
+    let mut text = String::new();
+    match file {
+        Some(path) if path.as_os_str() != "-" => {
+            text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+        }
+        _ => {
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read standard input")?;
+        }
+    }
+    Ok(text)
+}
+
+fn mutate_command(args: MutateArgs) -> ExitCode {
+    let config = match &args.config {
+        Some(path) => match config_file::load(path) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Config::default(),
+    };
+    let text = match read_input(args.file.as_ref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let format = match args.output {
+        Format::Yaml => OutputFormat::Yaml,
+        Format::Json => OutputFormat::Json,
+        Format::Patch => OutputFormat::Patch,
+    };
+    match run_mutate(&text, format, args.namespace.as_deref(), &Env::new(config)) {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Mutate(args) => mutate_command(args),
+        Command::Serve(args) => match server::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
+        Command::Sleep { seconds } => {
+            std::thread::sleep(std::time::Duration::from_secs(seconds));
+            ExitCode::SUCCESS
+        }
+        Command::DefaultConfig => {
+            print!("{}", Config::default_manifest());
+            ExitCode::SUCCESS
+        }
+    }
+}
