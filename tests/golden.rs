@@ -1,0 +1,221 @@
+//! Golden fixtures: every case under `fixtures/` goes through the CLI binary
+//! and through the AdmissionReview path, and a second pass must change nothing.
+//!
+//! A case is a directory holding `input.yaml` (a Pod), optionally
+//! `config.yaml` (an inferenceservice-config ConfigMap; KServe's defaults
+//! otherwise), and the golden: `expected.yaml` (the mutated pod) or
+//! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
+//! test --test golden` rewrites the goldens from the CLI's output.
+
+use base64::Engine;
+use kserve_injector::{admission, config_file, Config, Env};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("fixtures/ exists")
+        .map(|e| e.expect("readable fixtures/").path())
+        .filter(|p| p.join("input.yaml").is_file())
+        .collect();
+    cases.sort();
+    cases
+}
+
+fn regenerate() -> bool {
+    std::env::var_os("REGENERATE_GOLDENS").is_some_and(|v| v != "0")
+}
+
+fn yaml(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn env_for(case: &Path) -> Env {
+    let config = case.join("config.yaml");
+    if config.is_file() {
+        Env::new(config_file::load(&config).unwrap_or_else(|e| panic!("{e}")))
+    } else {
+        Env::new(Config::default())
+    }
+}
+
+enum Outcome {
+    Pod(Value),
+    Denied(String),
+}
+
+fn run_cli(case: &Path) -> Outcome {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kserve-injector"));
+    cmd.arg("mutate").arg("-o").arg("json");
+    if case.join("config.yaml").is_file() {
+        cmd.arg("--config").arg(case.join("config.yaml"));
+    }
+    let out = cmd
+        .arg(case.join("input.yaml"))
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    match out.status.code() {
+        Some(0) => Outcome::Pod(serde_json::from_slice(&out.stdout).expect("CLI prints JSON")),
+        Some(1) => Outcome::Denied(stderr.trim_start_matches("error: ").to_string()),
+        code => panic!("{}: CLI exited {code:?}: {stderr}", case.display()),
+    }
+}
+
+fn namespace_of(pod: &Value) -> String {
+    pod.pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_string()
+}
+
+fn review_request(pod: &Value, api_version: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": api_version,
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "6b9c3a70-0000-4000-8000-000000000001",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": namespace_of(pod),
+            "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+            "object": pod,
+            "dryRun": false
+        }
+    }))
+    .expect("serialisable")
+}
+
+/// Runs the AdmissionReview path and applies the returned patch to `pod`.
+fn run_review(pod: &Value, env: &Env, api_version: &str) -> Outcome {
+    let reviewed = admission::review(&review_request(pod, api_version), env).expect("valid review");
+    let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON response");
+    assert_eq!(response["apiVersion"], api_version);
+    assert_eq!(
+        response["response"]["uid"],
+        "6b9c3a70-0000-4000-8000-000000000001"
+    );
+    if response["response"]["allowed"] != true {
+        return Outcome::Denied(
+            response["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
+    }
+    let mut patched = pod.clone();
+    if let Some(encoded) = response["response"]["patch"].as_str() {
+        assert_eq!(response["response"]["patchType"], "JSONPatch");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .expect("base64 patch");
+        let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("JSON Patch");
+        json_patch::patch(&mut patched, &patch).expect("patch applies to the request object");
+    } else {
+        assert!(response["response"].get("patchType").is_none());
+    }
+    Outcome::Pod(patched)
+}
+
+fn check_case(case: &Path) -> Result<(), String> {
+    let name = case
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let input = yaml(&case.join("input.yaml"));
+    let env = env_for(case);
+    let expected_pod = case.join("expected.yaml");
+    let expected_error = case.join("expected-error.txt");
+    let cli = run_cli(case);
+    if regenerate() {
+        let _ = std::fs::remove_file(&expected_pod);
+        let _ = std::fs::remove_file(&expected_error);
+        match &cli {
+            Outcome::Pod(pod) => {
+                std::fs::write(&expected_pod, serde_yaml::to_string(pod).expect("yaml"))
+            }
+            Outcome::Denied(msg) => std::fs::write(&expected_error, format!("{msg}\n")),
+        }
+        .expect("golden written");
+    }
+    let golden = if expected_pod.is_file() {
+        Outcome::Pod(yaml(&expected_pod))
+    } else if expected_error.is_file() {
+        Outcome::Denied(
+            std::fs::read_to_string(&expected_error)
+                .expect("readable")
+                .trim()
+                .to_string(),
+        )
+    } else {
+        return Err(format!(
+            "{name}: no expected.yaml or expected-error.txt (run with REGENERATE_GOLDENS=1)"
+        ));
+    };
+    for (path, outcome) in [
+        ("CLI", cli),
+        (
+            "AdmissionReview v1",
+            run_review(&input, &env, "admission.k8s.io/v1"),
+        ),
+        (
+            "AdmissionReview v1beta1",
+            run_review(&input, &env, "admission.k8s.io/v1beta1"),
+        ),
+    ] {
+        match (&golden, &outcome) {
+            (Outcome::Pod(want), Outcome::Pod(got)) if want == got => {}
+            (Outcome::Denied(want), Outcome::Denied(got)) if want == got => {}
+            (Outcome::Pod(want), Outcome::Pod(got)) => {
+                return Err(format!(
+                    "{name}: {path} output differs from the golden (stale? REGENERATE_GOLDENS=1 rewrites it)\n--- golden\n{}\n--- got\n{}",
+                    serde_yaml::to_string(want).unwrap_or_default(),
+                    serde_yaml::to_string(got).unwrap_or_default()
+                ))
+            }
+            (Outcome::Denied(want), Outcome::Denied(got)) => {
+                return Err(format!("{name}: {path} denied with {got:?}, golden says {want:?}"))
+            }
+            (Outcome::Pod(_), Outcome::Denied(got)) => return Err(format!("{name}: {path} denied: {got}")),
+            (Outcome::Denied(want), Outcome::Pod(_)) => {
+                return Err(format!("{name}: {path} allowed, golden expects denial {want:?}"))
+            }
+        }
+    }
+    // Reinvocation: our own output goes through again unchanged.
+    if let Outcome::Pod(want) = &golden {
+        match run_review(want, &env, "admission.k8s.io/v1") {
+            Outcome::Pod(again) if &again == want => {}
+            Outcome::Pod(_) => return Err(format!("{name}: a second pass changed the pod")),
+            Outcome::Denied(msg) => {
+                return Err(format!(
+                    "{name}: a second pass denied our own output: {msg}"
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn golden_fixtures() {
+    let cases = cases();
+    assert!(!cases.is_empty(), "no fixtures found");
+    let failures: Vec<String> = cases.iter().filter_map(|c| check_case(c).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} fixtures failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+    println!(
+        "{} golden fixtures passed through CLI, AdmissionReview v1 and v1beta1",
+        cases.len()
+    );
+}
