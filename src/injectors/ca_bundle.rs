@@ -8,10 +8,11 @@ use crate::constants::{
 use crate::mutation::Env;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, EnvVar, Volume, VolumeMount};
 
+/// A literal variable; an empty value is left out, as Go's `omitempty` does.
 pub(crate) fn env_var(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
-        value: Some(value.to_string()),
+        value: (!value.is_empty()).then(|| value.to_string()),
         value_from: None,
     }
 }
@@ -92,6 +93,12 @@ fn parent_dir(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_env_value_is_omitted_like_go() {
+        assert_eq!(env_var("A", "").value, None);
+        assert_eq!(env_var("A", "b").value.as_deref(), Some("b"));
+    }
 
     #[test]
     fn parent_dir_matches_go() {

@@ -58,8 +58,9 @@ fn run_as_user(pod: &PodDoc) -> Result<Option<i64>, InjectError> {
     Ok(Some(uid))
 }
 
-/// The first container Istio lists in its status annotation. Go panics on a
-/// non-string entry; here it is a clear error.
+/// The first container Istio lists in its status annotation. A `containers`
+/// that is not a list counts as absent, as in KServe; Go panics on a
+/// non-object status or a non-string entry, here they are clear errors.
 fn sidecar_name(status: &str) -> Result<Option<String>, InjectError> {
     let bad = |why: String| {
         InjectError::new(
@@ -69,11 +70,10 @@ fn sidecar_name(status: &str) -> Result<Option<String>, InjectError> {
     };
     let parsed: serde_json::Map<String, Value> =
         serde_json::from_str(status).map_err(|e| bad(e.to_string()))?;
-    let first = match parsed.get("containers") {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Array(items)) => items.first(),
-        Some(_) => return Err(bad("containers must be a list".into())),
+    let Some(Value::Array(items)) = parsed.get("containers") else {
+        return Ok(None);
     };
+    let first = items.first();
     match first {
         None => Ok(None),
         Some(Value::String(name)) if name.is_empty() => Ok(None),
@@ -180,6 +180,18 @@ mod tests {
     }
 
     #[test]
+    fn containers_that_is_not_a_list_counts_as_absent() {
+        for status in ["{\"containers\": 3}", "{\"containers\": null}"] {
+            let p = pod(
+                json!({ISTIO_STATUS_ANNOTATION: status, ISTIO_INTERCEPTION_MODE_ANNOTATION: "REDIRECT"}),
+                json!({"name": "istio-sidecar"}),
+                json!([{"name": SI}]),
+            );
+            assert_eq!(run(inject, &p).unwrap(), p, "{status}");
+        }
+    }
+
+    #[test]
     fn uid_annotation_wins_and_bad_values_are_ignored() {
         let mut annotations = istio_annotations();
         annotations[STORAGE_INITIALIZER_UID_ANNOTATION] = json!("2000");
@@ -200,12 +212,7 @@ mod tests {
 
     #[test]
     fn malformed_status_is_an_error_not_a_panic() {
-        for status in [
-            "[1]",
-            "{\"containers\": [1]}",
-            "{\"containers\": 3}",
-            "not json",
-        ] {
+        for status in ["[1]", "null", "{\"containers\": [1]}", "not json"] {
             let p = pod(
                 json!({ISTIO_STATUS_ANNOTATION: status, ISTIO_INTERCEPTION_MODE_ANNOTATION: "REDIRECT"}),
                 json!({"name": "istio-sidecar"}),

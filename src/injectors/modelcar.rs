@@ -48,10 +48,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     }
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
         "native" => inject_image_volume(pod, &oci, &containers),
-        "fetch" => {
-            inject_fetch(pod, env, &oci, target);
-            Ok(())
-        }
+        "fetch" => inject_fetch(pod, env, &oci, &containers),
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
             inject_modelcar(pod, env, &oci, &containers);
@@ -206,32 +203,42 @@ fn inject_image_volume(
     Ok(())
 }
 
-fn inject_fetch(pod: &mut PodDoc, env: &Env, oci: &OciUri, target: &str) {
+fn inject_fetch(
+    pod: &mut PodDoc,
+    env: &Env,
+    oci: &OciUri,
+    containers: &[&str],
+) -> Result<(), InjectError> {
     let uri = oci.normalized();
+    match pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
+        Some(position) => add_fetch_pair(pod, position, &uri),
+        None => add_fetch_init_container(pod, env, &uri),
+    }
+    // One emptyDir at the model path: the initializer writes it, the
+    // configured containers read it.
     let volume_name = path_volume_name(DEFAULT_MODEL_LOCAL_MOUNT_PATH);
     let model_mount = VolumeMount {
         name: volume_name.clone(),
         mount_path: DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
         ..Default::default()
     };
-    let mut volumes = vec![Volume {
+    if let Some(mut init) = pod.container_mut(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
+        init.ensure_mount(&model_mount);
+    }
+    pod.ensure_volume(&Volume {
         name: volume_name,
         empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Default::default()
-    }];
-    if let Some(position) = pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
-        add_fetch_pair(pod, position, &uri);
-    } else {
-        let (init, extra) = fetch_init_container(pod, env, &uri, model_mount.clone());
-        pod.ensure_container(List::InitContainers, &init);
-        volumes.extend(extra);
+    });
+    for name in containers {
+        if let Some(mut c) = pod.container_mut(List::Containers, name) {
+            c.ensure_mount(&model_mount);
+        }
     }
-    for volume in &volumes {
-        pod.ensure_volume(volume);
-    }
-    if let Some(mut c) = pod.container_mut(List::Containers, target) {
-        c.ensure_mount(&model_mount);
-    }
+    // The Istio CNI step runs before this initializer exists, so KServe sets
+    // its UID only on a reinvocation; applying it now reaches that state in
+    // one pass.
+    super::istio_cni::inject(pod, env)
 }
 
 /// An existing initializer also downloads this model, unless it already does.
@@ -257,21 +264,21 @@ fn add_fetch_pair(pod: &mut PodDoc, position: usize, uri: &str) {
     }
 }
 
-fn fetch_init_container(
-    pod: &PodDoc,
-    env: &Env,
-    uri: &str,
-    model_mount: VolumeMount,
-) -> (Container, Vec<Volume>) {
+/// The initializer with registry credentials (first pull secret), the
+/// configured CA bundle and the insecure-registry switch. Like KServe, a
+/// credential whose volume name is already taken is left out.
+fn add_fetch_init_container(pod: &mut PodDoc, env: &Env, uri: &str) {
     let mut vars = Vec::new();
-    let mut mounts = vec![model_mount];
+    let mut mounts = Vec::new();
     let mut volumes = Vec::new();
+    let has_volume = |name: &str| pod.volume_names().any(|n| n == name);
     let first_pull_secret = pod
         .spec()
         .and_then(|s| s.get("imagePullSecrets"))
         .and_then(Value::as_array)
         .and_then(|a| a.first())
-        .and_then(crate::pod::name_of);
+        .and_then(crate::pod::name_of)
+        .filter(|_| !has_volume(OCI_FETCH_DOCKER_CONFIG_VOLUME));
     if let Some(secret) = first_pull_secret {
         volumes.push(Volume {
             name: OCI_FETCH_DOCKER_CONFIG_VOLUME.to_string(),
@@ -298,10 +305,10 @@ fn fetch_init_container(
             &format!("{OCI_FETCH_AUTH_MOUNT_PATH}/config.json"),
         ));
     }
-    if let Some((volume, mount, ca_vars)) = ca_bundle::plan(env, pod.namespace(), &vars, false) {
-        for var in ca_vars {
-            ca_bundle::push_env_if_absent(&mut vars, var);
-        }
+    let ca = ca_bundle::plan(env, pod.namespace(), &vars, false)
+        .filter(|_| !has_volume(CA_BUNDLE_VOLUME));
+    if let Some((volume, mount, ca_vars)) = ca {
+        vars.extend(ca_vars);
         volumes.push(volume);
         mounts.push(mount);
     }
@@ -317,11 +324,14 @@ fn fetch_init_container(
         ]),
         resources: Some(init_resources(&env.config.storage_initializer.resources)),
         termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
-        volume_mounts: Some(mounts),
+        volume_mounts: (!mounts.is_empty()).then_some(mounts),
         env: (!vars.is_empty()).then_some(vars),
         ..Default::default()
     };
-    (container, volumes)
+    pod.ensure_container(List::InitContainers, &container);
+    for volume in &volumes {
+        pod.ensure_volume(volume);
+    }
 }
 
 #[cfg(test)]

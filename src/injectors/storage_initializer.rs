@@ -235,13 +235,17 @@ impl StorageSpec {
         if pod.annotation(STORAGE_SPEC_ANNOTATION) != Some("true") {
             return Ok(None);
         }
+        // As Go's json.Unmarshal into a map: `null` is no parameters, while an
+        // empty value is invalid JSON.
         let params = match pod.annotation(STORAGE_SPEC_PARAM_ANNOTATION) {
-            None | Some("") => BTreeMap::new(),
-            Some(text) => serde_json::from_str(text).map_err(|e| {
-                error(format!(
-                    "invalid {STORAGE_SPEC_PARAM_ANNOTATION} annotation: {e}"
-                ))
-            })?,
+            None => BTreeMap::new(),
+            Some(text) => serde_json::from_str::<Option<BTreeMap<String, String>>>(text)
+                .map_err(|e| {
+                    error(format!(
+                        "invalid {STORAGE_SPEC_PARAM_ANNOTATION} annotation: {e}"
+                    ))
+                })?
+                .unwrap_or_default(),
         };
         let key = pod
             .annotation(STORAGE_SPEC_KEY_ANNOTATION)
@@ -300,7 +304,8 @@ impl StorageSpec {
             None => None,
         };
         let mut storage_type = param_type.cloned();
-        let mut bucket = self.params.get("bucket").cloned();
+        // An empty bucket parameter counts as none, as in Go.
+        let mut bucket = self.params.get("bucket").filter(|b| !b.is_empty()).cloned();
         if let Some(data) = data {
             if storage_type.is_none() {
                 let parsed: BTreeMap<String, serde_json::Value> = serde_json::from_str(data)
@@ -310,14 +315,17 @@ impl StorageSpec {
                         ))
                     })?;
                 let text = |k: &str| parsed.get(k).and_then(|v| v.as_str()).map(str::to_string);
-                let t = text("type").unwrap_or_default();
-                if !STORAGE_TYPES.contains(&t.as_str()) {
-                    return Err(error(format!(
-                        "storage type must be one of [{}]. storage type [{t}] is not supported",
-                        STORAGE_TYPES.join(", ")
-                    )));
+                // Without a `type` the error below is "unable to determine storage type".
+                if let Some(t) = parsed.get("type") {
+                    let t = t.as_str().unwrap_or_default();
+                    if !STORAGE_TYPES.contains(&t) {
+                        return Err(error(format!(
+                            "storage type must be one of [{}]. storage type [{t}] is not supported",
+                            STORAGE_TYPES.join(", ")
+                        )));
+                    }
+                    storage_type = Some(t.to_string());
                 }
-                storage_type = Some(t);
                 if bucket.is_none() {
                     bucket = text("bucket");
                 }
