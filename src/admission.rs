@@ -60,11 +60,13 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
     let mut raw: Value =
         serde_json::from_slice(body).map_err(|e| ReviewError::Json(e.to_string()))?;
     // The pod stays raw JSON; only the envelope goes through kube's types.
-    let object = raw
-        .get_mut("request")
-        .and_then(Value::as_object_mut)
-        .and_then(|r| r.remove("object"))
-        .filter(|o| !o.is_null());
+    // `oldObject` is never read, so its shape cannot make a review fail.
+    let request_fields = raw.get_mut("request").and_then(Value::as_object_mut);
+    let object = request_fields.and_then(|r| {
+        r.remove("oldObject");
+        r.remove("object")
+    });
+    let object = object.filter(|o| !o.is_null());
     let review: AdmissionReview<DynamicObject> = serde_path_to_error::deserialize(&raw)
         .map_err(|e| ReviewError::NotAReview(format!("{}: {}", e.path(), e.inner())))?;
     if !API_VERSIONS.contains(&review.types.api_version.as_str())

@@ -138,7 +138,8 @@ fn mutate_inner(
             outcomes: Vec::new(),
         });
     }
-    if write_namespace {
+    // Go's encoder drops an empty namespace, so KServe never writes one.
+    if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
     let outcomes = injectors::run_all(&mut doc, env)?;

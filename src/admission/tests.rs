@@ -1,1 +1,360 @@
 use super::*;
+use crate::config::Config;
+use serde_json::json;
+
+const UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
+
+fn review_body(api_version: &str, request: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": api_version,
+        "kind": "AdmissionReview",
+        "request": request
+    }))
+    .unwrap()
+}
+
+fn request(kind: &str, operation: &str, object: Value) -> Value {
+    json!({
+        "uid": UID,
+        "kind": {"group": "", "version": "v1", "kind": kind},
+        "resource": {"group": "", "version": "v1", "resource": format!("{}s", kind.to_lowercase())},
+        "namespace": "default",
+        "operation": operation,
+        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+        "object": object,
+        "dryRun": false
+    })
+}
+
+fn isvc_pod() -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "sklearn-predictor-", "labels": {"serving.kserve.io/inferenceservice": "sklearn"}},
+        "spec": {"containers": [{"name": "kserve-container", "image": "kserve/sklearnserver:latest"}]}
+    })
+}
+
+fn answer(body: &[u8], env: &Env) -> (Reviewed, Value) {
+    let reviewed = review(body, env).expect("a review");
+    let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON body");
+    (reviewed, response)
+}
+
+fn decoded_patch(response: &Value) -> Value {
+    let encoded = response["response"]["patch"]
+        .as_str()
+        .expect("patch is a base64 string");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .expect("valid base64");
+    serde_json::from_slice(&bytes).expect("patch is JSON")
+}
+
+fn sorted_ops(patch: &Value) -> Vec<Value> {
+    let mut ops = patch.as_array().expect("array of ops").clone();
+    ops.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    ops
+}
+
+#[test]
+fn v1_and_v1beta1_echo_api_version_and_uid() {
+    for api_version in ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] {
+        let body = review_body(api_version, request("Pod", "CREATE", isvc_pod()));
+        let (reviewed, response) = answer(&body, &Env::default());
+        assert_eq!(response["apiVersion"], api_version);
+        assert_eq!(response["kind"], "AdmissionReview");
+        assert_eq!(response["response"]["uid"], UID);
+        assert_eq!(response["response"]["allowed"], true);
+        assert!(response.get("request").is_none());
+        assert_eq!(reviewed.uid, UID);
+        assert_eq!(reviewed.name, "sklearn-predictor-");
+        assert_eq!(reviewed.operation, "CREATE");
+        assert!(reviewed.allowed);
+    }
+}
+
+#[test]
+fn the_patch_is_a_base64_json_patch_that_produces_the_mutated_pod() {
+    let pod = isvc_pod();
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+    let patch: json_patch::Patch = serde_json::from_value(decoded_patch(&response)).unwrap();
+    assert_eq!(reviewed.patch_ops, patch.0.len());
+    let mut patched = pod.clone();
+    json_patch::patch(&mut patched, &patch).unwrap();
+    let expected = crate::mutation::mutate(&pod, "default", &Env::default())
+        .unwrap()
+        .pod;
+    assert_eq!(patched, expected);
+    assert_eq!(patched["metadata"]["namespace"], "default");
+}
+
+#[test]
+fn f1_pod_without_the_isvc_label_is_allowed_with_code_200_and_no_patch() {
+    let pod = json!({"metadata": {"name": "plain", "labels": {"app": "x"},
+                     "annotations": {"internal.serving.kserve.io/logger": "true"}},
+                     "spec": {"containers": [{"name": "kserve-container"}]}});
+    let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(
+        response["response"],
+        json!({"uid": UID, "allowed": true, "status": {"code": 200}})
+    );
+    assert!(reviewed.outcomes.is_empty());
+}
+
+#[test]
+fn f2_config_without_metrics_aggregator_adds_empty_annotations_and_namespace() {
+    let mut data: std::collections::BTreeMap<String, String> =
+        serde_yaml::from_str::<Value>(Config::default_manifest())
+            .ok()
+            .and_then(|m| serde_json::from_value(m["data"].clone()).ok())
+            .expect("default data");
+    data.remove("metricsAggregator");
+    let env = Env::new(Config::from_data(&data).unwrap());
+    let pod = json!({"metadata": {"labels": {"serving.kserve.io/inferenceservice": ""}},
+                     "spec": {"containers": [{"name": "kserve-container"}]}});
+    let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
+    let (_, response) = answer(&body, &env);
+    assert_eq!(response["response"]["allowed"], true);
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+    assert_eq!(
+        sorted_ops(&decoded_patch(&response)),
+        vec![
+            json!({"op": "add", "path": "/metadata/annotations", "value": {
+                "serving.kserve.io/enable-metric-aggregation": "",
+                "serving.kserve.io/enable-prometheus-scraping": ""}}),
+            json!({"op": "add", "path": "/metadata/namespace", "value": "default"}),
+        ]
+    );
+}
+
+#[test]
+fn an_already_mutated_pod_gets_no_patch_and_no_patch_type() {
+    let first = crate::mutation::mutate(&isvc_pod(), "default", &Env::default())
+        .unwrap()
+        .pod;
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", first));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(response["response"].get("patch").is_none());
+    assert!(response["response"].get("patchType").is_none());
+    assert_eq!(reviewed.patch_ops, 0);
+    assert!(reviewed
+        .outcomes
+        .iter()
+        .all(|(_, outcome)| *outcome == InjectorOutcome::Unchanged));
+}
+
+#[test]
+fn non_pod_kinds_updates_and_other_operations_are_allowed_untouched() {
+    let cases = [
+        request("Pod", "UPDATE", isvc_pod()),
+        request("Pod", "DELETE", Value::Null),
+        request(
+            "ConfigMap",
+            "CREATE",
+            json!({"metadata": {"labels": {"serving.kserve.io/inferenceservice": "x"}}}),
+        ),
+        {
+            let mut r = request("Pod", "CREATE", isvc_pod());
+            r["kind"]["group"] = json!("example.com");
+            r
+        },
+    ];
+    for req in cases {
+        let body = review_body("admission.k8s.io/v1", req.clone());
+        let (reviewed, response) = answer(&body, &Env::default());
+        assert_eq!(response["response"]["allowed"], true, "{req}");
+        assert!(response["response"].get("patch").is_none(), "{req}");
+        assert!(response["response"].get("patchType").is_none(), "{req}");
+        assert!(reviewed.outcomes.is_empty());
+    }
+}
+
+#[test]
+fn update_with_a_malformed_old_object_is_still_answered() {
+    let mut req = request("Pod", "UPDATE", isvc_pod());
+    req["oldObject"] = json!({"metadata": {"labels": "not-a-map"}});
+    let (_, response) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    assert_eq!(response["response"]["allowed"], true);
+}
+
+#[test]
+fn an_undecodable_pod_is_denied_with_400_and_the_field_path() {
+    let mut pod = isvc_pod();
+    pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": "abc"}]);
+    let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(response["response"]["allowed"], false);
+    assert_eq!(response["response"]["status"]["code"], 400);
+    let message = response["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("spec.containers[0].ports[0].containerPort"),
+        "{message}"
+    );
+    assert!(response["response"].get("patch").is_none());
+    assert!(!reviewed.allowed);
+    assert_eq!(reviewed.denial.as_deref(), Some(message));
+}
+
+#[test]
+fn an_undecodable_pod_without_the_label_is_denied_too_like_kserve() {
+    let pod = json!({"metadata": {"labels": {"app": 3}}, "spec": {"containers": []}});
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
+    let (_, response) = answer(&body, &Env::default());
+    assert_eq!(response["response"]["allowed"], false);
+    assert_eq!(response["response"]["status"]["code"], 400);
+    assert!(response["response"]["status"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("metadata.labels.app"));
+}
+
+#[test]
+fn non_object_pods_and_missing_objects_are_denied_with_400() {
+    for object in [json!("abc"), json!([1, 2]), json!(7)] {
+        let body = review_body(
+            "admission.k8s.io/v1",
+            request("Pod", "CREATE", object.clone()),
+        );
+        let (_, response) = answer(&body, &Env::default());
+        assert_eq!(response["response"]["allowed"], false, "{object}");
+        assert_eq!(response["response"]["status"]["code"], 400, "{object}");
+    }
+    let mut req = request("Pod", "CREATE", Value::Null);
+    req.as_object_mut().unwrap().remove("object");
+    let (_, response) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    assert_eq!(response["response"]["allowed"], false);
+    assert_eq!(response["response"]["status"]["code"], 400);
+}
+
+#[test]
+fn an_injector_error_is_denied_with_kserve_message_and_500() {
+    let mut pod = isvc_pod();
+    pod["metadata"]["annotations"] = json!({
+        "internal.serving.kserve.io/storage-initializer-sourceuri": "oci://registry/model:v1"
+    });
+    pod["spec"]["containers"][0]["name"] = json!("some-other-container");
+    let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(response["apiVersion"], "admission.k8s.io/v1beta1");
+    assert_eq!(response["response"]["uid"], UID);
+    assert_eq!(response["response"]["allowed"], false);
+    assert_eq!(response["response"]["status"]["code"], 500);
+    assert_eq!(
+        response["response"]["status"]["message"],
+        "Invalid configuration: cannot find container: kserve-container"
+    );
+    assert!(response["response"].get("patch").is_none());
+    assert!(!reviewed.allowed);
+
+    let mut puller = isvc_pod();
+    puller["metadata"]["annotations"] = json!({"internal.serving.kserve.io/agent": "true"});
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", puller));
+    let (_, response) = answer(&body, &Env::default());
+    assert_eq!(
+        response["response"]["status"]["message"],
+        "can not find internal.serving.kserve.io/configVolumeName label"
+    );
+}
+
+#[test]
+fn the_request_namespace_is_written_and_used() {
+    let mut req = request("Pod", "CREATE", isvc_pod());
+    req["namespace"] = json!("models");
+    let (reviewed, response) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    assert_eq!(reviewed.namespace, "models");
+    let ops = decoded_patch(&response);
+    assert!(ops
+        .as_array()
+        .unwrap()
+        .contains(&json!({"op": "add", "path": "/metadata/namespace", "value": "models"})));
+}
+
+#[test]
+fn malformed_bodies_are_review_errors_not_panics() {
+    let bodies: Vec<&[u8]> = vec![
+        b"",
+        b"{",
+        b"not json",
+        b"\xff\xfe",
+        b"null",
+        b"[]",
+        b"42",
+        b"\"AdmissionReview\"",
+        b"{}",
+        b"{\"kind\":\"AdmissionReview\"}",
+        b"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}",
+        b"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":null}",
+        b"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":[]}",
+        b"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{}}",
+        b"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":7}}",
+    ];
+    for body in bodies {
+        let result = review(body, &Env::default());
+        assert!(
+            result.is_err(),
+            "{:?} gave {result:?}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    assert!(matches!(
+        review(b"{", &Env::default()),
+        Err(ReviewError::Json(_))
+    ));
+}
+
+#[test]
+fn other_kinds_and_api_versions_are_not_a_review() {
+    for (api_version, kind) in [
+        ("admission.k8s.io/v2", "AdmissionReview"),
+        ("v1", "AdmissionReview"),
+        ("admission.k8s.io/v1", "Pod"),
+    ] {
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": api_version, "kind": kind,
+            "request": request("Pod", "CREATE", isvc_pod())
+        }))
+        .unwrap();
+        let err = review(&body, &Env::default()).unwrap_err();
+        assert!(matches!(err, ReviewError::NotAReview(_)), "{err}");
+    }
+}
+
+#[test]
+fn unknown_operation_is_not_a_review() {
+    let body = review_body("admission.k8s.io/v1", request("Pod", "PATCH", isvc_pod()));
+    assert!(matches!(
+        review(&body, &Env::default()),
+        Err(ReviewError::NotAReview(_))
+    ));
+}
+
+#[test]
+fn deeply_nested_objects_are_refused_cleanly() {
+    let depth = 5_000;
+    let mut body = String::from(
+        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":"#,
+    );
+    body.push_str(&"[".repeat(depth));
+    body.push_str(&"]".repeat(depth));
+    body.push_str("}}");
+    assert!(matches!(
+        review(body.as_bytes(), &Env::default()),
+        Err(ReviewError::Json(_))
+    ));
+}
+
+#[test]
+fn dry_run_and_object_names_are_reported() {
+    let mut req = request("Pod", "CREATE", isvc_pod());
+    req["dryRun"] = json!(true);
+    req["object"]["metadata"]["name"] = json!("explicit");
+    let (reviewed, _) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    assert!(reviewed.dry_run);
+    assert_eq!(reviewed.name, "explicit");
+    assert_eq!(reviewed.kind, "Pod");
+}

@@ -40,11 +40,12 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     if logger {
         args.extend(logger_args(pod, env));
     }
-    args.extend(["--component-port".to_string(), component_port(pod)]);
+    let port = component_port(pod);
+    args.extend(["--component-port".to_string(), port.clone()]);
 
     let queue_proxy = pod.typed(List::Containers, QUEUE_PROXY_CONTAINER);
     let (agent_env, probe_path) = match &queue_proxy {
-        Some(qp) => (qp.env.clone().unwrap_or_default(), "/".to_string()),
+        Some(qp) => (queue_proxy_env(qp, &port), "/".to_string()),
         None => readiness_from_user_probe(pod),
     };
 
@@ -258,6 +259,21 @@ fn component_port(pod: &PodDoc) -> String {
     pod.entry(List::Containers, KSERVE_CONTAINER)
         .and_then(first_port)
         .unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string())
+}
+
+/// KServe's copy of queue-proxy's env, taken before `USER_PORT` is pointed
+/// at the agent. When a pass re-creates an agent that another webhook
+/// removed, queue-proxy already carries the agent port; the copy gets the
+/// component's port back, which is the value Knative set in the first place.
+fn queue_proxy_env(queue_proxy: &Container, component_port: &str) -> Vec<EnvVar> {
+    let mut env = queue_proxy.env.clone().unwrap_or_default();
+    for var in env
+        .iter_mut()
+        .filter(|v| v.name == USER_PORT_ENV && v.value.as_deref() == Some(AGENT_PORT_STR))
+    {
+        var.value = Some(component_port.to_string());
+    }
+    env
 }
 
 /// Without queue-proxy the agent itself checks the user's readiness; it can

@@ -1,0 +1,239 @@
+//! The real binary: the `mutate` acceptance line, stdin, exit codes and help.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const OCI_POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: sklearn-predictor-00001-deployment-abc
+  labels:
+    serving.kserve.io/inferenceservice: sklearn
+  annotations:
+    internal.serving.kserve.io/storage-initializer-sourceuri: oci://registry.example.com/models/sklearn:v1
+spec:
+  containers:
+  - name: kserve-container
+    image: kserve/sklearnserver:latest
+"#;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+}
+
+fn run(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    {
+        let mut pipe = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            pipe.write_all(text.as_bytes()).expect("stdin written");
+        }
+    }
+    child.wait_with_output().expect("binary finishes")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).expect("UTF-8 stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8(out.stderr.clone()).expect("UTF-8 stderr")
+}
+
+fn write_temp(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("temp file written");
+    path
+}
+
+fn count_named(list: &Value, name: &str) -> usize {
+    list.as_array()
+        .map(|items| items.iter().filter(|i| i["name"] == name).count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn acceptance_oci_pod_gets_one_modelcar_and_a_second_pass_prints_an_empty_patch() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_temp(dir.path(), "pod.yaml", OCI_POD);
+    let out = run(&["mutate", input.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mutated = stdout(&out);
+    let pod: Value = serde_yaml::from_str(&mutated).expect("YAML pod");
+    assert_eq!(
+        count_named(&pod["spec"]["volumes"], "kserve-provision-location"),
+        1
+    );
+    assert_eq!(count_named(&pod["spec"]["containers"], "modelcar"), 1);
+    assert_eq!(
+        count_named(&pod["spec"]["initContainers"], "modelcar-init"),
+        1
+    );
+    assert_eq!(pod["spec"]["shareProcessNamespace"], true);
+    assert_eq!(
+        pod["spec"]["containers"][1]["image"],
+        "registry.example.com/models/sklearn:v1"
+    );
+
+    let again = run(&["mutate", "-o", "patch", "-"], Some(&mutated));
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert_eq!(stdout(&again).trim(), "[]");
+}
+
+#[test]
+fn stdin_is_read_with_dash_and_without_a_file() {
+    for args in [
+        &["mutate", "-o", "json", "-"][..],
+        &["mutate", "-o", "json"][..],
+    ] {
+        let out = run(args, Some(OCI_POD));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let pod: Value = serde_json::from_str(&stdout(&out)).expect("JSON pod");
+        assert_eq!(pod["metadata"]["namespace"], "default");
+        assert!(stderr(&out).is_empty());
+    }
+}
+
+#[test]
+fn config_and_namespace_flags_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let default = run(&["default-config"], None);
+    assert_eq!(default.status.code(), Some(0));
+    let config_text =
+        stdout(&default).replace("\"enableModelcar\": true", "\"enableModelcar\": false");
+    let config = write_temp(dir.path(), "cm.yaml", &config_text);
+    let out = run(
+        &[
+            "mutate",
+            "--config",
+            config.to_str().unwrap(),
+            "-n",
+            "models",
+            "-o",
+            "json",
+            "-",
+        ],
+        Some(OCI_POD),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let pod: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(pod["metadata"]["namespace"], "models");
+    // No OCI mode configured: the storage-initializer downloads the oci:// URI.
+    assert_eq!(
+        count_named(&pod["spec"]["initContainers"], "storage-initializer"),
+        1
+    );
+    assert_eq!(count_named(&pod["spec"]["containers"], "modelcar"), 0);
+}
+
+#[test]
+fn exit_code_1_when_the_webhook_would_deny() {
+    let pod = OCI_POD.replace("name: kserve-container", "name: other");
+    let out = run(&["mutate", "-"], Some(&pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).is_empty());
+    assert_eq!(
+        stderr(&out).trim(),
+        "error: Invalid configuration: cannot find container: kserve-container"
+    );
+}
+
+#[test]
+fn exit_code_2_for_bad_input_files_and_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_config = write_temp(
+        dir.path(),
+        "bad.yaml",
+        "kind: ConfigMap\ndata:\n  agent: '{}'\n",
+    );
+    let missing = dir.path().join("missing.yaml");
+    let cases: Vec<(Vec<&str>, Option<&str>, &str)> = vec![
+        (vec!["mutate", "-"], Some("kind: Pod\nspec: [\n"), "document 1: not valid YAML or JSON"),
+        (vec!["mutate", "-"], Some(""), "input holds no document"),
+        (
+            vec!["mutate", "-"],
+            Some("kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    ports: [{containerPort: abc}]\n"),
+            "document 1 (Pod p): cannot decode pod: spec.containers[0].ports[0].containerPort",
+        ),
+        (vec!["mutate", missing.to_str().unwrap()], None, "cannot read"),
+        (
+            vec!["mutate", "--config", bad_config.to_str().unwrap(), "-"],
+            Some(OCI_POD),
+            "failed to parse resource configuration for \"storageInitializer\"",
+        ),
+        (
+            vec!["mutate", "--config", missing.to_str().unwrap(), "-"],
+            Some(OCI_POD),
+            "cannot read config",
+        ),
+    ];
+    for (args, stdin, want) in cases {
+        let out = run(&args, stdin);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).is_empty(), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn admission_review_input_prints_the_response_json() {
+    let pod: Value = serde_yaml::from_str(OCI_POD).unwrap();
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "abc", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": "default", "operation": "CREATE", "userInfo": {}, "object": pod}
+    });
+    let out = run(&["mutate", "-"], Some(&review.to_string()));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let response: Value = serde_json::from_str(&stdout(&out)).expect("response JSON");
+    assert_eq!(response["kind"], "AdmissionReview");
+    assert_eq!(response["response"]["uid"], "abc");
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let mut child = bin()
+        .args(["default-config"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+#[test]
+fn mutate_help_documents_every_flag_with_an_example() {
+    let out = run(&["mutate", "--help"], None);
+    assert_eq!(out.status.code(), Some(0));
+    let help = stdout(&out);
+    for needle in [
+        "--config <PATH>",
+        "Example: --config",
+        "-o, --output",
+        "Example: -o patch",
+        "-n, --namespace",
+        "Example: --namespace",
+        "[FILE]",
+        "Example: pod.yaml",
+        "\"-\"",
+        "Exit codes: 0",
+        "kubectl get deploy my-predictor -o yaml | kserve-injector mutate -",
+    ] {
+        assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
+    }
+}
