@@ -2,7 +2,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use kserve_injector::cli::{run_mutate, OutputFormat};
 use kserve_injector::{config_file, server, Config, Env};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -26,7 +26,7 @@ enum Command {
 Exit codes: 0 mutated (or nothing to do), 1 the webhook would deny the pod, 2 unreadable input or config.")]
     Mutate(MutateArgs),
     /// Serve the admission webhook over HTTPS.
-    Serve(server::ServeArgs),
+    Serve(Box<server::ServeArgs>),
     /// Sleep, then exit 0: a preStop hook for images without a shell.
     #[command(after_help = "Example (preStop): command: [\"/kserve-injector\", \"sleep\", \"5\"]")]
     Sleep {
@@ -83,6 +83,20 @@ fn read_input(file: Option<&PathBuf>) -> anyhow::Result<String> {
     Ok(text)
 }
 
+/// Writes the result; a reader that went away (`| head`) is not an error,
+/// any other write failure is reported instead of panicking like `print!`.
+fn write_stdout(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write output: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn mutate_command(args: MutateArgs) -> ExitCode {
     let config = match &args.config {
         Some(path) => match config_file::load(path) {
@@ -107,10 +121,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Format::Patch => OutputFormat::Patch,
     };
     match run_mutate(&text, format, args.namespace.as_deref(), &Env::new(config)) {
-        Ok(out) => {
-            print!("{out}");
-            ExitCode::SUCCESS
-        }
+        Ok(out) => write_stdout(&out),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code() as u8)
@@ -122,7 +133,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Mutate(args) => mutate_command(args),
-        Command::Serve(args) => match server::run(args) {
+        Command::Serve(args) => match server::run(*args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -133,9 +144,6 @@ fn main() -> ExitCode {
             std::thread::sleep(std::time::Duration::from_secs(seconds));
             ExitCode::SUCCESS
         }
-        Command::DefaultConfig => {
-            print!("{}", Config::default_manifest());
-            ExitCode::SUCCESS
-        }
+        Command::DefaultConfig => write_stdout(Config::default_manifest()),
     }
 }

@@ -1,0 +1,269 @@
+//! Flags of `kserve-injector serve`. Each one can also come from an
+//! environment variable, so a Deployment can configure the server without
+//! rewriting its command line.
+
+use clap::{ArgAction, Parser, ValueEnum};
+use std::ffi::OsString;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// controller-runtime's and cert-manager's conventional mount point, so the
+/// same Secret volume works for KServe's controller and for us.
+pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+/// Flags of `kserve-injector serve`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:
+  kserve-injector serve --self-signed                 # local try-out; prints the CA path
+  kserve-injector serve --config /etc/kserve/config   # mounted inferenceservice-config
+  curl --cacert \"$CA\" -H 'content-type: application/json' --data @review.json https://localhost:9443/mutate-pods
+
+Durations take a unit: 500ms, 5s, 2m.")]
+pub struct ServeArgs {
+    /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
+    #[arg(long, env = "KSERVE_INJECTOR_ADDR", default_value = "0.0.0.0:9443")]
+    pub addr: SocketAddr,
+    /// Plain-HTTP admin listener: /healthz, /readyz, /metrics.
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_ADMIN_ADDR",
+        default_value = "0.0.0.0:8081"
+    )]
+    pub admin_addr: SocketAddr,
+    /// inferenceservice-config: a ConfigMap manifest or the directory it is
+    /// mounted at; reloaded when it changes. Default: KServe's shipped values.
+    #[arg(long, env = "KSERVE_INJECTOR_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Namespace KServe's controller runs in. Falls back to POD_NAMESPACE,
+    /// then "kserve".
+    #[arg(long, env = "KSERVE_INJECTOR_CONTROLLER_NAMESPACE")]
+    pub controller_namespace: Option<String>,
+    /// Directory holding tls.crt and tls.key (a mounted Secret).
+    #[arg(long, env = "KSERVE_INJECTOR_CERT_DIR", default_value = DEFAULT_CERT_DIR)]
+    pub cert_dir: PathBuf,
+    /// Serving certificate chain (PEM). Default: CERT_DIR/tls.crt.
+    #[arg(long, env = "KSERVE_INJECTOR_TLS_CERT_FILE", value_name = "PATH")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Serving private key (PEM). Default: CERT_DIR/tls.key.
+    #[arg(long, env = "KSERVE_INJECTOR_TLS_KEY_FILE", value_name = "PATH")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA bundle (PEM) that client certificates must chain to; when set, a
+    /// client certificate is required. Reloaded like the serving certificate.
+    #[arg(long, env = "KSERVE_INJECTOR_CLIENT_CA_FILE", value_name = "PATH")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Generate an in-memory CA and a serving certificate for localhost,
+    /// 127.0.0.1, ::1 and every --dns-name, instead of reading files.
+    #[arg(long, env = "KSERVE_INJECTOR_SELF_SIGNED")]
+    pub self_signed: bool,
+    /// Extra names for the --self-signed certificate (repeat or comma-separate).
+    #[arg(
+        long = "dns-name",
+        env = "KSERVE_INJECTOR_DNS_NAMES",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub dns_names: Vec<String>,
+    /// Where --self-signed writes its CA certificate (PEM).
+    /// Default: kserve-injector-ca.crt in the temporary directory.
+    #[arg(long, env = "KSERVE_INJECTOR_SELF_SIGNED_CA_FILE", value_name = "PATH")]
+    pub self_signed_ca_file: Option<PathBuf>,
+    /// Watch the certificate directories for changes (in addition to polling).
+    #[arg(long, env = "KSERVE_INJECTOR_CERT_WATCH", default_value_t = true,
+          action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub cert_watch: bool,
+    /// How often the certificate files are re-read and compared.
+    #[arg(long, env = "KSERVE_INJECTOR_CERT_POLL_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub cert_poll_interval: Duration,
+    /// Watch the config path for changes (in addition to polling).
+    #[arg(long, env = "KSERVE_INJECTOR_CONFIG_WATCH", default_value_t = true,
+          action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub config_watch: bool,
+    /// How often the config is re-read and compared.
+    #[arg(long, env = "KSERVE_INJECTOR_CONFIG_POLL_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub config_poll_interval: Duration,
+    /// Budget for reading and answering one admission request (then 504).
+    /// Keep it below the webhook's timeoutSeconds.
+    #[arg(long, env = "KSERVE_INJECTOR_REQUEST_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// HTTP/1 connections that do not send a complete request head within
+    /// this time are closed; this also bounds idle keep-alive connections.
+    #[arg(long, env = "KSERVE_INJECTOR_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Connections that do not finish the TLS handshake within this time are closed.
+    #[arg(long, env = "KSERVE_INJECTOR_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+    /// After SIGTERM, keep serving (with /readyz at 503) this long so the
+    /// endpoint is withdrawn before the listener closes.
+    #[arg(long, env = "KSERVE_INJECTOR_SHUTDOWN_DELAY", default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+    /// Then wait at most this long for in-flight requests.
+    #[arg(long, env = "KSERVE_INJECTOR_DRAIN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+    /// Concurrent streams one HTTP/2 connection may open.
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_HTTP2_MAX_CONCURRENT_STREAMS",
+        default_value_t = 250
+    )]
+    pub http2_max_concurrent_streams: u32,
+    /// Log format.
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_LOG_FORMAT",
+        value_enum,
+        default_value = "json"
+    )]
+    pub log_format: LogFormat,
+    /// Log filter in RUST_LOG syntax, e.g. "info" or "kserve_injector=debug".
+    /// Default: RUST_LOG, else "info".
+    #[arg(long = "log", env = "KSERVE_INJECTOR_LOG", value_name = "FILTER")]
+    pub log_filter: Option<String>,
+}
+
+#[derive(Parser)]
+#[command(name = "serve", no_binary_name = true)]
+struct Standalone {
+    #[command(flatten)]
+    args: ServeArgs,
+}
+
+impl ServeArgs {
+    /// Parses flags as `serve` would (without the subcommand name), for
+    /// embedding the server and for tests.
+    pub fn try_parse_from<I, T>(flags: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Standalone::try_parse_from(flags).map(|s| s.args)
+    }
+
+    pub fn cert_file(&self) -> PathBuf {
+        self.tls_cert_file
+            .clone()
+            .unwrap_or_else(|| self.cert_dir.join("tls.crt"))
+    }
+
+    pub fn key_file(&self) -> PathBuf {
+        self.tls_key_file
+            .clone()
+            .unwrap_or_else(|| self.cert_dir.join("tls.key"))
+    }
+
+    pub fn ca_out_file(&self) -> PathBuf {
+        self.self_signed_ca_file
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("kserve-injector-ca.crt"))
+    }
+
+    /// Flag, then KServe's POD_NAMESPACE convention, then KServe's default.
+    pub fn resolved_controller_namespace(&self) -> String {
+        self.controller_namespace
+            .clone()
+            .filter(|ns| !ns.is_empty())
+            .or_else(|| {
+                std::env::var("POD_NAMESPACE")
+                    .ok()
+                    .filter(|ns| !ns.is_empty())
+            })
+            .unwrap_or_else(|| crate::constants::DEFAULT_CONTROLLER_NAMESPACE.to_string())
+    }
+
+    /// Rejects values that would make the server useless rather than merely slow.
+    pub fn validate(&self) -> Result<(), String> {
+        let nonzero = [
+            ("--request-timeout", self.request_timeout),
+            ("--header-read-timeout", self.header_read_timeout),
+            ("--handshake-timeout", self.handshake_timeout),
+            ("--cert-poll-interval", self.cert_poll_interval),
+            ("--config-poll-interval", self.config_poll_interval),
+        ];
+        for (flag, value) in nonzero {
+            if value.is_zero() {
+                return Err(format!("{flag} must be greater than zero"));
+            }
+        }
+        if self.http2_max_concurrent_streams == 0 {
+            return Err("--http2-max-concurrent-streams must be at least 1".into());
+        }
+        if let Some(path) = &self.config {
+            if !path.exists() {
+                return Err(format!(
+                    "--config {}: no such file or directory",
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `500ms`, `5s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (examples: 500ms, 5s, 2m)"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown duration unit {other:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn defaults_match_the_issue() -> Result<(), clap::Error> {
+        let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
+        assert_eq!(args.addr.port(), 9443);
+        assert_eq!(args.admin_addr.port(), 8081);
+        assert_eq!(
+            args.cert_file(),
+            Path::new(DEFAULT_CERT_DIR).join("tls.crt")
+        );
+        assert_eq!(args.key_file(), Path::new(DEFAULT_CERT_DIR).join("tls.key"));
+        assert!(args.cert_watch);
+        assert_eq!(args.shutdown_delay, Duration::from_secs(5));
+        assert_eq!(args.drain_timeout, Duration::from_secs(20));
+        assert_eq!(args.request_timeout, Duration::from_secs(5));
+        let args =
+            ServeArgs::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
+        assert!(!args.cert_watch);
+        assert_eq!(args.cert_poll_interval, Duration::from_millis(250));
+        Ok(())
+    }
+}

@@ -1,0 +1,62 @@
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why a certificate, key or CA bundle could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: no PEM certificate found")]
+    NoCertificate { path: PathBuf },
+    #[error("{path}: {message}")]
+    Pem { path: PathBuf, message: String },
+    #[error("{path}: no PEM private key found")]
+    NoKey { path: PathBuf },
+    #[error("certificate {cert} and key {key} do not form a usable pair: {source}")]
+    Pair {
+        cert: PathBuf,
+        key: PathBuf,
+        source: rustls::Error,
+    },
+    #[error("{path}: cannot parse certificate: {message}")]
+    X509 { path: PathBuf, message: String },
+    #[error("{path}: {message}")]
+    ClientCa { path: PathBuf, message: String },
+    #[error("cannot generate the self-signed certificate: {0}")]
+    Generate(#[from] rcgen::Error),
+}
+
+/// Why `serve` could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("invalid flags: {0}")]
+    Args(String),
+    #[error(transparent)]
+    Config(#[from] crate::config_file::LoadError),
+    #[error(transparent)]
+    Cert(#[from] CertError),
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("cannot set up logging: {0}")]
+    Logging(String),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("the server task failed: {0}")]
+    Task(String),
+}

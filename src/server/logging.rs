@@ -1,0 +1,46 @@
+//! Process-wide logging for `serve`. JSON by default because the logs end up
+//! in a cluster's log pipeline; each admission is one event carrying its
+//! span's fields (uid, namespace, name, ...).
+
+use super::args::LogFormat;
+use super::error::ServeError;
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber. `filter` uses RUST_LOG syntax; without
+/// it RUST_LOG applies, else "info".
+pub fn init(format: LogFormat, filter: Option<&str>) -> Result<(), ServeError> {
+    let filter = match filter {
+        Some(text) => EnvFilter::try_new(text)
+            .map_err(|e| ServeError::Logging(format!("invalid log filter {text:?}: {e}")))?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let installed = match format {
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+        LogFormat::Text => builder.with_ansi(false).try_init(),
+    };
+    installed.map_err(|e| ServeError::Logging(e.to_string()))
+}
+
+/// Routes panic reports through the logger (so they arrive as JSON with the
+/// rest) instead of raw stderr text.
+pub fn log_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        tracing::error!(panic = %message, %location, "panic");
+    }));
+}

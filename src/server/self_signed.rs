@@ -1,0 +1,123 @@
+//! `serve --self-signed`: a throwaway CA and a serving certificate made in
+//! memory, so trying the webhook locally needs no cert-manager and no files
+//! besides the CA that `curl --cacert` reads.
+
+use super::error::CertError;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose,
+};
+use rustls::crypto::CryptoProvider;
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::sync::Arc;
+use time::{Duration, OffsetDateTime};
+
+#[derive(Debug)]
+pub(crate) struct SelfSigned {
+    pub key: Arc<CertifiedKey>,
+    pub not_after: i64,
+    pub ca_pem: String,
+    pub names: Vec<String>,
+}
+
+/// Always valid for localhost and the loopback addresses; `extra` adds names
+/// such as a Service's DNS name for an in-cluster try-out.
+pub(crate) fn generate(
+    extra: &[String],
+    provider: &CryptoProvider,
+) -> Result<SelfSigned, CertError> {
+    // Backdated a little so a peer with a slightly slow clock accepts it.
+    let now = OffsetDateTime::now_utc();
+    let not_before = now - Duration::hours(1);
+    let not_after = now + Duration::days(365);
+
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "kserve-injector self-signed CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    ca_params.not_before = not_before;
+    ca_params.not_after = not_after;
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+
+    let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for name in extra {
+        if !name.is_empty() && !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    let mut leaf_params = CertificateParams::new(names.clone())?;
+    leaf_params
+        .distinguished_name
+        .push(DnType::CommonName, "kserve-injector");
+    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    leaf_params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    leaf_params.use_authority_key_identifier_extension = true;
+    leaf_params.not_before = not_before;
+    leaf_params.not_after = not_after;
+    let leaf_key = KeyPair::generate()?;
+    let leaf = leaf_params.signed_by(&leaf_key, &ca)?;
+
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let key =
+        CertifiedKey::from_der(vec![leaf.der().clone()], key, provider).map_err(|source| {
+            CertError::Pair {
+                cert: "(self-signed)".into(),
+                key: "(self-signed)".into(),
+                source,
+            }
+        })?;
+    Ok(SelfSigned {
+        key: Arc::new(key),
+        not_after: not_after.unix_timestamp(),
+        ca_pem: ca.pem(),
+        names,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leaf_chains_to_the_printed_ca() -> Result<(), Box<dyn std::error::Error>> {
+        let provider = super::super::tls::provider();
+        let made = generate(&["webhook.kserve.svc".into()], &provider)?;
+        assert!(made.names.iter().any(|n| n == "webhook.kserve.svc"));
+        let ca = rustls_pki_types::CertificateDer::from_pem_slice(made.ca_pem.as_bytes())?;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca)?;
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            provider.clone(),
+        )
+        .build()?;
+        let leaf = made.key.end_entity_cert()?;
+        for name in ["localhost", "127.0.0.1", "webhook.kserve.svc"] {
+            let server_name = rustls_pki_types::ServerName::try_from(name)?;
+            verifier.verify_server_cert(
+                leaf,
+                &[],
+                &server_name,
+                &[],
+                rustls_pki_types::UnixTime::now(),
+            )?;
+        }
+        Ok(())
+    }
+
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls_pki_types::pem::PemObject;
+}
