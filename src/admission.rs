@@ -6,6 +6,7 @@ use crate::mutation::{mutate, Env, MutationError};
 use base64::Engine;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use kube::core::DynamicObject;
+use serde::Deserialize;
 use serde_json::Value;
 
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
@@ -67,8 +68,17 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
         r.remove("object")
     });
     let object = object.filter(|o| !o.is_null());
-    let review: AdmissionReview<DynamicObject> = serde_path_to_error::deserialize(&raw)
-        .map_err(|e| ReviewError::NotAReview(format!("{}: {}", e.path(), e.inner())))?;
+    // Path tracking allocates at every field, so it runs only to explain a failure.
+    let review = match AdmissionReview::<DynamicObject>::deserialize(&raw) {
+        Ok(review) => review,
+        Err(plain) => {
+            let e = serde_path_to_error::deserialize::<_, AdmissionReview<DynamicObject>>(&raw)
+                .err()
+                .map(|e| format!("{}: {}", e.path(), e.inner()))
+                .unwrap_or_else(|| plain.to_string());
+            return Err(ReviewError::NotAReview(e));
+        }
+    };
     if !API_VERSIONS.contains(&review.types.api_version.as_str())
         || review.types.kind != "AdmissionReview"
     {

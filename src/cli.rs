@@ -123,7 +123,7 @@ fn mutate_object(
     if let Some(slot) = object.pointer_mut(pointer) {
         *slot = m.pod;
     }
-    let patch = json_patch::diff(doc, &object);
+    let patch = crate::patch::diff(doc, &object);
     Ok(Processed::Object { object, patch })
 }
 

@@ -8,6 +8,7 @@ pub mod config_file;
 pub mod constants;
 pub mod injectors;
 pub mod mutation;
+pub mod patch;
 pub mod pod;
 pub mod probe_json;
 pub mod quantity;

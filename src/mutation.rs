@@ -97,12 +97,17 @@ fn validate(pod: &Value) -> Result<(), MutationError> {
             message: "a Pod must be a JSON object".into(),
         });
     }
-    serde_path_to_error::deserialize::<_, PodView>(pod)
-        .map(drop)
-        .map_err(|e| MutationError::Decode {
+    // Path tracking allocates at every field, so it runs only to explain a failure.
+    if PodView::deserialize(pod).is_ok() {
+        return Ok(());
+    }
+    match serde_path_to_error::deserialize::<_, PodView>(pod) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(MutationError::Decode {
             path: e.path().to_string(),
             message: e.inner().to_string(),
-        })
+        }),
+    }
 }
 
 /// Mutates a copy of `pod` as KServe's pod mutator would for a CREATE in
@@ -145,7 +150,7 @@ fn mutate_inner(
     let outcomes = injectors::run_all(&mut doc, env)?;
     let changed = doc.changes() > 0;
     let patch = if changed {
-        json_patch::diff(pod, &mutated)
+        crate::patch::diff(pod, &mutated)
     } else {
         json_patch::Patch::default()
     };

@@ -137,8 +137,13 @@ impl<'a> PodDoc<'a> {
         let Some(obj) = node_at(self.root, path).and_then(Value::as_object_mut) else {
             return;
         };
-        let slot = obj.entry(key.to_string()).or_insert(Value::Null);
-        Self::set_if_different(slot, value, &mut self.changes);
+        match obj.get_mut(key) {
+            Some(slot) => Self::set_if_different(slot, value, &mut self.changes),
+            None => {
+                obj.insert(key.to_string(), value);
+                self.changes += 1;
+            }
+        }
     }
 
     pub fn set_annotation(&mut self, key: &str, value: &str) {

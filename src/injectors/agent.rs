@@ -264,9 +264,12 @@ fn component_port(pod: &PodDoc) -> String {
 /// KServe's copy of queue-proxy's env, taken before `USER_PORT` is pointed
 /// at the agent. When a pass re-creates an agent that another webhook
 /// removed, queue-proxy already carries the agent port; the copy gets the
-/// component's port back, which is the value Knative set in the first place.
+/// component's port back, which is the value Knative set in the first place,
+/// and leaves out what the metrics aggregator (which runs after the agent in
+/// KServe's order) put on queue-proxy.
 fn queue_proxy_env(queue_proxy: &Container, component_port: &str) -> Vec<EnvVar> {
     let mut env = queue_proxy.env.clone().unwrap_or_default();
+    env.retain(|v| !super::metrics_aggregator::QUEUE_PROXY_ENV.contains(&v.name.as_str()));
     for var in env
         .iter_mut()
         .filter(|v| v.name == USER_PORT_ENV && v.value.as_deref() == Some(AGENT_PORT_STR))

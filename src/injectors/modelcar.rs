@@ -271,14 +271,12 @@ fn add_fetch_init_container(pod: &mut PodDoc, env: &Env, uri: &str) {
     let mut vars = Vec::new();
     let mut mounts = Vec::new();
     let mut volumes = Vec::new();
-    let has_volume = |name: &str| pod.volume_names().any(|n| n == name);
     let first_pull_secret = pod
         .spec()
         .and_then(|s| s.get("imagePullSecrets"))
         .and_then(Value::as_array)
         .and_then(|a| a.first())
-        .and_then(crate::pod::name_of)
-        .filter(|_| !has_volume(OCI_FETCH_DOCKER_CONFIG_VOLUME));
+        .and_then(crate::pod::name_of);
     if let Some(secret) = first_pull_secret {
         volumes.push(Volume {
             name: OCI_FETCH_DOCKER_CONFIG_VOLUME.to_string(),
@@ -305,9 +303,9 @@ fn add_fetch_init_container(pod: &mut PodDoc, env: &Env, uri: &str) {
             &format!("{OCI_FETCH_AUTH_MOUNT_PATH}/config.json"),
         ));
     }
-    let ca = ca_bundle::plan(env, pod.namespace(), &vars, false)
-        .filter(|_| !has_volume(CA_BUNDLE_VOLUME));
-    if let Some((volume, mount, ca_vars)) = ca {
+    // A volume of these names already present is ours from an earlier pass
+    // (another webhook removed the initializer): wire it up again.
+    if let Some((volume, mount, ca_vars)) = ca_bundle::plan(env, pod.namespace(), &vars, false) {
         vars.extend(ca_vars);
         volumes.push(volume);
         mounts.push(mount);

@@ -425,13 +425,16 @@ fn fetch_mode_ca_bundle_insecure_registry_and_transformer() {
     assert_eq!(out["spec"]["containers"][1]["volumeMounts"], model_mount);
 }
 
+/// The volumes are ours from an earlier pass whose initializer another
+/// webhook removed: the re-created initializer is wired to them again, and no
+/// volume is duplicated.
 #[test]
-fn fetch_mode_leaves_out_credentials_whose_volume_name_is_taken() {
+fn fetch_mode_rewires_credentials_whose_volume_exists() {
     let mut p = pod("oci+fetch://registry.io/mymodel:v1");
     p["spec"]["imagePullSecrets"] = json!([{"name": "my-reg-cred"}]);
     p["spec"]["volumes"] = json!([
-        {"name": "kserve-oci-fetch-docker-config", "secret": {"secretName": "user-config"}},
-        {"name": "cabundle-cert", "configMap": {"name": "user-ca"}}
+        {"name": "kserve-oci-fetch-docker-config", "secret": {"secretName": "my-reg-cred"}},
+        {"name": "cabundle-cert", "configMap": {"name": "global-ca-bundle"}}
     ]);
     let env = config(|c| {
         c.oci_model_mode = "fetch".into();
@@ -439,11 +442,25 @@ fn fetch_mode_leaves_out_credentials_whose_volume_name_is_taken() {
     });
     let out = run_idempotent(inject, &p, &env);
     let init = &out["spec"]["initContainers"][0];
-    assert!(init.get("env").is_none());
+    let mount_names: Vec<&str> = init["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        init["volumeMounts"],
-        json!([{"mountPath": "/mnt/models", "name": "mnt-models"}])
+        mount_names,
+        [
+            "kserve-oci-fetch-docker-config",
+            "cabundle-cert",
+            "mnt-models"
+        ]
     );
+    assert!(init["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["name"] == "KSERVE_OCI_DOCKER_CONFIG"));
     assert_eq!(
         names(&out["spec"]["volumes"]),
         [
