@@ -18,6 +18,11 @@
 //! typical pod's review, each measured alone, to see where time goes).
 //!
 //! `cargo bench --bench review -- --warm-up-time 1 --measurement-time 3`
+//!
+//! The bench uses the binary's allocator (mimalloc), so it measures what ships.
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use base64::Engine;
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
@@ -178,9 +183,9 @@ fn bench_steps(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
-    group.bench_function("6-json-patch-diff", |b| {
+    group.bench_function("6-patch-diff", |b| {
         b.iter(|| {
-            json_patch::diff(black_box(pod), black_box(&mutation.pod))
+            kserve_injector::patch::diff(black_box(pod), black_box(&mutation.pod))
                 .0
                 .len()
         })

@@ -6,6 +6,11 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// The admission path allocates a JSON tree per request; mimalloc cuts its
+/// cost by about a quarter against the system allocator (benches/review.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// KServe's pod mutator as a fast, idempotent admission webhook.
 #[derive(Parser)]
 #[command(name = "kserve-injector", version, about, long_about = None)]
