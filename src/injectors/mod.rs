@@ -10,8 +10,9 @@ pub mod modelcar;
 pub mod storage_initializer;
 pub mod storage_uri;
 
+use crate::constants::{KSERVE_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER};
 use crate::mutation::Env;
-use crate::pod::PodDoc;
+use crate::pod::{List, PodDoc};
 
 /// An injector refused the pod; the message is KServe's wording.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -48,6 +49,21 @@ impl InjectorOutcome {
 }
 
 type Injector = fn(&mut PodDoc, &Env) -> Result<(), InjectError>;
+
+/// The containers that read the model: the server (`kserve-container`, else
+/// `worker-container`) first, then `transformer-container` when present.
+/// `None` when the pod has no server container.
+pub(crate) fn model_containers(pod: &PodDoc) -> Option<Vec<&'static str>> {
+    let present = |name: &str| pod.position(List::Containers, name).is_some();
+    let server = [KSERVE_CONTAINER, WORKER_CONTAINER]
+        .into_iter()
+        .find(|name| present(name))?;
+    let mut containers = vec![server];
+    if present(TRANSFORMER_CONTAINER) {
+        containers.push(TRANSFORMER_CONTAINER);
+    }
+    Some(containers)
+}
 
 /// Names and functions in KServe's order. Modelcar is registered only when an
 /// OCI mode is configured, as in KServe.

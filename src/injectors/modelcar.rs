@@ -30,22 +30,12 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     let Some(oci) = parse_oci(&src) else {
         return Ok(());
     };
-    let target = [KSERVE_CONTAINER, WORKER_CONTAINER]
-        .into_iter()
-        .find(|name| pod.position(List::Containers, name).is_some())
-        .ok_or_else(|| {
-            InjectError::new(
-                NAME,
-                format!("Invalid configuration: cannot find container: {KSERVE_CONTAINER}"),
-            )
-        })?;
-    let mut containers = vec![target];
-    if pod
-        .position(List::Containers, TRANSFORMER_CONTAINER)
-        .is_some()
-    {
-        containers.push(TRANSFORMER_CONTAINER);
-    }
+    let containers = super::model_containers(pod).ok_or_else(|| {
+        InjectError::new(
+            NAME,
+            format!("Invalid configuration: cannot find container: {KSERVE_CONTAINER}"),
+        )
+    })?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
         "native" => inject_image_volume(pod, &oci, &containers),
         "fetch" => inject_fetch(pod, env, &oci, &containers),

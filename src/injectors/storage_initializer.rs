@@ -51,17 +51,9 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     if pod.has_container_named(STORAGE_INITIALIZER_CONTAINER) {
         return Ok(());
     }
-    let target = [KSERVE_CONTAINER, WORKER_CONTAINER]
-        .into_iter()
-        .find(|name| pod.position(List::Containers, name).is_some())
+    let user_containers = super::model_containers(pod)
         .ok_or_else(|| error("Invalid configuration: cannot find container"))?;
-    let mut user_containers = vec![target];
-    if pod
-        .position(List::Containers, TRANSFORMER_CONTAINER)
-        .is_some()
-    {
-        user_containers.push(TRANSFORMER_CONTAINER);
-    }
+    let target = user_containers[0];
 
     let (volumes, mount) = match parse_pvc(&src) {
         Some((claim, sub_path)) => pvc_volume(claim, sub_path, read_only),
@@ -80,7 +72,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     for volume in &volumes {
         pod.ensure_volume(volume);
     }
-    for name in user_containers {
+    for name in &user_containers {
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             c.ensure_mount(&mount);
         }
