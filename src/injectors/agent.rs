@@ -9,8 +9,8 @@ use crate::mutation::Env;
 use crate::pod::{List, PodDoc};
 use crate::probe_json::go_probe_json;
 use k8s_openapi::api::core::v1::{
-    ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, HTTPGetAction,
-    HTTPHeader, Probe, Volume, VolumeMount,
+    ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, HTTPHeader, Probe,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
@@ -134,11 +134,7 @@ fn puller_config(pod: &PodDoc) -> Result<(Volume, Volume), InjectError> {
             format!("can not find {CONFIG_VOLUME_NAME_ANNOTATION} label"),
         ));
     };
-    let model_dir = Volume {
-        name: MODEL_DIR_VOLUME.to_string(),
-        empty_dir: Some(EmptyDirVolumeSource::default()),
-        ..Default::default()
-    };
+    let model_dir = super::empty_dir_volume(MODEL_DIR_VOLUME);
     let model_config = Volume {
         name: MODEL_CONFIG_VOLUME.to_string(),
         config_map: Some(ConfigMapVolumeSource {

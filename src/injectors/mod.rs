@@ -50,6 +50,15 @@ impl InjectorOutcome {
 
 type Injector = fn(&mut PodDoc, &Env) -> Result<(), InjectError>;
 
+/// An emptyDir volume: scratch space the injectors share between containers.
+pub(crate) fn empty_dir_volume(name: &str) -> k8s_openapi::api::core::v1::Volume {
+    k8s_openapi::api::core::v1::Volume {
+        name: name.to_string(),
+        empty_dir: Some(Default::default()),
+        ..Default::default()
+    }
+}
+
 /// The containers that read the model: the server (`kserve-container`, else
 /// `worker-container`) first, then `transformer-container` when present.
 /// `None` when the pod has no server container.

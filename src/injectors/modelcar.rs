@@ -10,8 +10,8 @@ use crate::constants::*;
 use crate::mutation::Env;
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, ImageVolumeSource, KeyToPath, ResourceRequirements,
-    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    Container, ImageVolumeSource, KeyToPath, ResourceRequirements, SecretVolumeSource,
+    SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
@@ -49,11 +49,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
 
 fn inject_modelcar(pod: &mut PodDoc, env: &Env, oci: &OciUri, containers: &[&str]) {
     let config = &env.config.storage_initializer;
-    let volume = Volume {
-        name: PROVISION_LOCATION_VOLUME.to_string(),
-        empty_dir: Some(EmptyDirVolumeSource::default()),
-        ..Default::default()
-    };
+    let volume = super::empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
         name: PROVISION_LOCATION_VOLUME.to_string(),
         mount_path: MODELCAR_MOUNT_PATH.to_string(),
@@ -215,11 +211,7 @@ fn inject_fetch(
     if let Some(mut init) = pod.container_mut(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
         init.ensure_mount(&model_mount);
     }
-    pod.ensure_volume(&Volume {
-        name: volume_name,
-        empty_dir: Some(EmptyDirVolumeSource::default()),
-        ..Default::default()
-    });
+    pod.ensure_volume(&super::empty_dir_volume(&volume_name));
     for name in containers {
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             c.ensure_mount(&model_mount);

@@ -8,8 +8,8 @@ use crate::constants::*;
 use crate::mutation::Env;
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource,
-    ResourceRequirements, SecretKeySelector, Volume, VolumeMount,
+    Container, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, ResourceRequirements,
+    SecretKeySelector, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
@@ -60,7 +60,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         None => {
             let init = init_container(pod, env, &src, storage_spec.as_ref())?;
             pod.ensure_container(List::InitContainers, &init.container);
-            let mut volumes = vec![provision_location_volume()];
+            let mut volumes = vec![super::empty_dir_volume(PROVISION_LOCATION_VOLUME)];
             volumes.extend(init.volumes);
             let mount = VolumeMount {
                 read_only: read_only.then_some(true),
@@ -85,14 +85,6 @@ fn model_mount(volume: &str) -> VolumeMount {
     VolumeMount {
         name: volume.to_string(),
         mount_path: DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
-        ..Default::default()
-    }
-}
-
-fn provision_location_volume() -> Volume {
-    Volume {
-        name: PROVISION_LOCATION_VOLUME.to_string(),
-        empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Default::default()
     }
 }
