@@ -1,8 +1,10 @@
 //! The Argo CD health check for InferenceService (manifests/argocd/inferenceservice-health.lua),
 //! run the way Argo CD runs it: in a Lua 5.1 VM (mlua with vendored PUC Lua 5.1.5; Argo CD
-//! embeds gopher-lua, also Lua 5.1) holding only the base, string, table and math libraries,
+//! embeds gopher-lua, also Lua 5.1) holding only the base and table libraries (Argo CD's
+//! health VM opens base, table, package and a reduced os; no string or math library),
 //! with the object as the global `obj` (maps as tables, lists as 1-based tables, null as
-//! nil), and the table the chunk returns read as {status, message}.
+//! nil), and the table the chunk returns read as {status, message}, where status must be
+//! one of the health codes Argo CD accepts.
 //!
 //! fixtures/argocd/cases.yaml lists every input and its expected result: Argo CD's 11
 //! published cases for its built-in check (expected = the built-in's output) and ours.
@@ -18,6 +20,15 @@ use serde::Deserialize;
 use serde_json::Value as Json;
 
 const SCRIPT_OVERRIDE: &str = "ARGOCD_HEALTH_LUA";
+/// Argo CD turns any other status into Unknown, "Lua returned an invalid health status".
+const HEALTH_CODES: [&str; 6] = [
+    "Healthy",
+    "Progressing",
+    "Degraded",
+    "Suspended",
+    "Missing",
+    "Unknown",
+];
 const RENDER_REQUIRED: &str = "ARGOCD_RENDER_REQUIRED";
 const HEALTH_KEY: &str = "resource.customizations.health.serving.kserve.io_InferenceService";
 
@@ -123,11 +134,7 @@ struct Health {
 /// field is an Err carrying Lua's text; so is a script that leaves globals behind (Argo CD
 /// may reuse a VM between objects).
 fn evaluate(script: &str, obj: &Json) -> Result<Health, String> {
-    let lua = Lua::new_with(
-        StdLib::STRING | StdLib::TABLE | StdLib::MATH,
-        LuaOptions::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let lua = Lua::new_with(StdLib::TABLE, LuaOptions::default()).map_err(|e| e.to_string())?;
     lua.globals()
         .set("obj", to_lua(&lua, obj).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
@@ -148,8 +155,12 @@ fn evaluate(script: &str, obj: &Json) -> Result<Health, String> {
             .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("result has no {name}"))
     };
+    let status = field("status")?;
+    if !HEALTH_CODES.contains(&status.as_str()) {
+        return Err(format!("{status:?} is not a health status Argo CD accepts"));
+    }
     Ok(Health {
-        status: field("status")?,
+        status,
         message: field("message")?,
     })
 }
@@ -320,6 +331,12 @@ fn broken_copies_of_the_script_fail_the_cases() {
             "condition.type .. \" | \" .. condition.status",
         ),
         ("a global leaks", "local health = {", "health = {"),
+        (
+            "string library used (Argo CD does not open it)",
+            "  return tostring(value)",
+            "  return string.format(\"%s\", tostring(value))",
+        ),
+        ("invalid health code", "\"Suspended\"", "\"Stopped\""),
     ];
     let original = script();
     let all = cases();
