@@ -27,11 +27,13 @@ local health = {
 -- them from the workload it manages:
 local TERMINAL_REASONS = {
   -- Serverless mode: PropagateStatus copies the Knative Service's conditions into
-  -- PredictorReady / PredictorConfigurationReady; Knative's Configuration reports
-  -- "RevisionFailed" once its latest revision failed (message 'Revision "x" failed
-  -- with message: ...'). Knative's "RevisionMissing" is deliberately absent: it is
-  -- also reported while a first revision is still starting, and a revision that
-  -- really failed carries RevisionFailed on the configuration condition as well.
+  -- PredictorReady / PredictorConfigurationReady; Knative Serving's Configuration
+  -- reports "RevisionFailed" once its latest created revision failed
+  -- (MarkLatestCreatedFailed: 'Revision "x" failed with message: ...'). Knative's
+  -- "RevisionMissing" is deliberately absent: its Route uses it while waiting for a
+  -- first revision too (MarkConfigurationNotReady, and False in Ready rollups seen
+  -- while starting), and a revision that really failed carries RevisionFailed on the
+  -- configuration condition as well.
   RevisionFailed = true,
   -- RawDeployment mode: PropagateRawStatus copies the Deployment's Progressing=False
   -- reason when it has a message; the Deployment controller sets

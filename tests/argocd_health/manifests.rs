@@ -292,13 +292,18 @@ fn rendered_stack_switches_kserve_pod_mutator_off_after_ours() {
         wave(kserve) > wave(ours),
         "KServe's mutator goes before ours is up"
     );
-    let crd = find(
-        &objs,
-        "CustomResourceDefinition",
-        "inferenceservices.serving.kserve.io",
-    );
-    assert_eq!(
-        crd["metadata"]["annotations"]["argocd.argoproj.io/sync-options"],
-        "ServerSideApply=true"
-    );
+    for (kind, name, options) in [
+        (
+            "CustomResourceDefinition",
+            "inferenceservices.serving.kserve.io",
+            "ServerSideApply=true,Prune=false,Delete=false",
+        ),
+        ("Namespace", "kserve", "Prune=false,Delete=false"),
+    ] {
+        let obj = find(&objs, kind, name);
+        assert_eq!(
+            obj["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], options,
+            "{kind} {name}: never deleted with the Application"
+        );
+    }
 }
