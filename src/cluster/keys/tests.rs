@@ -210,3 +210,6 @@ fn restrict_follows_the_chain_to_a_fixed_point() {
     elsewhere.namespace = "other".into();
     assert!(all.restrict(&elsewhere, &Config::default()).is_empty());
 }
+
+#[path = "props.rs"]
+mod props;
