@@ -8,11 +8,12 @@
 
 use super::credentials::{annotated_secret, DEFAULT_SERVICE_ACCOUNT};
 use super::logger::{effective_logger, logger_service_account};
+use super::storage_spec::storage_spec_secret_name;
 use super::{ClusterData, ObjectRef};
 use crate::config::Config;
 use crate::constants::{
-    AGENT_ANNOTATION, BATCHER_ANNOTATION, DEFAULT_STORAGE_SPEC_SECRET, ISVC_LABEL,
-    LOCAL_MODEL_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION, STORAGE_SPEC_ANNOTATION,
+    AGENT_ANNOTATION, BATCHER_ANNOTATION, ISVC_LABEL, LOCAL_MODEL_LABEL, LOGGER_ANNOTATION,
+    SOURCE_URI_ANNOTATION, STORAGE_SPEC_ANNOTATION,
 };
 use crate::injectors::storage_uri::{oci_effective_mode, parse_oci, parse_pvc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,16 +90,9 @@ pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTre
     keys
 }
 
-/// KServe's storage-spec Secret: the pod's storage-secret annotation, else
-/// `credentials.storageSpecSecretName`, else `storage-config`.
+/// KServe's storage-spec Secret, in the pod's namespace.
 pub fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef {
-    let creds = &config.credentials;
-    let name = annotated_secret(creds, &pod.annotations).unwrap_or(
-        match creds.storage_spec_secret_name.as_str() {
-            "" => DEFAULT_STORAGE_SPEC_SECRET,
-            name => name,
-        },
-    );
+    let name = storage_spec_secret_name(&config.credentials, &pod.annotations);
     ObjectRef::new(&pod.namespace, name)
 }
 

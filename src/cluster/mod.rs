@@ -3,7 +3,8 @@
 //! ([`keys`]), the credentials a ServiceAccount's Secrets give a container
 //! ([`credentials`]), the ClusterStorageContainer for a storage URI and its
 //! merge into the init container ([`storage_container`], [`container_merge`]),
-//! and the logger storage an InferenceService configures ([`logger`]).
+//! the storage-spec Secret's entry ([`storage_spec`]), and the logger
+//! storage an InferenceService configures ([`logger`]).
 //!
 //! No I/O happens here: adapters (the CLI's `--objects` file via
 //! [`ClusterData::from_documents`], server caches) fill the snapshot with
@@ -19,6 +20,7 @@ pub mod objects;
 mod s3;
 mod secret_kinds;
 pub mod storage_container;
+pub mod storage_spec;
 
 pub use load::ObjectsError;
 pub use objects::{

@@ -9,6 +9,7 @@ use crate::cluster::credentials::{
 };
 use crate::cluster::objects::{IsvcLogger, Secret, ServiceAccount};
 use crate::cluster::storage_container::select;
+use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::InferenceService;
 use crate::config::LoggerStorage;
 use proptest::prelude::*;
@@ -198,8 +199,20 @@ fn lookups(data: &ClusterData, pod: &PodFacts, config: &Config) -> Vec<String> {
             && parse_pvc(uri).is_none()
             && parse_oci(uri).is_none_or(|o| oci_effective_mode(&o, oci_mode).is_empty());
         if downloads && ann(STORAGE_SPEC_ANNOTATION) == Some("true") {
-            let spec = storage_spec_secret(pod, config);
-            out.push(format!("{:?}", data.secret(&spec.namespace, &spec.name)));
+            let spec = StorageSpec::from_annotations(&pod.annotations)
+                .unwrap()
+                .unwrap();
+            let (mut env, mut args) = (Vec::new(), vec![uri.to_string()]);
+            let result = add_storage_spec_credentials(
+                data,
+                &config.credentials,
+                &pod.namespace,
+                &pod.annotations,
+                &spec,
+                &mut env,
+                &mut args,
+            );
+            out.push(format!("{result:?} {env:?} {args:?}"));
         } else if downloads {
             out.push(format!(
                 "{:?}",
