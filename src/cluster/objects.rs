@@ -88,6 +88,19 @@ impl Secret {
         }
     }
 
+    /// A Secret from plain (already decoded) data, reduced on the way in.
+    pub fn from_data<K: AsRef<str>, V: AsRef<str>>(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        data: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let mut out = Self::new(namespace, name);
+        for (k, v) in data {
+            out = out.with_data(k.as_ref(), v.as_ref());
+        }
+        out
+    }
+
     pub fn with_annotation(mut self, key: &str, value: &str) -> Self {
         self.annotations.insert(key.to_string(), value.to_string());
         self
@@ -281,6 +294,8 @@ mod tests {
             Some(NOT_A_STORAGE_SPEC)
         );
         let held = format!("{s:?}");
+        let plain = Secret::from_data("default", "s3-secret", [("S3_ENDPOINT", "minio:9000")]);
+        assert_eq!(plain.get("S3_ENDPOINT"), s.get("S3_ENDPOINT"));
         assert!(
             !held.contains("very-secret") && !held.contains("hf_abc"),
             "{held}"
