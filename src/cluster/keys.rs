@@ -29,6 +29,31 @@ pub struct PodFacts {
     pub labels: BTreeMap<String, String>,
 }
 
+impl PodFacts {
+    /// From a raw pod object (as admission and the CLI receive it) and the
+    /// request namespace; non-string label or annotation values are skipped
+    /// (the pod decode rejects them before any lookup matters).
+    pub fn from_pod_value(pod: &serde_json::Value, namespace: &str) -> Self {
+        let strings = |pointer: &str| -> BTreeMap<String, String> {
+            (pod.pointer(pointer)
+                .and_then(|v| v.as_object())
+                .into_iter()
+                .flatten())
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
+        };
+        let sa = pod
+            .pointer("/spec/serviceAccountName")
+            .and_then(|v| v.as_str());
+        Self {
+            namespace: namespace.to_string(),
+            service_account_name: sa.unwrap_or_default().to_string(),
+            annotations: strings("/metadata/annotations"),
+            labels: strings("/metadata/labels"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ObjectKey {
     ServiceAccount(ObjectRef),

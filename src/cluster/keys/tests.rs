@@ -211,5 +211,26 @@ fn restrict_follows_the_chain_to_a_fixed_point() {
     assert!(all.restrict(&elsewhere, &Config::default()).is_empty());
 }
 
+#[test]
+fn pod_facts_from_a_raw_pod() {
+    let raw = serde_json::json!({
+        "metadata": {"labels": {ISVC_LABEL: "sklearn", "n": 1}, "annotations": {URI: "gs://m"}},
+        "spec": {"serviceAccountName": "sa", "containers": []},
+    });
+    let facts = PodFacts::from_pod_value(&raw, "team");
+    assert_eq!(facts.namespace, "team");
+    assert_eq!(facts.service_account_name, "sa");
+    assert_eq!(facts.labels.len(), 1);
+    assert_eq!(facts.annotations[URI], "gs://m");
+    let empty = PodFacts::from_pod_value(&serde_json::json!({}), "ns");
+    assert_eq!(
+        empty,
+        PodFacts {
+            namespace: "ns".into(),
+            ..PodFacts::default()
+        }
+    );
+}
+
 #[path = "props.rs"]
 mod props;
