@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod config_file;
 pub mod constants;

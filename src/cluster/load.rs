@@ -1,0 +1,268 @@
+//! The `--objects` loader: parsed documents (multi-document YAML/JSON, or a
+//! List) in, a [`ClusterData`] out. Pure: the CLI reads and splits the file.
+
+use super::objects::{
+    ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
+    INIT_CONTAINER_WORKLOAD,
+};
+use super::ClusterData;
+use crate::config::LoggerStorage;
+use k8s_openapi::api::core::v1::{self as api, Container};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+const CORE_V1: &str = "v1";
+const SERVING_V1ALPHA1: &str = "serving.kserve.io/v1alpha1";
+const SERVING_V1BETA1: &str = "serving.kserve.io/v1beta1";
+const SUPPORTED: &str =
+    "ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them";
+
+/// A document that cannot be used; `at` names it ("document 2", "document
+/// 2, item 5").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{at}: {message}")]
+pub struct ObjectsError {
+    pub at: String,
+    pub message: String,
+}
+
+impl ClusterData {
+    /// Loads ServiceAccounts, Secrets, ClusterStorageContainers and
+    /// InferenceServices (or Lists of them); documents are numbered from 1.
+    /// Empty documents (`null`) are skipped; any other kind, a wrong
+    /// apiVersion, a missing name or namespace, or the same object twice is
+    /// an error naming the document. Secrets are reduced on load.
+    pub fn from_documents(docs: Vec<Value>) -> Result<Self, ObjectsError> {
+        let mut data = Self::default();
+        for (i, doc) in docs.iter().enumerate() {
+            data.add(doc, &format!("document {}", i + 1))?;
+        }
+        Ok(data)
+    }
+
+    fn add(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsError> {
+        let fail = |message: String| ObjectsError {
+            at: at.to_string(),
+            message,
+        };
+        if doc.is_null() {
+            return Ok(());
+        }
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let api_version = doc
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if kind.ends_with("List") {
+            let items = doc.get("items").and_then(Value::as_array);
+            let items = items.ok_or_else(|| fail(format!("{kind} has no items array")))?;
+            for (j, item) in items.iter().enumerate() {
+                self.add(item, &format!("{at}, item {}", j + 1))?;
+            }
+            return Ok(());
+        }
+        let expected = match kind {
+            "ServiceAccount" | "Secret" => CORE_V1,
+            "ClusterStorageContainer" => SERVING_V1ALPHA1,
+            "InferenceService" => SERVING_V1BETA1,
+            "" => return Err(fail(format!("no kind; expected {SUPPORTED}"))),
+            other => {
+                return Err(fail(format!(
+                    "unsupported kind {other:?}; expected {SUPPORTED}"
+                )))
+            }
+        };
+        if api_version != expected {
+            return Err(fail(format!(
+                "{kind} must have apiVersion {expected:?}, found {api_version:?}"
+            )));
+        }
+        let name = doc.pointer("/metadata/name").and_then(Value::as_str);
+        let name = name.filter(|n| !n.is_empty());
+        let name = name.ok_or_else(|| fail(format!("{kind} has no metadata.name")))?;
+        let namespace = doc.pointer("/metadata/namespace").and_then(Value::as_str);
+        let namespace = namespace.unwrap_or_default();
+        let describe = |e: serde_json::Error| fail(format!("invalid {kind} {name:?}: {e}"));
+        if kind != "ClusterStorageContainer" && namespace.is_empty() {
+            return Err(fail(format!("{kind} {name:?} has no metadata.namespace")));
+        }
+        let duplicate = match kind {
+            "ServiceAccount" => {
+                let sa: api::ServiceAccount = parse(doc).map_err(describe)?;
+                let sa = ServiceAccount::from_api(&sa, namespace);
+                self.service_accounts.insert(sa.object_ref(), sa).is_some()
+            }
+            "Secret" => {
+                let secret: api::Secret = parse(doc).map_err(describe)?;
+                let secret = Secret::from_api(&secret, namespace);
+                self.secrets.insert(secret.object_ref(), secret).is_some()
+            }
+            "ClusterStorageContainer" => {
+                let csc = storage_container(doc, name).map_err(fail)?;
+                self.storage_containers
+                    .insert(name.to_string(), csc)
+                    .is_some()
+            }
+            _ => {
+                let isvc = inference_service(doc, namespace, name).map_err(describe)?;
+                self.inference_services
+                    .insert(isvc.object_ref(), isvc)
+                    .is_some()
+            }
+        };
+        if duplicate {
+            return Err(fail(format!("{kind} {name:?} appears more than once")));
+        }
+        Ok(())
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(doc: &Value) -> Result<T, serde_json::Error> {
+    T::deserialize(doc)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CscSpec {
+    container: Value,
+    #[serde(default)]
+    supported_uri_formats: Vec<CscUriFormat>,
+    workload_type: Option<String>,
+    #[serde(default)]
+    supports_multi_model_download: bool,
+}
+
+#[derive(Deserialize)]
+struct CscUriFormat {
+    prefix: Option<String>,
+    regex: Option<String>,
+}
+
+/// Parses a CSC; its container's quantities are canonicalised as Go's
+/// typed decode and re-encode would, and an invalid one is an error here.
+pub(crate) fn storage_container(
+    doc: &Value,
+    name: &str,
+) -> Result<ClusterStorageContainer, String> {
+    let spec = doc.get("spec").cloned().unwrap_or(Value::Null);
+    let spec: CscSpec = CscSpec::deserialize(spec)
+        .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: spec: {e}"))?;
+    let mut container = spec.container;
+    if let Some(obj) = container.as_object_mut() {
+        obj.entry("name").or_insert(Value::String(String::new()));
+    }
+    canonicalize_resources(&mut container)
+        .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: {e}"))?;
+    let container = Container::deserialize(container)
+        .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: spec.container: {e}"))?;
+    let disabled = match doc.get("disabled") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(format!(
+                "invalid ClusterStorageContainer {name:?}: disabled must be a boolean"
+            ))
+        }
+    };
+    Ok(ClusterStorageContainer {
+        name: name.to_string(),
+        container,
+        supported_uri_formats: (spec.supported_uri_formats.iter())
+            .map(|f| UriFormat::new(f.prefix.as_deref(), f.regex.as_deref()))
+            .collect(),
+        workload_type: spec
+            .workload_type
+            .filter(|w| !w.is_empty())
+            .unwrap_or_else(|| INIT_CONTAINER_WORKLOAD.to_string()),
+        disabled,
+        supports_multi_model_download: spec.supports_multi_model_download,
+    })
+}
+
+fn canonicalize_resources(container: &mut Value) -> Result<(), String> {
+    for list in ["limits", "requests"] {
+        let Some(map) = container
+            .pointer_mut(&format!("/resources/{list}"))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        for (resource, q) in map.iter_mut() {
+            let text = match q {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return Err(format!("resources.{list}.{resource} must be a quantity")),
+            };
+            let canonical = crate::quantity::canonicalize(&text)
+                .map_err(|e| format!("resources.{list}.{resource}: {e}"))?;
+            *q = Value::String(canonical);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct IsvcDoc {
+    spec: Option<IsvcSpec>,
+}
+
+#[derive(Deserialize)]
+struct IsvcSpec {
+    predictor: Option<Predictor>,
+}
+
+#[derive(Deserialize)]
+struct Predictor {
+    logger: Option<LoggerDoc>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LoggerDoc {
+    storage: Option<StorageDoc>,
+    #[serde(alias = "marshallerURL")]
+    marshaller_url: Option<String>,
+    batch_size: Option<i64>,
+    batch_interval: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StorageDoc {
+    path: Option<String>,
+    parameters: Option<BTreeMap<String, String>>,
+    key: Option<String>,
+    service_account_name: Option<String>,
+}
+
+fn inference_service(
+    doc: &Value,
+    namespace: &str,
+    name: &str,
+) -> Result<InferenceService, serde_json::Error> {
+    let parsed: IsvcDoc = parse(doc)?;
+    let logger = parsed
+        .spec
+        .and_then(|s| s.predictor)
+        .and_then(|p| p.logger)
+        .map(|l| IsvcLogger {
+            storage: l.storage.map(|s| LoggerStorage {
+                path: s.path.unwrap_or_default(),
+                parameters: s.parameters,
+                key: s.key.unwrap_or_default(),
+                service_account_name: s.service_account_name.unwrap_or_default(),
+            }),
+            marshaller_url: l.marshaller_url,
+            batch_size: l.batch_size,
+            batch_interval: l.batch_interval,
+        });
+    Ok(InferenceService {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        predictor_logger: logger,
+    })
+}
+
+#[cfg(test)]
+mod tests;

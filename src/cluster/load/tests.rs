@@ -1,0 +1,141 @@
+use super::*;
+use serde_json::json;
+
+fn sa_doc() -> Value {
+    json!({"apiVersion": "v1", "kind": "ServiceAccount",
+           "metadata": {"name": "default", "namespace": "default",
+                        "annotations": {"eks.amazonaws.com/role-arn": "arn"}},
+           "secrets": [{"name": "s3-secret"}, {"name": "gcs"}]})
+}
+
+fn secret_doc() -> Value {
+    // data values are base64, as in the API.
+    json!({"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": "s3-secret", "namespace": "default"},
+           "data": {"awsSecretAccessKey": "c2VjcmV0", "S3_ENDPOINT": "bWluaW86OTAwMA=="}})
+}
+
+#[test]
+fn loads_every_kind_and_lists() {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+         "metadata": {"name": "default"},
+         "spec": {"container": {"name": "storage-initializer", "image": "i"},
+                  "supportedUriFormats": [{"prefix": "gs://"}]}},
+        {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+         "metadata": {"name": "sklearn", "namespace": "default"},
+         "spec": {"predictor": {"logger": {"mode": "all", "storage": {"path": "/logs", "key": "k"},
+                                           "batchSize": 3}}}},
+    ]});
+    let data =
+        ClusterData::from_documents(vec![sa_doc(), secret_doc(), Value::Null, list]).unwrap();
+    assert_eq!(data.len(), 4);
+    let sa = data.service_account("default", "default").unwrap();
+    assert_eq!(sa.secrets, ["s3-secret", "gcs"]);
+    assert_eq!(sa.annotations["eks.amazonaws.com/role-arn"], "arn");
+    let secret = data.secret("default", "s3-secret").unwrap();
+    assert_eq!(
+        secret.get("S3_ENDPOINT").map(String::as_str),
+        Some("minio:9000")
+    );
+    assert!(secret.has_key("awsSecretAccessKey"));
+    assert!(
+        !format!("{data:?}").contains("\"secret\""),
+        "the access key is not held"
+    );
+    let csc = data.storage_container("default").unwrap();
+    assert_eq!(
+        (csc.workload_type.as_str(), csc.disabled),
+        ("initContainer", false)
+    );
+    let isvc = data.inference_service("default", "sklearn").unwrap();
+    let logger = isvc.predictor_logger.as_ref().unwrap();
+    assert_eq!(logger.batch_size, Some(3));
+    let storage = logger.storage.as_ref().unwrap();
+    assert_eq!(
+        (storage.path.as_str(), storage.key.as_str()),
+        ("/logs", "k")
+    );
+    assert_eq!(storage.service_account_name, "");
+}
+
+#[test]
+fn typed_lists_work_too() {
+    let list = json!({"apiVersion": "v1", "kind": "SecretList", "items": [secret_doc()]});
+    let data = ClusterData::from_documents(vec![list]).unwrap();
+    assert!(data.secret("default", "s3-secret").is_some());
+}
+
+fn error(docs: Vec<Value>) -> String {
+    ClusterData::from_documents(docs).unwrap_err().to_string()
+}
+
+#[test]
+fn unsupported_kinds_name_the_document() {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+    assert_eq!(
+        error(vec![sa_doc(), pod.clone()]),
+        "document 2: unsupported kind \"Pod\"; expected ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them"
+    );
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [secret_doc(), pod]});
+    assert!(error(vec![list]).starts_with("document 1, item 2: unsupported kind \"Pod\""));
+    assert!(error(vec![json!({"metadata": {}})]).starts_with("document 1: no kind"));
+    assert!(error(vec![json!("text")]).starts_with("document 1: no kind"));
+}
+
+#[test]
+fn malformed_objects_are_errors() {
+    let mut wrong_version = secret_doc();
+    wrong_version["apiVersion"] = json!("v2");
+    assert_eq!(
+        error(vec![wrong_version]),
+        "document 1: Secret must have apiVersion \"v1\", found \"v2\""
+    );
+    let mut no_ns = sa_doc();
+    no_ns["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("namespace");
+    assert_eq!(
+        error(vec![no_ns]),
+        "document 1: ServiceAccount \"default\" has no metadata.namespace"
+    );
+    let mut no_name = sa_doc();
+    no_name["metadata"]["name"] = json!("");
+    assert_eq!(
+        error(vec![no_name]),
+        "document 1: ServiceAccount has no metadata.name"
+    );
+    assert_eq!(
+        error(vec![secret_doc(), secret_doc()]),
+        "document 2: Secret \"s3-secret\" appears more than once"
+    );
+    let mut bad_data = secret_doc();
+    bad_data["data"] = json!({"k": 5});
+    assert!(error(vec![bad_data]).starts_with("document 1: invalid Secret \"s3-secret\": "));
+    let bad_quantity = json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+        "metadata": {"name": "c"},
+        "spec": {"container": {"resources": {"limits": {"memory": "lots"}}}, "supportedUriFormats": []}});
+    assert!(error(vec![bad_quantity]).starts_with(
+        "document 1: invalid ClusterStorageContainer \"c\": resources.limits.memory: "
+    ));
+    let no_spec = json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+        "metadata": {"name": "c"}});
+    assert!(error(vec![no_spec])
+        .starts_with("document 1: invalid ClusterStorageContainer \"c\": spec: "));
+    let list = json!({"apiVersion": "v1", "kind": "List"});
+    assert_eq!(error(vec![list]), "document 1: List has no items array");
+}
+
+#[test]
+fn csc_flags() {
+    let doc = json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+        "metadata": {"name": "c"}, "disabled": true,
+        "spec": {"container": {"image": "i"}, "supportedUriFormats": [{"regex": "^x"}],
+                 "workloadType": "localModelDownloadJob", "supportsMultiModelDownload": true}});
+    let data = ClusterData::from_documents(vec![doc]).unwrap();
+    let c = data.storage_container("c").unwrap();
+    assert!(c.disabled && c.supports_multi_model_download);
+    assert_eq!(c.workload_type, "localModelDownloadJob");
+    assert_eq!(c.container.name, "");
+}

@@ -1,0 +1,128 @@
+//! What KServe's pod mutator reads from the API server, as a plain snapshot
+//! ([`ClusterData`]) and pure functions over it: which objects a pod needs
+//! ([`keys`]), the credentials a ServiceAccount's Secrets give a container
+//! ([`credentials`]), the ClusterStorageContainer for a storage URI and its
+//! merge into the init container ([`storage_container`], [`container_merge`]),
+//! the storage-spec Secret's entry ([`storage_spec`]), and the logger
+//! storage an InferenceService configures ([`logger`]).
+//!
+//! No I/O happens here: adapters (the CLI's `--objects` file via
+//! [`ClusterData::from_documents`], server caches) fill the snapshot with
+//! the objects [`keys::needed_keys`] names. An absent object is "not found",
+//! exactly as a failed GET is for KServe.
+
+pub mod container_merge;
+pub mod credentials;
+pub mod keys;
+mod load;
+pub mod logger;
+pub mod objects;
+mod s3;
+mod secret_kinds;
+pub mod storage_container;
+pub mod storage_spec;
+
+pub use load::ObjectsError;
+pub use objects::{
+    ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
+    KEPT_SECRET_VALUE_KEYS,
+};
+
+use std::collections::BTreeMap;
+
+/// A namespaced object's identity.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectRef {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// The cluster objects a mutation may read, already reduced to what the
+/// injectors use (see [`objects`]). Whatever is absent behaves as "not found".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClusterData {
+    pub service_accounts: BTreeMap<ObjectRef, ServiceAccount>,
+    pub secrets: BTreeMap<ObjectRef, Secret>,
+    /// Cluster-scoped, by name: iteration order is the API server's LIST
+    /// order (alphabetical), which KServe's first-match selection depends on.
+    pub storage_containers: BTreeMap<String, ClusterStorageContainer>,
+    pub inference_services: BTreeMap<ObjectRef, InferenceService>,
+}
+
+impl ClusterData {
+    /// The kept part of a Secret: `get(key)` gives the values the storage-spec
+    /// and credential code read (see [`KEPT_SECRET_VALUE_KEYS`]).
+    pub fn secret(&self, namespace: &str, name: &str) -> Option<&Secret> {
+        self.secrets.get(&ObjectRef::new(namespace, name))
+    }
+
+    pub fn service_account(&self, namespace: &str, name: &str) -> Option<&ServiceAccount> {
+        self.service_accounts.get(&ObjectRef::new(namespace, name))
+    }
+
+    pub fn inference_service(&self, namespace: &str, name: &str) -> Option<&InferenceService> {
+        self.inference_services
+            .get(&ObjectRef::new(namespace, name))
+    }
+
+    pub fn storage_container(&self, name: &str) -> Option<&ClusterStorageContainer> {
+        self.storage_containers.get(name)
+    }
+
+    pub fn insert_secret(&mut self, secret: Secret) {
+        self.secrets.insert(secret.object_ref(), secret);
+    }
+
+    pub fn insert_service_account(&mut self, sa: ServiceAccount) {
+        self.service_accounts.insert(sa.object_ref(), sa);
+    }
+
+    pub fn insert_inference_service(&mut self, isvc: InferenceService) {
+        self.inference_services.insert(isvc.object_ref(), isvc);
+    }
+
+    pub fn insert_storage_container(&mut self, csc: ClusterStorageContainer) {
+        self.storage_containers.insert(csc.name.clone(), csc);
+    }
+
+    /// Number of objects held, all kinds together.
+    pub fn len(&self) -> usize {
+        self.service_accounts.len()
+            + self.secrets.len()
+            + self.storage_containers.len()
+            + self.inference_services.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_lookup_is_namespaced() {
+        let mut data = ClusterData::default();
+        data.insert_secret(Secret::new("default", "storage-config").with_data("k", "v"));
+        assert!(data.secret("default", "storage-config").is_some());
+        assert!(data.secret("other", "storage-config").is_none());
+        assert_eq!(data.len(), 1);
+    }
+}

@@ -1,0 +1,353 @@
+//! The cluster objects the injectors read, reduced to the fields they use.
+//! Each reduction is the one place that decides what of an API object is
+//! held in memory; above all, what of a Secret's data.
+
+use super::ObjectRef;
+use crate::config::LoggerStorage;
+use k8s_openapi::api::core::v1 as api;
+use k8s_openapi::api::core::v1::Container;
+use std::collections::BTreeMap;
+
+/// Secret data keys whose values are kept verbatim, because an injector
+/// copies them into the pod: the S3 settings KServe reads from a Secret's
+/// data when no annotation sets them (the env names of `BuildS3EnvVars`),
+/// and the two keys of an https-host Secret (env `<https-host>-headers` =
+/// `headers`). Credentials proper (access keys, tokens, key files) are only
+/// ever referenced by name (`secretKeyRef`, secret volumes), so their values
+/// are never held. Every other value is replaced by its storage-spec
+/// projection, see [`Secret::get`].
+pub const KEPT_SECRET_VALUE_KEYS: [&str; 11] = [
+    "S3_USE_HTTPS",
+    "S3_ENDPOINT",
+    "S3_VERIFY_SSL",
+    "awsAnonymousCredential",
+    "AWS_DEFAULT_REGION",
+    "S3_USER_VIRTUAL_BUCKET",
+    "S3_USE_ACCELERATE",
+    "AWS_CA_BUNDLE",
+    "AWS_CA_BUNDLE_CONFIGMAP",
+    "https-host",
+    "headers",
+];
+
+/// The members of a storage-spec entry (a JSON object in the storage
+/// Secret) that KServe reads when the pod's parameters carry no `type`.
+const STORAGE_SPEC_MEMBERS: [&str; 3] = ["type", "bucket", "cabundle_configmap"];
+
+/// Stands for a value that is not a JSON object of strings: parsing it fails,
+/// as parsing the original would (KServe unmarshals into `map[string]string`).
+pub const NOT_A_STORAGE_SPEC: &str = "<not a JSON object of strings>";
+
+/// A ServiceAccount: what the credential lookup reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServiceAccount {
+    pub namespace: String,
+    pub name: String,
+    /// Includes the IRSA annotation `eks.amazonaws.com/role-arn` and the
+    /// `serving.kserve.io/s3-*` settings it is read with.
+    pub annotations: BTreeMap<String, String>,
+    /// Names of the Secrets in `secrets`, in order.
+    pub secrets: Vec<String>,
+}
+
+impl ServiceAccount {
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef::new(&self.namespace, &self.name)
+    }
+
+    pub fn from_api(sa: &api::ServiceAccount, namespace: &str) -> Self {
+        Self {
+            namespace: namespace.to_string(),
+            name: sa.metadata.name.clone().unwrap_or_default(),
+            annotations: sa.metadata.annotations.clone().unwrap_or_default(),
+            secrets: (sa.secrets.iter().flatten())
+                .map(|r| r.name.clone().unwrap_or_default())
+                .collect(),
+        }
+    }
+}
+
+/// A Secret: name, namespace, annotations, the names of its data keys and,
+/// per key, only what an injector reads of the value (see [`Secret::get`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Secret {
+    pub namespace: String,
+    pub name: String,
+    pub annotations: BTreeMap<String, String>,
+    /// One entry per data key; the value is verbatim for
+    /// [`KEPT_SECRET_VALUE_KEYS`] and the storage-spec projection otherwise.
+    values: BTreeMap<String, String>,
+}
+
+impl Secret {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A Secret from plain (already decoded) data, reduced on the way in.
+    pub fn from_data<K: AsRef<str>, V: AsRef<str>>(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        data: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
+        let mut out = Self::new(namespace, name);
+        for (k, v) in data {
+            out = out.with_data(k.as_ref(), v.as_ref());
+        }
+        out
+    }
+
+    pub fn with_annotation(mut self, key: &str, value: &str) -> Self {
+        self.annotations.insert(key.to_string(), value.to_string());
+        self
+    }
+
+    /// Adds a data entry, keeping only what [`Secret::get`] documents.
+    pub fn with_data(mut self, key: &str, value: &str) -> Self {
+        self.values
+            .insert(key.to_string(), reduce_value(key, value));
+        self
+    }
+
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef::new(&self.namespace, &self.name)
+    }
+
+    /// Reduces an API Secret; `stringData` is folded into `data` as the API
+    /// server does on write (it wins over `data`).
+    pub fn from_api(secret: &api::Secret, namespace: &str) -> Self {
+        let mut out = Self::new(namespace, secret.metadata.name.clone().unwrap_or_default());
+        out.annotations = secret.metadata.annotations.clone().unwrap_or_default();
+        for (key, bytes) in secret.data.iter().flatten() {
+            out = out.with_data(key, &String::from_utf8_lossy(&bytes.0));
+        }
+        for (key, value) in secret.string_data.iter().flatten() {
+            out = out.with_data(key, value);
+        }
+        out
+    }
+
+    pub fn has_key(&self, key: &str) -> bool {
+        self.values.contains_key(key)
+    }
+
+    /// The data key names, sorted.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.values.keys().map(String::as_str)
+    }
+
+    /// `Some` exactly when the key exists. For [`KEPT_SECRET_VALUE_KEYS`] the
+    /// value itself; for any other key its storage-spec projection: the
+    /// `type`, `bucket` and `cabundle_configmap` members when the value is a
+    /// JSON object of strings (re-serialised, so a storage-spec entry parses
+    /// to what KServe reads of it), else [`NOT_A_STORAGE_SPEC`].
+    pub fn get(&self, key: &str) -> Option<&String> {
+        self.values.get(key)
+    }
+}
+
+fn reduce_value(key: &str, value: &str) -> String {
+    if KEPT_SECRET_VALUE_KEYS.contains(&key) {
+        return value.to_string();
+    }
+    match serde_json::from_str::<Option<BTreeMap<String, String>>>(value) {
+        // Go unmarshals `null` into a nil map without error.
+        Ok(None) => "null".to_string(),
+        Ok(Some(map)) => {
+            let kept: BTreeMap<String, String> = map
+                .into_iter()
+                .filter(|(k, _)| STORAGE_SPEC_MEMBERS.contains(&k.as_str()))
+                .collect();
+            crate::probe_json::go_string_map(&kept)
+        }
+        Err(_) => NOT_A_STORAGE_SPEC.to_string(),
+    }
+}
+
+/// One `supportedUriFormats` entry. A regex is compiled once, at load; a
+/// compile error is kept and reported when KServe would report it (the
+/// first time a lookup reaches this entry).
+#[derive(Debug, Clone)]
+pub enum UriFormat {
+    Prefix(String),
+    Regex {
+        source: String,
+        compiled: Result<regex::Regex, String>,
+    },
+    /// Neither set: never matches (KServe skips it).
+    Empty,
+}
+
+impl PartialEq for UriFormat {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Prefix(a), Self::Prefix(b)) => a == b,
+            (Self::Regex { source: a, .. }, Self::Regex { source: b, .. }) => a == b,
+            (Self::Empty, Self::Empty) => true,
+            _ => false,
+        }
+    }
+}
+
+impl UriFormat {
+    /// KServe's rule: a non-empty prefix wins; else a non-empty regex.
+    pub fn new(prefix: Option<&str>, regex: Option<&str>) -> Self {
+        match (
+            prefix.filter(|p| !p.is_empty()),
+            regex.filter(|r| !r.is_empty()),
+        ) {
+            (Some(p), _) => Self::Prefix(p.to_string()),
+            (None, Some(r)) => Self::Regex {
+                source: r.to_string(),
+                compiled: regex::Regex::new(r).map_err(|e| e.to_string()),
+            },
+            (None, None) => Self::Empty,
+        }
+    }
+}
+
+/// The workload type KServe's CRD defaults to, and the only one the pod
+/// mutator may use.
+pub const INIT_CONTAINER_WORKLOAD: &str = "initContainer";
+
+/// A `ClusterStorageContainer` (`serving.kserve.io/v1alpha1`, cluster-scoped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterStorageContainer {
+    pub name: String,
+    /// The overlay merged into the init container; quantities canonical,
+    /// `name` empty when the object gives none.
+    pub container: Container,
+    pub supported_uri_formats: Vec<UriFormat>,
+    /// `spec.workloadType`, defaulted to `initContainer` as the CRD does.
+    pub workload_type: String,
+    /// Top-level `disabled` (not under `spec`).
+    pub disabled: bool,
+    pub supports_multi_model_download: bool,
+}
+
+/// What KServe reads of `spec.predictor.logger` (the values that override
+/// the `logger` config); `None` fields were not set on the object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IsvcLogger {
+    pub storage: Option<LoggerStorage>,
+    pub marshaller_url: Option<String>,
+    pub batch_size: Option<i64>,
+    pub batch_interval: Option<String>,
+}
+
+/// An `InferenceService` (`serving.kserve.io/v1beta1`): only what the
+/// agent's logger storage needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InferenceService {
+    pub namespace: String,
+    pub name: String,
+    pub predictor_logger: Option<IsvcLogger>,
+}
+
+impl InferenceService {
+    pub fn object_ref(&self) -> ObjectRef {
+        ObjectRef::new(&self.namespace, &self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    #[test]
+    fn secret_keeps_key_names_and_only_listed_values() {
+        let api_secret = api::Secret {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("s3-secret".into()),
+                annotations: Some(BTreeMap::from([(
+                    "serving.kserve.io/s3-endpoint".into(),
+                    "s3.aws.com".into(),
+                )])),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([
+                (
+                    "awsSecretAccessKey".into(),
+                    ByteString(b"very-secret".to_vec()),
+                ),
+                ("S3_ENDPOINT".into(), ByteString(b"minio:9000".to_vec())),
+            ])),
+            string_data: Some(BTreeMap::from([("HF_TOKEN".into(), "hf_abc".into())])),
+            ..Default::default()
+        };
+        let s = Secret::from_api(&api_secret, "default");
+        assert_eq!(s.object_ref(), ObjectRef::new("default", "s3-secret"));
+        let keys: Vec<&str> = s.keys().collect();
+        assert_eq!(keys, ["HF_TOKEN", "S3_ENDPOINT", "awsSecretAccessKey"]);
+        assert_eq!(s.get("S3_ENDPOINT").map(String::as_str), Some("minio:9000"));
+        assert_eq!(
+            s.get("awsSecretAccessKey").map(String::as_str),
+            Some(NOT_A_STORAGE_SPEC)
+        );
+        assert_eq!(
+            s.get("HF_TOKEN").map(String::as_str),
+            Some(NOT_A_STORAGE_SPEC)
+        );
+        let held = format!("{s:?}");
+        let plain = Secret::from_data("default", "s3-secret", [("S3_ENDPOINT", "minio:9000")]);
+        assert_eq!(plain.get("S3_ENDPOINT"), s.get("S3_ENDPOINT"));
+        assert!(
+            !held.contains("very-secret") && !held.contains("hf_abc"),
+            "{held}"
+        );
+        assert_eq!(s.annotations["serving.kserve.io/s3-endpoint"], "s3.aws.com");
+    }
+
+    #[test]
+    fn storage_spec_entries_keep_only_what_kserve_reads() {
+        let s = Secret::new("default", "storage-config")
+            .with_data(
+                "my-storage",
+                r#"{"type":"s3","bucket":"b","region":"na","secret_access_key":"x","cabundle_configmap":"cm"}"#,
+            )
+            .with_data("typeless", r#"{"region":"na"}"#)
+            .with_data("numbers", r#"{"type":"s3","port":9000}"#)
+            .with_data("null", "null");
+        assert_eq!(
+            s.get("my-storage").unwrap(),
+            r#"{"bucket":"b","cabundle_configmap":"cm","type":"s3"}"#
+        );
+        assert_eq!(s.get("typeless").unwrap(), "{}");
+        // Go's map[string]string rejects a number member; so does the marker.
+        assert_eq!(s.get("numbers").unwrap(), NOT_A_STORAGE_SPEC);
+        assert!(serde_json::from_str::<serde_json::Value>(NOT_A_STORAGE_SPEC).is_err());
+        assert_eq!(s.get("null").unwrap(), "null");
+        assert!(s.get("absent").is_none());
+    }
+
+    #[test]
+    fn https_and_s3_settings_are_verbatim() {
+        let s = Secret::new("ns", "n")
+            .with_data("https-host", "github.com")
+            .with_data("headers", "{\n\"Authorization\": \"token x\"\n}")
+            .with_data("AWS_CA_BUNDLE", "/path/ca.crt");
+        assert_eq!(s.get("https-host").unwrap(), "github.com");
+        assert!(s.get("headers").unwrap().starts_with("{\n"));
+        assert_eq!(s.get("AWS_CA_BUNDLE").unwrap(), "/path/ca.crt");
+    }
+
+    #[test]
+    fn uri_format_prefers_prefix_and_keeps_regex_errors() {
+        assert_eq!(
+            UriFormat::new(Some("s3://"), Some("x")),
+            UriFormat::Prefix("s3://".into())
+        );
+        assert_eq!(UriFormat::new(Some(""), None), UriFormat::Empty);
+        match UriFormat::new(None, Some("(")) {
+            UriFormat::Regex {
+                compiled: Err(e), ..
+            } => assert!(!e.is_empty()),
+            other => panic!("{other:?}"),
+        }
+    }
+}
