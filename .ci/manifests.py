@@ -195,6 +195,38 @@ def replaced(rendered):
     print(f"{rendered}: KServe keeps {names}, the pod mutator is removed")
 
 
+def seconds(text):
+    """A duration as `serve` takes it (5s, 500ms, 1m) in seconds."""
+    for unit, factor in (("ms", 0.001), ("s", 1), ("m", 60)):
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return int(text[: -len(unit)]) * factor
+    raise CheckFailed(f"cannot read the duration {text!r}")
+
+
+def timeouts(rendered):
+    """--request-timeout answers before the API server's timeoutSeconds."""
+    docs = load(rendered)
+    request = 5.0  # serve's default
+    for doc in docs:
+        if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == SERVICE:
+            args = doc["spec"]["template"]["spec"]["containers"][0].get("args", [])
+            for i, arg in enumerate(args):
+                if arg.startswith("--request-timeout="):
+                    request = seconds(arg.split("=", 1)[1])
+                elif arg == "--request-timeout" and i + 1 < len(args):
+                    request = seconds(args[i + 1])
+    margin = 2  # connection set-up and TLS handshake come out of the same budget
+    for doc in docs:
+        if doc.get("kind") == "MutatingWebhookConfiguration" and doc["metadata"]["name"] == OUR_WEBHOOK:
+            for hook in doc["webhooks"]:
+                limit = hook.get("timeoutSeconds", 10)
+                if request + margin > limit:
+                    raise CheckFailed(
+                        f"{rendered}: --request-timeout {request:g}s is not {margin}s below "
+                        f"webhook {hook['name']}'s timeoutSeconds {limit}")
+    print(f"{rendered}: --request-timeout {request:g}s answers before timeoutSeconds")
+
+
 def metrics(path):
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -230,6 +262,7 @@ COMMANDS = {
     "namespaces": namespaces,
     "replaced": replaced,
     "metrics": metrics,
+    "timeouts": timeouts,
 }
 
 if __name__ == "__main__":

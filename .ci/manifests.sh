@@ -130,6 +130,8 @@ check_size() { py size "$1" >/dev/null; }
 
 check_namespaces() { py namespaces "$1" "$2" >/dev/null; }
 
+check_timeouts() { py timeouts "$1" >/dev/null; }
+
 check_replaced() { py replaced "$1" >/dev/null; }
 
 check_post_renderer() { # FIXTURE
@@ -218,7 +220,8 @@ run_checks() {
     check_validate "$r" || exit 1
     check_size "$r" || exit 1
     check_namespaces "$r" "$ns" || exit 1
-    echo "ok: $dir renders; valid for $OLDEST_K8S and $NEWEST_K8S (--strict) and tests/schemas; under the size limit; namespace $ns throughout"
+    check_timeouts "$r" || exit 1
+    echo "ok: $dir renders; valid for $OLDEST_K8S and $NEWEST_K8S (--strict) and tests/schemas; under the size limit; namespace $ns throughout; request timeout below timeoutSeconds"
   done < <(targets)
   for name in other-namespace other-namespace-static; do
     r=$tmp/out/$name.yaml
@@ -340,6 +343,10 @@ self_test() {
   expect_fail "tests/schemas (ServiceMonitor interval '30 seconds')" check_validate "$b/sm.yaml"
   sed 's#^kind: Issuer#kind: ClusterIssuer#' "$tmp/out/default.yaml" > "$b/kind.yaml"
   expect_fail "tests/schemas (a kind without a schema: ClusterIssuer)" check_validate "$b/kind.yaml"
+
+  # timeouts: the webhook's timeoutSeconds back at the request timeout (5)
+  sed 's/^  timeoutSeconds: 10$/  timeoutSeconds: 5/' "$tmp/out/base.yaml" > "$b/timeout.yaml"
+  expect_fail "timeouts (timeoutSeconds 5 with --request-timeout=5s)" check_timeouts "$b/timeout.yaml"
 
   # size: an object of 262,144 bytes as JSON
   "$venv/bin/python" - "$b/big.yaml" <<'EOF'
