@@ -2,6 +2,7 @@
 //! and JSON Patch out), plus the thin adapters the binary wires around them.
 
 pub mod admission;
+pub mod certs;
 pub mod cli;
 pub mod cluster;
 pub mod config;

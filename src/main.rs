@@ -1,7 +1,7 @@
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use kserve_injector::cli::{run_mutate, OutputFormat};
-use kserve_injector::{config_file, server, Config, Env};
+use kserve_injector::{certs, config_file, server, Config, Env};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +40,33 @@ Exit codes: 0 mutated (or nothing to do), 1 the webhook would deny the pod, 2 un
     },
     /// Print the built-in inferenceservice-config ConfigMap (KServe's defaults).
     DefaultConfig,
+    /// Write a CA and a serving certificate for the webhook's Service (no cert-manager needed).
+    #[command(after_help = "Example (the static-certs overlay reads this directory):
+  kserve-injector certs --service kserve-injector --namespace kserve --out manifests/overlays/static-certs/certs
+
+Writes ca.crt, ca.key, tls.crt and tls.key (keys mode 0600). A ca.crt + ca.key already in
+--out are reused, so a renewed serving certificate keeps the webhook's caBundle unchanged.
+Exit codes: 0 written, 2 invalid names or unreadable/unwritable files.")]
+    Certs(CertsArgs),
+}
+
+#[derive(clap::Args)]
+struct CertsArgs {
+    /// The webhook's Service name. Example: --service kserve-injector
+    #[arg(long)]
+    service: String,
+    /// The Service's namespace. Example: --namespace kserve
+    #[arg(long)]
+    namespace: String,
+    /// Directory to write the files into (created if missing). Example: --out ./certs
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Days the serving certificate is valid. Example: --days 90
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    days: u32,
+    /// Make a new CA even if --out holds one (the caBundle changes).
+    #[arg(long)]
+    new_ca: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -134,6 +161,35 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
     }
 }
 
+fn certs_command(args: &CertsArgs) -> ExitCode {
+    let request = certs::CertsRequest {
+        service: &args.service,
+        namespace: &args.namespace,
+        out: &args.out,
+        days: args.days,
+        new_ca: args.new_ca,
+        now: time::OffsetDateTime::now_utc(),
+    };
+    match certs::write_certs(&request) {
+        Ok(done) => {
+            let ca = if done.reused_ca { "reused" } else { "new" };
+            eprintln!(
+                "wrote {} and {} for {} (valid until {}), CA {} ({ca})",
+                done.files.cert.display(),
+                done.files.key.display(),
+                done.names.join(", "),
+                done.not_after,
+                done.files.ca_cert.display(),
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -150,5 +206,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::DefaultConfig => write_stdout(Config::default_manifest()),
+        Command::Certs(args) => certs_command(&args),
     }
 }

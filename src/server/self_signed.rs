@@ -3,15 +3,12 @@
 //! besides the CA that `curl --cacert` reads.
 
 use super::error::CertError;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair, KeyUsagePurpose,
-};
+use crate::certs::{Authority, Validity};
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::sync::Arc;
-use time::{Duration, OffsetDateTime};
+use time::OffsetDateTime;
 
 #[derive(Debug)]
 pub(crate) struct SelfSigned {
@@ -27,24 +24,8 @@ pub(crate) fn generate(
     extra: &[String],
     provider: &CryptoProvider,
 ) -> Result<SelfSigned, CertError> {
-    // Backdated a little so a peer with a slightly slow clock accepts it.
-    let now = OffsetDateTime::now_utc();
-    let not_before = now - Duration::hours(1);
-    let not_after = now + Duration::days(365);
-
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "kserve-injector self-signed CA");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    ca_params.not_before = not_before;
-    ca_params.not_after = not_after;
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
+    let validity = Validity::from(OffsetDateTime::now_utc(), 365);
+    let ca = Authority::generate("kserve-injector self-signed CA", validity)?;
 
     let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"]
         .into_iter()
@@ -55,34 +36,20 @@ pub(crate) fn generate(
             names.push(name.clone());
         }
     }
-    let mut leaf_params = CertificateParams::new(names.clone())?;
-    leaf_params
-        .distinguished_name
-        .push(DnType::CommonName, "kserve-injector");
-    leaf_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    leaf_params.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    leaf_params.use_authority_key_identifier_extension = true;
-    leaf_params.not_before = not_before;
-    leaf_params.not_after = not_after;
-    let leaf_key = KeyPair::generate()?;
-    let leaf = leaf_params.signed_by(&leaf_key, &ca)?;
+    let leaf = ca.issue_serving("kserve-injector", &names, validity)?;
 
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let key =
-        CertifiedKey::from_der(vec![leaf.der().clone()], key, provider).map_err(|source| {
-            CertError::Pair {
-                cert: "(self-signed)".into(),
-                key: "(self-signed)".into(),
-                source,
-            }
-        })?;
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf.key_pkcs8_der));
+    let key = CertifiedKey::from_der(vec![leaf.cert_der], key, provider).map_err(|source| {
+        CertError::Pair {
+            cert: "(self-signed)".into(),
+            key: "(self-signed)".into(),
+            source,
+        }
+    })?;
     Ok(SelfSigned {
         key: Arc::new(key),
-        not_after: not_after.unix_timestamp(),
-        ca_pem: ca.pem(),
+        not_after: validity.not_after.unix_timestamp(),
+        ca_pem: ca.cert_pem().to_owned(),
         names,
     })
 }

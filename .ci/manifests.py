@@ -1,0 +1,275 @@
+"""Checks on rendered manifests, called by .ci/manifests.sh (one subcommand
+per check; each prints what it checked and exits 1 with the reason if not)."""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+SERVICE = "kserve-injector"
+OUR_WEBHOOK = "kserve-injector"
+KSERVE_WEBHOOK = "inferenceservice.serving.kserve.io"
+KSERVE_POD_MUTATOR = "inferenceservice.kserve-webhook-server.pod-mutator"
+KSERVE_DEFAULTER = "inferenceservice.kserve-webhook-server.defaulter"
+# Where client-side apply's last-applied-configuration annotation stops fitting.
+ANNOTATION_LIMIT = 262144
+CLUSTER_SCOPED = {
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "PriorityClass",
+}
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    if not docs:
+        raise CheckFailed(f"{path}: no objects")
+    return docs
+
+
+def ident(doc):
+    meta = doc.get("metadata") or {}
+    return f"{doc.get('kind')}/{meta.get('name')}"
+
+
+def group_of(doc):
+    api = doc.get("apiVersion", "")
+    return api.split("/")[0] if "/" in api else ""
+
+
+def is_builtin(doc):
+    group = group_of(doc)
+    return group == "" or "." not in group or group.endswith(".k8s.io")
+
+
+def split(rendered, builtin_out, custom_out):
+    """Built-in kinds go to kubernetes-validate, the others to our schemas."""
+    docs = load(rendered)
+    builtin = [d for d in docs if is_builtin(d)]
+    custom = [d for d in docs if not is_builtin(d)]
+    for path, part in ((builtin_out, builtin), (custom_out, custom)):
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump_all(part, f, sort_keys=False)
+    print(f"{rendered}: {len(builtin)} built-in, {len(custom)} custom objects")
+
+
+def schemas(custom, schema_dir):
+    import jsonschema
+    from referencing import Registry, Resource
+
+    with open(custom, encoding="utf-8") as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    resources = []
+    for name in sorted(os.listdir(schema_dir)):
+        with open(os.path.join(schema_dir, name), encoding="utf-8") as f:
+            resources.append((name, Resource.from_contents(json.load(f))))
+    registry = Registry().with_resources(resources)
+    errors = []
+    for doc in docs:
+        version = doc.get("apiVersion", "").split("/")[-1]
+        name = f"{group_of(doc)}_{version}_{doc.get('kind')}.json"
+        if not os.path.exists(os.path.join(schema_dir, name)):
+            errors.append(f"{ident(doc)}: no schema {schema_dir}/{name}")
+            continue
+        schema = registry.contents(name)
+        validator = jsonschema.Draft202012Validator(schema, registry=registry)
+        for err in validator.iter_errors(doc):
+            path = "/".join(str(p) for p in err.absolute_path)
+            errors.append(f"{ident(doc)} at /{path}: {err.message}")
+    if errors:
+        raise CheckFailed("\n".join(errors))
+    print(f"{custom}: {len(docs)} objects match {schema_dir}")
+
+
+def size(rendered):
+    docs = load(rendered)
+    largest = max(docs, key=lambda d: len(json.dumps(d, separators=(",", ":"))))
+    biggest = len(json.dumps(largest, separators=(",", ":")))
+    for doc in docs:
+        n = len(json.dumps(doc, separators=(",", ":")))
+        if n >= ANNOTATION_LIMIT:
+            raise CheckFailed(
+                f"{ident(doc)} is {n} bytes as JSON: client-side apply's "
+                f"last-applied annotation must stay below {ANNOTATION_LIMIT}"
+            )
+    print(f"{rendered}: largest object {ident(largest)}, {biggest} bytes (< {ANNOTATION_LIMIT})")
+
+
+def openssl(*args):
+    run = subprocess.run(["openssl", *args], capture_output=True, text=True)
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
+def check_static_certs(docs, namespace, errors):
+    """The serving Secret must chain to the caBundle and name the Service."""
+    secrets = [d for d in docs if d.get("kind") == "Secret"
+               and d["metadata"]["name"] == "kserve-injector-serving-cert"]
+    if not secrets:
+        return
+    data = secrets[0].get("data", {})
+    webhook = [d for d in docs if d.get("kind") == "MutatingWebhookConfiguration"
+               and d["metadata"]["name"] == OUR_WEBHOOK][0]
+    bundle = webhook["webhooks"][0]["clientConfig"].get("caBundle", "")
+    if "".join(bundle.split()) != "".join(data.get("ca.crt", "").split()):
+        errors.append("the webhook's caBundle is not the Secret's ca.crt")
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in ("tls.crt", "ca.crt"):
+            with open(os.path.join(tmp, key), "wb") as f:
+                f.write(base64.b64decode(data.get(key, "")))
+        code, out = openssl("verify", "-CAfile", os.path.join(tmp, "ca.crt"),
+                            os.path.join(tmp, "tls.crt"))
+        if code != 0:
+            errors.append(f"tls.crt does not chain to ca.crt: {out}")
+        host = f"{SERVICE}.{namespace}.svc"
+        code, out = openssl("x509", "-in", os.path.join(tmp, "tls.crt"), "-noout",
+                            "-checkhost", host)
+        if code != 0 or "does match" not in out:
+            errors.append(f"tls.crt is not valid for {host}: {out}")
+
+
+def namespaces(rendered, namespace):
+    """Every place a namespace is spelled out agrees with `namespace`."""
+    docs = load(rendered)
+    errors = []
+    checked = 0
+    for doc in docs:
+        meta = doc.get("metadata") or {}
+        kind = doc.get("kind")
+        if kind not in CLUSTER_SCOPED:
+            checked += 1
+            if meta.get("namespace") != namespace:
+                errors.append(f"{ident(doc)}: metadata.namespace is {meta.get('namespace')!r}")
+        if kind == "MutatingWebhookConfiguration" and meta.get("name") == OUR_WEBHOOK:
+            for hook in doc.get("webhooks", []):
+                checked += 1
+                ns = hook["clientConfig"]["service"].get("namespace")
+                if ns != namespace:
+                    errors.append(f"webhook {hook['name']}: service namespace is {ns!r}")
+            inject = (meta.get("annotations") or {}).get("cert-manager.io/inject-ca-from")
+            if inject is not None:
+                checked += 1
+                if inject.split("/")[0] != namespace:
+                    errors.append(f"{ident(doc)}: inject-ca-from is {inject!r}")
+        if kind == "Certificate":
+            for name in doc["spec"].get("dnsNames", []):
+                checked += 1
+                parts = name.split(".")
+                if len(parts) < 3 or parts[1] != namespace:
+                    errors.append(f"{ident(doc)}: dnsName {name!r}")
+    check_static_certs(docs, namespace, errors)
+    if errors:
+        raise CheckFailed(f"{rendered}: not everything is in namespace {namespace!r}:\n"
+                          + "\n".join(errors))
+    print(f"{rendered}: {checked} namespace references agree on {namespace!r}")
+
+
+def replaced(rendered):
+    """KServe's pod mutator is gone, its defaulter stays, ours records it."""
+    docs = load(rendered)
+    kserve = [d for d in docs if d.get("kind") == "MutatingWebhookConfiguration"
+              and d["metadata"]["name"] == KSERVE_WEBHOOK]
+    if len(kserve) != 1:
+        raise CheckFailed(f"{rendered}: expected KServe's {KSERVE_WEBHOOK}, found {len(kserve)}")
+    names = [h["name"] for h in kserve[0].get("webhooks", [])]
+    if KSERVE_POD_MUTATOR in names or names != [KSERVE_DEFAULTER]:
+        raise CheckFailed(f"{rendered}: KServe's webhooks are {names}, expected [{KSERVE_DEFAULTER}]")
+    ours = [d for d in docs if d.get("kind") == "MutatingWebhookConfiguration"
+            and d["metadata"]["name"] == OUR_WEBHOOK]
+    for doc in ours:
+        note = (doc["metadata"].get("annotations") or {}).get("kserve-injector.kserve.io/replaces")
+        if note != KSERVE_WEBHOOK:
+            raise CheckFailed(f"{rendered}: our webhook does not record what it replaces ({note!r})")
+    print(f"{rendered}: KServe keeps {names}, the pod mutator is removed")
+
+
+def seconds(text):
+    """A duration as `serve` takes it (5s, 500ms, 1m) in seconds."""
+    for unit, factor in (("ms", 0.001), ("s", 1), ("m", 60)):
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return int(text[: -len(unit)]) * factor
+    raise CheckFailed(f"cannot read the duration {text!r}")
+
+
+def timeouts(rendered):
+    """--request-timeout answers before the API server's timeoutSeconds."""
+    docs = load(rendered)
+    request = 5.0  # serve's default
+    for doc in docs:
+        if doc.get("kind") == "Deployment" and doc["metadata"]["name"] == SERVICE:
+            args = doc["spec"]["template"]["spec"]["containers"][0].get("args", [])
+            for i, arg in enumerate(args):
+                if arg.startswith("--request-timeout="):
+                    request = seconds(arg.split("=", 1)[1])
+                elif arg == "--request-timeout" and i + 1 < len(args):
+                    request = seconds(args[i + 1])
+    margin = 2  # connection set-up and TLS handshake come out of the same budget
+    for doc in docs:
+        if doc.get("kind") == "MutatingWebhookConfiguration" and doc["metadata"]["name"] == OUR_WEBHOOK:
+            for hook in doc["webhooks"]:
+                limit = hook.get("timeoutSeconds", 10)
+                if request + margin > limit:
+                    raise CheckFailed(
+                        f"{rendered}: --request-timeout {request:g}s is not {margin}s below "
+                        f"webhook {hook['name']}'s timeoutSeconds {limit}")
+    print(f"{rendered}: --request-timeout {request:g}s answers before timeoutSeconds")
+
+
+def metrics(path):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        families = {fam.name: fam for fam in text_string_to_metric_families(text)}
+    except Exception as e:  # the parser raises ValueError and friends
+        raise CheckFailed(f"{path}: not valid OpenMetrics: {e}") from e
+    samples = sum(len(f.samples) for f in families.values())
+    for wanted in ("kserve_injector_requests", "kserve_injector_build"):
+        if wanted not in families:
+            raise CheckFailed(f"{path}: no metric family {wanted}")
+    served = sum(s.value for s in families["kserve_injector_requests"].samples
+                 if s.name == "kserve_injector_requests_total")
+    if served < 1:
+        raise CheckFailed(f"{path}: the admission request was not counted")
+    print(f"{path}: {len(families)} OpenMetrics families, {samples} samples parsed")
+
+
+def drop(rendered, out, *api_versions):
+    """Leaves out objects of API versions an old API server lacks."""
+    docs = [d for d in load(rendered) if d.get("apiVersion") not in api_versions]
+    with open(out, "w", encoding="utf-8") as f:
+        yaml.safe_dump_all(docs, f, sort_keys=False)
+
+
+COMMANDS = {
+    "drop": drop,
+    "split": split,
+    "schemas": schemas,
+    "size": size,
+    "namespaces": namespaces,
+    "replaced": replaced,
+    "metrics": metrics,
+    "timeouts": timeouts,
+}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(COMMANDS)} ARGS...")
+    try:
+        COMMANDS[sys.argv[1]](*sys.argv[2:])
+    except CheckFailed as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        sys.exit(1)
