@@ -12,6 +12,7 @@ pub mod patch;
 pub mod pod;
 pub mod probe_json;
 pub mod quantity;
+pub mod reader;
 pub mod server;
 
 pub use config::{Config, ConfigError};
