@@ -5,6 +5,7 @@
 #   bash .ci/fuzz.sh 600          # 10 minutes per target
 #   RUNS=10000000 bash .ci/fuzz.sh 0 review    # an execution count instead
 #   bash .ci/fuzz.sh 60 review config          # only these targets
+#   JOBS=2 MAX_LEN=8192 bash .ci/fuzz.sh 3600  # two processes, smaller inputs
 #
 # Needs a nightly toolchain (skipped with a note when there is none) and
 # cargo-fuzz (installed when missing). Committed crash reproducers in
@@ -25,6 +26,7 @@ RUNS=${RUNS:-0}          # 0: no execution cap
 JOBS=${JOBS:-1}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 MALLOC_LIMIT_MB=${MALLOC_LIMIT_MB:-1024}
+MAX_LEN=${MAX_LEN:-0}    # 0: libFuzzer's default (the largest seed)
 
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   echo "fuzz: no nightly toolchain; skipped (rustup toolchain install nightly to run it)"
@@ -91,6 +93,7 @@ for target in "${TARGETS[@]}"; do
   args=("${limits[@]}" "${dict[@]}" -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1)
   [ "$SECONDS_PER_TARGET" -gt 0 ] && args+=(-max_total_time="$SECONDS_PER_TARGET")
   [ "$RUNS" -gt 0 ] && args+=(-runs="$RUNS")
+  [ "$MAX_LEN" -gt 0 ] && args+=(-max_len="$MAX_LEN")
   if [ "$JOBS" -gt 1 ]; then args+=(-fork="$JOBS" -ignore_crashes=0); fi
   if cargo +nightly fuzz run --sanitizer none "$target" "$corpus" -- "${args[@]}" >"$log" 2>&1; then
     result=ok

@@ -24,12 +24,11 @@ cd "$(dirname "$0")/.."
 DURATION=${DURATION:-60}
 WARMUP=${WARMUP:-10}
 RATE=${RATE:-100}
-WORKERS=${WORKERS:-4}
+WORKERS=${WORKERS:-8}
 RECONNECT=${RECONNECT:-25}
 ROTATE_EVERY=${ROTATE_EVERY:-3}
 CONFIG_EVERY=${CONFIG_EVERY:-4}
 SHUTDOWN_DELAY=${SHUTDOWN_DELAY:-2}
-TAIL=${TAIL:-6} # seconds of load after SIGTERM
 MAX_RSS_GROWTH_PCT=${MAX_RSS_GROWTH_PCT:-20}
 PORT=${PORT:-19543}
 ADMIN_PORT=${ADMIN_PORT:-18181}
@@ -171,8 +170,8 @@ metric() { # name: sum of the samples of every series of that name
 echo "== soak ($BIN): ${DURATION}s at ${RATE} req/s (${WORKERS} workers, new connection every ${RECONNECT} requests), cert rotation every ${ROTATE_EVERY}s, config rewrite every ${CONFIG_EVERY}s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 marker="$work/stopping"
 python3 bench/soak_client.py --port "$PORT" --ca "$work/ca.crt" --body "$BODY" \
-  --duration "$((DURATION + TAIL))" --rate "$RATE" --workers "$WORKERS" \
-  --reconnect "$RECONNECT" --stop-marker "$marker" >"$work/client.json" &
+  --duration "$((DURATION + 120))" --rate "$RATE" --workers "$WORKERS" \
+  --reconnect "$RECONNECT" --stop-marker "$marker" --done-marker "$work/done" >"$work/client.json" &
 client_pid=$!
 
 started=$(date +%s)
@@ -196,12 +195,17 @@ done
 rss_end=$(rss_kib)
 curl -fs --max-time 5 "http://127.0.0.1:$ADMIN_PORT/metrics" >"$work/metrics.txt"
 
-# SIGTERM with the load still running; the client keeps going for TAIL s.
+# SIGTERM with the load still running; the load goes on until the server
+# has exited, and a second longer (connections are refused by then).
 touch "$marker"
+term_at=$(date +%s.%N)
 kill -TERM "$server_pid"
 server_status=0
 wait "$server_pid" || server_status=$?
 server_pid=
+exit_after=$(awk -v a="$term_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+sleep 1
+touch "$work/done"
 wait "$client_pid" || true
 client_pid=
 
@@ -229,7 +233,8 @@ echo "certificate reloads:      $cert_reloads (errors $cert_errors)"
 echo "config reloads:           $config_reloads (errors $config_errors; $writes versions written, half invalid)"
 echo "RSS after ${WARMUP}s warm-up:  ${rss_warm} KiB"
 echo "RSS at the end:           ${rss_end} KiB (${growth}%)"
-echo "server exit status:       $server_status"
+echo "server exit status:       $server_status, ${exit_after}s after SIGTERM (shutdown delay ${SHUTDOWN_DELAY}s)"
+echo "achieved rate:            $(awk -v n="$sent" -v d="$DURATION" -v e="$exit_after" 'BEGIN { printf "%.0f", n / (d + e + 1) }') req/s (target $RATE)"
 echo "machine load (1/5/15 min): $(cut -d' ' -f1-3 /proc/loadavg)"
 
 problems=()

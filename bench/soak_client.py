@@ -174,7 +174,8 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--ca", required=True)
     ap.add_argument("--body", required=True, help="AdmissionReview request JSON file")
-    ap.add_argument("--duration", type=float, required=True, help="seconds")
+    ap.add_argument("--duration", type=float, required=True, help="longest run, seconds")
+    ap.add_argument("--done-marker", required=True, help="stop once this file exists")
     ap.add_argument("--rate", type=float, default=100, help="requests/s, all workers")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--reconnect", type=int, default=25, help="requests per connection")
@@ -191,7 +192,9 @@ def main():
     workers = [Worker(args, ctx, body, uid, stats, i, stop) for i in range(args.workers)]
     for w in workers:
         w.start()
-    time.sleep(args.duration)
+    deadline = time.monotonic() + args.duration
+    while time.monotonic() < deadline and not os.path.exists(args.done_marker):
+        time.sleep(0.1)
     stop.set()
     for w in workers:
         w.join(timeout=15)
