@@ -28,9 +28,10 @@ enum Command {
   kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
   kserve-injector mutate review.json        # prints the AdmissionReview response
 
-Input starting with { or [ is read as JSON, anything else as YAML (merge keys
-expanded, at most 128 levels of nesting); documents are processed and printed
-one at a time, and the first one that fails stops the run.
+Input starting with { or [ is read as JSON, anything else as YAML the way
+kubectl reads it (merge keys expanded; at most 64 levels of nesting, JSON 128).
+Documents are processed and printed one at a time; the first one that fails
+stops the run.
 
 Exit codes: 0 mutated (or nothing to do; also when the reader of the output
 stops reading, as with | head), 1 the webhook would deny a pod or denies an

@@ -155,6 +155,8 @@ fn a_100000_deep_document_fails_within_a_second() {
 }
 
 /// Peak resident set of a child, from the kernel's accounting at reaping.
+// The child is reaped by wait4 (for its rusage), not by Child::wait.
+#[allow(clippy::zombie_processes)]
 fn run_measuring_peak_rss(args: &[&str], input: &Path) -> (i32, u64) {
     let child = Command::new(BIN)
         .args(args)

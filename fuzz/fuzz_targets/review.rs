@@ -37,9 +37,8 @@ fuzz_target!(|data: &[u8]| {
     let object = request
         .pointer_mut("/request/object")
         .expect("a patch implies an object");
-    json_patch::patch(object, &patch).unwrap_or_else(|e| {
-        panic!("our patch does not apply to the object it was made for: {e}")
-    });
+    json_patch::patch(object, &patch)
+        .unwrap_or_else(|e| panic!("our patch does not apply to the object it was made for: {e}"));
     let again_body = serde_json::to_vec(&request).expect("serialisable");
     let again = review(&again_body, env()).expect("the patched review is still a review");
     assert!(again.allowed, "patched pod denied: {:?}", again.denial);

@@ -111,7 +111,7 @@ fn yaml_output_reads_back_as_the_same_value_in_yaml_1_1_and_1_2() {
         "empty": {}, "none": []
     });
     let text = to_yaml(&value).unwrap();
-    assert_eq!(read(&text).unwrap(), [value.clone()], "{text}");
+    assert_eq!(read(&text).unwrap(), [value], "{text}");
     // YAML 1.1 readers (kubectl) take unquoted yes/on/y as booleans.
     for word in ["yes", "no", "on", "off", "y", "n"] {
         assert!(
