@@ -3,8 +3,9 @@
 
 use crate::admission;
 use crate::mutation::{mutate, mutate_template, Env, MutationError};
-use serde::Deserialize;
+use crate::reader;
 use serde_json::Value;
+use std::io::{BufRead, Write};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
@@ -19,16 +20,34 @@ pub enum CliError {
     /// Unreadable input (exit code 2).
     #[error("{0}")]
     Input(String),
-    /// KServe's mutator would deny this pod (exit code 1).
+    /// KServe's mutator would deny this pod, or the AdmissionReview was
+    /// answered with a denial (exit code 1).
     #[error("{0}")]
     Denied(String),
+    /// The output could not be written: closed stdout, full disk (exit code 2).
+    #[error("{0}")]
+    Output(String),
+    /// Whoever read the output stopped reading (`| head`): end quietly, as
+    /// Unix tools do (exit code 0, no message).
+    #[error("output reader went away")]
+    ReaderGone,
 }
 
 impl CliError {
+    /// Classifies a failed write of the output.
+    pub fn from_write(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            CliError::ReaderGone
+        } else {
+            CliError::Output(format!("cannot write output: {e}"))
+        }
+    }
+
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Input(_) => 2,
+            CliError::Input(_) | CliError::Output(_) => 2,
             CliError::Denied(_) => 1,
+            CliError::ReaderGone => 0,
         }
     }
 }
@@ -64,29 +83,13 @@ fn describe(doc: &Value, index: usize) -> String {
     }
 }
 
-/// Splits YAML or JSON text into documents, skipping empty ones.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>, CliError> {
-    let mut docs = Vec::new();
-    for (i, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let doc = Value::deserialize(de).map_err(|e| {
-            CliError::Input(format!("document {}: not valid YAML or JSON: {e}", i + 1))
-        })?;
-        if !doc.is_null() {
-            docs.push(doc);
-        }
-    }
-    if docs.is_empty() {
-        return Err(CliError::Input("input holds no document".into()));
-    }
-    Ok(docs)
-}
-
 enum Processed {
     Object {
         object: Value,
         patch: json_patch::Patch,
     },
-    Review(Value),
+    /// The response review, and the denial reason when it denies.
+    Review(Value, Option<String>),
 }
 
 fn mutate_object(
@@ -142,7 +145,7 @@ fn process(
                 .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
             let response = serde_json::from_slice(&reviewed.body)
                 .map_err(|e| CliError::Input(e.to_string()))?;
-            Ok(Processed::Review(response))
+            Ok(Processed::Review(response, reviewed.denial))
         }
         Some(kind) if kind == "List" || kind.ends_with("List") => {
             let items = doc
@@ -193,40 +196,82 @@ fn prefix_path(op: &mut json_patch::PatchOperation, prefix: &str) {
     }
 }
 
-/// Runs `mutate` over every document in `text` and renders the result.
+/// Runs `mutate` over every document of `input`, one document at a time,
+/// writing each result to `out` as soon as it is ready (so memory follows the
+/// largest document, not the input). Stops at the first document that fails;
+/// the documents before it have been written. A denied AdmissionReview is
+/// written (it is the answer) and then reported as [`CliError::Denied`].
+pub fn mutate_stream(
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+    format: OutputFormat,
+    namespace: Option<&str>,
+    env: &Env,
+) -> Result<(), CliError> {
+    let mut index = 0;
+    for doc in reader::documents(input).map_err(read_error)? {
+        let doc = doc.map_err(read_error)?;
+        let processed = process(&doc, index, namespace, env)?;
+        let label = describe(&doc, index);
+        drop(doc);
+        if index > 0 && format == OutputFormat::Yaml {
+            out.write_all(b"---\n").map_err(write_error)?;
+        }
+        let denial = match processed {
+            Processed::Review(response, denial) => {
+                write_json(out, &response)?;
+                denial
+            }
+            Processed::Object { object, patch } => {
+                match format {
+                    OutputFormat::Yaml => {
+                        let text = reader::to_yaml(&object).map_err(CliError::Input)?;
+                        out.write_all(text.as_bytes()).map_err(write_error)?;
+                    }
+                    OutputFormat::Json => write_json(out, &object)?,
+                    OutputFormat::Patch => write_json(out, &patch)?,
+                }
+                None
+            }
+        };
+        out.flush().map_err(write_error)?;
+        if let Some(reason) = denial {
+            return Err(CliError::Denied(format!("{label}: denied: {reason}")));
+        }
+        index += 1;
+    }
+    if index == 0 {
+        return Err(CliError::Input("input holds no document".into()));
+    }
+    Ok(())
+}
+
+/// [`mutate_stream`] over text, for callers that hold the whole input.
 pub fn run_mutate(
     text: &str,
     format: OutputFormat,
     namespace: Option<&str>,
     env: &Env,
 ) -> Result<String, CliError> {
-    let docs = parse_documents(text)?;
-    let mut rendered = Vec::new();
-    for (index, doc) in docs.iter().enumerate() {
-        let out = match process(doc, index, namespace, env)? {
-            Processed::Review(response) => to_json(&response)?,
-            Processed::Object { object, patch } => match format {
-                OutputFormat::Yaml => {
-                    serde_yaml::to_string(&object).map_err(|e| CliError::Input(e.to_string()))?
-                }
-                OutputFormat::Json => to_json(&object)?,
-                OutputFormat::Patch => to_json(&patch)?,
-            },
-        };
-        rendered.push(out);
-    }
-    let separator = if format == OutputFormat::Yaml {
-        "---\n"
-    } else {
-        ""
-    };
-    Ok(rendered.join(separator))
+    let mut out = Vec::new();
+    mutate_stream(&mut text.as_bytes(), &mut out, format, namespace, env)?;
+    String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))
 }
 
-fn to_json(value: &impl serde::Serialize) -> Result<String, CliError> {
-    serde_json::to_string_pretty(value)
-        .map(|s| s + "\n")
-        .map_err(|e| CliError::Input(e.to_string()))
+fn read_error(e: reader::ReadError) -> CliError {
+    CliError::Input(e.to_string())
+}
+
+fn write_error(e: std::io::Error) -> CliError {
+    CliError::from_write(e)
+}
+
+fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), CliError> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(|e| match e.io_error_kind() {
+        Some(_) => write_error(e.into()),
+        None => CliError::Input(e.to_string()),
+    })?;
+    out.write_all(b"\n").map_err(write_error)
 }
 
 #[cfg(test)]

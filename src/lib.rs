@@ -14,6 +14,7 @@ pub mod patch;
 pub mod pod;
 pub mod probe_json;
 pub mod quantity;
+pub mod reader;
 pub mod server;
 
 pub use config::{Config, ConfigError};

@@ -1,8 +1,8 @@
-use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use kserve_injector::cli::{run_mutate, OutputFormat};
+use kserve_injector::cli::{mutate_stream, CliError, OutputFormat};
 use kserve_injector::{certs, config_file, server, Config, Env};
-use std::io::{Read, Write};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -28,7 +28,15 @@ enum Command {
   kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
   kserve-injector mutate review.json        # prints the AdmissionReview response
 
-Exit codes: 0 mutated (or nothing to do), 1 the webhook would deny the pod, 2 unreadable input or config.")]
+Input starting with { or [ is read as JSON, anything else as YAML the way
+kubectl reads it (merge keys expanded; at most 64 levels of nesting, JSON 128).
+Documents are processed and printed one at a time; the first one that fails
+stops the run.
+
+Exit codes: 0 mutated (or nothing to do; also when the reader of the output
+stops reading, as with | head), 1 the webhook would deny a pod or denies an
+AdmissionReview (whose response is still printed), 2 unreadable input or
+config, or output that cannot be written.")]
     Mutate(MutateArgs),
     /// Serve the admission webhook over HTTPS.
     Serve(Box<server::ServeArgs>),
@@ -99,37 +107,64 @@ struct MutateArgs {
     file: Option<PathBuf>,
 }
 
-fn read_input(file: Option<&PathBuf>) -> anyhow::Result<String> {
-    let mut text = String::new();
-    match file {
-        Some(path) if path.as_os_str() != "-" => {
-            text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?
-        }
-        _ => {
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("cannot read standard input")?;
-        }
+/// Whether fd 1 was closed when the process started. Rust's runtime
+/// reopens a closed fd 0/1/2 on /dev/null before `main` runs, so output to a
+/// closed stdout (`mutate pod.yaml 1>&-`) would vanish with exit 0; an ELF
+/// constructor runs before that and is the one place that can still see it.
+static STDOUT_WAS_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn note_closed_stdout() {
+    // SAFETY: fcntl(F_GETFD) only queries the descriptor table.
+    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
+        STDOUT_WAS_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    Ok(text)
 }
 
-/// Writes the result; a reader that went away (`| head`) is not an error,
-/// any other write failure is reported instead of panicking like `print!`.
-fn write_stdout(text: &str) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: cannot write output: {e}");
-            ExitCode::from(2)
-        }
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
+
+/// A handle of our own on fd 1: Rust's `stdout()` counts EBADF (fd 1 open
+/// read-only) as written, a File reports it.
+fn stdout_file() -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    if STDOUT_WAS_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(std::io::Error::other("standard output is closed"));
     }
+    // SAFETY: F_DUPFD_CLOEXEC only reads fd 1's table entry; on success the
+    // new descriptor is ours alone, so the File owns it.
+    let fd = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Writes the result; a reader that went away (`| head`) ends quietly, any
+/// other write failure (closed stdout, full disk) is exit code 2.
+fn write_stdout(text: &str) -> ExitCode {
+    let written = stdout_file().and_then(|mut out| {
+        out.write_all(text.as_bytes())?;
+        out.flush()
+    });
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&CliError::from_write(e)),
+    }
+}
+
+fn fail(e: &CliError) -> ExitCode {
+    if *e != CliError::ReaderGone {
+        eprintln!("error: {e}");
+    }
+    ExitCode::from(e.exit_code() as u8)
 }
 
 fn mutate_command(args: MutateArgs) -> ExitCode {
+    let stdout = match stdout_file() {
+        Ok(f) => f,
+        Err(e) => return fail(&CliError::from_write(e)),
+    };
     let config = match &args.config {
         Some(path) => match config_file::load(path) {
             Ok(c) => c,
@@ -140,24 +175,36 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         },
         None => Config::default(),
     };
-    let text = match read_input(args.file.as_ref()) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            return ExitCode::from(2);
-        }
-    };
     let format = match args.output {
         Format::Yaml => OutputFormat::Yaml,
         Format::Json => OutputFormat::Json,
         Format::Patch => OutputFormat::Patch,
     };
-    match run_mutate(&text, format, args.namespace.as_deref(), &Env::new(config)) {
-        Ok(out) => write_stdout(&out),
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(e.exit_code() as u8)
-        }
+    let env = Env::new(config);
+    let namespace = args.namespace.as_deref();
+    let mut out = BufWriter::new(stdout);
+    let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => match File::open(path) {
+            Ok(file) => {
+                let mut input = BufReader::new(file);
+                mutate_stream(&mut input, &mut out, format, namespace, &env)
+            }
+            Err(e) => Err(CliError::Input(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
+        },
+        None => mutate_stream(
+            &mut std::io::stdin().lock(),
+            &mut out,
+            format,
+            namespace,
+            &env,
+        ),
+    };
+    match result.and_then(|()| out.flush().map_err(CliError::from_write)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
     }
 }
 

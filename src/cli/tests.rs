@@ -116,9 +116,10 @@ fn already_mutated_input_gives_an_empty_patch() {
 fn multi_document_yaml_is_mutated_document_by_document() {
     let text = format!("{POD}---\n{LOGGER_POD}\n---\n");
     let out = run(&text, OutputFormat::Yaml).unwrap();
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&out)
-        .map(|d| Value::deserialize(d).unwrap())
-        .collect();
+    let docs: Vec<Value> = reader::documents(&mut out.as_bytes())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
     assert_eq!(docs.len(), 2);
     assert_eq!(docs[0]["metadata"]["name"], "sklearn-predictor");
     assert_eq!(docs[1]["metadata"]["namespace"], "models");
@@ -249,7 +250,7 @@ fn an_admission_review_prints_the_response() {
 }
 
 #[test]
-fn a_denied_admission_review_is_printed_not_an_error() {
+fn a_denied_admission_review_is_printed_and_is_exit_code_1() {
     let review = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u-2", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -260,9 +261,80 @@ fn a_denied_admission_review_is_printed_not_an_error() {
                                "spec": {"containers": [{"name": "kserve-container"}]}}}
     })
     .to_string();
-    let out: Value = serde_json::from_str(&run(&review, OutputFormat::Yaml).unwrap()).unwrap();
+    let mut out = Vec::new();
+    let err = mutate_stream(
+        &mut review.as_bytes(),
+        &mut out,
+        OutputFormat::Yaml,
+        None,
+        &env(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, CliError::Denied(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("document 1 (AdmissionReview): denied: "),
+        "{err}"
+    );
+    assert_eq!(err.exit_code(), 1);
+    let out: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(out["response"]["allowed"], false);
     assert_eq!(out["response"]["status"]["code"], 500);
+}
+
+#[test]
+fn documents_before_a_failing_one_are_written_and_the_run_stops() {
+    let text = format!("{POD}---\nkind: Service\n---\n{POD}");
+    let mut out = Vec::new();
+    let err = mutate_stream(
+        &mut text.as_bytes(),
+        &mut out,
+        OutputFormat::Json,
+        None,
+        &env(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().starts_with("document 2 (Service)"), "{err}");
+    let written: Vec<Value> = serde_json::Deserializer::from_slice(&out)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(written.len(), 1);
+}
+
+#[test]
+fn write_errors_are_exit_code_2_except_a_closed_pipe() {
+    struct Failing(std::io::ErrorKind);
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(self.0.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    for format in [OutputFormat::Yaml, OutputFormat::Json, OutputFormat::Patch] {
+        let full = mutate_stream(
+            &mut POD.as_bytes(),
+            &mut Failing(std::io::ErrorKind::StorageFull),
+            format,
+            None,
+            &env(),
+        )
+        .unwrap_err();
+        assert!(matches!(full, CliError::Output(_)), "{full:?}");
+        assert_eq!(full.exit_code(), 2);
+        let gone = mutate_stream(
+            &mut POD.as_bytes(),
+            &mut Failing(std::io::ErrorKind::BrokenPipe),
+            format,
+            None,
+            &env(),
+        )
+        .unwrap_err();
+        assert_eq!(gone, CliError::ReaderGone);
+        assert_eq!(gone.exit_code(), 0);
+    }
 }
 
 #[test]

@@ -1,0 +1,51 @@
+//! Bytes → `admission::review`. Never panics; when the answer carries a
+//! patch, the patch applies to the request's object, and reviewing the
+//! patched object again yields no patch (the webhook is idempotent under
+//! `reinvocationPolicy: IfNeeded`).
+#![no_main]
+
+use base64::Engine;
+use kserve_injector::admission::review;
+use kserve_injector::Env;
+use libfuzzer_sys::fuzz_target;
+use serde_json::Value;
+use std::sync::OnceLock;
+
+fn env() -> &'static Env {
+    static ENV: OnceLock<Env> = OnceLock::new();
+    ENV.get_or_init(Env::default)
+}
+
+fn patch_of(body: &[u8]) -> Option<json_patch::Patch> {
+    let response: Value = serde_json::from_slice(body).expect("review answers JSON");
+    let encoded = response.pointer("/response/patch")?.as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .expect("patch is base64");
+    Some(serde_json::from_slice(&bytes).expect("patch is a JSON Patch"))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(first) = review(data, env()) else {
+        return;
+    };
+    let Some(patch) = patch_of(&first.body) else {
+        return;
+    };
+    assert!(first.allowed, "a denial carries no patch");
+    let mut request: Value = serde_json::from_slice(data).expect("review accepted it as JSON");
+    let object = request
+        .pointer_mut("/request/object")
+        .expect("a patch implies an object");
+    json_patch::patch(object, &patch)
+        .unwrap_or_else(|e| panic!("our patch does not apply to the object it was made for: {e}"));
+    let again_body = serde_json::to_vec(&request).expect("serialisable");
+    let again = review(&again_body, env()).expect("the patched review is still a review");
+    assert!(again.allowed, "patched pod denied: {:?}", again.denial);
+    assert_eq!(
+        again.patch_ops,
+        0,
+        "second review is not a no-op: {:?}",
+        patch_of(&again.body)
+    );
+});
