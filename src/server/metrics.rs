@@ -1,6 +1,8 @@
 //! Prometheus metrics. Every label takes values from a fixed, small set (no
 //! pod or namespace names), so the series count stays bounded whatever the
-//! traffic is.
+//! traffic is. The per-request series are resolved once at startup: a
+//! request then costs a few atomic adds, not a family lookup (hash + lock)
+//! per series.
 
 use crate::injectors::INJECTOR_NAMES;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -17,6 +19,8 @@ const CODES: [u16; 9] = [200, 400, 404, 405, 413, 415, 500, 503, 504];
 /// Which certificate a certificate metric is about.
 pub(crate) const SERVING: &str = "serving";
 pub(crate) const CLIENT_CA: &str = "client_ca";
+/// The inferenceservice-config, as a reloaded source.
+pub(crate) const CONFIG: &str = "config";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RequestLabels {
@@ -53,9 +57,23 @@ fn latency_histogram() -> Histogram {
     ])
 }
 
+/// A reloaded source's success and failure counters.
+#[derive(Debug, Clone)]
+pub(crate) struct ReloadCounters {
+    pub ok: Counter,
+    pub failed: Counter,
+}
+
 #[derive(Debug)]
 pub(crate) struct Metrics {
     registry: Registry,
+    /// `requests` resolved per PATHS × CODES, and `duration` per PATHS.
+    hot_requests: Vec<Vec<Counter>>,
+    hot_duration: Vec<Histogram>,
+    /// `injections` per INJECTOR_NAMES × [injected, unchanged].
+    hot_injections: Vec<[Counter; 2]>,
+    pub open_connections: Gauge,
+    pub connection_deadlines: Counter,
     pub requests: Family<RequestLabels, Counter>,
     pub duration: Family<PathLabels, Histogram, fn() -> Histogram>,
     pub in_flight: Gauge,
@@ -76,6 +94,11 @@ impl Metrics {
         let mut registry = Registry::with_prefix("kserve_injector");
         let m = Self {
             registry: Registry::default(),
+            hot_requests: Vec::new(),
+            hot_duration: Vec::new(),
+            hot_injections: Vec::new(),
+            open_connections: Gauge::default(),
+            connection_deadlines: Counter::default(),
             requests: Family::default(),
             duration: Family::new_with_constructor(latency_histogram),
             in_flight: Gauge::default(),
@@ -122,6 +145,16 @@ impl Metrics {
             m.panics.clone(),
         );
         registry.register(
+            "open_connections",
+            "Webhook connections open (TLS handshake included)",
+            m.open_connections.clone(),
+        );
+        registry.register(
+            "connection_deadlines",
+            "Connections closed for missing the handshake, first-request or idle deadline",
+            m.connection_deadlines.clone(),
+        );
+        registry.register(
             "tls_handshake_errors",
             "TLS handshakes that failed or timed out",
             m.tls_handshake_errors.clone(),
@@ -163,28 +196,78 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION"),
             }),
         );
-        for path in PATHS {
-            let _ = m.duration.get_or_create(&PathLabels { path });
-            for code in CODES {
-                let _ = m.requests.get_or_create(&RequestLabels { path, code });
-            }
+        let hot_requests = PATHS
+            .iter()
+            .map(|&path| {
+                let counters = CODES.iter().map(|&code| RequestLabels { path, code });
+                counters
+                    .map(|l| m.requests.get_or_create(&l).clone())
+                    .collect()
+            })
+            .collect();
+        let hot_duration = PATHS
+            .iter()
+            .map(|&path| m.duration.get_or_create(&PathLabels { path }).clone())
+            .collect();
+        let hot_injections = INJECTOR_NAMES
+            .iter()
+            .map(|&injector| {
+                ["injected", "unchanged"].map(|outcome| {
+                    let labels = InjectionLabels { injector, outcome };
+                    m.injections.get_or_create(&labels).clone()
+                })
+            })
+            .collect();
+        Self {
+            registry,
+            hot_requests,
+            hot_duration,
+            hot_injections,
+            ..m
         }
-        for injector in INJECTOR_NAMES {
-            for outcome in ["injected", "unchanged"] {
-                let _ = m
-                    .injections
-                    .get_or_create(&InjectionLabels { injector, outcome });
-            }
-        }
-        Self { registry, ..m }
     }
 
-    pub(crate) fn path_label(path: &str) -> &'static str {
+    /// Index into PATHS.
+    pub(crate) fn path_index(path: &str) -> usize {
         PATHS
             .iter()
-            .copied()
-            .find(|p| *p == path)
-            .unwrap_or("other")
+            .position(|p| *p == path)
+            .unwrap_or(PATHS.len() - 1)
+    }
+
+    pub(crate) fn record_request(&self, path: usize, code: u16, seconds: f64) {
+        match CODES.iter().position(|c| *c == code) {
+            Some(i) => self.hot_requests[path][i].inc(),
+            None => self
+                .requests
+                .get_or_create(&RequestLabels {
+                    path: PATHS[path],
+                    code,
+                })
+                .inc(),
+        };
+        self.hot_duration[path].observe(seconds);
+    }
+
+    pub(crate) fn record_injection(&self, injector: &str, outcome: &str) {
+        let Some(i) = INJECTOR_NAMES.iter().position(|n| *n == injector) else {
+            return;
+        };
+        self.hot_injections[i][usize::from(outcome != "injected")].inc();
+    }
+
+    pub(crate) fn reload_counters(&self, source: &'static str) -> ReloadCounters {
+        if source == CONFIG {
+            return ReloadCounters {
+                ok: self.config_reloads.clone(),
+                failed: self.config_reload_errors.clone(),
+            };
+        }
+        let labels = CertLabels { cert: source };
+        ReloadCounters {
+            ok: self.cert_reloads.get_or_create(&labels).clone(),
+            failed: self.cert_reload_errors.get_or_create(&labels).clone(),
+        }
     }
 
     /// The OpenMetrics text exposition, which Prometheus scrapes natively.
@@ -198,17 +281,6 @@ impl Metrics {
         self.cert_not_after
             .get_or_create(&CertLabels { cert })
             .set(not_after);
-    }
-
-    pub(crate) fn cert_reloaded(&self, cert: &'static str, not_after: i64) {
-        self.cert_loaded(cert, not_after);
-        self.cert_reloads.get_or_create(&CertLabels { cert }).inc();
-    }
-
-    pub(crate) fn cert_reload_failed(&self, cert: &'static str) {
-        self.cert_reload_errors
-            .get_or_create(&CertLabels { cert })
-            .inc();
     }
 
     /// Makes the certificate series visible at 0 from the start, so an alert
@@ -241,8 +313,19 @@ mod tests {
         ] {
             assert!(text.contains(series), "missing {series} in\n{text}");
         }
-        assert_eq!(Metrics::path_label("/mutate"), "/mutate");
-        assert_eq!(Metrics::path_label("/etc/passwd"), "other");
+        assert_eq!(PATHS[Metrics::path_index("/mutate")], "/mutate");
+        assert_eq!(PATHS[Metrics::path_index("/etc/passwd")], "other");
+        m.record_request(0, 200, 0.0001);
+        m.record_request(0, 429, 0.0001);
+        m.record_injection("modelcar", "injected");
+        let text = m.encode()?;
+        for series in [
+            "kserve_injector_requests_total{path=\"/mutate-pods\",code=\"200\"} 1",
+            "kserve_injector_requests_total{path=\"/mutate-pods\",code=\"429\"} 1",
+            "kserve_injector_injections_total{injector=\"modelcar\",outcome=\"injected\"} 1",
+        ] {
+            assert!(text.contains(series), "missing {series} in\n{text}");
+        }
         Ok(())
     }
 }

@@ -3,7 +3,7 @@
 //! the one they negotiated.
 
 use super::error::CertError;
-use super::swap::Swap;
+use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
@@ -14,6 +14,7 @@ use rustls::{
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// The ring provider, chosen explicitly so no other provider compiled into
@@ -30,7 +31,28 @@ pub(crate) struct ServingPair {
     pub not_after: i64,
 }
 
-pub(crate) fn not_after(der: &[u8], path: &Path) -> Result<i64, CertError> {
+/// The leaf's notAfter (Unix seconds), after checking that now lies inside
+/// its validity window: an expired or not-yet-valid certificate makes every
+/// handshake fail, so loading one is an error, never a replacement.
+pub(crate) fn check_validity(der: &[u8], path: &Path) -> Result<i64, CertError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| CertError::X509 {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let validity = cert.validity();
+    let now = x509_parser::time::ASN1Time::now();
+    if now < validity.not_before || now > validity.not_after {
+        return Err(CertError::OutsideValidity {
+            path: path.to_path_buf(),
+            not_before: validity.not_before.to_string(),
+            not_after: validity.not_after.to_string(),
+            now: now.to_string(),
+        });
+    }
+    Ok(validity.not_after.timestamp())
+}
+
+fn not_after(der: &[u8], path: &Path) -> Result<i64, CertError> {
     x509_parser::parse_x509_certificate(der)
         .map(|(_, cert)| cert.validity().not_after.timestamp())
         .map_err(|e| CertError::X509 {
@@ -72,7 +94,7 @@ pub(crate) fn load_pair(
             message: other.to_string(),
         },
     })?;
-    let not_after = not_after(&chain[0], cert_path)?;
+    let not_after = check_validity(&chain[0], cert_path)?;
     let key = CertifiedKey::from_der(chain, key, provider).map_err(|source| CertError::Pair {
         cert: cert_path.to_path_buf(),
         key: key_path.to_path_buf(),
@@ -84,27 +106,35 @@ pub(crate) fn load_pair(
     })
 }
 
-/// Answers every handshake with the pair loaded last.
+/// Answers every handshake with the pair loaded last, and remembers its
+/// expiry for `/readyz`.
 #[derive(Debug)]
 pub(crate) struct ServingCert {
-    current: Swap<CertifiedKey>,
+    current: ArcSwap<CertifiedKey>,
+    not_after: AtomicI64,
 }
 
 impl ServingCert {
-    pub(crate) fn new(key: Arc<CertifiedKey>) -> Self {
+    pub(crate) fn new(key: Arc<CertifiedKey>, not_after: i64) -> Self {
         Self {
-            current: Swap::new(key),
+            current: ArcSwap::new(key),
+            not_after: AtomicI64::new(not_after),
         }
     }
 
-    pub(crate) fn replace(&self, key: Arc<CertifiedKey>) {
-        self.current.store(key);
+    pub(crate) fn replace(&self, pair: ServingPair) {
+        self.current.store(pair.key);
+        self.not_after.store(pair.not_after, Ordering::Relaxed);
+    }
+
+    pub(crate) fn not_after(&self) -> i64 {
+        self.not_after.load(Ordering::Relaxed)
     }
 }
 
 impl ResolvesServerCert for ServingCert {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.load())
+        Some(self.current.load_full())
     }
 }
 
@@ -138,18 +168,19 @@ pub(crate) fn client_verifier(
 /// last.
 #[derive(Debug)]
 pub(crate) struct ClientCaVerifier {
-    current: Swap<dyn ClientCertVerifier>,
+    /// `ArcSwap` needs a sized pointee, hence the inner `Arc<dyn ..>`.
+    current: ArcSwap<Arc<dyn ClientCertVerifier>>,
 }
 
 impl ClientCaVerifier {
     pub(crate) fn new(verifier: Arc<dyn ClientCertVerifier>) -> Self {
         Self {
-            current: Swap::new(verifier),
+            current: ArcSwap::from_pointee(verifier),
         }
     }
 
     pub(crate) fn replace(&self, verifier: Arc<dyn ClientCertVerifier>) {
-        self.current.store(verifier);
+        self.current.store(Arc::new(verifier));
     }
 }
 
@@ -273,6 +304,39 @@ mod tests {
             wrong_key.as_bytes()
         )
         .is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn certificates_outside_their_validity_window_are_refused() -> TestResult {
+        let now = time::OffsetDateTime::now_utc();
+        for (from, to) in [
+            (
+                now - time::Duration::days(30),
+                now - time::Duration::days(1),
+            ),
+            (
+                now + time::Duration::days(1),
+                now + time::Duration::days(30),
+            ),
+        ] {
+            let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
+            params.not_before = from;
+            params.not_after = to;
+            let key = rcgen::KeyPair::generate()?;
+            let cert = params.self_signed(&key)?;
+            let loaded = load_pair(
+                cert.pem().as_bytes(),
+                Path::new("tls.crt"),
+                key.serialize_pem().as_bytes(),
+                Path::new("tls.key"),
+                &provider(),
+            );
+            match loaded {
+                Err(CertError::OutsideValidity { .. }) => {}
+                other => panic!("expected OutsideValidity, got {other:?}"),
+            }
+        }
         Ok(())
     }
 }

@@ -349,6 +349,16 @@ impl Client {
         Ok(response)
     }
 
+    /// Whether the connection can take another request. False once the
+    /// server closed it (HTTP/1 `Connection: close`, HTTP/2 GOAWAY): a real
+    /// client then opens a new connection; no request was lost.
+    pub async fn ready(&mut self) -> bool {
+        match &mut self.sender {
+            Sender::H1(s) => s.ready().await.is_ok(),
+            Sender::H2(s) => s.ready().await.is_ok(),
+        }
+    }
+
     /// Sends and reads the whole answer.
     pub async fn call(&mut self, req: Request<Body>) -> Result<(StatusCode, Bytes), Error> {
         let response = tokio::time::timeout(PATIENCE, self.send(req)).await??;
@@ -561,7 +571,13 @@ impl Load {
                     };
                     let result = async {
                         let mut client = match kept.take() {
-                            Some(c) => c,
+                            Some(mut c) => {
+                                if c.ready().await {
+                                    c
+                                } else {
+                                    Client::open(addr, &ca, http).await?
+                                }
+                            }
                             None => Client::open(addr, &ca, http).await?,
                         };
                         let (status, body) =
