@@ -28,6 +28,10 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
+/// After the listener closes, how long a connection that has not sent its
+/// first request yet is kept for it.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
 /// The shutdown tree, one `CancellationToken` per stage. Cancelling a stage
 /// cancels the ones under it: `kill` ⊃ `close` ⊃ `drain`.
 #[derive(Debug, Clone)]
@@ -252,16 +256,20 @@ impl Webhook {
         let conn = builder.serve_connection(io, service);
         tokio::pin!(conn);
         let Shutdown { drain, close, kill } = &self.shutdown;
-        let mut graceful = false;
+        let (mut graceful, mut close_by) = (false, None);
         loop {
             let started = activity.started.load(Ordering::Relaxed);
             let idle = activity.in_flight.load(Ordering::Relaxed) == 0;
-            if h2 && started > 0 && drain.is_cancelled() && !graceful {
+            // Never before the first request: hyper would close a connection
+            // it has read nothing from, dropping a request still in the socket.
+            let told = close.is_cancelled() || (h2 && drain.is_cancelled());
+            if told && started > 0 && !graceful {
                 conn.as_mut().graceful_shutdown();
                 graceful = true;
             }
             let deadline = if started == 0 {
-                epoch + self.first_request_timeout
+                let first = epoch + self.first_request_timeout;
+                close_by.map_or(first, |by: Instant| by.min(first))
             } else if idle {
                 let last = Duration::from_millis(activity.last_done_ms.load(Ordering::Relaxed));
                 epoch + last + self.idle_timeout
@@ -276,9 +284,10 @@ impl Webhook {
                     return;
                 }
                 _ = kill.cancelled() => return,
-                _ = close.cancelled(), if !graceful => {
-                    conn.as_mut().graceful_shutdown();
-                    graceful = true;
+                // A connection that has sent nothing yet gets a moment for
+                // the request it may be sending, then is closed.
+                _ = close.cancelled(), if close_by.is_none() => {
+                    close_by = Some(Instant::now() + CLOSE_GRACE);
                 }
                 _ = drain.cancelled(), if h2 && !graceful && started > 0 => {}
                 _ = activity.first.notified(), if started == 0 => {}
