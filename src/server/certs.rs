@@ -6,11 +6,12 @@ use super::error::{CertError, ServeError};
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::reload::{self, Source, Trigger};
 use super::self_signed;
-use super::tls::{self, ClientCaVerifier, ServingCert};
+use super::tls::{self, ServingPair, Tls};
 use crate::config_file::Snapshot;
 use rustls::crypto::CryptoProvider;
 use std::path::Path;
 use std::sync::Arc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -22,11 +23,10 @@ fn file<'a>(snap: &'a Snapshot, path: &Path) -> Result<&'a [u8], CertError> {
 }
 
 pub(crate) struct Certificates {
-    pub serving: Arc<ServingCert>,
-    pub client_ca: Option<Arc<ClientCaVerifier>>,
+    pub tls: Arc<Tls>,
     /// `--self-signed`'s CA, written only once both ports are bound.
     pub self_signed_ca: Option<String>,
-    pub reloaders: Vec<tokio::task::JoinHandle<()>>,
+    pub reloaders: Vec<JoinHandle<()>>,
 }
 
 pub(crate) fn load(
@@ -39,14 +39,15 @@ pub(crate) fn load(
         watch: args.cert_watch,
         poll: args.cert_poll_interval,
     };
-    let mut reloaders = Vec::new();
     metrics.register_cert(SERVING);
-    let (serving, self_signed_ca) = if args.self_signed {
+    let (pair, serving_watch, self_signed_ca) = if args.self_signed {
         let made = self_signed::generate(&args.dns_names, provider)?;
-        metrics.cert_loaded(SERVING, made.not_after);
         info!(names = ?made.names, "serving a self-signed certificate");
-        let serving = ServingCert::new(made.key, made.not_after);
-        (Arc::new(serving), Some(made.ca_pem))
+        let pair = ServingPair {
+            key: made.key,
+            not_after: made.not_after,
+        };
+        (pair, None, Some(made.ca_pem))
     } else {
         let (cert, key) = (args.cert_file(), args.key_file());
         let source = Source {
@@ -75,16 +76,10 @@ pub(crate) fn load(
                 ServeError::Cert(e)
             }
         })?;
-        metrics.cert_loaded(SERVING, pair.not_after);
         info!(not_after = pair.not_after, "serving certificate loaded");
-        let serving = Arc::new(ServingCert::new(pair.key, pair.not_after));
-        let (target, metrics) = (serving.clone(), metrics.clone());
-        reloaders.push(loaded.watch(stop.clone(), move |pair: tls::ServingPair| {
-            metrics.cert_loaded(SERVING, pair.not_after);
-            target.replace(pair);
-        }));
-        (serving, None)
+        (pair, Some(loaded), None)
     };
+    metrics.cert_loaded(SERVING, pair.not_after);
 
     let client_ca = match &args.client_ca_file {
         None => None,
@@ -102,18 +97,28 @@ pub(crate) fn load(
             let ((verifier, not_after), loaded) = reload::load(source, parse)?;
             metrics.cert_loaded(CLIENT_CA, not_after);
             info!("client certificates required");
-            let current = Arc::new(ClientCaVerifier::new(verifier));
-            let (target, metrics) = (current.clone(), metrics.clone());
-            reloaders.push(loaded.watch(stop.clone(), move |(verifier, not_after)| {
-                metrics.cert_loaded(CLIENT_CA, not_after);
-                target.replace(verifier);
-            }));
-            Some(current)
+            Some((verifier, loaded))
         }
     };
+    let (verifier, client_watch) = client_ca.unzip();
+    let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
+    let mut reloaders = Vec::new();
+    if let Some(loaded) = serving_watch {
+        let (tls, metrics) = (tls.clone(), metrics.clone());
+        reloaders.push(loaded.watch(stop.clone(), move |pair: ServingPair| {
+            metrics.cert_loaded(SERVING, pair.not_after);
+            tls.set_pair(pair);
+        }));
+    }
+    if let Some(loaded) = client_watch {
+        let (tls, metrics) = (tls.clone(), metrics.clone());
+        reloaders.push(loaded.watch(stop.clone(), move |(verifier, not_after)| {
+            metrics.cert_loaded(CLIENT_CA, not_after);
+            tls.set_client_ca(verifier);
+        }));
+    }
     Ok(Certificates {
-        serving,
-        client_ca,
+        tls,
         self_signed_ca,
         reloaders,
     })

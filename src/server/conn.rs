@@ -7,6 +7,7 @@
 
 use super::args::ServeArgs;
 use super::metrics::Metrics;
+use super::tls::Tls;
 use axum::body::Body;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, Version};
@@ -97,7 +98,7 @@ impl Drop for Busy {
 }
 
 pub(crate) struct Webhook {
-    pub acceptor: TlsAcceptor,
+    pub tls: Arc<Tls>,
     pub router: Router,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
@@ -111,7 +112,7 @@ pub(crate) struct Webhook {
 impl Webhook {
     pub(crate) fn new(
         args: &ServeArgs,
-        acceptor: TlsAcceptor,
+        tls: Arc<Tls>,
         router: Router,
         metrics: Arc<Metrics>,
         shutdown: Shutdown,
@@ -134,7 +135,7 @@ impl Webhook {
             .keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(10));
         Self {
-            acceptor,
+            tls,
             router,
             metrics,
             shutdown,
@@ -196,7 +197,10 @@ impl Webhook {
 
     async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
         self.metrics.open_connections.inc();
-        let handshake = tokio::time::timeout(self.handshake_timeout, self.acceptor.accept(tcp));
+        let handshake = tokio::time::timeout(
+            self.handshake_timeout,
+            TlsAcceptor::from(self.tls.config.load_full()).accept(tcp),
+        );
         let tls = tokio::select! {
             _ = self.shutdown.kill.cancelled() => None,
             result = handshake => match result {

@@ -30,8 +30,6 @@ pub enum CertError {
     },
     #[error("{path}: cannot parse certificate: {message}")]
     X509 { path: PathBuf, message: String },
-    #[error("{path}: {message}")]
-    ClientCa { path: PathBuf, message: String },
     #[error("cannot generate the self-signed certificate: {0}")]
     Generate(#[from] rcgen::Error),
 }

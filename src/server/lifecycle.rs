@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
@@ -190,7 +189,6 @@ impl Server {
         let background = shutdown.kill.clone();
         let (env, config_reloader) = load_config(&args, &metrics, &background)?;
         let certs = certs::load(&args, &provider, &metrics, &background)?;
-        let tls_config = tls::server_config(provider, certs.serving.clone(), certs.client_ca)?;
 
         let webhook_listener = bind("webhook", args.addr)?;
         let admin_listener = bind("admin", args.admin_addr)?;
@@ -221,13 +219,13 @@ impl Server {
         };
         let webhook = Arc::new(Webhook::new(
             &args,
-            TlsAcceptor::from(Arc::new(tls_config)),
+            certs.tls.clone(),
             routes::webhook(app.clone(), &limits),
             metrics.clone(),
             shutdown.clone(),
         ));
         let readiness = Arc::new(Readiness::default());
-        let admin_router = routes::admin(metrics, readiness.clone(), certs.serving);
+        let admin_router = routes::admin(metrics, readiness.clone(), certs.tls);
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
 

@@ -6,7 +6,7 @@
 //! provides (a limit on the bytes buffered across all requests).
 
 use super::metrics::Metrics;
-use super::tls::ServingCert;
+use super::tls::Tls;
 use crate::admission::{self, Reviewed};
 use crate::Env;
 use arc_swap::ArcSwap;
@@ -380,11 +380,7 @@ impl Readiness {
 }
 
 /// The plain-HTTP admin router: probes and metrics only.
-pub(crate) fn admin(
-    metrics: Arc<Metrics>,
-    ready: Arc<Readiness>,
-    cert: Arc<ServingCert>,
-) -> Router {
+pub(crate) fn admin(metrics: Arc<Metrics>, ready: Arc<Readiness>, cert: Arc<Tls>) -> Router {
     let readyz = move || async move {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
