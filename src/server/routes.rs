@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError};
+use hyper::body::Body as _;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -221,51 +222,51 @@ async fn read_body(
     budget: &Arc<Semaphore>,
     mut body: Body,
 ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), ApiError> {
-    let mut held: Option<OwnedSemaphorePermit> = None;
-    let mut first: Option<Bytes> = None;
-    let mut rest = Vec::new();
+    let shed = || {
+        let message = "too many request bytes buffered by the server; retry";
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    };
+    // A declared length is reserved whole before anything is read, so a
+    // request that cannot fit is refused without buffering any of it.
+    let declared = body.size_hint().exact().map(u32::try_from);
+    let declared = declared.transpose().map_err(|_| too_large())?;
+    let mut held = match declared {
+        Some(n) => Some(
+            budget
+                .clone()
+                .try_acquire_many_owned(n)
+                .map_err(|_| shed())?,
+        ),
+        None => None,
+    };
+    let mut buffer = Vec::with_capacity(declared.unwrap_or(0) as usize);
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             let inner = e.into_inner();
             if inner.downcast_ref::<LengthLimitError>().is_some() {
                 too_large()
             } else {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("cannot read request body: {inner}"),
-                )
+                let message = format!("cannot read request body: {inner}");
+                ApiError::new(StatusCode::BAD_REQUEST, message)
             }
         })?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        let permits = u32::try_from(data.len()).map_err(|_| too_large())?;
-        let more = budget
-            .clone()
-            .try_acquire_many_owned(permits)
-            .map_err(|_| {
-                let message = "too many request bytes buffered by the server; retry";
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
-            })?;
-        match &mut held {
-            Some(held) => held.merge(more),
-            None => held = Some(more),
-        }
-        match &first {
-            None => first = Some(data),
-            Some(f) => {
-                if rest.is_empty() {
-                    rest.extend_from_slice(f);
-                }
-                rest.extend_from_slice(&data);
+        if declared.is_none() {
+            let permits = u32::try_from(data.len()).map_err(|_| too_large())?;
+            let more = budget
+                .clone()
+                .try_acquire_many_owned(permits)
+                .map_err(|_| shed())?;
+            match &mut held {
+                Some(held) => held.merge(more),
+                None => held = Some(more),
             }
         }
+        buffer.extend_from_slice(&data);
     }
-    let body = if rest.is_empty() {
-        first.unwrap_or_default()
-    } else {
-        Bytes::from(rest)
-    };
+    let body = Bytes::from(buffer);
     if body.is_empty() {
         let message = "request body is empty: expected an AdmissionReview";
         return Err(ApiError::new(StatusCode::BAD_REQUEST, message));
