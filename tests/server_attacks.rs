@@ -248,7 +248,7 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
     }
 
     // Expiring in a few seconds: loads now, then /readyz fails once it expires.
-    let short = ca.server_valid("short", now - day, now + time::Duration::seconds(4))?;
+    let short = ca.server_valid("short", now - day, now + time::Duration::seconds(8))?;
     let mut dir = KubeletDir::create(&tmp.path().join("live"), &as_refs(&cert_files(&short)))?;
     let path = dir.path.to_string_lossy().into_owned();
     let flags = ["--cert-dir", path.as_str(), "--cert-poll-interval", "200ms"];
@@ -272,7 +272,7 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
         "an invalid certificate replaced the valid one".into()
     })?;
     eventually(
-        Duration::from_secs(15),
+        Duration::from_secs(25),
         "/readyz to fail once the certificate expired",
         || async move {
             let (status, body) = admin_get(admin, "/readyz").await.ok()?;
