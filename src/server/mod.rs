@@ -9,23 +9,21 @@
 
 mod args;
 mod certs;
-mod config_reload;
+mod conn;
 mod error;
-mod http;
 mod lifecycle;
-mod listener;
 mod logging;
 mod metrics;
 mod reload;
+mod routes;
 mod self_signed;
 mod signals;
-mod swap;
 mod tls;
 
 pub use args::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
 pub use error::{CertError, ServeError};
-pub use http::MAX_BODY_BYTES;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
+pub use routes::MAX_BODY_BYTES;
 
 use std::time::Duration;
 
@@ -51,10 +49,4 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     });
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     result
-}
-
-/// Resolves once the flag is true or its sender is gone; holds no borrow of
-/// the channel afterwards, so it can sit in a `select!` of a `Send` task.
-pub(crate) async fn until_set(flag: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = flag.wait_for(|set| *set).await;
 }

@@ -1,77 +1,28 @@
-//! Re-reads files when they change. Two triggers, because each misses cases
-//! the other catches: a watch on the containing directories (which sees
-//! kubelet swapping its `..data` symlink, where a watch on the file itself
-//! would stay on the old inode), and a periodic re-read that compares bytes
-//! (for filesystems and setups where inotify events never arrive).
+//! The one reloader, for the serving certificate, the client CA and the
+//! config: load at startup (an error is fatal: better than serving with
+//! nothing), then re-read on change and swap in what parses; what does not
+//! parse is logged at ERROR and counted, and the last good value stays.
+//!
+//! Two triggers, because each misses cases the other catches: a watch on the
+//! containing directories (which sees kubelet swapping its `..data` symlink,
+//! where a watch on the file itself would stay on the old inode), and a
+//! periodic re-read that compares bytes (for filesystems where inotify events
+//! never arrive).
 
+use super::metrics::ReloadCounters;
+use crate::config_file::Snapshot;
 use std::collections::BTreeSet;
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{watch, Notify};
-use tracing::{debug, warn};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
 
-/// Events tend to come in bursts (kubelet writes a directory, then swaps a
-/// link); waiting this long after the first reads the end state once.
+/// Events come in bursts (kubelet writes a directory, then swaps a link);
+/// waiting this long after the first reads the end state once.
 const DEBOUNCE: Duration = Duration::from_millis(100);
-
-/// One read of every source: each file's bytes, or why it could not be read.
-/// A directory source contributes its entries the way kubelet projects a
-/// ConfigMap: regular files whose names do not start with a dot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Snapshot {
-    pub entries: Vec<(PathBuf, Result<Vec<u8>, String>)>,
-}
-
-impl Snapshot {
-    pub(crate) fn read(sources: &[PathBuf]) -> Self {
-        let mut entries = Vec::new();
-        for source in sources {
-            if source.is_dir() {
-                match dir_files(source) {
-                    Ok(files) => {
-                        entries.extend(files.into_iter().map(|f| {
-                            let bytes = read(&f);
-                            (f, bytes)
-                        }));
-                    }
-                    Err(e) => entries.push((source.clone(), Err(e))),
-                }
-            } else {
-                entries.push((source.clone(), read(source)));
-            }
-        }
-        Self { entries }
-    }
-
-    /// The bytes of one file source, or its read error as text.
-    pub(crate) fn file(&self, path: &Path) -> Result<&[u8], String> {
-        match self.entries.iter().find(|(p, _)| p == path) {
-            Some((_, Ok(bytes))) => Ok(bytes),
-            Some((_, Err(e))) => Err(e.clone()),
-            None => Err(format!("{}: not read", path.display())),
-        }
-    }
-}
-
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-}
-
-fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let err = |e: std::io::Error| format!("cannot read {}: {e}", dir.display());
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(err)? {
-        let entry = entry.map_err(err)?;
-        let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with('.') || !path.is_file() {
-            continue;
-        }
-        files.push(path);
-    }
-    files.sort();
-    Ok(files)
-}
 
 /// How to look for changes.
 #[derive(Debug, Clone)]
@@ -80,54 +31,107 @@ pub(crate) struct Trigger {
     pub poll: Duration,
 }
 
-/// Calls `apply` with a fresh snapshot whenever the sources' bytes differ
-/// from the last snapshot seen (`initial` is what startup loaded). A failed
-/// apply is remembered too, so a bad file is reported once, not every poll.
-pub(crate) fn spawn<F>(
-    what: &'static str,
-    sources: Vec<PathBuf>,
-    initial: Snapshot,
-    trigger: Trigger,
-    mut stop: watch::Receiver<bool>,
-    mut apply: F,
-) -> tokio::task::JoinHandle<()>
+/// A reloaded source: what it is called in logs, the paths it reads, and
+/// how to look for changes.
+pub(crate) struct Source {
+    pub what: &'static str,
+    pub paths: Vec<PathBuf>,
+    pub trigger: Trigger,
+    pub counters: ReloadCounters,
+}
+
+/// A source loaded once, ready to be watched.
+pub(crate) struct Loaded<P> {
+    source: Source,
+    last: Snapshot,
+    parse: P,
+}
+
+/// Reads and parses the source now; the caller builds its shared state from
+/// the value, then calls [`Loaded::watch`] with how to replace it.
+pub(crate) fn load<T, E, P>(source: Source, parse: P) -> Result<(T, Loaded<P>), E>
 where
-    F: FnMut(&Snapshot) + Send + 'static,
+    P: Fn(&Snapshot) -> Result<T, E>,
 {
-    tokio::spawn(async move {
-        let changed = Arc::new(Notify::new());
-        // Kept alive for as long as the loop runs; dropping it ends the watch.
-        let _watcher = if trigger.watch {
-            start_watch(what, &sources, changed.clone())
-        } else {
-            None
-        };
-        let mut poll = tokio::time::interval(trigger.poll);
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        poll.tick().await;
-        let mut last = initial;
-        loop {
-            tokio::select! {
-                _ = super::until_set(&mut stop) => break,
-                _ = changed.notified() => tokio::time::sleep(DEBOUNCE).await,
-                _ = poll.tick() => {}
-            }
-            let sources = sources.clone();
-            let snapshot = match tokio::task::spawn_blocking(move || Snapshot::read(&sources)).await
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    warn!(what, error = %e, "re-reading files failed");
-                    continue;
+    let last = Snapshot::read(&source.paths);
+    let value = parse(&last)?;
+    Ok((
+        value,
+        Loaded {
+            source,
+            last,
+            parse,
+        },
+    ))
+}
+
+impl<P> Loaded<P> {
+    /// Until `stop`, parses every changed snapshot and applies what parses.
+    /// A snapshot that failed is remembered too, so a bad file is reported
+    /// once, not at every poll.
+    pub(crate) fn watch<T, E, A>(
+        self,
+        stop: CancellationToken,
+        apply: A,
+    ) -> tokio::task::JoinHandle<()>
+    where
+        P: Fn(&Snapshot) -> Result<T, E> + Send + 'static,
+        A: Fn(T) + Send + 'static,
+        E: Display,
+    {
+        let Loaded {
+            source,
+            mut last,
+            parse,
+        } = self;
+        tokio::spawn(async move {
+            let Source {
+                what,
+                paths,
+                trigger,
+                counters,
+            } = source;
+            let changed = Arc::new(Notify::new());
+            // Kept alive as long as the loop runs; dropping it ends the watch.
+            let _watcher = trigger
+                .watch
+                .then(|| start_watch(what, &paths, changed.clone()))
+                .flatten();
+            let mut poll = tokio::time::interval(trigger.poll);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            poll.tick().await;
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = changed.notified() => tokio::time::sleep(DEBOUNCE).await,
+                    _ = poll.tick() => {}
                 }
-            };
-            if snapshot != last {
+                let paths = paths.clone();
+                let read = tokio::task::spawn_blocking(move || Snapshot::read(&paths)).await;
+                let snapshot = match read {
+                    Ok(s) if s != last => s,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        warn!(what, error = %e, "re-reading files failed");
+                        continue;
+                    }
+                };
                 debug!(what, "change detected");
-                apply(&snapshot);
+                match parse(&snapshot) {
+                    Ok(value) => {
+                        apply(value);
+                        counters.ok.inc();
+                        info!(what, "reloaded");
+                    }
+                    Err(e) => {
+                        counters.failed.inc();
+                        error!(what, error = %e, "not reloaded; the previous one stays in use");
+                    }
+                }
                 last = snapshot;
             }
-        }
-    })
+        })
+    }
 }
 
 fn start_watch(
@@ -139,17 +143,13 @@ fn start_watch(
     use notify::{EventKind, RecursiveMode, Watcher};
 
     let handler = move |event: notify::Result<notify::Event>| {
-        let Ok(event) = event else {
-            // An overflowed or failed watch may have lost an event: re-read.
-            changed.notify_one();
-            return;
-        };
-        // Opening and reading (including our own re-reads) changes nothing.
-        let relevant = match event.kind {
+        // An overflowed or failed watch may have lost an event: re-read.
+        // Opening and reading (our own re-reads included) changes nothing.
+        let relevant = event.map_or(true, |e| match e.kind {
             EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
             EventKind::Access(_) => false,
             _ => true,
-        };
+        });
         if relevant {
             changed.notify_one();
         }
@@ -178,26 +178,5 @@ fn watch_dir_of(path: &Path) -> PathBuf {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn directory_snapshots_skip_kubelet_bookkeeping() -> Result<(), Box<dyn std::error::Error>> {
-        let dir = tempfile::tempdir()?;
-        let version = dir.path().join("..2026_01_01_00_00_00.1");
-        std::fs::create_dir(&version)?;
-        std::fs::write(version.join("agent"), "{}")?;
-        std::os::unix::fs::symlink("..2026_01_01_00_00_00.1", dir.path().join("..data"))?;
-        std::os::unix::fs::symlink("..data/agent", dir.path().join("agent"))?;
-        let snap = Snapshot::read(&[dir.path().to_path_buf()]);
-        assert_eq!(snap.entries.len(), 1);
-        assert_eq!(snap.file(&dir.path().join("agent")), Ok(&b"{}"[..]));
-        let missing = Snapshot::read(&[dir.path().join("nope")]);
-        assert!(missing.file(&dir.path().join("nope")).is_err());
-        Ok(())
     }
 }

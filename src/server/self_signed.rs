@@ -54,6 +54,18 @@ pub(crate) fn generate(
     })
 }
 
+/// Writes the CA where `curl --cacert` will read it: to a temporary file in
+/// the same directory, then renamed over the target, so a reader never sees
+/// half a file. Called only once both ports are bound, so an instance that
+/// fails to start never replaces a running one's CA.
+pub(crate) fn write_ca(path: &std::path::Path, pem: &str) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, pem)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| drop(std::fs::remove_file(&tmp)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,20 +1,20 @@
-//! rustls pieces whose certificates can be replaced while the server runs:
-//! new handshakes pick up the current pair, established connections keep
-//! the one they negotiated.
+//! The rustls `ServerConfig` in use, rebuilt whole when the serving pair or
+//! the client CA is reloaded: a handshake takes the config current when it
+//! starts, established connections keep what they negotiated.
 
 use super::error::CertError;
-use super::swap::Swap;
+use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
-use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
-use rustls::sign::CertifiedKey;
-use rustls::{
-    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
-};
+use rustls::server::danger::ClientCertVerifier;
+use rustls::server::WebPkiClientVerifier;
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
+use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use tracing::error;
 
 /// The ring provider, chosen explicitly so no other provider compiled into
 /// the dependency graph can be picked up by accident.
@@ -30,13 +30,29 @@ pub(crate) struct ServingPair {
     pub not_after: i64,
 }
 
-pub(crate) fn not_after(der: &[u8], path: &Path) -> Result<i64, CertError> {
-    x509_parser::parse_x509_certificate(der)
-        .map(|(_, cert)| cert.validity().not_after.timestamp())
-        .map_err(|e| CertError::X509 {
+fn x509_error(path: &Path, e: impl ToString) -> CertError {
+    let message = e.to_string();
+    CertError::X509 {
+        path: path.to_path_buf(),
+        message,
+    }
+}
+
+/// The certificate's notAfter (Unix seconds). With `check`, also that now
+/// lies inside its validity window: an expired or not-yet-valid serving
+/// certificate fails every handshake, so loading one is an error.
+fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, CertError> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| x509_error(path, e))?;
+    let (validity, now) = (cert.validity(), x509_parser::time::ASN1Time::now());
+    if check && (now < validity.not_before || now > validity.not_after) {
+        return Err(CertError::OutsideValidity {
             path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+            not_before: validity.not_before.to_string(),
+            not_after: validity.not_after.to_string(),
+            now: now.to_string(),
+        });
+    }
+    Ok(validity.not_after.timestamp())
 }
 
 fn parse_certs(pem: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static>>, CertError> {
@@ -54,7 +70,8 @@ fn parse_certs(pem: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static>>, 
     Ok(certs)
 }
 
-/// Parses a PEM chain and key and checks that the key matches the leaf.
+/// Parses a PEM chain and key, checks the leaf's validity window and that
+/// the key matches it.
 pub(crate) fn load_pair(
     cert_pem: &[u8],
     cert_path: &Path,
@@ -72,7 +89,7 @@ pub(crate) fn load_pair(
             message: other.to_string(),
         },
     })?;
-    let not_after = not_after(&chain[0], cert_path)?;
+    let not_after = validity(&chain[0], cert_path, true)?;
     let key = CertifiedKey::from_der(chain, key, provider).map_err(|source| CertError::Pair {
         cert: cert_path.to_path_buf(),
         key: key_path.to_path_buf(),
@@ -84,29 +101,7 @@ pub(crate) fn load_pair(
     })
 }
 
-/// Answers every handshake with the pair loaded last.
-#[derive(Debug)]
-pub(crate) struct ServingCert {
-    current: Swap<CertifiedKey>,
-}
-
-impl ServingCert {
-    pub(crate) fn new(key: Arc<CertifiedKey>) -> Self {
-        Self {
-            current: Swap::new(key),
-        }
-    }
-
-    pub(crate) fn replace(&self, key: Arc<CertifiedKey>) {
-        self.current.store(key);
-    }
-}
-
-impl ResolvesServerCert for ServingCert {
-    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.load())
-    }
-}
+pub(crate) type Verifier = Arc<dyn ClientCertVerifier>;
 
 /// A client CA bundle as a verifier, with the earliest notAfter among its
 /// certificates (when any of them expires, some clients stop verifying).
@@ -114,165 +109,84 @@ pub(crate) fn client_verifier(
     pem: &[u8],
     path: &Path,
     provider: &Arc<CryptoProvider>,
-) -> Result<(Arc<dyn ClientCertVerifier>, i64), CertError> {
-    let certs = parse_certs(pem, path)?;
+) -> Result<(Verifier, i64), CertError> {
     let mut earliest = i64::MAX;
     let mut roots = RootCertStore::empty();
-    for cert in certs {
-        earliest = earliest.min(not_after(&cert, path)?);
-        roots.add(cert).map_err(|e| CertError::ClientCa {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    for cert in parse_certs(pem, path)? {
+        earliest = earliest.min(validity(&cert, path, false)?);
+        roots.add(cert).map_err(|e| x509_error(path, e))?;
     }
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .build()
-        .map_err(|e| CertError::ClientCa {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| x509_error(path, e))?;
     Ok((verifier, earliest))
 }
 
-/// Requires a client certificate and checks it against the CA bundle loaded
-/// last.
-#[derive(Debug)]
-pub(crate) struct ClientCaVerifier {
-    current: Swap<dyn ClientCertVerifier>,
-}
-
-impl ClientCaVerifier {
-    pub(crate) fn new(verifier: Arc<dyn ClientCertVerifier>) -> Self {
-        Self {
-            current: Swap::new(verifier),
-        }
-    }
-
-    pub(crate) fn replace(&self, verifier: Arc<dyn ClientCertVerifier>) {
-        self.current.store(verifier);
-    }
-}
-
-impl ClientCertVerifier for ClientCaVerifier {
-    fn offer_client_auth(&self) -> bool {
-        true
-    }
-
-    fn client_auth_mandatory(&self) -> bool {
-        true
-    }
-
-    /// The hints would have to borrow from the swappable bundle; an empty
-    /// list is valid and tells clients to send whatever certificate they have.
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
-    }
-
-    fn verify_client_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        now: UnixTime,
-    ) -> Result<ClientCertVerified, rustls::Error> {
-        self.current
-            .load()
-            .verify_client_cert(end_entity, intermediates, now)
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.current
-            .load()
-            .verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.current
-            .load()
-            .verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.current.load().supported_verify_schemes()
-    }
+/// The current parts and the config built from them.
+pub(crate) struct Tls {
+    provider: Arc<CryptoProvider>,
+    parts: Mutex<(ServingPair, Option<Verifier>)>,
+    not_after: AtomicI64,
+    pub config: ArcSwap<ServerConfig>,
 }
 
 /// TLS 1.2 and 1.3 only; ALPN offers h2 first because the API server
 /// speaks HTTP/2 when it can.
-pub(crate) fn server_config(
-    provider: Arc<CryptoProvider>,
-    serving: Arc<ServingCert>,
-    client_ca: Option<Arc<ClientCaVerifier>>,
+fn build(
+    provider: &Arc<CryptoProvider>,
+    pair: &ServingPair,
+    client_ca: Option<&Verifier>,
 ) -> Result<ServerConfig, rustls::Error> {
-    let builder = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?;
     let builder = match client_ca {
-        Some(verifier) => builder.with_client_cert_verifier(verifier),
+        Some(verifier) => builder.with_client_cert_verifier(verifier.clone()),
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder.with_cert_resolver(serving);
+    let mut config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(pair.key.clone())));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    type TestResult = Result<(), Box<dyn std::error::Error>>;
-
-    fn pair() -> Result<rcgen::CertifiedKey<rcgen::KeyPair>, rcgen::Error> {
-        rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+impl Tls {
+    pub(crate) fn new(
+        provider: Arc<CryptoProvider>,
+        pair: ServingPair,
+        client_ca: Option<Verifier>,
+    ) -> Result<Self, rustls::Error> {
+        let config = build(&provider, &pair, client_ca.as_ref())?;
+        Ok(Self {
+            provider,
+            not_after: AtomicI64::new(pair.not_after),
+            parts: Mutex::new((pair, client_ca)),
+            config: ArcSwap::from_pointee(config),
+        })
     }
 
-    #[test]
-    fn a_matching_pair_loads_and_reports_its_expiry() -> TestResult {
-        let p = pair()?;
-        let loaded = load_pair(
-            p.cert.pem().as_bytes(),
-            Path::new("tls.crt"),
-            p.signing_key.serialize_pem().as_bytes(),
-            Path::new("tls.key"),
-            &provider(),
-        )?;
-        assert!(loaded.not_after > 0);
-        Ok(())
+    /// Serving certificate's notAfter, Unix seconds (for `/readyz`).
+    pub(crate) fn not_after(&self) -> i64 {
+        self.not_after.load(Ordering::Relaxed)
     }
 
-    #[test]
-    fn mismatched_or_garbage_pairs_are_refused() -> TestResult {
-        let (a, b) = (pair()?, pair()?);
-        let cert = a.cert.pem();
-        let wrong_key = b.signing_key.serialize_pem();
-        let load = |c: &[u8], k: &[u8]| {
-            load_pair(c, Path::new("c"), k, Path::new("k"), &provider()).map(drop)
-        };
-        assert!(matches!(
-            load(cert.as_bytes(), wrong_key.as_bytes()),
-            Err(CertError::Pair { .. })
-        ));
-        assert!(matches!(
-            load(b"", wrong_key.as_bytes()),
-            Err(CertError::NoCertificate { .. })
-        ));
-        assert!(matches!(
-            load(cert.as_bytes(), b"not a key"),
-            Err(CertError::NoKey { .. })
-        ));
-        assert!(load(
-            b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-            wrong_key.as_bytes()
-        )
-        .is_err());
-        Ok(())
+    pub(crate) fn set_pair(&self, pair: ServingPair) {
+        self.update(|parts| parts.0 = pair);
+    }
+
+    pub(crate) fn set_client_ca(&self, verifier: Verifier) {
+        self.update(|parts| parts.1 = Some(verifier));
+    }
+
+    fn update(&self, change: impl FnOnce(&mut (ServingPair, Option<Verifier>))) {
+        let mut parts = self.parts.lock().unwrap_or_else(PoisonError::into_inner);
+        change(&mut parts);
+        match build(&self.provider, &parts.0, parts.1.as_ref()) {
+            Ok(config) => {
+                self.config.store(Arc::new(config));
+                self.not_after.store(parts.0.not_after, Ordering::Relaxed);
+            }
+            Err(e) => {
+                error!(error = %e, "cannot build the TLS configuration; the previous one stays")
+            }
+        }
     }
 }

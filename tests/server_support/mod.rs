@@ -122,6 +122,26 @@ impl Ca {
         )
     }
 
+    /// A serving certificate valid only from `from` to `to`.
+    pub fn server_valid(
+        &self,
+        cn: &str,
+        from: time::OffsetDateTime,
+        to: time::OffsetDateTime,
+    ) -> Result<Leaf, Error> {
+        let mut params = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        (params.not_before, params.not_after) = (from, to);
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &self.issuer)?;
+        Ok(Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().clone(),
+        })
+    }
+
     pub fn client(&self, cn: &str) -> Result<Leaf, Error> {
         self.issue(cn, &[], ExtendedKeyUsagePurpose::ClientAuth)
     }
@@ -349,6 +369,62 @@ impl Client {
         Ok(response)
     }
 
+    /// Whether the connection can take another request. False once the
+    /// server closed it (HTTP/1 `Connection: close`, HTTP/2 GOAWAY): a real
+    /// client then opens a new connection; no request was lost.
+    pub async fn ready(&mut self) -> bool {
+        match &mut self.sender {
+            Sender::H1(s) => s.ready().await.is_ok(),
+            Sender::H2(s) => s.ready().await.is_ok(),
+        }
+    }
+
+    /// Sends and reads the whole answer; `Ok(None)` when the server provably
+    /// did not process the request (never sent, or refused by a GOAWAY or
+    /// REFUSED_STREAM), which clients retry on a new connection.
+    pub async fn call_or_refused(
+        &mut self,
+        req: Request<Body>,
+    ) -> Result<Option<(StatusCode, Bytes)>, Error> {
+        let sent = match &mut self.sender {
+            Sender::H1(s) => match s.ready().await {
+                Ok(()) => s
+                    .try_send_request(req)
+                    .await
+                    .map_err(|e| (e.message().is_none(), e.into_error())),
+                Err(_) => return Ok(None),
+            },
+            Sender::H2(s) => match s.ready().await {
+                Ok(()) => s
+                    .try_send_request(req)
+                    .await
+                    .map_err(|e| (e.message().is_none(), e.into_error())),
+                Err(_) => return Ok(None),
+            },
+        };
+        let response = match sent {
+            Ok(response) => response,
+            Err((sent, e)) => {
+                // RFC 9113 §6.8: streams above a GOAWAY's last stream id, and
+                // streams reset with REFUSED_STREAM, were not processed.
+                let h2 = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<h2::Error>());
+                let refused = h2.is_some_and(|h2| {
+                    (h2.is_go_away() && h2.is_remote() && h2.reason() == Some(h2::Reason::NO_ERROR))
+                        || h2.reason() == Some(h2::Reason::REFUSED_STREAM)
+                });
+                if !sent || refused {
+                    return Ok(None);
+                }
+                return Err(fail(format!("{e}: {h2:?}")));
+            }
+        };
+        let status = response.status();
+        let body = tokio::time::timeout(PATIENCE, response.into_body().collect())
+            .await??
+            .to_bytes();
+        Ok(Some((status, body)))
+    }
+
     /// Sends and reads the whole answer.
     pub async fn call(&mut self, req: Request<Body>) -> Result<(StatusCode, Bytes), Error> {
         let response = tokio::time::timeout(PATIENCE, self.send(req)).await??;
@@ -561,7 +637,13 @@ impl Load {
                     };
                     let result = async {
                         let mut client = match kept.take() {
-                            Some(c) => c,
+                            Some(mut c) => {
+                                if c.ready().await {
+                                    c
+                                } else {
+                                    Client::open(addr, &ca, http).await?
+                                }
+                            }
                             None => Client::open(addr, &ca, http).await?,
                         };
                         let (status, body) =

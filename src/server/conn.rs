@@ -1,0 +1,321 @@
+//! The webhook listener: an accept loop capped at `--max-connections`, and
+//! per connection a TLS handshake under a deadline, hyper-util's auto
+//! builder (pinned to the protocol ALPN chose, so a silent client cannot park
+//! in version sniffing) serving the axum router, and a watchdog for what
+//! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
+//! idleness, and the drain.
+
+use super::args::ServeArgs;
+use super::metrics::Metrics;
+use super::tls::Tls;
+use axum::body::Body;
+use axum::http::header::CONNECTION;
+use axum::http::{HeaderValue, Request, Version};
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use std::convert::Infallible;
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+use tracing::{debug, warn};
+
+/// After the listener closes, how long a connection that has not sent its
+/// first request yet is kept for it.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// The shutdown tree, one `CancellationToken` per stage. Cancelling a stage
+/// cancels the ones under it: `kill` ⊃ `close` ⊃ `drain`.
+#[derive(Debug, Clone)]
+pub(crate) struct Shutdown {
+    /// SIGTERM: readiness fails; HTTP/1 responses carry `Connection: close`
+    /// and HTTP/2 connections get GOAWAY after their first request.
+    pub drain: CancellationToken,
+    /// End of `--shutdown-delay`: the listener closes, every connection
+    /// finishes what it has in flight and closes.
+    pub close: CancellationToken,
+    /// End of `--drain-timeout`: what is still open is dropped, background
+    /// tasks stop.
+    pub kill: CancellationToken,
+}
+
+impl Shutdown {
+    pub(crate) fn new() -> Self {
+        let kill = CancellationToken::new();
+        let close = kill.child_token();
+        let drain = close.child_token();
+        Self { drain, close, kill }
+    }
+}
+
+/// Logs at most once per interval, with how many were held back.
+#[derive(Default)]
+struct Throttle(Option<Instant>, u64);
+
+impl Throttle {
+    fn warn(&mut self, message: &str, error: &dyn std::fmt::Display) {
+        if self
+            .0
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            self.1 += 1;
+            return;
+        }
+        warn!(error = %error, suppressed = self.1, "{message}");
+        *self = Self(Some(Instant::now()), 0);
+    }
+}
+
+/// One connection's requests, for the watchdog.
+#[derive(Default)]
+struct Activity {
+    started: AtomicU64,
+    in_flight: AtomicUsize,
+    /// Milliseconds after `epoch` when the last request finished.
+    last_done_ms: AtomicU64,
+    first: Notify,
+}
+
+/// Held while a request is being answered, however that ends (a reset
+/// stream drops it unpolled).
+struct Busy(Arc<Activity>, Instant);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let ms = self.1.elapsed().as_millis() as u64;
+        self.0.last_done_ms.store(ms, Ordering::Relaxed);
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+pub(crate) struct Webhook {
+    pub tls: Arc<Tls>,
+    pub router: Router,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: Shutdown,
+    h1: auto::Builder<TokioExecutor>,
+    h2: auto::Builder<TokioExecutor>,
+    handshake_timeout: Duration,
+    first_request_timeout: Duration,
+    idle_timeout: Duration,
+}
+
+impl Webhook {
+    pub(crate) fn new(
+        args: &ServeArgs,
+        tls: Arc<Tls>,
+        router: Router,
+        metrics: Arc<Metrics>,
+        shutdown: Shutdown,
+    ) -> Self {
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(args.header_read_timeout)
+            .max_headers(100);
+        // The limits that came with the rapid-reset fixes: a client that
+        // keeps opening and cancelling streams gets a GOAWAY, not free work.
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(args.http2_max_concurrent_streams)
+            .max_pending_accept_reset_streams(20)
+            .max_local_error_reset_streams(256)
+            .max_header_list_size(64 * 1024)
+            .keep_alive_interval(Duration::from_secs(30))
+            .keep_alive_timeout(Duration::from_secs(10));
+        Self {
+            tls,
+            router,
+            metrics,
+            shutdown,
+            h1: builder.clone().http1_only(),
+            h2: builder.http2_only(),
+            handshake_timeout: args.handshake_timeout,
+            first_request_timeout: args.first_request_timeout,
+            idle_timeout: args.idle_timeout,
+        }
+    }
+
+    /// Accepts until `close`, at most `max` connections at once (accept
+    /// pauses at the cap), then drops the listening socket so new connections
+    /// are refused. Connections run on `tracker`.
+    pub(crate) async fn accept_loop(
+        self: Arc<Self>,
+        listener: TcpListener,
+        max: usize,
+        tracker: TaskTracker,
+    ) {
+        let slots = Arc::new(Semaphore::new(max));
+        let close = self.shutdown.close.clone();
+        let mut throttle = Throttle::default();
+        loop {
+            let slot = match slots.clone().try_acquire_owned() {
+                Ok(slot) => slot,
+                Err(_) => {
+                    let message = "connection limit reached: accepting again when one closes";
+                    throttle.warn(message, &max);
+                    tokio::select! {
+                        _ = close.cancelled() => break,
+                        slot = slots.clone().acquire_owned() => match slot {
+                            Ok(slot) => slot,
+                            Err(_) => break,
+                        },
+                    }
+                }
+            };
+            let accepted = tokio::select! {
+                biased;
+                _ = close.cancelled() => break,
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok((tcp, peer)) => {
+                    // Admission answers are single small writes; Nagle would only delay them.
+                    let _ = tcp.set_nodelay(true);
+                    tracker.spawn(self.clone().serve(tcp, peer, slot));
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::ConnectionAborted) => {}
+                Err(e) => {
+                    // Typically out of file descriptors: pause instead of spinning.
+                    throttle.warn("accept failed", &e);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
+        self.metrics.open_connections.inc();
+        let handshake = tokio::time::timeout(
+            self.handshake_timeout,
+            TlsAcceptor::from(self.tls.config.load_full()).accept(tcp),
+        );
+        let tls = tokio::select! {
+            _ = self.shutdown.kill.cancelled() => None,
+            result = handshake => match result {
+                Ok(Ok(tls)) => Some(tls),
+                Ok(Err(e)) => {
+                    self.metrics.tls_handshake_errors.inc();
+                    debug!(%peer, error = %e, "TLS handshake failed");
+                    None
+                }
+                Err(_) => {
+                    self.metrics.tls_handshake_errors.inc();
+                    self.metrics.connection_deadlines.inc();
+                    debug!(%peer, "TLS handshake timed out");
+                    None
+                }
+            },
+        };
+        if let Some(tls) = tls {
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            self.run(TokioIo::new(tls), h2, peer).await;
+        }
+        self.metrics.open_connections.dec();
+        drop(slot);
+    }
+
+    async fn run<I>(&self, io: I, h2: bool, peer: SocketAddr)
+    where
+        I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    {
+        let epoch = Instant::now();
+        let activity = Arc::new(Activity::default());
+        let (router, seen, drain) = (
+            self.router.clone(),
+            activity.clone(),
+            self.shutdown.drain.clone(),
+        );
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            if seen.started.fetch_add(1, Ordering::Relaxed) == 0 {
+                seen.first.notify_one();
+            }
+            seen.in_flight.fetch_add(1, Ordering::Relaxed);
+            let (busy, drain) = (Busy(seen.clone(), epoch), drain.clone());
+            let call = router.clone().oneshot(req.map(Body::new));
+            async move {
+                let Ok(mut response) = call.await;
+                drop(busy);
+                if response.version() != Version::HTTP_2 && drain.is_cancelled() {
+                    // The client learns now, while we still answer, to take
+                    // its next request to another replica.
+                    let close = HeaderValue::from_static("close");
+                    response.headers_mut().insert(CONNECTION, close);
+                }
+                Ok::<_, Infallible>(response)
+            }
+        });
+        let builder = if h2 { &self.h2 } else { &self.h1 };
+        let conn = builder.serve_connection(io, service);
+        tokio::pin!(conn);
+        let Shutdown { drain, close, kill } = &self.shutdown;
+        let (mut graceful, mut close_by) = (false, None);
+        loop {
+            let started = activity.started.load(Ordering::Relaxed);
+            let idle = activity.in_flight.load(Ordering::Relaxed) == 0;
+            // Never before the first request: hyper would close a connection
+            // it has read nothing from, dropping a request still in the socket.
+            let told = close.is_cancelled() || (h2 && drain.is_cancelled());
+            if told && started > 0 && !graceful {
+                conn.as_mut().graceful_shutdown();
+                graceful = true;
+            }
+            let deadline = if started == 0 {
+                let first = epoch + self.first_request_timeout;
+                close_by.map_or(first, |by: Instant| by.min(first))
+            } else if idle {
+                let last = Duration::from_millis(activity.last_done_ms.load(Ordering::Relaxed));
+                epoch + last + self.idle_timeout
+            } else {
+                Instant::now() + self.idle_timeout
+            };
+            tokio::select! {
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        debug!(%peer, error = %e, "connection closed with an error");
+                    }
+                    return;
+                }
+                _ = kill.cancelled() => return,
+                // A connection that has sent nothing yet gets a moment for
+                // the request it may be sending, then is closed.
+                _ = close.cancelled(), if close_by.is_none() => {
+                    close_by = Some(Instant::now() + CLOSE_GRACE);
+                }
+                _ = drain.cancelled(), if h2 && !graceful && started > 0 => {}
+                _ = activity.first.notified(), if started == 0 => {}
+                _ = tokio::time::sleep_until(deadline.into()) => {
+                    let now_idle = activity.in_flight.load(Ordering::Relaxed) == 0;
+                    let ms = activity.last_done_ms.load(Ordering::Relaxed);
+                    let done = activity.started.load(Ordering::Relaxed) > 0;
+                    let idle_for = epoch.elapsed().saturating_sub(Duration::from_millis(ms));
+                    if !done {
+                        // No preface or request head in time: there is nothing to drain.
+                        self.metrics.connection_deadlines.inc();
+                        debug!(%peer, "no request within the first-request timeout");
+                        return;
+                    }
+                    if now_idle && idle_for >= self.idle_timeout {
+                        if graceful {
+                            return;
+                        }
+                        self.metrics.connection_deadlines.inc();
+                        conn.as_mut().graceful_shutdown();
+                        graceful = true;
+                    }
+                }
+            }
+        }
+    }
+}

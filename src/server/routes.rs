@@ -1,0 +1,415 @@
+//! Both routers. The webhook side never panics the process and always
+//! answers: malformed requests get a 4xx, overload a 503 with Retry-After, a
+//! bug a 500, a stalled request a 504, every error as `{"error": ...}`
+//! through [`ApiError`]. The limits are tower/tower-http layers; this file
+//! holds only the admission handler and the byte budget, which no layer
+//! provides (a limit on the bytes buffered across all requests).
+
+use super::metrics::Metrics;
+use super::tls::Tls;
+use crate::admission::{self, Reviewed};
+use crate::Env;
+use arc_swap::ArcSwap;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use http_body_util::{BodyExt, LengthLimitError};
+use hyper::body::Body as _;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::ServiceBuilder;
+use tower_http::catch_panic::{CatchPanicLayer, ResponseForPanic};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tracing::{debug, error, info};
+
+/// controller-runtime's limit: etcd stores objects up to 1.5 MiB, JSON can
+/// roughly double that, and an UPDATE carries object and oldObject.
+pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+
+/// Bodies up to this size are reviewed on the async worker: that takes tens
+/// of microseconds, less than a hand-off to the blocking pool. Larger ones
+/// go to the blocking pool so they do not stall the connections sharing the
+/// worker (the admin port has its own thread either way).
+const INLINE_REVIEW_BYTES: usize = 64 * 1024;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Every error the webhook answers with.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.message }).to_string();
+        let mut response = (self.status, [(CONTENT_TYPE, JSON)], body).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            let retry = HeaderValue::from_static("1");
+            response.headers_mut().insert(RETRY_AFTER, retry);
+        }
+        response
+    }
+}
+
+/// What the webhook routes share.
+pub(crate) struct App {
+    pub env: Arc<ArcSwap<Env>>,
+    pub metrics: Arc<Metrics>,
+    /// One permit per request body byte held in memory.
+    pub body_budget: Arc<Semaphore>,
+    pub summary: Summary,
+}
+
+/// Limits for the webhook router.
+pub(crate) struct Limits {
+    pub request_timeout: Duration,
+    pub max_concurrent_requests: usize,
+}
+
+/// The webhook router with its middleware, outermost first: metrics and
+/// JSON errors, panic catching, load shedding above the concurrency limit,
+/// the body limit, the request timeout.
+pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
+    let panics = PanicTo500(app.metrics.clone());
+    let layers = ServiceBuilder::new()
+        .layer(middleware::from_fn_with_state(app.clone(), finish))
+        .layer(CatchPanicLayer::custom(panics))
+        .layer(axum::error_handling::HandleErrorLayer::new(overloaded))
+        .load_shed()
+        .concurrency_limit(limits.max_concurrent_requests)
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::GATEWAY_TIMEOUT,
+            limits.request_timeout,
+        ));
+    Router::new()
+        .route("/mutate-pods", post(mutate))
+        .route("/mutate", post(mutate))
+        .layer(layers)
+        .with_state(app)
+}
+
+async fn overloaded(_: tower::BoxError) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many requests in flight; retry",
+    )
+}
+
+#[derive(Clone)]
+struct PanicTo500(Arc<Metrics>);
+
+impl ResponseForPanic for PanicTo500 {
+    type ResponseBody = Body;
+
+    fn response_for_panic(
+        &mut self,
+        panic: Box<dyn std::any::Any + Send + 'static>,
+    ) -> axum::http::Response<Body> {
+        self.0.panics.inc();
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        error!(panic = %message, "request handler panicked");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+    }
+}
+
+/// Counts the request, and turns the bodiless errors the layers and the
+/// router produce (404, 405 with Allow, 413, 504) into [`ApiError`] JSON.
+async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let path = Metrics::path_index(req.uri().path());
+    app.metrics.in_flight.inc();
+    let mut response = next.run(req).await;
+    app.metrics.in_flight.dec();
+    let status = response.status();
+    if status.as_u16() >= 400 && response.headers().get(CONTENT_TYPE) != Some(&JSON) {
+        let message = match status {
+            StatusCode::NOT_FOUND => "not found: the webhook path is /mutate-pods".to_string(),
+            StatusCode::METHOD_NOT_ALLOWED => {
+                "method not allowed: admission requests are POSTed".to_string()
+            }
+            StatusCode::PAYLOAD_TOO_LARGE => too_large().message,
+            StatusCode::GATEWAY_TIMEOUT => {
+                "the request was not received and answered within the request timeout".into()
+            }
+            other => other.canonical_reason().unwrap_or("error").to_string(),
+        };
+        let (parts, _) = response.into_parts();
+        let mut json = ApiError::new(status, message).into_response();
+        for (name, value) in &parts.headers {
+            if name != CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+                json.headers_mut().insert(name, value.clone());
+            }
+        }
+        response = json;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    app.metrics.record_request(path, status.as_u16(), seconds);
+    response
+}
+
+fn too_large() -> ApiError {
+    let message = format!("request body is larger than {MAX_BODY_BYTES} bytes");
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
+}
+
+async fn mutate(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    let media_type = content_type.unwrap_or("").split(';').next().unwrap_or("");
+    if !media_type.trim().eq_ignore_ascii_case("application/json") {
+        let shown = content_type.unwrap_or("");
+        let message = format!("content type {shown:?} is not supported: send application/json");
+        return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message));
+    }
+    let (body, _held) = read_body(&app.body_budget, body).await?;
+    let env = app.env.load_full();
+    let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
+        admission::review(&body, &env)
+    } else {
+        let review = move || admission::review(&body, &env);
+        match tokio::task::spawn_blocking(review).await {
+            Ok(reviewed) => reviewed,
+            // Re-raised here so the one panic catcher (CatchPanicLayer) answers.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    e.to_string(),
+                ))
+            }
+        }
+    };
+    let reviewed = reviewed.map_err(|e| {
+        app.summary.malformed.fetch_add(1, Ordering::Relaxed);
+        debug!(error = %e, "malformed admission request");
+        ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
+    })?;
+    app.observe(&reviewed);
+    Ok(([(CONTENT_TYPE, JSON)], reviewed.body).into_response())
+}
+
+/// Collects the body, holding one budget permit per byte until the review
+/// is answered; over the budget the request is shed (503) rather than queued,
+/// since waiting while holding part of the budget could deadlock.
+async fn read_body(
+    budget: &Arc<Semaphore>,
+    mut body: Body,
+) -> Result<(Bytes, Option<OwnedSemaphorePermit>), ApiError> {
+    let shed = || {
+        let message = "too many request bytes buffered by the server; retry";
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+    };
+    // A declared length is reserved whole before anything is read, so a
+    // request that cannot fit is refused without buffering any of it.
+    let declared = body.size_hint().exact().map(u32::try_from);
+    let declared = declared.transpose().map_err(|_| too_large())?;
+    let mut held = match declared {
+        Some(n) => Some(
+            budget
+                .clone()
+                .try_acquire_many_owned(n)
+                .map_err(|_| shed())?,
+        ),
+        None => None,
+    };
+    let mut buffer = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            let inner = e.into_inner();
+            if inner.downcast_ref::<LengthLimitError>().is_some() {
+                too_large()
+            } else {
+                let message = format!("cannot read request body: {inner}");
+                ApiError::new(StatusCode::BAD_REQUEST, message)
+            }
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if declared.is_none() {
+            let permits = u32::try_from(data.len()).map_err(|_| too_large())?;
+            let more = budget
+                .clone()
+                .try_acquire_many_owned(permits)
+                .map_err(|_| shed())?;
+            match &mut held {
+                Some(held) => held.merge(more),
+                None => held = Some(more),
+            }
+        }
+        buffer.extend_from_slice(&data);
+    }
+    let body = Bytes::from(buffer);
+    if body.is_empty() {
+        let message = "request body is empty: expected an AdmissionReview";
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, message));
+    }
+    Ok((body, held))
+}
+
+impl App {
+    /// Metrics, the summary, and the per-request line at debug level.
+    fn observe(&self, r: &Reviewed) {
+        for (injector, outcome) in &r.outcomes {
+            self.metrics.record_injection(injector, outcome.as_str());
+        }
+        let s = &self.summary;
+        s.reviewed.fetch_add(1, Ordering::Relaxed);
+        if r.patch_ops > 0 {
+            s.patched.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(reason) = &r.denial {
+            self.metrics.denials.inc();
+            s.denied.fetch_add(1, Ordering::Relaxed);
+            let last = format!("{}/{} ({}): {reason}", r.namespace, r.name, r.uid);
+            *s.last_denial.lock().unwrap_or_else(PoisonError::into_inner) = Some(last);
+        }
+        debug!(
+            request_uid = r.uid.as_str(),
+            namespace = r.namespace.as_str(),
+            object_name = r.name.as_str(),
+            operation = r.operation.as_str(),
+            kind = r.kind.as_str(),
+            dry_run = r.dry_run,
+            allowed = r.allowed,
+            patch_ops = r.patch_ops,
+            reason = r.denial.as_deref(),
+            "admission reviewed"
+        );
+    }
+}
+
+/// The info-level admission log: one aggregated line per interval instead
+/// of a formatted JSON line and a write per request. On two cores a line
+/// per request cost more CPU than the review itself, and a non-blocking
+/// writer only moves that cost to another thread on the same cores. The
+/// per-request line is at debug (`--log kserve_injector=debug`).
+#[derive(Debug, Default)]
+pub(crate) struct Summary {
+    reviewed: AtomicU64,
+    patched: AtomicU64,
+    denied: AtomicU64,
+    malformed: AtomicU64,
+    last_denial: Mutex<Option<String>>,
+}
+
+impl Summary {
+    pub(crate) async fn log_every(
+        &self,
+        interval: Duration,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let mut tick = tokio::time::interval(interval);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => { self.log(interval); return; }
+                _ = tick.tick() => self.log(interval),
+            }
+        }
+    }
+
+    fn log(&self, interval: Duration) {
+        let reviewed = self.reviewed.swap(0, Ordering::Relaxed);
+        let malformed = self.malformed.swap(0, Ordering::Relaxed);
+        if reviewed + malformed == 0 {
+            return;
+        }
+        let last_denial = self
+            .last_denial
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        info!(
+            interval_s = interval.as_secs_f64(),
+            reviewed,
+            patched = self.patched.swap(0, Ordering::Relaxed),
+            denied = self.denied.swap(0, Ordering::Relaxed),
+            malformed,
+            last_denial,
+            "admission summary"
+        );
+    }
+}
+
+/// Readiness: not ready until the certificate is loaded and both listeners
+/// are bound, not ready from the first shutdown signal on, and not ready
+/// while the served certificate is expired.
+#[derive(Debug, Default)]
+pub(crate) struct Readiness(AtomicU8);
+
+const READY: u8 = 1;
+const DRAINING: u8 = 2;
+
+impl Readiness {
+    pub(crate) fn set_ready(&self) {
+        let _ = self
+            .0
+            .compare_exchange(0, READY, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    pub(crate) fn set_draining(&self) {
+        self.0.store(DRAINING, Ordering::SeqCst);
+    }
+}
+
+/// The plain-HTTP admin router: probes and metrics only.
+pub(crate) fn admin(metrics: Arc<Metrics>, ready: Arc<Readiness>, cert: Arc<Tls>) -> Router {
+    let readyz = move || async move {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        match ready.0.load(Ordering::SeqCst) {
+            DRAINING => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
+            READY if i64::try_from(now).unwrap_or(i64::MAX) > cert.not_after() => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the serving certificate has expired\n",
+            ),
+            READY => (StatusCode::OK, "ok\n"),
+            _ => (StatusCode::SERVICE_UNAVAILABLE, "starting\n"),
+        }
+    };
+    let scrape = move || async move {
+        match metrics.encode() {
+            Ok(text) => {
+                let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+                ([(CONTENT_TYPE, HeaderValue::from_static(kind))], text).into_response()
+            }
+            Err(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode metrics\n").into_response()
+            }
+        }
+    };
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(scrape))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+}

@@ -1,0 +1,37 @@
+//! `serve`'s flags: durations (humantime, bare seconds) and defaults.
+
+use kserve_injector::server::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
+use std::path::Path;
+use std::time::Duration;
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+    assert_eq!(parse_duration("5s"), Ok(Duration::from_secs(5)));
+    assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+    assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+    assert_eq!(parse_duration("1s 500ms"), Ok(Duration::from_millis(1500)));
+    assert!(parse_duration("fast").is_err());
+    assert!(parse_duration("5 parsecs").is_err());
+    assert!(parse_duration("-1s").is_err());
+}
+
+#[test]
+fn defaults_match_the_issue() -> Result<(), clap::Error> {
+    let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(args.addr.port(), 9443);
+    assert_eq!(args.admin_addr.port(), 8081);
+    assert_eq!(
+        args.cert_file(),
+        Path::new(DEFAULT_CERT_DIR).join("tls.crt")
+    );
+    assert_eq!(args.key_file(), Path::new(DEFAULT_CERT_DIR).join("tls.key"));
+    assert!(args.cert_watch);
+    assert_eq!(args.shutdown_delay, Duration::from_secs(5));
+    assert_eq!(args.drain_timeout, Duration::from_secs(20));
+    assert_eq!(args.request_timeout, Duration::from_secs(5));
+    let args = ServeArgs::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
+    assert!(!args.cert_watch);
+    assert_eq!(args.cert_poll_interval, Duration::from_millis(250));
+    Ok(())
+}
