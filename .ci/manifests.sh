@@ -68,6 +68,7 @@ kubectl_version() {
 }
 
 setup_tools() {
+  command -v python3 >/dev/null || apt_install python3 python3-venv
   if ! command -v "$KUBECTL" >/dev/null; then
     apt-get update -qq 2>/dev/null && apt_updated=1 || true
     if apt-cache policy kubectl 2>/dev/null | grep -q 'Candidate: [0-9]'; then
@@ -79,7 +80,6 @@ setup_tools() {
   fi
   kubectl_version "$KUBECTL" || exit 1
   for tool in openssl curl; do command -v "$tool" >/dev/null || apt_install "$tool"; done
-  command -v python3 >/dev/null || apt_install python3 python3-venv
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; rm -rf "$venv"; python3 -m venv "$venv"; }
   fi
@@ -178,7 +178,7 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 EOF
-  # README's "another namespace" overlay
+  # README's my-install example, with a namespace of its own
   cat > "$dir/other-namespace/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -187,6 +187,10 @@ resources:
   - ../../manifests
 components:
   - ../../manifests/components/prometheus
+images:
+  - name: kserve-injector
+    newName: registry.example.com/kserve-injector
+    newTag: "0.1.0"
 transformers:
   - ../../manifests/follow-namespace
 EOF
