@@ -1,6 +1,7 @@
 use super::*;
 use crate::config::Config;
-use serde_json::json;
+use base64::Engine;
+use serde_json::{json, Value};
 
 const UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
 
@@ -335,17 +336,45 @@ fn unknown_operation_is_not_a_review() {
 
 #[test]
 fn deeply_nested_objects_are_refused_cleanly() {
+    // The body is scanned without recursion (serde_json skips unread values
+    // with an explicit stack), so depth costs one byte per level, not a frame.
     let depth = 5_000;
-    let mut body = String::from(
-        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":"#,
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let body = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{nested}}}}}"#
     );
-    body.push_str(&"[".repeat(depth));
-    body.push_str(&"]".repeat(depth));
-    body.push_str("}}");
     assert!(matches!(
         review(body.as_bytes(), &Env::default()),
+        Err(ReviewError::NotAReview(_))
+    ));
+    let unclosed = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{}}}}}"#,
+        "[".repeat(depth)
+    );
+    assert!(matches!(
+        review(unclosed.as_bytes(), &Env::default()),
         Err(ReviewError::Json(_))
     ));
+    // In a complete review the nested value is a pod that is not an object,
+    // or an unread field: a clear denial, or no work at all.
+    let mut req = request("Pod", "CREATE", Value::Null);
+    let body = review_body("admission.k8s.io/v1", req.clone())
+        .into_iter()
+        .collect::<Vec<u8>>();
+    let text = String::from_utf8(body)
+        .unwrap()
+        .replace("\"object\":null", &format!("\"object\":{nested}"));
+    let (_, response) = answer(text.as_bytes(), &Env::default());
+    assert_eq!(response["response"]["allowed"], false);
+    assert_eq!(response["response"]["status"]["code"], 400);
+    req["object"] = isvc_pod();
+    req["object"]["spec"]["x-deep"] = json!("marker");
+    let text = String::from_utf8(review_body("admission.k8s.io/v1", req))
+        .unwrap()
+        .replace("\"marker\"", &nested);
+    let (reviewed, response) = answer(text.as_bytes(), &Env::default());
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(reviewed.patch_ops > 0);
 }
 
 #[test]

@@ -5,7 +5,7 @@ use super::ca_bundle::env_var;
 use super::storage_initializer::resources;
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use crate::probe_json::go_probe_json;
 use k8s_openapi::api::core::v1::{

@@ -5,7 +5,7 @@ use crate::constants::{
     AWS_CA_BUNDLE_CONFIGMAP_ENV, CA_BUNDLE_CONFIGMAP_NAME_ENV, CA_BUNDLE_VOLUME,
     CA_BUNDLE_VOLUME_MOUNT_POINT_ENV, DEFAULT_CA_BUNDLE_MOUNT_PATH, GLOBAL_CA_BUNDLE_CONFIGMAP,
 };
-use crate::mutation::Env;
+use crate::env::Env;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, EnvVar, Volume, VolumeMount};
 
 /// A literal variable; an empty value is left out, as Go's `omitempty` does.

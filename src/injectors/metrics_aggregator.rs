@@ -3,7 +3,7 @@
 
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::ContainerPort;
 

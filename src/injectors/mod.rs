@@ -11,7 +11,7 @@ pub mod storage_initializer;
 pub mod storage_uri;
 
 use crate::constants::{KSERVE_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER};
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 
 /// An injector refused the pod; the message is KServe's wording.

@@ -7,7 +7,7 @@ use super::storage_initializer::{initializer_image, resources as init_resources}
 use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
     Container, ImageVolumeSource, KeyToPath, ResourceRequirements, SecretVolumeSource,

@@ -5,7 +5,7 @@ use super::ca_bundle::{self, env_var, push_env_if_absent};
 use super::storage_uri::{local_model_uri, oci_effective_mode, parse_oci, parse_pvc};
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, ResourceRequirements,

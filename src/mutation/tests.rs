@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Config;
 use serde_json::json;
 
 fn isvc_pod() -> Value {
