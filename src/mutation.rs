@@ -147,8 +147,10 @@ fn mutate_inner(
     write_namespace: bool,
     env: &Env,
 ) -> Result<Mutation, MutationError> {
-    validate(pod)?;
+    // The view first: its caps refuse a hostile pod before the whole-pod
+    // check decodes every field of it.
     let view = view::pod_from_value(pod)?;
+    validate(pod)?;
     let edits = edit(&view, namespace, write_namespace, env)?;
     let patch = json_patch::Patch(edits.ops);
     let mut mutated = pod.clone();

@@ -487,5 +487,7 @@ impl ContainerMut<'_> {
     }
 }
 
+pub mod build;
+
 #[cfg(test)]
 mod tests;

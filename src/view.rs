@@ -26,6 +26,12 @@ use std::fmt;
 /// containers, env vars or annotations; this is two orders of magnitude above.
 pub const MAX_ENTRIES: usize = 4096;
 
+/// The most entries all those lists and maps may hold together: a pod with
+/// 50 fully configured containers has about 1,500. Past it the pod is
+/// refused before the working set is built, which bounds the working set to
+/// a few MiB whatever the body.
+pub const MAX_TOTAL_ENTRIES: usize = 16384;
+
 /// A string, borrowed from the input when it holds no escapes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Str<'a>(pub Cow<'a, str>);
@@ -219,9 +225,9 @@ pub struct ContainerView<'a> {
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourcesView<'a>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub security_context: Option<SecurityContext>,
+    pub security_context: Option<Box<SecurityContext>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub readiness_probe: Option<Probe>,
+    pub readiness_probe: Option<Box<Probe>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -232,7 +238,7 @@ pub struct EnvView<'a> {
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Str<'a>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value_from: Option<EnvVarSource>,
+    pub value_from: Option<Box<EnvVarSource>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -266,7 +272,41 @@ pub struct Named<'a> {
     pub name: Option<Str<'a>>,
 }
 
+impl ContainerView<'_> {
+    fn entries(&self) -> usize {
+        let len = |n: Option<usize>| n.unwrap_or(0);
+        1 + len(self.env.as_ref().map(|l| l.0.len()))
+            + len(self.volume_mounts.as_ref().map(|l| l.0.len()))
+            + len(self.ports.as_ref().map(|l| l.0.len()))
+            + len(self.args.as_ref().map(|l| l.0.len()))
+            + len(self
+                .resources
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .map(|m| m.0.len()))
+    }
+}
+
 impl PodView<'_> {
+    /// How many list and map entries the view holds, containers included.
+    pub fn entries(&self) -> usize {
+        let maps = |m: Option<&StrMap>| m.map_or(0, |m| m.0.len());
+        let meta = self.metadata.as_ref().map_or(0, |m| {
+            maps(m.labels.as_ref()) + maps(m.annotations.as_ref())
+        });
+        let spec = self.spec.as_ref().map_or(0, |s| {
+            let containers = |l: Option<&Capped<ContainerView>>| {
+                l.map_or(0, |l| l.0.iter().map(ContainerView::entries).sum())
+            };
+            containers(s.containers.as_ref())
+                + containers(s.init_containers.as_ref())
+                + s.volumes.as_ref().map_or(0, |l| l.0.len())
+                + s.image_pull_secrets.as_ref().map_or(0, |l| l.0.len())
+                + maps(s.node_selector.as_ref())
+        });
+        meta + spec
+    }
+
     pub fn label(&self, key: &str) -> Option<&str> {
         self.metadata.as_ref()?.labels.as_ref()?.get(key)
     }
@@ -301,6 +341,20 @@ fn message_of(e: &serde_json::Error) -> String {
     }
 }
 
+fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
+    let entries = view.entries();
+    if entries > MAX_TOTAL_ENTRIES {
+        return Err(ViewError {
+            path: ".".into(),
+            message: format!(
+                "{entries} list and map entries in the fields the injector reads, more than \
+                 {MAX_TOTAL_ENTRIES} (the cap on a pod's entries)"
+            ),
+        });
+    }
+    Ok(view)
+}
+
 /// Decodes the view of the pod held in `raw` (JSON text). Path tracking
 /// allocates at every field, so it runs only to explain a failure.
 pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
@@ -311,7 +365,7 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
         });
     }
     match serde_json::from_str::<PodView>(raw) {
-        Ok(view) => Ok(view),
+        Ok(view) => within_budget(view),
         Err(plain) => {
             let mut de = serde_json::Deserializer::from_str(raw);
             match serde_path_to_error::deserialize::<_, PodView>(&mut de) {
@@ -337,7 +391,7 @@ pub fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError>
         });
     }
     match PodView::deserialize(pod) {
-        Ok(view) => Ok(view),
+        Ok(view) => within_budget(view),
         Err(plain) => match serde_path_to_error::deserialize::<_, PodView>(pod) {
             Ok(_) => Err(ViewError {
                 path: ".".into(),

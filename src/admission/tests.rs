@@ -387,3 +387,59 @@ fn dry_run_and_object_names_are_reported() {
     assert_eq!(reviewed.name, "explicit");
     assert_eq!(reviewed.kind, "Pod");
 }
+
+/// A review whose pod has `n` empty containers (`{}`): 3 bytes each.
+fn hostile_body(n: usize, labelled: bool) -> Vec<u8> {
+    let labels = if labelled {
+        r#"{"serving.kserve.io/inferenceservice":"x"}"#
+    } else {
+        r#"{"app":"x"}"#
+    };
+    let mut body = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"{UID}","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"default","operation":"CREATE","userInfo":{{}},"object":{{"metadata":{{"name":"h","labels":{labels}}},"spec":{{"containers":["#
+    );
+    body.reserve(3 * n + 16);
+    for i in 0..n {
+        body.push_str(if i == 0 { "{}" } else { ",{}" });
+    }
+    body.push_str("]}}}}");
+    body.into_bytes()
+}
+
+#[test]
+fn hostile_container_counts_are_denied_with_400_naming_the_cap() {
+    // The issue's bodies: 900 KB / 300,000 and 3 MB / 1,000,000 containers.
+    // Their time and memory are measured by `cargo bench --bench hostile`.
+    for (n, size) in [(300_000, 900_000), (1_000_000, 3_000_000)] {
+        for labelled in [true, false] {
+            let body = hostile_body(n, labelled);
+            assert!(body.len() > size, "{}", body.len());
+            let (reviewed, response) = answer(&body, &Env::default());
+            assert_eq!(response["response"]["allowed"], false);
+            assert_eq!(response["response"]["status"]["code"], 400);
+            let message = response["response"]["status"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("cannot decode pod: spec.containers: more than 4096 entries"),
+                "{message}"
+            );
+            assert_eq!(reviewed.name, "h");
+            assert_eq!(reviewed.uid, UID);
+        }
+    }
+}
+
+#[test]
+fn a_pod_at_the_caps_is_still_mutated() {
+    let mut pod = isvc_pod();
+    let mut containers = vec![json!({"name": "kserve-container"})];
+    containers.extend((1..crate::view::MAX_ENTRIES).map(|i| json!({"name": format!("c{i}")})));
+    pod["spec"]["containers"] = json!(containers);
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(
+        response["response"]["allowed"], true,
+        "{:?}",
+        reviewed.denial
+    );
+    assert!(reviewed.patch_ops > 0);
+}

@@ -76,3 +76,19 @@ fn a_repeated_key_keeps_its_last_value() {
         json!({"a": "2"})
     );
 }
+
+#[test]
+fn pods_past_the_total_budget_are_refused_before_any_work() {
+    let env: Vec<_> = (0..MAX_ENTRIES)
+        .map(|i| json!({"name": format!("E{i}")}))
+        .collect();
+    let containers: Vec<_> = (0..5)
+        .map(|i| json!({"name": format!("c{i}"), "env": env}))
+        .collect();
+    let raw = json!({"spec": {"containers": containers}}).to_string();
+    let e = pod_from_str(&raw).unwrap_err();
+    assert_eq!(e.path, ".");
+    assert!(e.message.contains("more than 16384"), "{}", e.message);
+    let tree: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(pod_from_value(&tree).unwrap_err(), e);
+}
