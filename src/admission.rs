@@ -10,7 +10,8 @@
 
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Env, MutationError};
-use crate::view::{self, Str};
+use crate::view::{self, PodView, Str};
+use base64::Engine;
 use kube::core::admission::Operation;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -77,6 +78,9 @@ struct RequestView<'a> {
     user_info: IgnoredAny,
     #[serde(borrow, default)]
     object: Option<&'a RawValue>,
+    /// The pod's view, when the fast path decoded it in place of `object`.
+    #[serde(skip)]
+    pod: Option<PodView<'a>>,
     #[serde(default)]
     dry_run: Option<bool>,
 }
@@ -171,7 +175,10 @@ struct Answer<'a> {
 
 /// Answers one AdmissionReview request body.
 pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
-    let review = parse(body)?;
+    let review = match inline::parse(body) {
+        Some(review) => review,
+        None => parse(body)?,
+    };
     if !API_VERSIONS.contains(&review.api_version.as_str())
         || review.kind.as_str() != "AdmissionReview"
     {
@@ -182,10 +189,11 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
             review.api_version.as_str()
         )));
     }
-    let request = review
+    let mut request = review
         .request
         .ok_or_else(|| ReviewError::NotAReview("request: missing".into()))?;
     let object = request.object.filter(|o| o.get() != "null");
+    let inline_pod = request.pod.take();
     let namespace = request
         .namespace
         .as_ref()
@@ -213,18 +221,26 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
     };
     let is_pod = request.kind.group.as_str().is_empty() && request.kind.kind.as_str() == "Pod";
     let applies = is_pod && matches!(request.operation, Operation::Create);
+    // An object that is present names the review, even when it is refused.
     let mut named = false;
-    match object {
-        Some(raw) if applies => {
-            let result = view::pod_from_str(raw.get())
-                .map_err(MutationError::from)
-                .and_then(|pod| {
-                    if let Some(name) = pod.display_name() {
-                        out.name = name.to_string();
-                        named = true;
-                    }
-                    Ok(edit(&pod, namespace, true, env)?)
-                });
+    if let Some(pod) = &inline_pod {
+        out.name = pod.display_name().unwrap_or_default().to_string();
+        named = true;
+    }
+    let pod = match (inline_pod, object) {
+        (Some(pod), _) => Some(view::within_budget(pod)),
+        (None, Some(raw)) if applies => Some(view::pod_from_str(raw.get())),
+        _ => None,
+    };
+    match pod {
+        Some(pod) if applies => {
+            let result = pod.map_err(MutationError::from).and_then(|pod| {
+                if let Some(name) = pod.display_name() {
+                    out.name = name.to_string();
+                    named = true;
+                }
+                Ok(edit(&pod, namespace, true, env)?)
+            });
             match result {
                 Ok(edits) => {
                     out.outcomes = edits.outcomes;
@@ -244,7 +260,7 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
                 }
             }
         }
-        None if applies => {
+        _ if applies => {
             answer.allowed = false;
             answer.code = 400;
             answer.message = Some("request.object: a CREATE of a Pod must carry the pod".into());
@@ -294,16 +310,22 @@ fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError
     out.push(b'}');
     if let Some(ops) = &answer.patch {
         out.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        let mut encoder =
-            base64::write::EncoderWriter::new(&mut out, &base64::engine::general_purpose::STANDARD);
-        serde_json::to_writer(&mut encoder, ops).map_err(fail)?;
-        encoder.finish().map_err(io)?;
-        drop(encoder);
+        // Serialised whole, then encoded in place at the end of the buffer:
+        // base64 in one call beats an encoding writer fed many small writes.
+        let json = serde_json::to_vec(ops).map_err(fail)?;
+        let start = out.len();
+        out.resize(start + json.len().div_ceil(3) * 4, 0);
+        let written = base64::engine::general_purpose::STANDARD
+            .encode_slice(&json, &mut out[start..])
+            .map_err(|e| ReviewError::Json(e.to_string()))?;
+        out.truncate(start + written);
         out.push(b'"');
     }
     out.extend_from_slice(b"}}");
     Ok(out)
 }
+
+mod inline;
 
 #[cfg(test)]
 mod tests;

@@ -341,7 +341,8 @@ fn message_of(e: &serde_json::Error) -> String {
     }
 }
 
-fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
+/// Refuses a view past [`MAX_TOTAL_ENTRIES`].
+pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
     let entries = view.entries();
     if entries > MAX_TOTAL_ENTRIES {
         return Err(ViewError {

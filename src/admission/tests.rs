@@ -216,7 +216,7 @@ fn an_undecodable_pod_without_the_label_is_denied_too_like_kserve() {
 
 #[test]
 fn non_object_pods_and_missing_objects_are_denied_with_400() {
-    for object in [json!("abc"), json!([1, 2]), json!(7)] {
+    for object in [json!("abc"), json!([1, 2]), json!(7), json!([isvc_pod()])] {
         let body = review_body(
             "admission.k8s.io/v1",
             request("Pod", "CREATE", object.clone()),
@@ -442,4 +442,32 @@ fn a_pod_at_the_caps_is_still_mutated() {
         reviewed.denial
     );
     assert!(reviewed.patch_ops > 0);
+}
+
+#[test]
+fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/inputs");
+    for name in ["minimal-oci", "typical", "containers-50"] {
+        let body = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
+        let inline = inline::parse(&body).expect("one pass");
+        assert!(inline.request.as_ref().unwrap().pod.is_some(), "{name}");
+        let (reviewed, _) = answer(&body, &Env::default());
+        assert!(reviewed.allowed && reviewed.patch_ops > 0, "{name}");
+        // The same review with `object` before `kind` goes the plain way.
+        let mut tree: Value = serde_json::from_slice(&body).unwrap();
+        let request = tree["request"].as_object_mut().unwrap();
+        let object = request.shift_remove("object").unwrap();
+        let mut reordered = serde_json::Map::new();
+        reordered.insert("object".into(), object);
+        reordered.extend(std::mem::take(request));
+        tree["request"] = Value::Object(reordered);
+        let plain = serde_json::to_vec(&tree).unwrap();
+        assert!(inline::parse(&plain)
+            .unwrap()
+            .request
+            .unwrap()
+            .pod
+            .is_none());
+        assert_eq!(review(&plain, &Env::default()).unwrap(), reviewed, "{name}");
+    }
 }
