@@ -68,7 +68,7 @@ pub fn edit(
     }
     let outcomes = injectors::run_all(&mut doc, env)?;
     Ok(Edits {
-        ops: crate::patch::compact(doc.into_ops()),
+        ops: doc.into_ops(),
         outcomes,
     })
 }

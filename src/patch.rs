@@ -1,77 +1,11 @@
-//! JSON Patch helpers.
-//!
-//! [`compact`] folds the operations the edits recorded: a write into
-//! something an earlier operation of the same patch added goes into that
-//! operation's value, so a map, list or container we create arrives whole in
-//! one `add`, as a diff would have sent it.
-//!
-//! [`diff`] is the patch between two trees, for the CLI's workload documents
-//! and as the tests' reference: same operations as `json_patch::diff`, but
-//! equal subtrees are skipped before any path is built.
+//! The JSON Patch between two trees, for the CLI's workload documents and as
+//! the tests' reference (the webhook's patch is recorded by the edits, see
+//! [`crate::pod`]): same operations as `json_patch::diff`, but equal
+//! subtrees are skipped before any path is built.
 
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
-use jsonptr::{Pointer, PointerBuf};
+use jsonptr::PointerBuf;
 use serde_json::Value;
-use std::collections::HashMap;
-
-/// Folds every `add`/`replace` below the path of an earlier `add` into that
-/// `add`'s value. Sound for the edits' patches: they never remove, and never
-/// replace an ancestor of something added, so an operation in between that
-/// is not inside the added value cannot change it.
-pub fn compact(ops: Vec<PatchOperation>) -> Vec<PatchOperation> {
-    let mut out: Vec<PatchOperation> = Vec::with_capacity(ops.len());
-    // Paths of the `add`s kept so far, to their index in `out`.
-    let mut added: HashMap<PointerBuf, usize> = HashMap::new();
-    for op in ops {
-        let (path, folded) = match &op {
-            PatchOperation::Add(o) => (o.path.clone(), fold(&mut out, &added, &o.path, &op)),
-            PatchOperation::Replace(o) => (o.path.clone(), fold(&mut out, &added, &o.path, &op)),
-            _ => (PointerBuf::new(), false),
-        };
-        if folded {
-            continue;
-        }
-        if matches!(op, PatchOperation::Add(_)) {
-            added.insert(path, out.len());
-        }
-        out.push(op);
-    }
-    out
-}
-
-/// Applies `op` inside the value of the nearest earlier `add` above it.
-fn fold(
-    out: &mut [PatchOperation],
-    added: &HashMap<PointerBuf, usize>,
-    path: &Pointer,
-    op: &PatchOperation,
-) -> bool {
-    let mut ancestor = path.parent();
-    while let Some(at) = ancestor {
-        if let Some(&index) = added.get(at) {
-            let Some(rest) = path.strip_prefix(at) else {
-                return false;
-            };
-            let inner = match op {
-                PatchOperation::Add(o) => PatchOperation::Add(AddOperation {
-                    path: rest.to_buf(),
-                    value: o.value.clone(),
-                }),
-                PatchOperation::Replace(o) => PatchOperation::Replace(ReplaceOperation {
-                    path: rest.to_buf(),
-                    value: o.value.clone(),
-                }),
-                _ => return false,
-            };
-            let PatchOperation::Add(target) = &mut out[index] else {
-                return false;
-            };
-            return json_patch::patch(&mut target.value, &[inner]).is_ok();
-        }
-        ancestor = at.parent();
-    }
-    false
-}
 
 pub fn diff(left: &Value, right: &Value) -> Patch {
     let mut ops = Vec::new();
@@ -148,40 +82,6 @@ fn walk(left: &Value, right: &Value, path: &mut PointerBuf, ops: &mut Vec<PatchO
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn ops(v: Value) -> Vec<PatchOperation> {
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn writes_into_added_values_are_folded_in_and_order_is_kept() {
-        let recorded = ops(json!([
-            {"op": "add", "path": "/m/a", "value": {"x": "1"}},
-            {"op": "add", "path": "/n", "value": 1},
-            {"op": "add", "path": "/m/a/y", "value": "2"},
-            {"op": "add", "path": "/l", "value": [{"name": "c"}]},
-            {"op": "add", "path": "/l/0/sc", "value": {"u": 1}},
-            {"op": "replace", "path": "/l/0/sc/u", "value": 2},
-            {"op": "add", "path": "/l/1", "value": {"name": "d"}},
-            {"op": "replace", "path": "/m/b", "value": 3}
-        ]));
-        let doc = json!({"m": {"b": 0}, "l": null});
-        let mut step_by_step = doc.clone();
-        json_patch::patch(&mut step_by_step, &recorded).unwrap();
-        let compacted = compact(recorded);
-        assert_eq!(
-            serde_json::to_value(&compacted).unwrap(),
-            json!([
-                {"op": "add", "path": "/m/a", "value": {"x": "1", "y": "2"}},
-                {"op": "add", "path": "/n", "value": 1},
-                {"op": "add", "path": "/l", "value": [{"name": "c", "sc": {"u": 2}}, {"name": "d"}]},
-                {"op": "replace", "path": "/m/b", "value": 3}
-            ])
-        );
-        let mut folded = doc;
-        json_patch::patch(&mut folded, &compacted).unwrap();
-        assert_eq!(folded, step_by_step);
-    }
 
     fn roundtrip(left: Value, right: Value) -> Patch {
         let patch = diff(&left, &right);

@@ -19,6 +19,7 @@ use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +39,8 @@ impl List {
 
 pub struct PodDoc<'a> {
     root: &'a mut Value,
-    /// The edits so far, as patch operations on the pod.
-    ops: Vec<PatchOperation>,
+    /// The edits so far: where each write went, in order.
+    ops: Recorded,
     /// The namespace the pod is created in, which a pod template does not carry.
     namespace: Option<String>,
 }
@@ -53,12 +54,22 @@ pub(crate) fn name_of(entry: &Value) -> Option<&str> {
     entry.get("name").and_then(Value::as_str)
 }
 
-fn add(ops: &mut Vec<PatchOperation>, path: PointerBuf, value: Value) {
-    ops.push(PatchOperation::Add(AddOperation { path, value }));
+/// A recorded write: its kind and where; the value is read from the tree
+/// when the patch is taken ([`PodDoc::into_ops`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Add,
+    Replace,
 }
 
-fn replace(ops: &mut Vec<PatchOperation>, path: PointerBuf, value: Value) {
-    ops.push(PatchOperation::Replace(ReplaceOperation { path, value }));
+type Recorded = Vec<(Kind, PointerBuf)>;
+
+fn add(ops: &mut Recorded, path: PointerBuf) {
+    ops.push((Kind::Add, path));
+}
+
+fn replace(ops: &mut Recorded, path: PointerBuf) {
+    ops.push((Kind::Replace, path));
 }
 
 fn child<'t>(path: &PointerBuf, token: impl Into<jsonptr::Token<'t>>) -> PointerBuf {
@@ -99,17 +110,17 @@ fn set_member(
     key: &str,
     value: Value,
     path: PointerBuf,
-    ops: &mut Vec<PatchOperation>,
+    ops: &mut Recorded,
 ) {
     match obj.get_mut(key) {
         Some(slot) if *slot == value => {}
         Some(slot) => {
-            *slot = value.clone();
-            replace(ops, path, value);
+            *slot = value;
+            replace(ops, path);
         }
         None => {
-            obj.insert(key.to_string(), value.clone());
-            add(ops, path, value);
+            obj.insert(key.to_string(), value);
+            add(ops, path);
         }
     }
 }
@@ -121,7 +132,7 @@ fn push_at(
     path: &PointerBuf,
     key: &str,
     value: Value,
-    ops: &mut Vec<PatchOperation>,
+    ops: &mut Recorded,
 ) -> bool {
     let Some((slot, created)) = slot_at(parent, key, empty_array) else {
         return false;
@@ -129,13 +140,13 @@ fn push_at(
     let Some(items) = slot.as_array_mut() else {
         return false;
     };
-    items.push(value.clone());
+    items.push(value);
     let list = child(path, key);
     if created {
-        add(ops, list, Value::Array(vec![value]));
+        add(ops, list);
     } else {
         let index = items.len() - 1;
-        add(ops, child(&list, index), value);
+        add(ops, child(&list, index));
     }
     true
 }
@@ -165,9 +176,46 @@ impl<'a> PodDoc<'a> {
         self.ops.len()
     }
 
-    /// The patch operations that make the edits so far on the full pod.
+    /// The patch operations that make the edits on the full pod. Values are
+    /// moved out of the tree (so it is left incomplete), not cloned: each
+    /// recorded path takes the value it holds now, and a write inside
+    /// something added earlier is already part of that `add`'s value (a map,
+    /// list or container we create arrives whole in one `add`, as a diff
+    /// would send it). Sound because the edits never remove, never insert in
+    /// the middle of a list, and never write over an ancestor of an earlier
+    /// write; a path written twice carries its last value once.
     pub fn into_ops(self) -> Vec<PatchOperation> {
-        self.ops
+        let mut out = Vec::with_capacity(self.ops.len());
+        let mut taken: HashSet<PointerBuf> = HashSet::with_capacity(self.ops.len());
+        let mut added: HashSet<PointerBuf> = HashSet::new();
+        for (kind, path) in self.ops {
+            let mut ancestor = path.parent();
+            let mut inside_added = false;
+            while let Some(at) = ancestor {
+                if added.contains(at) {
+                    inside_added = true;
+                    break;
+                }
+                ancestor = at.parent();
+            }
+            if inside_added || taken.contains(&path) {
+                continue;
+            }
+            let value = self
+                .root
+                .pointer_mut(path.as_str())
+                .map(std::mem::take)
+                .unwrap_or(Value::Null);
+            taken.insert(path.clone());
+            out.push(match kind {
+                Kind::Add => {
+                    added.insert(path.clone());
+                    PatchOperation::Add(AddOperation { path, value })
+                }
+                Kind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
+            });
+        }
+        out
     }
 
     pub fn raw(&self) -> &Value {
@@ -234,12 +282,7 @@ impl<'a> PodDoc<'a> {
             // A map created for this write goes in with one `add`, whole.
             Some(at) => {
                 obj.insert(key.to_string(), value);
-                let whole = self
-                    .root
-                    .pointer(at.as_str())
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                add(ops, at, whole);
+                add(ops, at);
             }
             None => set_member(obj, key, value, child(&pointer, key), ops),
         }
@@ -329,7 +372,7 @@ impl<'a> PodDoc<'a> {
                 return false;
             };
             obj.insert(key.to_string(), Value::Array(vec![value]));
-            add(&mut self.ops, spec, node.clone());
+            add(&mut self.ops, spec);
             return true;
         }
         push_at(node, &spec, key, value, &mut self.ops)
@@ -365,7 +408,7 @@ pub struct ContainerMut<'a> {
     raw: &'a mut Value,
     /// Where this container is in the pod.
     path: PointerBuf,
-    ops: &'a mut Vec<PatchOperation>,
+    ops: &'a mut Recorded,
 }
 
 impl ContainerMut<'_> {
@@ -467,7 +510,7 @@ impl ContainerMut<'_> {
         let path = child(&self.path, "securityContext");
         if created {
             obj.insert("runAsUser".to_string(), Value::from(uid));
-            add(self.ops, path, ctx.clone());
+            add(self.ops, path);
         } else {
             set_member(
                 obj,
