@@ -13,9 +13,12 @@
 //! `review` also runs the typical pod without its managedFields block, built
 //! here from `typical.json`.
 //!
-//! Groups: `review` (the whole path), `mutate` (the core alone, on the pod
-//! already extracted from the envelope), and `steps` (the stages of the
-//! typical pod's review, each measured alone, to see where time goes).
+//! Groups: `review` (the whole path), `ignored-any` (one structural
+//! serde_json pass over the same body with `IgnoredAny`: the floor any
+//! decoder pays), `mutate` (the CLI's core call on a pod held as a JSON tree)
+//! and `steps` (the stages of the typical pod's review, each alone). After
+//! the groups the bench prints, per input, the median of `review`, the
+//! median of the pass and their ratio (read back from criterion's estimates).
 //!
 //! `cargo bench --bench review -- --warm-up-time 1 --measurement-time 3`
 //!
@@ -24,19 +27,18 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use base64::Engine;
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use k8s_openapi::api::core::v1::PodSpec;
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use kserve_injector::admission::review;
 use kserve_injector::injectors::run_all;
+use kserve_injector::mutation::edit;
 use kserve_injector::pod::PodDoc;
+use kserve_injector::view::pod_from_str;
 use kserve_injector::{mutate, Env};
-use kube::core::admission::AdmissionReview;
-use kube::core::DynamicObject;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const PODS: [&str; 5] = [
     "minimal-oci",
@@ -104,16 +106,29 @@ fn without_managed_fields(typical: &Input) -> Input {
     }
 }
 
-fn bench_review(c: &mut Criterion) {
-    let env = Env::default();
-    let mut group = c.benchmark_group("review");
+fn inputs() -> Vec<Input> {
     let mut inputs: Vec<Input> = PODS.map(load).into_iter().collect();
     inputs.insert(2, without_managed_fields(&inputs[1]));
-    for input in inputs {
-        check(&input, &env);
+    inputs
+}
+
+fn bench_review(c: &mut Criterion) {
+    let env = Env::default();
+    let inputs = inputs();
+    let mut group = c.benchmark_group("review");
+    for input in &inputs {
+        check(input, &env);
         group.throughput(Throughput::Bytes(input.body.len() as u64));
-        group.bench_with_input(BenchmarkId::from_parameter(input.name), &input, |b, i| {
+        group.bench_with_input(BenchmarkId::from_parameter(input.name), input, |b, i| {
             b.iter(|| review(black_box(&i.body), &env).map(|r| r.body.len()))
+        });
+    }
+    group.finish();
+    let mut group = c.benchmark_group("ignored-any");
+    for input in &inputs {
+        group.throughput(Throughput::Bytes(input.body.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(input.name), input, |b, i| {
+            b.iter(|| serde_json::from_slice::<IgnoredAny>(black_box(&i.body)).is_ok())
         });
     }
     group.finish();
@@ -131,78 +146,106 @@ fn bench_mutate(c: &mut Criterion) {
     group.finish();
 }
 
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    request: Request<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
 /// The stages of `review` on the typical pod, each on its own.
 fn bench_steps(c: &mut Criterion) {
     let env = Env::default();
     let input = load("typical");
-    let pod = &input.pod;
-    let mutation = mutate(pod, &input.namespace, &env).expect("typical pod mutates");
+    let raw = serde_json::from_slice::<Envelope>(&input.body)
+        .expect("an envelope")
+        .request
+        .object
+        .get()
+        .to_string();
+    let view = pod_from_str(&raw).expect("typical pod decodes");
     let mut group = c.benchmark_group("steps-typical");
-
-    group.bench_function("1-parse-body", |b| {
-        b.iter(|| serde_json::from_slice::<Value>(black_box(&input.body)).map(|v| v.is_object()))
+    group.bench_function("1-envelope-raw-pod", |b| {
+        b.iter(|| serde_json::from_slice::<Envelope>(black_box(&input.body)).is_ok())
     });
-    let mut envelope: Value = serde_json::from_slice(&input.body).expect("JSON");
-    if let Some(request) = envelope["request"].as_object_mut() {
-        request.remove("object");
-        request.remove("oldObject");
-    }
-    group.bench_function("2-envelope-typed", |b| {
-        b.iter(|| {
-            serde_path_to_error::deserialize::<_, AdmissionReview<DynamicObject>>(black_box(
-                &envelope,
-            ))
-            .is_ok()
-        })
+    group.bench_function("2-pod-view", |b| {
+        b.iter(|| pod_from_str(black_box(&raw)).is_ok())
     });
-    // What `mutation::validate` does: the typed view of metadata and spec.
-    group.bench_function("3-validate-schema", |b| {
-        b.iter(|| {
-            let pod = black_box(pod);
-            let spec = serde_path_to_error::deserialize::<_, PodSpec>(&pod["spec"]).is_ok();
-            let meta = &pod["metadata"];
-            let labels =
-                serde_path_to_error::deserialize::<_, BTreeMap<String, String>>(&meta["labels"])
-                    .is_ok();
-            let annotations = serde_path_to_error::deserialize::<_, BTreeMap<String, String>>(
-                &meta["annotations"],
-            )
-            .is_ok();
-            spec && labels && annotations
-        })
+    group.bench_function("3-working-set", |b| {
+        b.iter(|| serde_json::to_value(black_box(&view)).is_ok())
     });
-    group.bench_function("4-clone-pod", |b| b.iter(|| black_box(pod).clone()));
-    group.bench_function("5-injectors", |b| {
+    let working = serde_json::to_value(&view).expect("working set");
+    group.bench_function("4-injectors-on-working-set", |b| {
         b.iter_batched(
-            || pod.clone(),
-            |mut copy| {
-                let mut doc = PodDoc::in_namespace(&mut copy, &input.namespace);
+            || working.clone(),
+            |mut w| {
+                let mut doc = PodDoc::in_namespace(&mut w, &input.namespace);
                 doc.set_namespace(&input.namespace);
-                run_all(&mut doc, &env).map(|o| o.len())
+                run_all(&mut doc, &env).map(|_| doc.into_ops().len())
             },
-            BatchSize::SmallInput,
+            criterion::BatchSize::SmallInput,
         )
     });
-    group.bench_function("6-patch-diff", |b| {
-        b.iter(|| {
-            kserve_injector::patch::diff(black_box(pod), black_box(&mutation.pod))
-                .0
-                .len()
-        })
-    });
-    group.bench_function("7-encode-patch-base64", |b| {
-        b.iter(|| {
-            let bytes = serde_json::to_vec(black_box(&mutation.patch)).unwrap_or_default();
-            base64::engine::general_purpose::STANDARD
-                .encode(bytes)
-                .len()
-        })
-    });
-    group.bench_function("8-drop-pod", |b| {
-        b.iter_batched(|| pod.clone(), drop, BatchSize::SmallInput)
+    group.bench_function("5-edit", |b| {
+        b.iter(|| edit(black_box(&view), &input.namespace, true, &env).map(|e| e.ops.len()))
     });
     group.finish();
 }
 
+/// Where criterion keeps its estimates (`CARGO_TARGET_DIR` or `target/`).
+fn criterion_dir() -> PathBuf {
+    std::env::var_os("CRITERION_HOME")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|t| PathBuf::from(t).join("criterion"))
+        })
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/criterion"))
+}
+
+fn median_ns(group: &str, id: &str) -> Option<f64> {
+    let path = criterion_dir()
+        .join(group)
+        .join(id)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    let estimates: Value = serde_json::from_str(&text).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+/// review's median against the IgnoredAny pass's, per input.
+fn print_ratios() {
+    println!("\nreview vs one IgnoredAny pass over the same body (medians):");
+    println!(
+        "{:<32} {:>9} {:>12} {:>13} {:>7}",
+        "input", "bytes", "review µs", "IgnoredAny µs", "ratio"
+    );
+    for input in inputs() {
+        let (Some(r), Some(p)) = (
+            median_ns("review", input.name),
+            median_ns("ignored-any", input.name),
+        ) else {
+            continue;
+        };
+        println!(
+            "{:<32} {:>9} {:>12.1} {:>13.1} {:>7.2}",
+            input.name,
+            input.body.len(),
+            r / 1000.0,
+            p / 1000.0,
+            r / p
+        );
+    }
+}
+
 criterion_group!(benches, bench_review, bench_mutate, bench_steps);
-criterion_main!(benches);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    print_ratios();
+}

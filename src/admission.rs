@@ -1,13 +1,22 @@
 //! AdmissionReview in, AdmissionReview out (admission.k8s.io/v1 and v1beta1).
 //! Pure: the HTTP server and the CLI both hand the request body to [`review`].
+//!
+//! One pass over the body: the envelope is decoded into borrowed fields and
+//! the pod is kept as raw JSON text (`RawValue`, checked to be valid JSON but
+//! not decoded); only a CREATE of a Pod then decodes the pod's view (the
+//! fields the injectors read, [`crate::view`]). The answer is written
+//! straight into one buffer, with the patch serialised and base64-encoded in
+//! place.
 
 use crate::injectors::InjectorOutcome;
-use crate::mutation::{mutate, Env, MutationError};
+use crate::mutation::{edit, Env, MutationError};
+use crate::view::{self, PodView, Str};
 use base64::Engine;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
-use kube::core::DynamicObject;
+use kube::core::admission::Operation;
+use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
+use std::io::Write;
 
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
 
@@ -39,133 +48,284 @@ pub struct Reviewed {
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
 }
 
-fn object_name(object: &Value) -> String {
-    let meta = object.get("metadata");
-    let field = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
-    field("name")
-        .filter(|n| !n.is_empty())
-        .or_else(|| field("generateName"))
-        .unwrap_or_default()
-        .to_string()
+/// The envelope, as kube's `AdmissionReview` requires it, borrowed.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewView<'a> {
+    #[serde(borrow)]
+    api_version: Str<'a>,
+    #[serde(borrow)]
+    kind: Str<'a>,
+    #[serde(borrow, default)]
+    request: Option<RequestView<'a>>,
 }
 
-fn operation_name(op: &Operation) -> String {
-    serde_json::to_value(op)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestView<'a> {
+    #[serde(borrow)]
+    uid: Str<'a>,
+    #[serde(borrow)]
+    kind: GroupVersionKind<'a>,
+    #[allow(dead_code)] // Required by the schema, never read.
+    resource: GroupVersionResource<'a>,
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    namespace: Option<Str<'a>>,
+    operation: Operation,
+    #[allow(dead_code)] // Required by the schema, never read.
+    user_info: IgnoredAny,
+    #[serde(borrow, default)]
+    object: Option<&'a RawValue>,
+    /// The pod's view, when the fast path decoded it in place of `object`.
+    #[serde(skip)]
+    pod: Option<PodView<'a>>,
+    #[serde(default)]
+    dry_run: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct GroupVersionKind<'a> {
+    #[serde(borrow)]
+    group: Str<'a>,
+    #[allow(dead_code)] // Required by the schema, never read.
+    #[serde(borrow)]
+    version: Str<'a>,
+    #[serde(borrow)]
+    kind: Str<'a>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)] // Required by the schema, never read.
+struct GroupVersionResource<'a> {
+    #[serde(borrow)]
+    group: Str<'a>,
+    #[serde(borrow)]
+    version: Str<'a>,
+    #[serde(borrow)]
+    resource: Str<'a>,
+}
+
+/// Name and generateName of any object, read leniently: they only label logs.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct NameView<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<NameMeta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct NameMeta<'a> {
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    generate_name: Option<Str<'a>>,
+}
+
+fn object_name(object: &RawValue) -> Option<String> {
+    let view: NameView = serde_json::from_str(object.get()).ok()?;
+    let meta = view.metadata?;
+    meta.name
+        .filter(|n| !n.as_str().is_empty())
+        .or(meta.generate_name)
+        .map(|n| n.as_str().to_string())
+}
+
+fn operation_name(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+/// Decodes the envelope; path tracking runs only to explain a failure.
+fn parse(body: &[u8]) -> Result<ReviewView<'_>, ReviewError> {
+    match serde_json::from_slice::<ReviewView>(body) {
+        Ok(review) => Ok(review),
+        Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => Err(ReviewError::Json(e.to_string())),
+        Err(plain) => {
+            // A type error may come before a syntax error further on: the
+            // body must be JSON before it can be a wrong AdmissionReview.
+            if let Err(e) = serde_json::from_slice::<IgnoredAny>(body) {
+                return Err(ReviewError::Json(e.to_string()));
+            }
+            let mut de = serde_json::Deserializer::from_slice(body);
+            let message = match serde_path_to_error::deserialize::<_, ReviewView>(&mut de) {
+                Err(e) => format!("{}: {}", e.path(), e.inner()),
+                Ok(_) => plain.to_string(),
+            };
+            Err(ReviewError::NotAReview(message))
+        }
+    }
+}
+
+/// The `response` of an AdmissionReview, as kube's `AdmissionResponse`
+/// serialises it.
+struct Answer<'a> {
+    uid: &'a str,
+    allowed: bool,
+    code: u16,
+    message: Option<String>,
+    patch: Option<Vec<json_patch::PatchOperation>>,
 }
 
 /// Answers one AdmissionReview request body.
 pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
-    let mut raw: Value =
-        serde_json::from_slice(body).map_err(|e| ReviewError::Json(e.to_string()))?;
-    // The pod stays raw JSON; only the envelope goes through kube's types.
-    // `oldObject` is never read, so its shape cannot make a review fail.
-    let request_fields = raw.get_mut("request").and_then(Value::as_object_mut);
-    let object = request_fields.and_then(|r| {
-        r.remove("oldObject");
-        r.remove("object")
-    });
-    let object = object.filter(|o| !o.is_null());
-    // Path tracking allocates at every field, so it runs only to explain a failure.
-    let review = match AdmissionReview::<DynamicObject>::deserialize(&raw) {
-        Ok(review) => review,
-        Err(plain) => {
-            let e = serde_path_to_error::deserialize::<_, AdmissionReview<DynamicObject>>(&raw)
-                .err()
-                .map(|e| format!("{}: {}", e.path(), e.inner()))
-                .unwrap_or_else(|| plain.to_string());
-            return Err(ReviewError::NotAReview(e));
-        }
+    let review = match inline::parse(body) {
+        Some(review) => review,
+        None => parse(body)?,
     };
-    if !API_VERSIONS.contains(&review.types.api_version.as_str())
-        || review.types.kind != "AdmissionReview"
+    if !API_VERSIONS.contains(&review.api_version.as_str())
+        || review.kind.as_str() != "AdmissionReview"
     {
         return Err(ReviewError::NotAReview(format!(
             "expected kind AdmissionReview in {}, found kind {:?} in {:?}",
             API_VERSIONS.join(" or "),
-            review.types.kind,
-            review.types.api_version
+            review.kind.as_str(),
+            review.api_version.as_str()
         )));
     }
-    let request: AdmissionRequest<DynamicObject> = review
-        .try_into()
-        .map_err(|_| ReviewError::NotAReview("request: missing".into()))?;
-
+    let mut request = review
+        .request
+        .ok_or_else(|| ReviewError::NotAReview("request: missing".into()))?;
+    let object = request.object.filter(|o| o.get() != "null");
+    let inline_pod = request.pod.take();
+    let namespace = request
+        .namespace
+        .as_ref()
+        .map(Str::as_str)
+        .unwrap_or_default();
     let mut out = Reviewed {
         body: Vec::new(),
-        uid: request.uid.clone(),
-        namespace: request.namespace.clone().unwrap_or_default(),
-        name: object
-            .as_ref()
-            .map(object_name)
-            .unwrap_or_else(|| request.name.clone()),
-        operation: operation_name(&request.operation),
-        kind: request.kind.kind.clone(),
-        dry_run: request.dry_run,
+        uid: request.uid.as_str().to_string(),
+        namespace: namespace.to_string(),
+        name: String::new(),
+        operation: operation_name(&request.operation).to_string(),
+        kind: request.kind.kind.as_str().to_string(),
+        dry_run: request.dry_run.unwrap_or(false),
         allowed: true,
         patch_ops: 0,
         denial: None,
         outcomes: Vec::new(),
     };
-    let mut response = AdmissionResponse::from(&request);
-    let mut patch = None;
-    response.result.code = 200;
-
-    let is_pod = request.kind.group.is_empty() && request.kind.kind == "Pod";
+    let mut answer = Answer {
+        uid: request.uid.as_str(),
+        allowed: true,
+        code: 200,
+        message: None,
+        patch: None,
+    };
+    let is_pod = request.kind.group.as_str().is_empty() && request.kind.kind.as_str() == "Pod";
     let applies = is_pod && matches!(request.operation, Operation::Create);
-    match object {
-        Some(pod) if applies => match mutate(&pod, &out.namespace, env) {
-            Ok(m) => {
-                out.outcomes = m.outcomes;
-                out.patch_ops = m.patch.0.len();
-                if out.patch_ops > 0 {
-                    patch = Some(m.patch);
+    // An object that is present names the review, even when it is refused.
+    let mut named = false;
+    if let Some(pod) = &inline_pod {
+        out.name = pod.display_name().unwrap_or_default().to_string();
+        named = true;
+    }
+    let pod = match (inline_pod, object) {
+        (Some(pod), _) => Some(view::within_budget(pod)),
+        (None, Some(raw)) if applies => Some(view::pod_from_str(raw.get())),
+        _ => None,
+    };
+    match pod {
+        Some(pod) if applies => {
+            let result = pod.map_err(MutationError::from).and_then(|pod| {
+                if let Some(name) = pod.display_name() {
+                    out.name = name.to_string();
+                    named = true;
+                }
+                Ok(edit(&pod, namespace, true, env)?)
+            });
+            match result {
+                Ok(edits) => {
+                    out.outcomes = edits.outcomes;
+                    out.patch_ops = edits.ops.len();
+                    if !edits.ops.is_empty() {
+                        answer.patch = Some(edits.ops);
+                    }
+                }
+                Err(e) => {
+                    answer.code = match e {
+                        MutationError::Decode { .. } => 400,
+                        MutationError::Inject(_) => 500,
+                    };
+                    answer.allowed = false;
+                    answer.message = Some(e.to_string());
+                    out.denial = Some(e.to_string());
                 }
             }
-            Err(e) => {
-                let code = match e {
-                    MutationError::Decode { .. } => 400,
-                    MutationError::Inject(_) => 500,
-                };
-                response = response.deny(e.to_string());
-                response.result.code = code;
-                out.denial = Some(e.to_string());
-            }
-        },
-        None if applies => {
-            response = response.deny("request.object: a CREATE of a Pod must carry the pod");
-            response.result.code = 400;
+        }
+        _ if applies => {
+            answer.allowed = false;
+            answer.code = 400;
+            answer.message = Some("request.object: a CREATE of a Pod must carry the pod".into());
             out.denial = Some("request.object missing".into());
         }
         _ => {}
     }
-    out.allowed = response.allowed;
-    out.body = encode(response, patch.as_ref())?;
+    if !named {
+        out.name = match object {
+            Some(raw) => object_name(raw).unwrap_or_default(),
+            None => request
+                .name
+                .as_ref()
+                .map(Str::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        };
+    }
+    out.allowed = answer.allowed;
+    out.body = encode(review.api_version.as_str(), &answer)?;
     Ok(out)
 }
 
-/// kube's `with_patch` stores the patch as bytes that serialise as an array
-/// of numbers (kube-rs #1781); the API documents a base64 string, so the
-/// patch is added to the serialised envelope here instead.
-fn encode(
-    response: AdmissionResponse,
-    patch: Option<&json_patch::Patch>,
-) -> Result<Vec<u8>, ReviewError> {
+/// Writes the AdmissionReview answer into one buffer. kube's `with_patch`
+/// stores the patch as bytes that serialise as an array of numbers
+/// (kube-rs #1781); the API documents a base64 string, which is written here
+/// as the patch is serialised.
+fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError> {
     let fail = |e: serde_json::Error| ReviewError::Json(e.to_string());
-    let mut review = serde_json::to_value(response.into_review()).map_err(fail)?;
-    if let (Some(patch), Some(resp)) = (
-        patch,
-        review.get_mut("response").and_then(Value::as_object_mut),
-    ) {
-        let bytes = serde_json::to_vec(patch).map_err(fail)?;
-        let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
-        resp.insert("patch".into(), Value::String(encoded));
-        resp.insert("patchType".into(), Value::String("JSONPatch".into()));
+    let io = |e: std::io::Error| ReviewError::Json(e.to_string());
+    let mut out = Vec::with_capacity(256);
+    let string = |out: &mut Vec<u8>, text: &str| serde_json::to_writer(out, text).map_err(fail);
+    out.extend_from_slice(b"{\"apiVersion\":");
+    string(&mut out, api_version)?;
+    out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    string(&mut out, answer.uid)?;
+    write!(
+        out,
+        ",\"allowed\":{},\"status\":{{\"code\":{}",
+        answer.allowed, answer.code
+    )
+    .map_err(io)?;
+    if let Some(message) = &answer.message {
+        out.extend_from_slice(b",\"message\":");
+        string(&mut out, message)?;
     }
-    serde_json::to_vec(&review).map_err(fail)
+    out.push(b'}');
+    if let Some(ops) = &answer.patch {
+        out.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        // Serialised whole, then encoded in place at the end of the buffer:
+        // base64 in one call beats an encoding writer fed many small writes.
+        let json = serde_json::to_vec(ops).map_err(fail)?;
+        let start = out.len();
+        out.resize(start + json.len().div_ceil(3) * 4, 0);
+        let written = base64::engine::general_purpose::STANDARD
+            .encode_slice(&json, &mut out[start..])
+            .map_err(|e| ReviewError::Json(e.to_string()))?;
+        out.truncate(start + written);
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"}}");
+    Ok(out)
 }
+
+mod inline;
 
 #[cfg(test)]
 mod tests;

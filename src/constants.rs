@@ -124,3 +124,11 @@ pub const HF_DEFAULT_ENV: [(&str, &str); 3] = [
 
 pub const FALLBACK_TO_LOGS_ON_ERROR: &str = "FallbackToLogsOnError";
 pub const DEFAULT_CONTROLLER_NAMESPACE: &str = "kserve";
+
+/// The variables the metrics aggregator sets on queue-proxy (which the
+/// agent leaves out of its copy of queue-proxy's env).
+pub const METRICS_QUEUE_PROXY_ENV: [&str; 3] = [
+    "KSERVE_CONTAINER_PROMETHEUS_METRICS_PORT",
+    "KSERVE_CONTAINER_PROMETHEUS_METRICS_PATH",
+    "AGGREGATE_PROMETHEUS_METRICS_PORT",
+];

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod config;
 pub mod config_file;
 pub mod constants;
+pub mod env;
 pub mod injectors;
 pub mod mutation;
 pub mod patch;
@@ -16,6 +17,9 @@ pub mod probe_json;
 pub mod quantity;
 pub mod reader;
 pub mod server;
+pub mod view;
 
+pub use cluster::ClusterData;
 pub use config::{Config, ConfigError};
-pub use mutation::{mutate, ClusterData, Env, Mutation, MutationError};
+pub use env::Env;
+pub use mutation::{mutate, Mutation, MutationError};

@@ -1,54 +1,22 @@
-//! The core function both the CLI and the webhook call: a raw pod in, the
-//! mutated pod and the JSON Patch that produces it out.
+//! The core function both the CLI and the webhook call: the borrowed view of
+//! a pod in, the patch operations the injectors' edits make (and which
+//! injector changed something) out. [`edit`] is what `admission::review`
+//! runs on the request body; [`mutate`] wraps it for pods held as JSON trees
+//! (the CLI's documents), adds the CLI's whole-pod schema check, and returns
+//! the input with the patch applied, so both paths share one source of truth.
 
-use crate::config::Config;
-use crate::constants::{DEFAULT_CONTROLLER_NAMESPACE, ISVC_LABEL};
+use crate::constants::ISVC_LABEL;
 use crate::injectors::{self, InjectError, InjectorOutcome};
 use crate::pod::PodDoc;
+use crate::view::{self, PodView, ViewError};
+use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::PodSpec;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Data KServe's mutator reads from the API server. Lookups arrive here as
-/// plain data (filled by an informer in the server, or by files in tests);
-/// an injector never performs I/O. What is absent behaves as "not found".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClusterData {
-    /// Secret data by `namespace/name`, for the storage-spec credentials.
-    pub secrets: BTreeMap<String, BTreeMap<String, String>>,
-}
-
-impl ClusterData {
-    pub fn secret(&self, namespace: &str, name: &str) -> Option<&BTreeMap<String, String>> {
-        self.secrets.get(&format!("{namespace}/{name}"))
-    }
-}
-
-/// Everything a mutation depends on besides the pod.
-#[derive(Debug, Clone)]
-pub struct Env {
-    pub config: Config,
-    /// The namespace KServe's controller runs in (its `POD_NAMESPACE`).
-    pub controller_namespace: String,
-    pub cluster: ClusterData,
-}
-
-impl Env {
-    pub fn new(config: Config) -> Self {
-        Self {
-            config,
-            controller_namespace: DEFAULT_CONTROLLER_NAMESPACE.to_string(),
-            cluster: ClusterData::default(),
-        }
-    }
-}
-
-impl Default for Env {
-    fn default() -> Self {
-        Self::new(Config::default())
-    }
-}
+pub use crate::cluster::ClusterData;
+pub use crate::env::Env;
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum MutationError {
@@ -58,6 +26,51 @@ pub enum MutationError {
     /// An injector refused the pod; the message is KServe's.
     #[error(transparent)]
     Inject(#[from] InjectError),
+}
+
+impl From<ViewError> for MutationError {
+    fn from(e: ViewError) -> Self {
+        MutationError::Decode {
+            path: e.path,
+            message: e.message,
+        }
+    }
+}
+
+/// What the injectors did to one pod.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Edits {
+    /// RFC 6902 operations on the pod, in the order they apply.
+    pub ops: Vec<PatchOperation>,
+    /// Per injector that ran: whether it changed the pod.
+    pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+}
+
+/// Runs the injectors on the view of a pod created in `namespace`. A pod
+/// without the InferenceService label gets no edits, before any other work.
+/// `write_namespace` is false for a workload's pod template, which does not
+/// get a `metadata.namespace` (the injectors still see the namespace).
+pub fn edit(
+    pod: &PodView<'_>,
+    namespace: &str,
+    write_namespace: bool,
+    env: &Env,
+) -> Result<Edits, InjectError> {
+    if pod.label(ISVC_LABEL).is_none() {
+        return Ok(Edits::default());
+    }
+    // The view serialises infallibly (string keys, no custom errors).
+    let mut working = serde_json::to_value(pod).unwrap_or(Value::Null);
+    let mut doc = PodDoc::in_namespace(&mut working, namespace);
+    // Go's encoder drops an empty namespace, so KServe never writes one.
+    if write_namespace && !namespace.is_empty() {
+        doc.set_namespace(namespace);
+    }
+    let outcomes = injectors::run_all(&mut doc, env)?;
+    Ok(Edits {
+        ops: doc.into_ops(),
+        outcomes,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -83,13 +96,14 @@ struct MetadataView {
 
 #[derive(Deserialize)]
 #[allow(dead_code)] // Fields exist to be type-checked, not read.
-struct PodView {
+struct WholePod {
     metadata: Option<MetadataView>,
     spec: Option<PodSpec>,
 }
 
-/// Checks the fields the injectors read against the Pod schema, so a
-/// malformed pod is refused with the path of its first bad field.
+/// The CLI's check: the whole pod against the Pod schema, so a hand-written
+/// file is refused with the path of its first bad field, even in a field no
+/// injector reads. (The webhook checks only what the injectors read.)
 fn validate(pod: &Value) -> Result<(), MutationError> {
     if !pod.is_object() {
         return Err(MutationError::Decode {
@@ -98,10 +112,10 @@ fn validate(pod: &Value) -> Result<(), MutationError> {
         });
     }
     // Path tracking allocates at every field, so it runs only to explain a failure.
-    if PodView::deserialize(pod).is_ok() {
+    if WholePod::deserialize(pod).is_ok() {
         return Ok(());
     }
-    match serde_path_to_error::deserialize::<_, PodView>(pod) {
+    match serde_path_to_error::deserialize::<_, WholePod>(pod) {
         Ok(_) => Ok(()),
         Err(e) => Err(MutationError::Decode {
             path: e.path().to_string(),
@@ -110,9 +124,9 @@ fn validate(pod: &Value) -> Result<(), MutationError> {
     }
 }
 
-/// Mutates a copy of `pod` as KServe's pod mutator would for a CREATE in
-/// `namespace`, and returns it with the patch that turns `pod` into it.
-/// A pod without the InferenceService label comes back unchanged.
+/// Mutates `pod` as KServe's pod mutator would for a CREATE in `namespace`:
+/// the patch, and the pod with the patch applied. A pod without the
+/// InferenceService label comes back unchanged.
 pub fn mutate(pod: &Value, namespace: &str, env: &Env) -> Result<Mutation, MutationError> {
     mutate_inner(pod, namespace, true, env)
 }
@@ -133,31 +147,24 @@ fn mutate_inner(
     write_namespace: bool,
     env: &Env,
 ) -> Result<Mutation, MutationError> {
+    // The view first: its caps refuse a hostile pod before the whole-pod
+    // check decodes every field of it.
+    let view = view::pod_from_value(pod)?;
     validate(pod)?;
+    let edits = edit(&view, namespace, write_namespace, env)?;
+    let patch = json_patch::Patch(edits.ops);
     let mut mutated = pod.clone();
-    let mut doc = PodDoc::in_namespace(&mut mutated, namespace);
-    if doc.label(ISVC_LABEL).is_none() {
-        return Ok(Mutation {
-            pod: mutated,
-            patch: json_patch::Patch::default(),
-            outcomes: Vec::new(),
-        });
-    }
-    // Go's encoder drops an empty namespace, so KServe never writes one.
-    if write_namespace && !namespace.is_empty() {
-        doc.set_namespace(namespace);
-    }
-    let outcomes = injectors::run_all(&mut doc, env)?;
-    let changed = doc.changes() > 0;
-    let patch = if changed {
-        crate::patch::diff(pod, &mutated)
-    } else {
-        json_patch::Patch::default()
-    };
+    json_patch::patch(&mut mutated, &patch).map_err(|e| {
+        // Our own operations on the pod they were made for: a bug if it fails.
+        InjectError::new(
+            "patch",
+            format!("internal error: the patch does not apply: {e}"),
+        )
+    })?;
     Ok(Mutation {
         pod: mutated,
         patch,
-        outcomes,
+        outcomes: edits.outcomes,
     })
 }
 

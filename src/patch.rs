@@ -1,9 +1,7 @@
-//! The JSON Patch from the request's pod to our mutated copy.
-//!
-//! Same operations as `json_patch::diff`, but equal subtrees are skipped
-//! before any path is built: the injectors touch a handful of places, while
-//! a pod can carry kilobytes of `managedFields` and containers we never
-//! change, and the admission path runs this on every request.
+//! The JSON Patch between two trees, for the CLI's workload documents and as
+//! the tests' reference (the webhook's patch is recorded by the edits, see
+//! [`crate::pod`]): same operations as `json_patch::diff`, but equal
+//! subtrees are skipped before any path is built.
 
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use jsonptr::PointerBuf;

@@ -1,12 +1,25 @@
-//! The pod as the API server sent it (raw JSON), with the name-keyed "ensure"
-//! helpers every injector uses. Reads may go through typed k8s-openapi structs;
-//! writes insert typed values into the raw tree, so fields unknown to
-//! k8s-openapi are never touched. Every write that changes the tree bumps a
-//! counter, which tells the pipeline which injector changed what.
-
+//! The pod the injectors edit, with the name-keyed "ensure" helpers every
+//! injector uses. On the webhook path the JSON tree here is a small working
+//! set: only the fields the injectors read (see [`crate::view`]), built from
+//! the borrowed view of the request. Reads may go through typed k8s-openapi
+//! structs; writes insert typed values into the tree.
+//!
+//! Every write that changes the tree records the RFC 6902 operation that
+//! makes the same change on the full pod, at the moment it decides: `add` of
+//! a map key or of a list entry at its explicit index, `replace` of a value
+//! that differs, and a missing (or null) list or map created whole with one
+//! `add`. Operations apply in order, so an injector that reads an earlier
+//! injector's write (it is in the tree) and edits it again gets a valid
+//! patch. This works because the working set keeps every list whole (all
+//! entries, at their indices) and every object on a written path exists in
+//! it exactly when it exists in the pod; fields left out are never written.
+//! No clone of the pod and no diff of trees: the patch is the record of edits.
+use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
+use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::collections::HashSet;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +39,8 @@ impl List {
 
 pub struct PodDoc<'a> {
     root: &'a mut Value,
-    changes: u64,
+    /// The edits so far: where each write went, in order.
+    ops: Recorded,
     /// The namespace the pod is created in, which a pod template does not carry.
     namespace: Option<String>,
 }
@@ -40,24 +54,101 @@ pub(crate) fn name_of(entry: &Value) -> Option<&str> {
     entry.get("name").and_then(Value::as_str)
 }
 
-/// Returns the object stored under `key`, creating it when absent or null.
-/// `None` when something else is stored there; validation rules that out.
-fn object_at<'v>(parent: &'v mut Value, key: &str) -> Option<&'v mut Map<String, Value>> {
-    let obj = parent.as_object_mut()?;
-    let slot = obj.entry(key.to_string()).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Object(Map::new());
-    }
-    slot.as_object_mut()
+/// A recorded write: its kind and where; the value is read from the tree
+/// when the patch is taken ([`PodDoc::into_ops`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Add,
+    Replace,
 }
 
-fn array_at<'v>(parent: &'v mut Value, key: &str) -> Option<&'v mut Vec<Value>> {
+type Recorded = Vec<(Kind, PointerBuf)>;
+
+fn add(ops: &mut Recorded, path: PointerBuf) {
+    ops.push((Kind::Add, path));
+}
+
+fn replace(ops: &mut Recorded, path: PointerBuf) {
+    ops.push((Kind::Replace, path));
+}
+
+fn child<'t>(path: &PointerBuf, token: impl Into<jsonptr::Token<'t>>) -> PointerBuf {
+    let mut p = path.clone();
+    p.push_back(token);
+    p
+}
+
+/// The slot under `key`, made an empty object or array (`empty`) when absent
+/// or null; `None` when something else is stored there (the view rules that
+/// out). The flag says whether the slot was created.
+fn slot_at<'v>(
+    parent: &'v mut Value,
+    key: &str,
+    empty: fn() -> Value,
+) -> Option<(&'v mut Value, bool)> {
     let obj = parent.as_object_mut()?;
     let slot = obj.entry(key.to_string()).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Array(Vec::new());
+    let created = slot.is_null();
+    if created {
+        *slot = empty();
     }
-    slot.as_array_mut()
+    Some((slot, created))
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+fn empty_array() -> Value {
+    Value::Array(Vec::new())
+}
+
+/// Sets `obj[key]` to `value` and records the operation at `path` (the
+/// pointer of `obj[key]`); nothing when the value is already there.
+fn set_member(
+    obj: &mut Map<String, Value>,
+    key: &str,
+    value: Value,
+    path: PointerBuf,
+    ops: &mut Recorded,
+) {
+    match obj.get_mut(key) {
+        Some(slot) if *slot == value => {}
+        Some(slot) => {
+            *slot = value;
+            replace(ops, path);
+        }
+        None => {
+            obj.insert(key.to_string(), value);
+            add(ops, path);
+        }
+    }
+}
+
+/// Appends to the list under `key` in `parent` (at `path`), creating the
+/// list with one `add` when it is absent or null.
+fn push_at(
+    parent: &mut Value,
+    path: &PointerBuf,
+    key: &str,
+    value: Value,
+    ops: &mut Recorded,
+) -> bool {
+    let Some((slot, created)) = slot_at(parent, key, empty_array) else {
+        return false;
+    };
+    let Some(items) = slot.as_array_mut() else {
+        return false;
+    };
+    items.push(value);
+    let list = child(path, key);
+    if created {
+        add(ops, list);
+    } else {
+        let index = items.len() - 1;
+        add(ops, child(&list, index));
+    }
+    true
 }
 
 fn str_map_get<'v>(parent: &'v Value, map: &str, key: &str) -> Option<&'v str> {
@@ -68,7 +159,7 @@ impl<'a> PodDoc<'a> {
     pub fn new(root: &'a mut Value) -> Self {
         Self {
             root,
-            changes: 0,
+            ops: Vec::new(),
             namespace: None,
         }
     }
@@ -81,8 +172,50 @@ impl<'a> PodDoc<'a> {
     }
 
     /// How many writes changed the pod so far.
-    pub fn changes(&self) -> u64 {
-        self.changes
+    pub fn changes(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// The patch operations that make the edits on the full pod. Values are
+    /// moved out of the tree (so it is left incomplete), not cloned: each
+    /// recorded path takes the value it holds now, and a write inside
+    /// something added earlier is already part of that `add`'s value (a map,
+    /// list or container we create arrives whole in one `add`, as a diff
+    /// would send it). Sound because the edits never remove, never insert in
+    /// the middle of a list, and never write over an ancestor of an earlier
+    /// write; a path written twice carries its last value once.
+    pub fn into_ops(self) -> Vec<PatchOperation> {
+        let mut out = Vec::with_capacity(self.ops.len());
+        let mut taken: HashSet<PointerBuf> = HashSet::with_capacity(self.ops.len());
+        let mut added: HashSet<PointerBuf> = HashSet::new();
+        for (kind, path) in self.ops {
+            let mut ancestor = path.parent();
+            let mut inside_added = false;
+            while let Some(at) = ancestor {
+                if added.contains(at) {
+                    inside_added = true;
+                    break;
+                }
+                ancestor = at.parent();
+            }
+            if inside_added || taken.contains(&path) {
+                continue;
+            }
+            let value = self
+                .root
+                .pointer_mut(path.as_str())
+                .map(std::mem::take)
+                .unwrap_or(Value::Null);
+            taken.insert(path.clone());
+            out.push(match kind {
+                Kind::Add => {
+                    added.insert(path.clone());
+                    PatchOperation::Add(AddOperation { path, value })
+                }
+                Kind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
+            });
+        }
+        out
     }
 
     pub fn raw(&self) -> &Value {
@@ -126,23 +259,32 @@ impl<'a> PodDoc<'a> {
         self.spec()?.get(key)?.as_str()
     }
 
-    fn set_if_different(slot: &mut Value, value: Value, changes: &mut u64) {
-        if *slot != value {
-            *slot = value;
-            *changes += 1;
-        }
-    }
-
+    /// Sets `key` in the object at `path`, creating the objects on the way.
     fn set_in_map(&mut self, path: &[&str], key: &str, value: Value) {
-        let Some(obj) = node_at(self.root, path).and_then(Value::as_object_mut) else {
+        let ops = &mut self.ops;
+        let mut node = &mut *self.root;
+        let mut pointer = PointerBuf::new();
+        let mut created = None;
+        for step in path {
+            let Some((slot, new)) = slot_at(node, step, empty_object) else {
+                return;
+            };
+            pointer.push_back(*step);
+            if new && created.is_none() {
+                created = Some(pointer.clone());
+            }
+            node = slot;
+        }
+        let Some(obj) = node.as_object_mut() else {
             return;
         };
-        match obj.get_mut(key) {
-            Some(slot) => Self::set_if_different(slot, value, &mut self.changes),
-            None => {
+        match created {
+            // A map created for this write goes in with one `add`, whole.
+            Some(at) => {
                 obj.insert(key.to_string(), value);
-                self.changes += 1;
+                add(ops, at);
             }
+            None => set_member(obj, key, value, child(&pointer, key), ops),
         }
     }
 
@@ -207,7 +349,7 @@ impl<'a> PodDoc<'a> {
         if self.has_container_named(&container.name) {
             return false;
         }
-        self.append(&["spec"], list.key(), to_json(container))
+        self.append(list.key(), to_json(container))
     }
 
     /// Appends the volume unless a volume of that name exists.
@@ -215,18 +357,25 @@ impl<'a> PodDoc<'a> {
         if self.volume_names().any(|n| n == volume.name) {
             return false;
         }
-        self.append(&["spec"], "volumes", to_json(volume))
+        self.append("volumes", to_json(volume))
     }
 
-    fn append(&mut self, path: &[&str], key: &str, value: Value) -> bool {
-        match node_at(self.root, path).and_then(|node| array_at(node, key)) {
-            Some(items) => {
-                items.push(value);
-                self.changes += 1;
-                true
-            }
-            None => false,
+    /// Appends to the list `spec.<key>`, creating `spec` and the list as needed.
+    fn append(&mut self, key: &str, value: Value) -> bool {
+        let mut spec = PointerBuf::new();
+        spec.push_back("spec");
+        let Some((node, created)) = slot_at(self.root, "spec", empty_object) else {
+            return false;
+        };
+        if created {
+            let Some(obj) = node.as_object_mut() else {
+                return false;
+            };
+            obj.insert(key.to_string(), Value::Array(vec![value]));
+            add(&mut self.ops, spec);
+            return true;
         }
+        push_at(node, &spec, key, value, &mut self.ops)
     }
 
     /// A writable view of one container; `None` if no entry has that name.
@@ -242,27 +391,24 @@ impl<'a> PodDoc<'a> {
             .get_mut(list.key())?
             .as_array_mut()?
             .get_mut(index)?;
+        let mut path = PointerBuf::new();
+        path.push_back("spec");
+        path.push_back(list.key());
+        path.push_back(index);
         Some(ContainerMut {
             raw,
-            changes: &mut self.changes,
+            path,
+            ops: &mut self.ops,
         })
     }
-}
-
-/// Walks `path` from the root, creating missing or null objects on the way.
-fn node_at<'v>(root: &'v mut Value, path: &[&str]) -> Option<&'v mut Value> {
-    let mut node = root;
-    for step in path {
-        object_at(node, step)?;
-        node = node.get_mut(*step)?;
-    }
-    Some(node)
 }
 
 /// A container inside the raw pod, with name-keyed ensure helpers.
 pub struct ContainerMut<'a> {
     raw: &'a mut Value,
-    changes: &'a mut u64,
+    /// Where this container is in the pod.
+    path: PointerBuf,
+    ops: &'a mut Recorded,
 }
 
 impl ContainerMut<'_> {
@@ -278,14 +424,7 @@ impl ContainerMut<'_> {
     }
 
     fn push(&mut self, key: &str, value: Value) -> bool {
-        match array_at(self.raw, key) {
-            Some(items) => {
-                items.push(value);
-                *self.changes += 1;
-                true
-            }
-            None => false,
-        }
+        push_at(self.raw, &self.path, key, value, self.ops)
     }
 
     pub fn has_mount(&self, name: &str) -> bool {
@@ -322,14 +461,19 @@ impl ContainerMut<'_> {
     pub fn set_env(&mut self, name: &str, value: &str) {
         let mut found = false;
         if let Some(items) = self.raw.get_mut("env").and_then(Value::as_array_mut) {
-            for entry in items.iter_mut().filter(|e| name_of(e) == Some(name)) {
+            for (index, entry) in items.iter_mut().enumerate() {
+                if name_of(entry) != Some(name) {
+                    continue;
+                }
                 found = true;
                 if entry.get("valueFrom").is_some_and(|v| !v.is_null()) {
                     continue;
                 }
                 if let Some(obj) = entry.as_object_mut() {
-                    let slot = obj.entry("value").or_insert(Value::Null);
-                    PodDoc::set_if_different(slot, Value::from(value), self.changes);
+                    let mut path = child(&self.path, "env");
+                    path.push_back(index);
+                    path.push_back("value");
+                    set_member(obj, "value", Value::from(value), path, self.ops);
                 }
             }
         }
@@ -357,11 +501,25 @@ impl ContainerMut<'_> {
 
     /// Sets `securityContext.runAsUser`, keeping every other field.
     pub fn set_run_as_user(&mut self, uid: i64) {
-        let Some(ctx) = object_at(self.raw, "securityContext") else {
+        let Some((ctx, created)) = slot_at(self.raw, "securityContext", empty_object) else {
             return;
         };
-        let slot = ctx.entry("runAsUser").or_insert(Value::Null);
-        PodDoc::set_if_different(slot, Value::from(uid), self.changes);
+        let Some(obj) = ctx.as_object_mut() else {
+            return;
+        };
+        let path = child(&self.path, "securityContext");
+        if created {
+            obj.insert("runAsUser".to_string(), Value::from(uid));
+            add(self.ops, path);
+        } else {
+            set_member(
+                obj,
+                "runAsUser",
+                Value::from(uid),
+                child(&path, "runAsUser"),
+                self.ops,
+            );
+        }
     }
 
     /// Appends arguments; callers check first that they are not there yet.
@@ -371,6 +529,8 @@ impl ContainerMut<'_> {
         }
     }
 }
+
+pub mod build;
 
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,11 @@
 //!   puts back is identical; it may also leave the removal alone, as the
 //!   "already injected" guards do), keeps (a), (b), (d), (e), and the pass
 //!   after it is empty.
+//! * every pass of the properties above is also held against (g) the
+//!   oracle: the pipeline as it was before the borrowed view, i.e. the whole
+//!   pod cloned into a JSON tree, the injectors run on it, and its tree
+//!   compared: `mutate`'s pod (the input plus the recorded patch) must be
+//!   exactly the oracle's, or both must refuse with the same message.
 //! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //!
@@ -33,9 +38,11 @@
 //! regression files are written into the repository.
 
 use base64::Engine;
+use kserve_injector::cluster::Secret;
 use kserve_injector::constants::*;
 use kserve_injector::injectors::InjectorOutcome;
-use kserve_injector::{admission, mutate, ClusterData, Config, Env, Mutation, MutationError};
+use kserve_injector::pod::PodDoc;
+use kserve_injector::{admission, mutate, Config, Env, Mutation, MutationError};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{
@@ -159,22 +166,17 @@ fn envs() -> &'static [Env] {
             c.metrics_aggregator.enable_metric_aggregation = "true".into();
             c.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
         });
-        with_secrets.cluster = ClusterData {
-            secrets: BTreeMap::from([(
-                "team-a/storage-config".to_string(),
-                BTreeMap::from([
-                    (
-                        "default".to_string(),
-                        r#"{"type":"s3","bucket":"models","cabundle_configmap":"s3-ca"}"#
-                            .to_string(),
-                    ),
-                    (
-                        "default_s3".to_string(),
-                        r#"{"type":"s3","bucket":"models"}"#.to_string(),
-                    ),
-                ]),
-            )]),
-        };
+        with_secrets.cluster.insert_secret(Secret::from_data(
+            "team-a",
+            "storage-config",
+            [
+                (
+                    "default",
+                    r#"{"type":"s3","bucket":"models","cabundle_configmap":"s3-ca"}"#,
+                ),
+                ("default_s3", r#"{"type":"s3","bucket":"models"}"#),
+            ],
+        ));
         vec![
             // KServe's shipped defaults: modelcar mode, uidModelcar 1010.
             Env::default(),
@@ -1803,13 +1805,63 @@ fn check_unknown(stage: &str, input: &Value, m: &Mutation) -> Result<(), String>
     Ok(())
 }
 
-/// Runs one pass and checks (a), (b) and (d) when it succeeds.
+/// The oracle: the pipeline before the borrowed view and the recorded
+/// patch. The whole pod is cloned into a JSON tree and the injectors edit
+/// the clone; its result is the tree itself.
+fn oracle(input: &Value, namespace: &str, env: &Env) -> Result<Value, String> {
+    let mut whole = input.clone();
+    let mut doc = PodDoc::in_namespace(&mut whole, namespace);
+    if doc.label(ISVC_LABEL).is_none() {
+        return Ok(input.clone());
+    }
+    if !namespace.is_empty() {
+        doc.set_namespace(namespace);
+    }
+    kserve_injector::injectors::run_all(&mut doc, env).map_err(|e| e.to_string())?;
+    Ok(whole)
+}
+
+/// (g) `mutate` gives exactly the oracle's pod, or the oracle's refusal.
+fn check_oracle(
+    stage: &str,
+    input: &Value,
+    case: &Case,
+    result: &Result<Mutation, MutationError>,
+) -> Result<(), String> {
+    let expected = oracle(input, case.namespace, &envs()[case.env]);
+    match (result, &expected) {
+        (Ok(m), Ok(pod)) => check!(
+            &m.pod == pod,
+            "{stage}: (g) input + patch differs from the oracle\npatch: {}\ninput + patch: {}\noracle: {}",
+            compact(&m.patch),
+            m.pod,
+            pod
+        ),
+        (Err(MutationError::Inject(e)), Err(message)) => check!(
+            &e.to_string() == message,
+            "{stage}: (g) refused with {e}, the oracle with {message}"
+        ),
+        // The schema check runs before either pipeline.
+        (Err(MutationError::Decode { .. }), _) => {}
+        (got, want) => {
+            return Err(format!(
+                "{stage}: (g) mutate gave {:?}, the oracle {:?}",
+                got.as_ref().map(|m| compact(&m.patch)),
+                want
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// Runs one pass and checks (a), (b), (d) and (g).
 fn run_pass(
     stage: &str,
     input: &Value,
     case: &Case,
 ) -> Result<Result<Mutation, MutationError>, String> {
     let result = mutate(input, case.namespace, &envs()[case.env]);
+    check_oracle(stage, input, case, &result)?;
     if let Ok(m) = &result {
         check_patch(stage, input, m)?;
         check_unique(stage, &m.pod)?;

@@ -1,6 +1,7 @@
 use super::*;
 use crate::config::Config;
-use serde_json::json;
+use base64::Engine;
+use serde_json::{json, Value};
 
 const UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
 
@@ -215,7 +216,7 @@ fn an_undecodable_pod_without_the_label_is_denied_too_like_kserve() {
 
 #[test]
 fn non_object_pods_and_missing_objects_are_denied_with_400() {
-    for object in [json!("abc"), json!([1, 2]), json!(7)] {
+    for object in [json!("abc"), json!([1, 2]), json!(7), json!([isvc_pod()])] {
         let body = review_body(
             "admission.k8s.io/v1",
             request("Pod", "CREATE", object.clone()),
@@ -335,17 +336,45 @@ fn unknown_operation_is_not_a_review() {
 
 #[test]
 fn deeply_nested_objects_are_refused_cleanly() {
+    // The body is scanned without recursion (serde_json skips unread values
+    // with an explicit stack), so depth costs one byte per level, not a frame.
     let depth = 5_000;
-    let mut body = String::from(
-        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":"#,
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let body = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{nested}}}}}"#
     );
-    body.push_str(&"[".repeat(depth));
-    body.push_str(&"]".repeat(depth));
-    body.push_str("}}");
     assert!(matches!(
         review(body.as_bytes(), &Env::default()),
+        Err(ReviewError::NotAReview(_))
+    ));
+    let unclosed = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{}}}}}"#,
+        "[".repeat(depth)
+    );
+    assert!(matches!(
+        review(unclosed.as_bytes(), &Env::default()),
         Err(ReviewError::Json(_))
     ));
+    // In a complete review the nested value is a pod that is not an object,
+    // or an unread field: a clear denial, or no work at all.
+    let mut req = request("Pod", "CREATE", Value::Null);
+    let body = review_body("admission.k8s.io/v1", req.clone())
+        .into_iter()
+        .collect::<Vec<u8>>();
+    let text = String::from_utf8(body)
+        .unwrap()
+        .replace("\"object\":null", &format!("\"object\":{nested}"));
+    let (_, response) = answer(text.as_bytes(), &Env::default());
+    assert_eq!(response["response"]["allowed"], false);
+    assert_eq!(response["response"]["status"]["code"], 400);
+    req["object"] = isvc_pod();
+    req["object"]["spec"]["x-deep"] = json!("marker");
+    let text = String::from_utf8(review_body("admission.k8s.io/v1", req))
+        .unwrap()
+        .replace("\"marker\"", &nested);
+    let (reviewed, response) = answer(text.as_bytes(), &Env::default());
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(reviewed.patch_ops > 0);
 }
 
 #[test]
@@ -357,4 +386,88 @@ fn dry_run_and_object_names_are_reported() {
     assert!(reviewed.dry_run);
     assert_eq!(reviewed.name, "explicit");
     assert_eq!(reviewed.kind, "Pod");
+}
+
+/// A review whose pod has `n` empty containers (`{}`): 3 bytes each.
+fn hostile_body(n: usize, labelled: bool) -> Vec<u8> {
+    let labels = if labelled {
+        r#"{"serving.kserve.io/inferenceservice":"x"}"#
+    } else {
+        r#"{"app":"x"}"#
+    };
+    let mut body = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"{UID}","kind":{{"group":"","version":"v1","kind":"Pod"}},"resource":{{"group":"","version":"v1","resource":"pods"}},"namespace":"default","operation":"CREATE","userInfo":{{}},"object":{{"metadata":{{"name":"h","labels":{labels}}},"spec":{{"containers":["#
+    );
+    body.reserve(3 * n + 16);
+    for i in 0..n {
+        body.push_str(if i == 0 { "{}" } else { ",{}" });
+    }
+    body.push_str("]}}}}");
+    body.into_bytes()
+}
+
+#[test]
+fn hostile_container_counts_are_denied_with_400_naming_the_cap() {
+    // The issue's bodies: 900 KB / 300,000 and 3 MB / 1,000,000 containers.
+    // Their time and memory are measured by `cargo bench --bench hostile`.
+    for (n, size) in [(300_000, 900_000), (1_000_000, 3_000_000)] {
+        for labelled in [true, false] {
+            let body = hostile_body(n, labelled);
+            assert!(body.len() > size, "{}", body.len());
+            let (reviewed, response) = answer(&body, &Env::default());
+            assert_eq!(response["response"]["allowed"], false);
+            assert_eq!(response["response"]["status"]["code"], 400);
+            let message = response["response"]["status"]["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("cannot decode pod: spec.containers: more than 4096 entries"),
+                "{message}"
+            );
+            assert_eq!(reviewed.name, "h");
+            assert_eq!(reviewed.uid, UID);
+        }
+    }
+}
+
+#[test]
+fn a_pod_at_the_caps_is_still_mutated() {
+    let mut pod = isvc_pod();
+    let mut containers = vec![json!({"name": "kserve-container"})];
+    containers.extend((1..crate::view::MAX_ENTRIES).map(|i| json!({"name": format!("c{i}")})));
+    pod["spec"]["containers"] = json!(containers);
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
+    let (reviewed, response) = answer(&body, &Env::default());
+    assert_eq!(
+        response["response"]["allowed"], true,
+        "{:?}",
+        reviewed.denial
+    );
+    assert!(reviewed.patch_ops > 0);
+}
+
+#[test]
+fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/inputs");
+    for name in ["minimal-oci", "typical", "containers-50"] {
+        let body = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
+        let inline = inline::parse(&body).expect("one pass");
+        assert!(inline.request.as_ref().unwrap().pod.is_some(), "{name}");
+        let (reviewed, _) = answer(&body, &Env::default());
+        assert!(reviewed.allowed && reviewed.patch_ops > 0, "{name}");
+        // The same review with `object` before `kind` goes the plain way.
+        let mut tree: Value = serde_json::from_slice(&body).unwrap();
+        let request = tree["request"].as_object_mut().unwrap();
+        let object = request.shift_remove("object").unwrap();
+        let mut reordered = serde_json::Map::new();
+        reordered.insert("object".into(), object);
+        reordered.extend(std::mem::take(request));
+        tree["request"] = Value::Object(reordered);
+        let plain = serde_json::to_vec(&tree).unwrap();
+        assert!(inline::parse(&plain)
+            .unwrap()
+            .request
+            .unwrap()
+            .pod
+            .is_none());
+        assert_eq!(review(&plain, &Env::default()).unwrap(), reviewed, "{name}");
+    }
 }

@@ -5,7 +5,7 @@ use super::InjectError;
 use crate::constants::{
     GKE_ACCELERATOR_ANNOTATION, GKE_ACCELERATOR_NODE_SELECTOR, NVIDIA_GPU_RESOURCE,
 };
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use serde_json::Value;
 

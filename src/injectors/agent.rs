@@ -1,11 +1,10 @@
 //! The `agent` sidecar: model puller, batcher and request logger in one
 //! process that fronts the model server on port 9081.
 
-use super::ca_bundle::env_var;
-use super::storage_initializer::resources;
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
+use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
 use crate::pod::{List, PodDoc};
 use crate::probe_json::go_probe_json;
 use k8s_openapi::api::core::v1::{
@@ -111,15 +110,6 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     Ok(())
 }
 
-fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
-    VolumeMount {
-        name: name.to_string(),
-        mount_path: path.to_string(),
-        read_only: read_only.then_some(true),
-        ..Default::default()
-    }
-}
-
 fn model_dir_mount() -> VolumeMount {
     mount(MODEL_DIR_VOLUME, DEFAULT_MODEL_LOCAL_MOUNT_PATH, false)
 }
@@ -134,7 +124,7 @@ fn puller_config(pod: &PodDoc) -> Result<(Volume, Volume), InjectError> {
             format!("can not find {CONFIG_VOLUME_NAME_ANNOTATION} label"),
         ));
     };
-    let model_dir = super::empty_dir_volume(MODEL_DIR_VOLUME);
+    let model_dir = empty_dir_volume(MODEL_DIR_VOLUME);
     let model_config = Volume {
         name: MODEL_CONFIG_VOLUME.to_string(),
         config_map: Some(ConfigMapVolumeSource {
@@ -265,7 +255,7 @@ fn component_port(pod: &PodDoc) -> String {
 /// KServe's order) put on queue-proxy.
 fn queue_proxy_env(queue_proxy: &Container, component_port: &str) -> Vec<EnvVar> {
     let mut env = queue_proxy.env.clone().unwrap_or_default();
-    env.retain(|v| !super::metrics_aggregator::QUEUE_PROXY_ENV.contains(&v.name.as_str()));
+    env.retain(|v| !METRICS_QUEUE_PROXY_ENV.contains(&v.name.as_str()));
     for var in env
         .iter_mut()
         .filter(|v| v.name == USER_PORT_ENV && v.value.as_deref() == Some(AGENT_PORT_STR))

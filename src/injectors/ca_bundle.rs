@@ -5,29 +5,14 @@ use crate::constants::{
     AWS_CA_BUNDLE_CONFIGMAP_ENV, CA_BUNDLE_CONFIGMAP_NAME_ENV, CA_BUNDLE_VOLUME,
     CA_BUNDLE_VOLUME_MOUNT_POINT_ENV, DEFAULT_CA_BUNDLE_MOUNT_PATH, GLOBAL_CA_BUNDLE_CONFIGMAP,
 };
-use crate::mutation::Env;
+use crate::env::Env;
+use crate::pod::build::env_var;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, EnvVar, Volume, VolumeMount};
-
-/// A literal variable; an empty value is left out, as Go's `omitempty` does.
-pub(crate) fn env_var(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.to_string(),
-        value: (!value.is_empty()).then(|| value.to_string()),
-        value_from: None,
-    }
-}
 
 fn env_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
     env.iter()
         .find(|e| e.name == name)
         .and_then(|e| e.value.as_deref())
-}
-
-/// Appends `var` unless the list already has one of that name.
-pub(crate) fn push_env_if_absent(env: &mut Vec<EnvVar>, var: EnvVar) {
-    if !env.iter().any(|e| e.name == var.name) {
-        env.push(var);
-    }
 }
 
 /// The volume, its mount, and the env to add to an init container, when a
@@ -93,12 +78,6 @@ fn parent_dir(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn empty_env_value_is_omitted_like_go() {
-        assert_eq!(env_var("A", "").value, None);
-        assert_eq!(env_var("A", "b").value.as_deref(), Some("b"));
-    }
 
     #[test]
     fn parent_dir_matches_go() {

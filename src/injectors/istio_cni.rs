@@ -6,7 +6,7 @@ use crate::constants::{
     ISTIO_DEFAULT_UID, ISTIO_INIT_CONTAINER, ISTIO_INTERCEPTION_MODE_ANNOTATION,
     ISTIO_STATUS_ANNOTATION, STORAGE_INITIALIZER_CONTAINER, STORAGE_INITIALIZER_UID_ANNOTATION,
 };
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use serde_json::Value;
 

@@ -3,18 +3,11 @@
 
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::ContainerPort;
 
 pub const NAME: &str = "metrics-aggregator";
-
-/// The variables this injector sets on queue-proxy.
-pub const QUEUE_PROXY_ENV: [&str; 3] = [
-    "KSERVE_CONTAINER_PROMETHEUS_METRICS_PORT",
-    "KSERVE_CONTAINER_PROMETHEUS_METRICS_PATH",
-    "AGGREGATE_PROMETHEUS_METRICS_PORT",
-];
 
 /// The annotation's value, written from config when absent.
 fn annotation_or_default(pod: &mut PodDoc, key: &str, default: &str) -> String {
@@ -54,9 +47,9 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
             let Some(mut qp) = pod.container_at(List::Containers, index) else {
                 continue;
             };
-            qp.set_env(QUEUE_PROXY_ENV[0], &port);
-            qp.set_env(QUEUE_PROXY_ENV[1], &path);
-            qp.set_env(QUEUE_PROXY_ENV[2], AGGREGATE_METRICS_PORT);
+            qp.set_env(METRICS_QUEUE_PROXY_ENV[0], &port);
+            qp.set_env(METRICS_QUEUE_PROXY_ENV[1], &path);
+            qp.set_env(METRICS_QUEUE_PROXY_ENV[2], AGGREGATE_METRICS_PORT);
             qp.ensure_port(&ContainerPort {
                 name: Some(AGGREGATE_METRICS_PORT_NAME.to_string()),
                 container_port: AGGREGATE_METRICS_PORT_NUMBER,

@@ -10,9 +10,8 @@ pub mod modelcar;
 pub mod storage_initializer;
 pub mod storage_uri;
 
-use crate::constants::{KSERVE_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER};
-use crate::mutation::Env;
-use crate::pod::{List, PodDoc};
+use crate::env::Env;
+use crate::pod::PodDoc;
 
 /// An injector refused the pod; the message is KServe's wording.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -50,73 +49,92 @@ impl InjectorOutcome {
 
 type Injector = fn(&mut PodDoc, &Env) -> Result<(), InjectError>;
 
-/// An emptyDir volume: scratch space the injectors share between containers.
-pub(crate) fn empty_dir_volume(name: &str) -> k8s_openapi::api::core::v1::Volume {
-    k8s_openapi::api::core::v1::Volume {
-        name: name.to_string(),
-        empty_dir: Some(Default::default()),
-        ..Default::default()
-    }
+/// One named step of the pipeline: its injectors run in order and their
+/// changes are reported under the step's name.
+pub struct Step {
+    pub name: &'static str,
+    injectors: &'static [Injector],
+    /// Whether the step is registered for this config.
+    enabled: fn(&Env) -> bool,
 }
 
-/// The containers that read the model: the server (`kserve-container`, else
-/// `worker-container`) first, then `transformer-container` when present.
-/// `None` when the pod has no server container.
-pub(crate) fn model_containers(pod: &PodDoc) -> Option<Vec<&'static str>> {
-    let present = |name: &str| pod.position(List::Containers, name).is_some();
-    let server = [KSERVE_CONTAINER, WORKER_CONTAINER]
-        .into_iter()
-        .find(|name| present(name))?;
-    let mut containers = vec![server];
-    if present(TRANSFORMER_CONTAINER) {
-        containers.push(TRANSFORMER_CONTAINER);
-    }
-    Some(containers)
+fn always(_: &Env) -> bool {
+    true
 }
 
-/// Names and functions in KServe's order. Modelcar is registered only when an
-/// OCI mode is configured, as in KServe.
-fn pipeline(env: &Env) -> Vec<(&'static str, Injector)> {
-    let mut steps: Vec<(&'static str, Injector)> = vec![
-        (accelerator::NAME, accelerator::inject),
-        (storage_initializer::NAME, storage_initializer::inject),
-        (istio_cni::NAME, istio_cni::inject),
-        (agent::NAME, agent::inject),
-        (metrics_aggregator::NAME, metrics_aggregator::inject),
-    ];
-    if !env.config.storage_initializer.oci_mode().is_empty() {
-        steps.push((modelcar::NAME, modelcar::inject));
-    }
-    steps
+/// Modelcar is registered only when an OCI mode is configured, as in KServe.
+fn oci_mode_configured(env: &Env) -> bool {
+    !env.config.storage_initializer.oci_mode().is_empty()
 }
+
+/// KServe's injectors in KServe's order: the one list of the pipeline.
+pub const PIPELINE: [Step; 6] = [
+    Step {
+        name: accelerator::NAME,
+        injectors: &[accelerator::inject],
+        enabled: always,
+    },
+    Step {
+        name: storage_initializer::NAME,
+        injectors: &[storage_initializer::inject],
+        enabled: always,
+    },
+    Step {
+        name: istio_cni::NAME,
+        injectors: &[istio_cni::inject],
+        enabled: always,
+    },
+    Step {
+        name: agent::NAME,
+        injectors: &[agent::inject],
+        enabled: always,
+    },
+    Step {
+        name: metrics_aggregator::NAME,
+        injectors: &[metrics_aggregator::inject],
+        enabled: always,
+    },
+    // The Istio CNI step runs before a fetch-mode initializer exists, so
+    // KServe sets its UID only on a reinvocation; running the Istio CNI
+    // injector again here reaches that state in one pass (it is idempotent,
+    // and a no-op unless a storage initializer is present).
+    Step {
+        name: modelcar::NAME,
+        injectors: &[modelcar::inject, istio_cni::inject],
+        enabled: oci_mode_configured,
+    },
+];
 
 pub fn run_all(
     pod: &mut PodDoc,
     env: &Env,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
-    let mut outcomes = Vec::new();
-    for (name, inject) in pipeline(env) {
+    let mut outcomes = Vec::with_capacity(PIPELINE.len());
+    for step in PIPELINE.iter().filter(|s| (s.enabled)(env)) {
         let before = pod.changes();
-        inject(pod, env)?;
+        for inject in step.injectors {
+            inject(pod, env)?;
+        }
         let outcome = if pod.changes() > before {
             InjectorOutcome::Injected
         } else {
             InjectorOutcome::Unchanged
         };
-        outcomes.push((name, outcome));
+        outcomes.push((step.name, outcome));
     }
     Ok(outcomes)
 }
 
 /// All names the pipeline may report, for pre-registering metric labels.
-pub const INJECTOR_NAMES: [&str; 6] = [
-    accelerator::NAME,
-    storage_initializer::NAME,
-    istio_cni::NAME,
-    agent::NAME,
-    metrics_aggregator::NAME,
-    modelcar::NAME,
-];
+pub const INJECTOR_NAMES: [&str; PIPELINE.len()] = {
+    let mut names = [""; PIPELINE.len()];
+    let mut i = 0;
+    while i < PIPELINE.len() {
+        names[i] = PIPELINE[i].name;
+        i += 1;
+    }
+    names
+};
 
 #[cfg(test)]
 pub(crate) mod test_support;

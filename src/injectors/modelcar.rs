@@ -2,12 +2,14 @@
 //! process namespace (modelcar mode), is mounted as an ImageVolume (native
 //! mode), or is pulled by the storage initializer (fetch mode).
 
-use super::ca_bundle::{self, env_var};
-use super::storage_initializer::{initializer_image, resources as init_resources};
+use super::ca_bundle;
 use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
+use crate::pod::build::{
+    empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
+};
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
     Container, ImageVolumeSource, KeyToPath, ResourceRequirements, SecretVolumeSource,
@@ -30,7 +32,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     let Some(oci) = parse_oci(&src) else {
         return Ok(());
     };
-    let containers = super::model_containers(pod).ok_or_else(|| {
+    let containers = model_containers(pod).ok_or_else(|| {
         InjectError::new(
             NAME,
             format!("Invalid configuration: cannot find container: {KSERVE_CONTAINER}"),
@@ -49,7 +51,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
 
 fn inject_modelcar(pod: &mut PodDoc, env: &Env, oci: &OciUri, containers: &[&str]) {
     let config = &env.config.storage_initializer;
-    let volume = super::empty_dir_volume(PROVISION_LOCATION_VOLUME);
+    let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
         name: PROVISION_LOCATION_VOLUME.to_string(),
         mount_path: MODELCAR_MOUNT_PATH.to_string(),
@@ -211,16 +213,13 @@ fn inject_fetch(
     if let Some(mut init) = pod.container_mut(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
         init.ensure_mount(&model_mount);
     }
-    pod.ensure_volume(&super::empty_dir_volume(&volume_name));
+    pod.ensure_volume(&empty_dir_volume(&volume_name));
     for name in containers {
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             c.ensure_mount(&model_mount);
         }
     }
-    // The Istio CNI step runs before this initializer exists, so KServe sets
-    // its UID only on a reinvocation; applying it now reaches that state in
-    // one pass.
-    super::istio_cni::inject(pod, env)
+    Ok(())
 }
 
 /// An existing initializer also downloads this model, unless it already does.

@@ -1,17 +1,19 @@
 //! Storage initializer: downloads the model into an emptyDir before the
 //! server starts, or mounts a PVC directly (KServe's legacy single-URI path).
 
-use super::ca_bundle::{self, env_var, push_env_if_absent};
+use super::ca_bundle;
 use super::storage_uri::{local_model_uri, oci_effective_mode, parse_oci, parse_pvc};
 use super::InjectError;
 use crate::constants::*;
-use crate::mutation::Env;
+use crate::env::Env;
+use crate::pod::build::{
+    empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
+};
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, ResourceRequirements,
-    SecretKeySelector, Volume, VolumeMount,
+    Container, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, SecretKeySelector, Volume,
+    VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "storage-initializer";
@@ -51,7 +53,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     if pod.has_container_named(STORAGE_INITIALIZER_CONTAINER) {
         return Ok(());
     }
-    let user_containers = super::model_containers(pod)
+    let user_containers = model_containers(pod)
         .ok_or_else(|| error("Invalid configuration: cannot find container"))?;
     let target = user_containers[0];
 
@@ -60,7 +62,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         None => {
             let init = init_container(pod, env, &src, storage_spec.as_ref())?;
             pod.ensure_container(List::InitContainers, &init.container);
-            let mut volumes = vec![super::empty_dir_volume(PROVISION_LOCATION_VOLUME)];
+            let mut volumes = vec![empty_dir_volume(PROVISION_LOCATION_VOLUME)];
             volumes.extend(init.volumes);
             let mount = VolumeMount {
                 read_only: read_only.then_some(true),
@@ -118,29 +120,6 @@ fn rewrite_storage_uri(pod: &mut PodDoc, target: &str) {
         .is_some_and(|v| !v.is_empty());
     if has_uri {
         c.set_env(STORAGE_URI_ENV, DEFAULT_MODEL_LOCAL_MOUNT_PATH);
-    }
-}
-
-pub(crate) fn resources(r: &crate::config::Resources) -> ResourceRequirements {
-    let pair = |cpu: &str, memory: &str| {
-        BTreeMap::from([
-            ("cpu".to_string(), Quantity(cpu.to_string())),
-            ("memory".to_string(), Quantity(memory.to_string())),
-        ])
-    };
-    ResourceRequirements {
-        limits: Some(pair(&r.cpu_limit, &r.memory_limit)),
-        requests: Some(pair(&r.cpu_request, &r.memory_request)),
-        ..Default::default()
-    }
-}
-
-pub(crate) fn initializer_image(env: &Env) -> String {
-    let image = &env.config.storage_initializer.image;
-    if image.is_empty() {
-        DEFAULT_STORAGE_INITIALIZER_IMAGE.to_string()
-    } else {
-        image.clone()
     }
 }
 

@@ -1,8 +1,11 @@
-//! Helpers for the injectors' unit tests.
+//! Helpers for the injectors' unit tests. Each run goes the webhook's way:
+//! the pod's view, the injector on its working set, and the recorded patch
+//! applied to the input; the result must equal what the same injector makes
+//! of the whole pod, so every unit test also checks the recorded operations.
 
 use super::InjectError;
 use crate::config::Config;
-use crate::mutation::Env;
+use crate::env::Env;
 use crate::pod::PodDoc;
 use serde_json::Value;
 
@@ -13,9 +16,18 @@ pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
 }
 
 pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Env) -> Result<Value, InjectError> {
-    let mut out = pod.clone();
-    inject(&mut PodDoc::new(&mut out), env)?;
-    Ok(out)
+    let mut whole = pod.clone();
+    let on_whole = inject(&mut PodDoc::new(&mut whole), env);
+    let view = crate::view::pod_from_value(pod).expect("a pod the view can read");
+    let mut working = serde_json::to_value(&view).expect("view serialises");
+    let mut doc = PodDoc::new(&mut working);
+    let on_view = inject(&mut doc, env);
+    assert_eq!(on_whole, on_view, "the working set decided otherwise");
+    on_view?;
+    let mut patched = pod.clone();
+    json_patch::patch(&mut patched, &doc.into_ops()).expect("recorded ops apply");
+    assert_eq!(patched, whole, "recorded ops differ from the edits");
+    Ok(patched)
 }
 
 /// An env whose config is KServe's default with `edit` applied.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Config;
 use serde_json::json;
 
 fn isvc_pod() -> Value {
@@ -318,10 +319,34 @@ fn injector_errors_carry_kserve_message() {
 #[test]
 fn cluster_data_secret_lookup_is_namespaced() {
     let mut data = ClusterData::default();
-    data.secrets.insert(
-        "default/storage-config".into(),
-        BTreeMap::from([("k".to_string(), "v".to_string())]),
-    );
+    data.insert_secret(crate::cluster::Secret::from_data(
+        "default",
+        "storage-config",
+        [("k", "v")],
+    ));
     assert!(data.secret("default", "storage-config").is_some());
     assert!(data.secret("other", "storage-config").is_none());
+}
+
+#[test]
+fn the_cli_still_checks_fields_no_injector_reads() {
+    let mut pod = isvc_pod();
+    pod["spec"]["containers"][0]["image"] = json!(5);
+    match mutate(&pod, "default", &Env::default()) {
+        Err(MutationError::Decode { path, .. }) => assert_eq!(path, "spec.containers[0].image"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_hostile_container_count_is_refused_by_the_cap_before_the_whole_pod_check() {
+    let mut pod = isvc_pod();
+    pod["spec"]["containers"] = Value::Array(vec![json!({}); 300_000]);
+    match mutate(&pod, "default", &Env::default()) {
+        Err(MutationError::Decode { path, message }) => {
+            assert_eq!(path, "spec.containers");
+            assert!(message.starts_with("more than 4096 entries"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -619,3 +619,41 @@ fn odd_container_shapes_are_left_alone_without_panicking() {
         json!([1, "x", null, {"name": 3}, {"name": "E", "value": "v"}])
     );
 }
+
+#[test]
+fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
+    let input = json!({"spec": {"containers": [{"name": "a"}]}});
+    let mut out = input.clone();
+    let mut doc = PodDoc::new(&mut out);
+    doc.set_annotation("x/y", "1");
+    doc.set_annotation("z", "2");
+    doc.ensure_container(
+        List::InitContainers,
+        &k8s_openapi::api::core::v1::Container {
+            name: "init".into(),
+            ..Default::default()
+        },
+    );
+    if let Some(mut c) = doc.container_mut(List::InitContainers, "init") {
+        c.set_run_as_user(5);
+        c.set_run_as_user(6);
+    }
+    if let Some(mut c) = doc.container_mut(List::Containers, "a") {
+        c.set_run_as_user(7);
+        c.set_run_as_user(8);
+    }
+    let after = doc.raw().clone();
+    let ops = doc.into_ops();
+    assert_eq!(
+        serde_json::to_value(&ops).unwrap(),
+        json!([
+            {"op": "add", "path": "/metadata", "value": {"annotations": {"x/y": "1", "z": "2"}}},
+            {"op": "add", "path": "/spec/initContainers",
+             "value": [{"name": "init", "securityContext": {"runAsUser": 6}}]},
+            {"op": "add", "path": "/spec/containers/0/securityContext", "value": {"runAsUser": 8}}
+        ])
+    );
+    let mut patched = input;
+    json_patch::patch(&mut patched, &ops).unwrap();
+    assert_eq!(patched, after);
+}

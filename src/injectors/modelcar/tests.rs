@@ -486,6 +486,13 @@ fn fetch_mode_adds_its_source_to_an_existing_initializer() {
     );
 }
 
+/// The pipeline's modelcar step (`injectors::PIPELINE`): modelcar, then
+/// Istio CNI again.
+fn modelcar_step(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+    inject(pod, env)?;
+    crate::injectors::istio_cni::inject(pod, env)
+}
+
 #[test]
 fn fetch_mode_under_istio_cni_gets_the_sidecar_uid_in_one_pass() {
     let mut p = pod_with(
@@ -495,7 +502,7 @@ fn fetch_mode_under_istio_cni_gets_the_sidecar_uid_in_one_pass() {
     p["metadata"]["annotations"]["sidecar.istio.io/status"] =
         json!(r#"{"containers":["istio-proxy"]}"#);
     p["metadata"]["annotations"]["sidecar.istio.io/interceptionMode"] = json!("REDIRECT");
-    let out = run_idempotent(inject, &p, &Env::default());
+    let out = run_idempotent(modelcar_step, &p, &Env::default());
     assert_eq!(
         out["spec"]["initContainers"][0]["securityContext"],
         json!({"runAsUser": 1337})

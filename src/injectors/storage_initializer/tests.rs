@@ -1,7 +1,6 @@
 use super::*;
 use crate::injectors::test_support::{env_with, run_idempotent, run_with};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 const SPEC: &str = "internal.serving.kserve.io/storage-spec";
 const SPEC_PARAM: &str = "internal.serving.kserve.io/storage-spec-param";
@@ -24,11 +23,11 @@ fn si_cfg() -> Env {
 }
 
 fn with_secret(mut env: Env, name: &str, data: &[(&str, &str)]) -> Env {
-    let data: BTreeMap<String, String> = data
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    env.cluster.secrets.insert(format!("default/{name}"), data);
+    env.cluster.insert_secret(crate::cluster::Secret::from_data(
+        "default",
+        name,
+        data.iter().copied(),
+    ));
     env
 }
 

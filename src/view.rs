@@ -1,0 +1,410 @@
+//! The borrowed view of a pod: exactly the fields the injectors read, typed
+//! as the Pod schema types them, with strings borrowed from the request body
+//! where JSON escaping allows. Every other field is skipped by the
+//! deserializer (which still checks it is valid JSON) and never re-emitted:
+//! the webhook answers with a patch, so what we do not read stays the API
+//! server's bytes.
+//!
+//! Validation rule: a wrong type in a field listed here is an error naming
+//! its path; a field nobody reads is not checked (the API server decoded the
+//! pod before admission). Lists and maps are capped at [`MAX_ENTRIES`]
+//! entries, far above any real pod, so that a hostile body cannot make the
+//! view (and the working set built from it) grow beyond a small multiple of
+//! the body.
+//!
+//! The view serialises back (absent and null fields left out) into the small
+//! JSON working set the injectors edit; see [`crate::pod`].
+
+use k8s_openapi::api::core::v1::{EnvVarSource, Probe, SecurityContext};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use std::borrow::Cow;
+use std::fmt;
+
+/// The most entries a list or map the injectors read may hold. Kubernetes
+/// caps an object at about 1.5 MB in etcd and real pods have tens of
+/// containers, env vars or annotations; this is two orders of magnitude above.
+pub const MAX_ENTRIES: usize = 4096;
+
+/// The most entries all those lists and maps may hold together: a pod with
+/// 50 fully configured containers has about 1,500. Past it the pod is
+/// refused before the working set is built, which bounds the working set to
+/// a few MiB whatever the body.
+pub const MAX_TOTAL_ENTRIES: usize = 16384;
+
+/// A string, borrowed from the input when it holds no escapes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Str<'a>(pub Cow<'a, str>);
+
+impl Str<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl Serialize for Str<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+fn too_many<E: de::Error>() -> E {
+    E::custom(format_args!(
+        "more than {MAX_ENTRIES} entries (the cap on lists and maps the injector reads)"
+    ))
+}
+
+/// A list of at most [`MAX_ENTRIES`] entries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capped<T>(pub Vec<T>);
+
+impl<T> Default for Capped<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Capped<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Capped<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+                while let Some(item) = seq.next_element()? {
+                    if items.len() == MAX_ENTRIES {
+                        return Err(too_many());
+                    }
+                    items.push(item);
+                }
+                Ok(Capped(items))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+impl<T: Serialize> Serialize for Capped<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// A string-to-string map (labels, annotations, node selector, limits) of at
+/// most [`MAX_ENTRIES`] entries, in document order; a repeated key keeps
+/// its last value, as JSON decoders do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StrMap<'a>(pub Vec<(Str<'a>, Str<'a>)>);
+
+impl StrMap<'_> {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.0.iter().any(|(k, _)| k.as_str() == key)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for StrMap<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StrMap<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    if entries.len() == MAX_ENTRIES {
+                        return Err(too_many());
+                    }
+                    entries.push(entry);
+                }
+                Ok(StrMap(entries))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Serialize for StrMap<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+pub struct PodView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<MetaView<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<SpecView<'a>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MetaView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub generate_name: Option<Str<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Str<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<StrMap<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<StrMap<'a>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Capped<ContainerView<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub init_containers: Option<Capped<ContainerView<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub volumes: Option<Capped<Named<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_secrets: Option<Capped<Named<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<StrMap<'a>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_process_namespace: Option<bool>,
+}
+
+/// Required names default to empty in the Pod schema's decoder, so a missing
+/// one is not an error here either; it is left out of the working set.
+///
+/// A container as the injectors read it. The security context and the
+/// readiness probe are copied into what we inject, so they are decoded whole.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<Capped<EnvView<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub volume_mounts: Option<Capped<MountView<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<Capped<PortView<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Capped<Str<'a>>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesView<'a>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<Box<SecurityContext>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readiness_probe: Option<Box<Probe>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Str<'a>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_from: Option<Box<EnvVarSource>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MountView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub mount_path: Option<Str<'a>>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PortView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str<'a>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_port: Option<i32>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ResourcesView<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<StrMap<'a>>,
+}
+
+/// A list entry the injectors know by name only (volumes, pull secrets).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Named<'a> {
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Str<'a>>,
+}
+
+impl ContainerView<'_> {
+    fn entries(&self) -> usize {
+        let len = |n: Option<usize>| n.unwrap_or(0);
+        1 + len(self.env.as_ref().map(|l| l.0.len()))
+            + len(self.volume_mounts.as_ref().map(|l| l.0.len()))
+            + len(self.ports.as_ref().map(|l| l.0.len()))
+            + len(self.args.as_ref().map(|l| l.0.len()))
+            + len(self
+                .resources
+                .as_ref()
+                .and_then(|r| r.limits.as_ref())
+                .map(|m| m.0.len()))
+    }
+}
+
+impl PodView<'_> {
+    /// How many list and map entries the view holds, containers included.
+    pub fn entries(&self) -> usize {
+        let maps = |m: Option<&StrMap>| m.map_or(0, |m| m.0.len());
+        let meta = self.metadata.as_ref().map_or(0, |m| {
+            maps(m.labels.as_ref()) + maps(m.annotations.as_ref())
+        });
+        let spec = self.spec.as_ref().map_or(0, |s| {
+            let containers = |l: Option<&Capped<ContainerView>>| {
+                l.map_or(0, |l| l.0.iter().map(ContainerView::entries).sum())
+            };
+            containers(s.containers.as_ref())
+                + containers(s.init_containers.as_ref())
+                + s.volumes.as_ref().map_or(0, |l| l.0.len())
+                + s.image_pull_secrets.as_ref().map_or(0, |l| l.0.len())
+                + maps(s.node_selector.as_ref())
+        });
+        meta + spec
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.metadata.as_ref()?.labels.as_ref()?.get(key)
+    }
+
+    /// The name, or the generateName while the name is not set yet.
+    pub fn display_name(&self) -> Option<&str> {
+        let meta = self.metadata.as_ref()?;
+        meta.name
+            .as_ref()
+            .map(Str::as_str)
+            .filter(|n| !n.is_empty())
+            .or_else(|| meta.generate_name.as_ref().map(Str::as_str))
+    }
+}
+
+/// Why a pod could not be read: the path of the first bad field and what is
+/// wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewError {
+    pub path: String,
+    pub message: String,
+}
+
+/// serde_json's message without its " at line L column C" suffix, so that
+/// the same error reads the same whether it came from bytes or from a tree.
+fn message_of(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(stripped) if e.line() > 0 => stripped.to_string(),
+        _ => text,
+    }
+}
+
+/// Refuses a view past [`MAX_TOTAL_ENTRIES`].
+pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
+    let entries = view.entries();
+    if entries > MAX_TOTAL_ENTRIES {
+        return Err(ViewError {
+            path: ".".into(),
+            message: format!(
+                "{entries} list and map entries in the fields the injector reads, more than \
+                 {MAX_TOTAL_ENTRIES} (the cap on a pod's entries)"
+            ),
+        });
+    }
+    Ok(view)
+}
+
+/// Decodes the view of the pod held in `raw` (JSON text). Path tracking
+/// allocates at every field, so it runs only to explain a failure.
+pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
+    if !raw.trim_start().starts_with('{') {
+        return Err(ViewError {
+            path: ".".into(),
+            message: "a Pod must be a JSON object".into(),
+        });
+    }
+    match serde_json::from_str::<PodView>(raw) {
+        Ok(view) => within_budget(view),
+        Err(plain) => {
+            let mut de = serde_json::Deserializer::from_str(raw);
+            match serde_path_to_error::deserialize::<_, PodView>(&mut de) {
+                Ok(_) => Err(ViewError {
+                    path: ".".into(),
+                    message: message_of(&plain),
+                }),
+                Err(e) => Err(ViewError {
+                    path: e.path().to_string(),
+                    message: message_of(e.inner()),
+                }),
+            }
+        }
+    }
+}
+
+/// The same view of a pod already held as a JSON tree (the CLI's documents).
+pub fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
+    if !pod.is_object() {
+        return Err(ViewError {
+            path: ".".into(),
+            message: "a Pod must be a JSON object".into(),
+        });
+    }
+    match PodView::deserialize(pod) {
+        Ok(view) => within_budget(view),
+        Err(plain) => match serde_path_to_error::deserialize::<_, PodView>(pod) {
+            Ok(_) => Err(ViewError {
+                path: ".".into(),
+                message: plain.to_string(),
+            }),
+            Err(e) => Err(ViewError {
+                path: e.path().to_string(),
+                message: e.inner().to_string(),
+            }),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,94 @@
+use super::*;
+use serde_json::json;
+
+#[test]
+fn strings_without_escapes_are_borrowed() {
+    let raw = r#"{"metadata": {"name": "plain", "labels": {"a": "x\"y"}}}"#;
+    let view = pod_from_str(raw).unwrap();
+    let meta = view.metadata.as_ref().unwrap();
+    assert!(matches!(
+        meta.name.as_ref().unwrap().0,
+        Cow::Borrowed("plain")
+    ));
+    assert_eq!(view.label("a"), Some("x\"y"));
+}
+
+#[test]
+fn unread_fields_are_not_checked_and_not_kept() {
+    let raw = r#"{"metadata": {"managedFields": 7, "uid": [1]},
+        "spec": {"containers": [{"name": "c", "image": 5, "lifecycle": "x"}], "tolerations": "bad"}}"#;
+    let view = pod_from_str(raw).unwrap();
+    assert_eq!(
+        serde_json::to_value(&view).unwrap(),
+        json!({"metadata": {}, "spec": {"containers": [{"name": "c"}]}})
+    );
+}
+
+#[test]
+fn a_wrong_type_in_a_read_field_names_its_path_without_position() {
+    let raw = r#"{"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "http"}]}]}}"#;
+    let e = pod_from_str(raw).unwrap_err();
+    assert_eq!(e.path, "spec.containers[0].ports[0].containerPort");
+    assert_eq!(e.message, "invalid type: string \"http\", expected i32");
+    let tree: serde_json::Value = serde_json::from_str(raw).unwrap();
+    assert_eq!(pod_from_value(&tree).unwrap_err(), e);
+}
+
+#[test]
+fn non_objects_are_refused() {
+    for raw in ["[1]", "\"pod\"", "7", "null"] {
+        assert_eq!(
+            pod_from_str(raw).unwrap_err().message,
+            "a Pod must be a JSON object"
+        );
+    }
+}
+
+#[test]
+fn lists_and_maps_past_the_cap_are_refused() {
+    let containers = vec![json!({}); MAX_ENTRIES + 1];
+    let raw = json!({"spec": {"containers": containers}}).to_string();
+    let e = pod_from_str(&raw).unwrap_err();
+    assert_eq!(e.path, "spec.containers");
+    assert!(
+        e.message.contains("more than 4096 entries"),
+        "{}",
+        e.message
+    );
+
+    let labels: serde_json::Map<String, serde_json::Value> = (0..=MAX_ENTRIES)
+        .map(|i| (format!("k{i}"), json!("v")))
+        .collect();
+    let raw = json!({"metadata": {"labels": labels}}).to_string();
+    assert_eq!(pod_from_str(&raw).unwrap_err().path, "metadata.labels");
+
+    let at_cap = vec![json!({}); MAX_ENTRIES];
+    let raw = json!({"spec": {"containers": at_cap}}).to_string();
+    assert!(pod_from_str(&raw).is_ok());
+}
+
+#[test]
+fn a_repeated_key_keeps_its_last_value() {
+    let view = pod_from_str(r#"{"metadata": {"labels": {"a": "1", "a": "2"}}}"#).unwrap();
+    assert_eq!(view.label("a"), Some("2"));
+    assert_eq!(
+        serde_json::to_value(&view).unwrap()["metadata"]["labels"],
+        json!({"a": "2"})
+    );
+}
+
+#[test]
+fn pods_past_the_total_budget_are_refused_before_any_work() {
+    let env: Vec<_> = (0..MAX_ENTRIES)
+        .map(|i| json!({"name": format!("E{i}")}))
+        .collect();
+    let containers: Vec<_> = (0..5)
+        .map(|i| json!({"name": format!("c{i}"), "env": env}))
+        .collect();
+    let raw = json!({"spec": {"containers": containers}}).to_string();
+    let e = pod_from_str(&raw).unwrap_err();
+    assert_eq!(e.path, ".");
+    assert!(e.message.contains("more than 16384"), "{}", e.message);
+    let tree: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(pod_from_value(&tree).unwrap_err(), e);
+}
