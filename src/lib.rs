@@ -8,6 +8,7 @@ pub mod config;
 pub mod config_file;
 pub mod constants;
 pub mod injectors;
+pub mod lookups;
 pub mod mutation;
 pub mod patch;
 pub mod pod;
