@@ -35,19 +35,33 @@ struct ApiServer {
     tools: PathBuf,
     work_dir: PathBuf,
     port: u16,
+    etcd: u16,
 }
 
 impl ApiServer {
+    /// The main test's server; `E2E_LOOKUPS_WORK_DIR`, `_APISERVER_PORT`
+    /// and `_ETCD_CLIENT_PORT` (peer = client + 1) override the defaults.
     fn from_env() -> Self {
+        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
+        Self::new(
+            &var("E2E_LOOKUPS_WORK_DIR", "/tmp/kapi-lookups"),
+            var("E2E_LOOKUPS_APISERVER_PORT", "36543").parse().unwrap(),
+            var("E2E_LOOKUPS_ETCD_CLIENT_PORT", "32479")
+                .parse()
+                .unwrap(),
+        )
+    }
+
+    fn new(work_dir: &str, port: u16, etcd: u16) -> Self {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let tools = std::env::var_os("KUBE_APISERVER_TOOLS")
             .map(PathBuf::from)
             .unwrap_or_else(|| manifest.join("../shared/tools/kube-apiserver"));
-        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
         Self {
             tools,
-            work_dir: var("E2E_LOOKUPS_WORK_DIR", "/tmp/kapi-lookups").into(),
-            port: var("E2E_LOOKUPS_APISERVER_PORT", "36543").parse().unwrap(),
+            work_dir: work_dir.into(),
+            port,
+            etcd,
         }
     }
 
@@ -81,14 +95,8 @@ impl ApiServer {
             .current_dir(&self.tools)
             .env("WORK_DIR", &self.work_dir)
             .env("APISERVER_PORT", self.port.to_string())
-            .env(
-                "ETCD_CLIENT_PORT",
-                std::env::var("E2E_LOOKUPS_ETCD_CLIENT_PORT").unwrap_or("32479".into()),
-            )
-            .env(
-                "ETCD_PEER_PORT",
-                std::env::var("E2E_LOOKUPS_ETCD_PEER_PORT").unwrap_or("32480".into()),
-            )
+            .env("ETCD_CLIENT_PORT", self.etcd.to_string())
+            .env("ETCD_PEER_PORT", (self.etcd + 1).to_string())
             .env(
                 "APISERVER_EXTRA_ARGS",
                 format!("--token-auth-file={}", tokens.display()),
@@ -138,7 +146,7 @@ impl ApiServer {
 
 impl Drop for ApiServer {
     fn drop(&mut self) {
-        if self.tools.join("stop.sh").is_file() {
+        if self.tools.join("stop.sh").is_file() && self.work_dir.exists() {
             let _ = Command::new("bash")
                 .args(["stop.sh", "--clean"])
                 .current_dir(&self.tools)
@@ -244,16 +252,82 @@ where
     }
 }
 
+/// False (after saying why) when the test must be skipped; panics under CI.
+fn present(server: &ApiServer) -> bool {
+    let Some(missing) = server.missing() else {
+        return true;
+    };
+    let how = format!(
+        "the kube-apiserver e2e needs the binaries ({missing}); build them once with `bash {}/build.sh` (about 8 minutes)",
+        server.tools.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+    eprintln!("SKIPPED: {how}");
+    false
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A measurement, not a check (run by hand): RSS of this process before and
+/// after the caches list 10,000 Secrets and 10,000 ServiceAccounts from the
+/// API server.
+///
+///     cargo test --release --test e2e_lookups -- --ignored --nocapture rss
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: creates 20,000 objects"]
+async fn rss_with_10k_secrets_and_service_accounts_cached() {
+    use futures::StreamExt;
+    let server = ApiServer::new("/tmp/kapi-lookups-rss", 36544, 32481);
+    if !present(&server) {
+        return;
+    }
+    let admin = client(&server.start_clean()).await;
+    apply_cluster(&admin).await;
+    let created = Instant::now();
+    let docs = (0..10_000).map(|i| {
+        format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: sa-{i}, namespace: e2e, annotations: {{eks.amazonaws.com/role-arn: 'arn:aws:iam::123456789012:role/model-reader'}}}}\nsecrets: [{{name: s3-{i}}}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: s3-{i}, namespace: e2e, annotations: {{serving.kserve.io/s3-endpoint: s3.eu-west-1.amazonaws.com}}}}\nstringData: {{AWS_ACCESS_KEY_ID: AKIAIOSFODNN7EXAMPLE, AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, S3_ENDPOINT: s3.eu-west-1.amazonaws.com}}\n"
+        )
+    });
+    futures::stream::iter(docs)
+        .for_each_concurrent(16, |doc| {
+            let admin = admin.clone();
+            async move { apply(&admin, &doc).await }
+        })
+        .await;
+    eprintln!("created 20,000 objects in {:?}", created.elapsed());
+    let injector = client(&server.token_kubeconfig("injector", INJECTOR_TOKEN)).await;
+    let before = rss_kib();
+    let listed = Instant::now();
+    let lookups = Lookups::start(
+        injector,
+        LookupMetrics::unregistered(),
+        &LookupOptions::default(),
+    );
+    assert!(lookups.wait_ready(Duration::from_secs(120)).await);
+    let synced = listed.elapsed();
+    assert!(lookups.cached(Kind::Secrets) >= 10_000);
+    assert!(lookups.cached(Kind::ServiceAccounts) >= 10_000);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib();
+    eprintln!(
+        "rss: {before} KiB before the caches, {after} KiB with {} Secrets and {} ServiceAccounts cached (+{} KiB); listed in {synced:?}",
+        lookups.cached(Kind::Secrets),
+        lookups.cached(Kind::ServiceAccounts),
+        after.saturating_sub(before)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookups_against_a_real_api_server() {
     let server = ApiServer::from_env();
-    if let Some(missing) = server.missing() {
-        let how = format!(
-            "the kube-apiserver e2e needs the binaries ({missing}); build them once with `bash {}/build.sh` (about 8 minutes)",
-            server.tools.display()
-        );
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
-        eprintln!("SKIPPED: {how}");
+    if !present(&server) {
         return;
     }
     let started = Instant::now();
@@ -272,6 +346,8 @@ async fn lookups_against_a_real_api_server() {
     );
     assert_eq!(lookups.cached(Kind::StorageContainers), 1);
     assert_eq!(lookups.cached(Kind::InferenceServices), 1);
+    // s3-creds and logger-creds; not the Helm release record.
+    assert_eq!(lookups.cached(Kind::Secrets), 2);
 
     // Warm: the ServiceAccount, its Secret and the CSCs from the caches, no request.
     let got = lookups.snapshot(&s3_pod("sa-s3"), &config).await.unwrap();

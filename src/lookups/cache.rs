@@ -85,6 +85,8 @@ impl<K: Hash + Eq, T> Cache<K, T> {
 
 /// How a watched API object becomes a cache entry.
 pub trait Reduce<O>: Send + Sync + 'static {
+    /// The resource, for logs.
+    const KIND: &'static str;
     type Key: Hash + Eq + Send + Sync + 'static;
     type Value: Send + Sync + 'static;
     fn key(&self, object: &O) -> Self::Key;
@@ -92,14 +94,18 @@ pub trait Reduce<O>: Send + Sync + 'static {
 }
 
 /// Runs the watch for `api` into `cache` until the task is aborted.
-pub async fn run<O, R>(api: Api<O>, reduce: R, cache: std::sync::Arc<Cache<R::Key, R::Value>>)
-where
+pub async fn run<O, R>(
+    api: Api<O>,
+    config: watcher::Config,
+    reduce: R,
+    cache: std::sync::Arc<Cache<R::Key, R::Value>>,
+) where
     O: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     R: Reduce<O>,
 {
-    let kind = std::any::type_name::<O>();
+    let kind = R::KIND;
     loop {
-        let stream = watcher::watcher(api.clone(), watcher::Config::default()).default_backoff();
+        let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
         let mut stream = std::pin::pin!(stream);
         let mut listing: Option<HashMap<R::Key, R::Value>> = None;
         let mut consecutive_errors = 0;

@@ -27,6 +27,7 @@ use crate::config::Config;
 use cache::Cache;
 use k8s_openapi::api::core::v1 as api;
 use kube::api::{DynamicObject, ListParams};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use reduce::{Parsed, Reduce};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -107,6 +108,23 @@ impl Default for LookupOptions {
     }
 }
 
+fn watch_all() -> watcher::Config {
+    watcher::Config::default()
+}
+
+/// Secrets: Helm's release records (often hundreds of KiB each, never a
+/// credential) are left out of the cache, should a pod ever name one it is
+/// fetched by the fallback GET; and LIST pages are kept small, because a page
+/// is held whole (unreduced) until its objects are reduced.
+fn watch_secrets() -> watcher::Config {
+    watcher::Config::default()
+        .fields(SECRET_FIELD_SELECTOR)
+        .page_size(SECRET_PAGE_SIZE)
+}
+
+pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
+const SECRET_PAGE_SIZE: u32 = 100;
+
 type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
 
 /// The caches and the client for fallback GETs. Dropping it stops the watches.
@@ -160,22 +178,22 @@ impl Lookups {
         let c = &this.client;
         if let Some(cache) = &this.service_accounts {
             let api = Api::<api::ServiceAccount>::all(c.clone());
-            let task = cache::run(api, reduce::ServiceAccounts, cache.clone());
+            let task = cache::run(api, watch_all(), reduce::ServiceAccounts, cache.clone());
             this.tasks.push(tokio::spawn(task));
         }
         if let Some(cache) = &this.secrets {
             let api = Api::<api::Secret>::all(c.clone());
-            let task = cache::run(api, reduce::Secrets, cache.clone());
+            let task = cache::run(api, watch_secrets(), reduce::Secrets, cache.clone());
             this.tasks.push(tokio::spawn(task));
         }
         if let Some(cache) = &this.storage_containers {
             let api = Api::all_with(c.clone(), &reduce::storage_container_resource());
-            let task = cache::run(api, reduce::StorageContainers, cache.clone());
+            let task = cache::run(api, watch_all(), reduce::StorageContainers, cache.clone());
             this.tasks.push(tokio::spawn(task));
         }
         if let Some(cache) = &this.inference_services {
             let api = Api::all_with(c.clone(), &reduce::inference_service_resource());
-            let task = cache::run(api, reduce::InferenceServices, cache.clone());
+            let task = cache::run(api, watch_all(), reduce::InferenceServices, cache.clone());
             this.tasks.push(tokio::spawn(task));
         }
         this

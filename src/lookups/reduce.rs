@@ -30,6 +30,7 @@ fn object_ref<O: ResourceExt>(o: &O) -> ObjectRef {
 pub struct ServiceAccounts;
 
 impl Reduce<api::ServiceAccount> for ServiceAccounts {
+    const KIND: &'static str = "serviceaccounts";
     type Key = ObjectRef;
     type Value = ServiceAccount;
     fn key(&self, o: &api::ServiceAccount) -> ObjectRef {
@@ -47,6 +48,7 @@ impl Reduce<api::ServiceAccount> for ServiceAccounts {
 pub struct Secrets;
 
 impl Reduce<api::Secret> for Secrets {
+    const KIND: &'static str = "secrets";
     type Key = ObjectRef;
     type Value = Secret;
     fn key(&self, o: &api::Secret) -> ObjectRef {
@@ -60,6 +62,7 @@ impl Reduce<api::Secret> for Secrets {
 pub struct StorageContainers;
 
 impl Reduce<DynamicObject> for StorageContainers {
+    const KIND: &'static str = "clusterstoragecontainers";
     type Key = String;
     type Value = Parsed<ClusterStorageContainer>;
     fn key(&self, o: &DynamicObject) -> String {
@@ -74,6 +77,7 @@ impl Reduce<DynamicObject> for StorageContainers {
 pub struct InferenceServices;
 
 impl Reduce<DynamicObject> for InferenceServices {
+    const KIND: &'static str = "inferenceservices";
     type Key = ObjectRef;
     type Value = Parsed<InferenceService>;
     fn key(&self, o: &DynamicObject) -> ObjectRef {
