@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
-use kserve_injector::cluster::keys::PodFacts;
+use kserve_injector::cluster::keys::{needed_keys, PodFacts};
 use kserve_injector::cluster::{ClusterData, Secret, ServiceAccount};
 use kserve_injector::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
 use kserve_injector::lookups::{LookupMetrics, Lookups};
@@ -172,6 +172,19 @@ fn bench(c: &mut Criterion) {
     };
     c.bench_function("snapshot_pod_without_lookups", |b| {
         b.iter(|| black_box(warm_snapshot(&lookups, &plain, &config)))
+    });
+    // One round of the key function, given the pod's objects: a warm
+    // snapshot runs it three times (ServiceAccount, then its Secrets, then
+    // nothing new).
+    let known: Vec<ClusterData> = (pods.iter())
+        .map(|p| warm_snapshot(&lookups, p, &config))
+        .collect();
+    let mut k = 0;
+    c.bench_function("needed_keys_s3_pod_one_round", |b| {
+        b.iter(|| {
+            k = (k + 1) % pods.len();
+            black_box(needed_keys(&pods[k], &config, &known[k]))
+        })
     });
     // The same keys and copies from a plain snapshot (the core's own
     // `restrict`, no cache, no lock): what the adapter adds is the difference.
