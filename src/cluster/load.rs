@@ -236,7 +236,7 @@ struct StorageDoc {
     service_account_name: Option<String>,
 }
 
-fn inference_service(
+pub(crate) fn inference_service(
     doc: &Value,
     namespace: &str,
     name: &str,

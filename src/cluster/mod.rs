@@ -14,7 +14,7 @@
 pub mod container_merge;
 pub mod credentials;
 pub mod keys;
-mod load;
+pub(crate) mod load;
 pub mod logger;
 pub mod objects;
 mod s3;

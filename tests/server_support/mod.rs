@@ -630,7 +630,7 @@ impl Load {
                 let mut n = 0usize;
                 while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                     n += 1;
-                    let http = if persistent || n % 2 == 0 {
+                    let http = if persistent || n.is_multiple_of(2) {
                         Http::H2
                     } else {
                         Http::H1

@@ -1,0 +1,206 @@
+//! Cluster lookups with warm caches: the time `Lookups::snapshot` adds to an
+//! admission when every key is cached (no API call), and the memory of the
+//! caches holding 10,000 Secrets and 10,000 ServiceAccounts, filled through
+//! the same reduction the watch applies (`Secret::from_api`,
+//! `ServiceAccount::from_api`).
+//!
+//!     cargo bench --bench lookups
+//!
+//! Prints `rss:` lines (VmRSS of this process, Linux) before the timings.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use k8s_openapi::api::core::v1 as api;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
+use kserve_injector::cluster::keys::{needed_keys, PodFacts};
+use kserve_injector::cluster::{ClusterData, Secret, ServiceAccount};
+use kserve_injector::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector::lookups::{LookupMetrics, Lookups};
+use kserve_injector::Config;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::hint::black_box;
+use std::task::{Context, Poll, Waker};
+
+const OBJECTS: usize = 10_000;
+const NAMESPACES: usize = 100;
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn meta(ns: &str, name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(ns.into()),
+        annotations: Some(
+            (annotations.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        ),
+        resource_version: Some("123456".into()),
+        uid: Some("0f0e3d2c-1b1a-4098-8776-655443322110".into()),
+        ..ObjectMeta::default()
+    }
+}
+
+/// Realistic objects: each ServiceAccount lists its Secret; each Secret
+/// holds S3 credentials with an endpoint, as KServe's docs describe.
+fn cluster() -> ClusterData {
+    let mut data = ClusterData::default();
+    for i in 0..OBJECTS {
+        let ns = format!("team-{}", i % NAMESPACES);
+        let secret = api::Secret {
+            metadata: meta(
+                &ns,
+                &format!("s3-creds-{i}"),
+                &[
+                    (
+                        "serving.kserve.io/s3-endpoint",
+                        "s3.eu-west-1.amazonaws.com",
+                    ),
+                    ("serving.kserve.io/s3-usehttps", "1"),
+                ],
+            ),
+            data: Some(BTreeMap::from([
+                (
+                    "AWS_ACCESS_KEY_ID".into(),
+                    ByteString(b"AKIAIOSFODNN7EXAMPLE".to_vec()),
+                ),
+                (
+                    "AWS_SECRET_ACCESS_KEY".into(),
+                    ByteString(b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_vec()),
+                ),
+                (
+                    "S3_ENDPOINT".into(),
+                    ByteString(b"s3.eu-west-1.amazonaws.com".to_vec()),
+                ),
+            ])),
+            type_: Some("Opaque".into()),
+            ..api::Secret::default()
+        };
+        data.insert_secret(Secret::from_api(&secret, &ns));
+        let sa = api::ServiceAccount {
+            metadata: meta(
+                &ns,
+                &format!("sa-{i}"),
+                &[(
+                    "eks.amazonaws.com/role-arn",
+                    "arn:aws:iam::123456789012:role/model-reader",
+                )],
+            ),
+            secrets: Some(vec![api::ObjectReference {
+                name: Some(format!("s3-creds-{i}")),
+                ..Default::default()
+            }]),
+            ..api::ServiceAccount::default()
+        };
+        data.insert_service_account(ServiceAccount::from_api(&sa, &ns));
+    }
+    data
+}
+
+fn s3_pod(i: usize) -> PodFacts {
+    PodFacts {
+        namespace: format!("team-{}", i % NAMESPACES),
+        service_account_name: format!("sa-{i}"),
+        annotations: [(
+            SOURCE_URI_ANNOTATION.to_string(),
+            "s3://models/bert".to_string(),
+        )]
+        .into(),
+        labels: [(ISVC_LABEL.to_string(), "bert".to_string())].into(),
+    }
+}
+
+/// Polls the snapshot once: with every key cached it never waits, so this is
+/// its cost inside an admission task, without an executor round trip.
+fn warm_snapshot(lookups: &Lookups, pod: &PodFacts, config: &Config) -> ClusterData {
+    let mut future = std::pin::pin!(lookups.snapshot(pod, config));
+    let mut cx = Context::from_waker(Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        Poll::Ready(result) => result.expect("all keys are cached"),
+        Poll::Pending => panic!("a warm snapshot waited (a key was not cached)"),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let before = rss_kib();
+    let data = cluster();
+    // Never contacted: every key the benchmark asks for is cached.
+    let client = runtime.block_on(async {
+        kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap()
+    });
+    let mut registry = Registry::default();
+    let lookups = Lookups::preloaded(client, LookupMetrics::register(&mut registry), data);
+    let after = rss_kib();
+    println!(
+        "rss: {} KiB before, {} KiB with {OBJECTS} Secrets and {OBJECTS} ServiceAccounts cached (+{} KiB)",
+        before,
+        after,
+        after.saturating_sub(before)
+    );
+    let config = Config::default();
+    let pods: Vec<PodFacts> = (0..64).map(|i| s3_pod(i * 151)).collect();
+    for pod in &pods {
+        let got = runtime.block_on(lookups.snapshot(pod, &config)).unwrap();
+        assert_eq!((got.service_accounts.len(), got.secrets.len()), (1, 1));
+    }
+    let mut i = 0;
+    c.bench_function("snapshot_s3_pod_warm", |b| {
+        b.iter(|| {
+            i = (i + 1) % pods.len();
+            black_box(
+                runtime
+                    .block_on(lookups.snapshot(&pods[i], &config))
+                    .unwrap(),
+            )
+        })
+    });
+    let plain = PodFacts {
+        namespace: "team-1".into(),
+        ..PodFacts::default()
+    };
+    c.bench_function("snapshot_pod_without_lookups", |b| {
+        b.iter(|| black_box(warm_snapshot(&lookups, &plain, &config)))
+    });
+    // One round of the key function, given the pod's objects: a warm
+    // snapshot runs it three times (ServiceAccount, then its Secrets, then
+    // nothing new).
+    let known: Vec<ClusterData> = (pods.iter())
+        .map(|p| warm_snapshot(&lookups, p, &config))
+        .collect();
+    let mut k = 0;
+    c.bench_function("needed_keys_s3_pod_one_round", |b| {
+        b.iter(|| {
+            k = (k + 1) % pods.len();
+            black_box(needed_keys(&pods[k], &config, &known[k]))
+        })
+    });
+    // The same keys and copies from a plain snapshot (the core's own
+    // `restrict`, no cache, no lock): what the adapter adds is the difference.
+    let whole = cluster();
+    let mut j = 0;
+    c.bench_function("restrict_s3_pod_pure", |b| {
+        b.iter(|| {
+            j = (j + 1) % pods.len();
+            black_box(whole.restrict(&pods[j], &config))
+        })
+    });
+    // A miss would have gone to the (absent) API server and failed above.
+    let gets =
+        kserve_injector::lookups::Kind::ALL.map(|k| lookups.metrics().kind(k).fallback_gets.get());
+    assert_eq!(gets, [0; 4]);
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,144 @@
+//! One watch cache: kube-runtime's `watcher` (list, then watch from the
+//! list's resourceVersion, with backoff; no streaming list) feeding a map of
+//! already-reduced objects. kube-runtime's `Store` would hold the API
+//! objects themselves (for Secrets: their data); converting at the event
+//! keeps only what the core reads, and the map is keyed by the core's own
+//! key types so a lookup borrows the key it was given.
+
+use super::metrics::KindMetrics;
+use futures::StreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{RwLock, RwLockReadGuard};
+use std::time::Duration;
+
+/// Consecutive watch errors after which the watch is dropped and rebuilt
+/// from a fresh LIST. kube-runtime keeps retrying a failed watch start from
+/// the last resourceVersion, which never succeeds when the API server's
+/// storage was reset (the version is "too large"); a relist always does.
+const RELIST_AFTER_ERRORS: u32 = 3;
+/// Pause before rebuilding, so a persistent error (e.g. RBAC) does not spin.
+const RELIST_PAUSE: Duration = Duration::from_secs(1);
+
+/// Reduced objects by key, and whether a full LIST has been applied yet.
+#[derive(Debug)]
+pub struct Cache<K, T> {
+    map: RwLock<HashMap<K, T>>,
+    synced: AtomicBool,
+    metrics: KindMetrics,
+}
+
+impl<K: Hash + Eq, T> Cache<K, T> {
+    pub fn new(metrics: KindMetrics) -> Self {
+        Self {
+            map: RwLock::new(HashMap::new()),
+            synced: AtomicBool::new(false),
+            metrics,
+        }
+    }
+
+    /// True once a complete LIST has been applied (stays true while the
+    /// watch reconnects: misses then go to the API server).
+    pub fn synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
+        self.map.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<K, T>> {
+        self.map.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds or replaces one object (a watch `Apply`).
+    pub fn insert(&self, key: K, value: T) {
+        let mut map = self.write();
+        map.insert(key, value);
+        self.metrics.objects.set(map.len() as i64);
+    }
+
+    pub fn remove(&self, key: &K) {
+        let mut map = self.write();
+        map.remove(key);
+        self.metrics.objects.set(map.len() as i64);
+    }
+
+    /// Replaces everything with a complete listing and marks the cache synced.
+    pub fn replace_all(&self, listed: HashMap<K, T>) {
+        let len = listed.len();
+        *self.write() = listed;
+        self.metrics.objects.set(len as i64);
+        self.synced.store(true, Ordering::Release);
+    }
+}
+
+/// How a watched API object becomes a cache entry.
+pub trait Reduce<O>: Send + Sync + 'static {
+    /// The resource, for logs.
+    const KIND: &'static str;
+    type Key: Hash + Eq + Send + Sync + 'static;
+    type Value: Send + Sync + 'static;
+    fn key(&self, object: &O) -> Self::Key;
+    fn value(&self, object: &O) -> Self::Value;
+}
+
+/// Runs the watch for `api` into `cache` until the task is aborted.
+pub async fn run<O, R>(
+    api: Api<O>,
+    config: watcher::Config,
+    reduce: R,
+    cache: std::sync::Arc<Cache<R::Key, R::Value>>,
+) where
+    O: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    R: Reduce<O>,
+{
+    let kind = R::KIND;
+    loop {
+        let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
+        let mut stream = std::pin::pin!(stream);
+        let mut listing: Option<HashMap<R::Key, R::Value>> = None;
+        let mut consecutive_errors = 0;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    consecutive_errors = 0;
+                    match event {
+                        Event::Init => listing = Some(HashMap::new()),
+                        Event::InitApply(o) => {
+                            let (k, v) = (reduce.key(&o), reduce.value(&o));
+                            drop(o);
+                            listing.get_or_insert_with(HashMap::new).insert(k, v);
+                        }
+                        Event::InitDone => {
+                            cache.replace_all(listing.take().unwrap_or_default());
+                            tracing::debug!(kind, objects = cache.len(), "watch cache listed");
+                        }
+                        Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value(&o)),
+                        Event::Delete(o) => cache.remove(&reduce.key(&o)),
+                    }
+                }
+                Err(error) => {
+                    cache.metrics.watch_errors.inc();
+                    consecutive_errors += 1;
+                    tracing::warn!(kind, %error, consecutive_errors, "cluster watch error");
+                    if consecutive_errors >= RELIST_AFTER_ERRORS {
+                        break;
+                    }
+                }
+            }
+        }
+        tracing::info!(kind, "rebuilding the cluster watch from a fresh list");
+        tokio::time::sleep(RELIST_PAUSE).await;
+    }
+}

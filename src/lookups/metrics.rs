@@ -1,0 +1,132 @@
+//! The lookup layer's Prometheus metrics. Every handle is resolved once, at
+//! registration, so a lookup only bumps atomics (no family lookup, no label
+//! allocation per request).
+
+use super::Kind;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// The handles for one kind of object.
+#[derive(Clone, Debug, Default)]
+pub struct KindMetrics {
+    /// Objects held by the cache now.
+    pub objects: Gauge,
+    /// Keys answered from a synced cache.
+    pub hits: Counter,
+    /// Keys the cache did not hold (or the cache was not synced or not run).
+    pub misses: Counter,
+    /// Direct GETs (a LIST for ClusterStorageContainers) made for misses.
+    pub fallback_gets: Counter,
+    /// Lookups that failed: API error, timeout or an unusable object.
+    pub lookup_errors: Counter,
+    /// Errors the watch reported (it retries with backoff, then relists).
+    pub watch_errors: Counter,
+}
+
+/// Metrics for every [`Kind`], indexed by [`Kind::index`].
+#[derive(Clone, Debug, Default)]
+pub struct LookupMetrics {
+    kinds: [KindMetrics; 4],
+}
+
+impl LookupMetrics {
+    /// Handles that are not exported anywhere (the CLI's one-shot fetch).
+    pub fn unregistered() -> Self {
+        Self::default()
+    }
+
+    /// Registers the families (`cluster_cache_objects`,
+    /// `cluster_cache_hits`, `cluster_cache_misses`, `cluster_fallback_gets`,
+    /// `cluster_lookup_errors`, `cluster_watch_errors`, label `kind`) on
+    /// `registry` (its prefix applies) and resolves every handle.
+    pub fn register(registry: &mut Registry) -> Self {
+        let objects = Family::<KindLabels, Gauge>::default();
+        let families: [(&str, &str, Family<KindLabels, Counter>); 5] = [
+            (
+                "cluster_cache_hits",
+                "Cluster object keys answered from a synced watch cache",
+                Family::default(),
+            ),
+            (
+                "cluster_cache_misses",
+                "Cluster object keys the watch cache did not hold",
+                Family::default(),
+            ),
+            (
+                "cluster_fallback_gets",
+                "Direct API requests made for cache misses",
+                Family::default(),
+            ),
+            (
+                "cluster_lookup_errors",
+                "Cluster lookups that failed (API error, timeout, unusable object)",
+                Family::default(),
+            ),
+            (
+                "cluster_watch_errors",
+                "Errors reported by the watches (retried with backoff)",
+                Family::default(),
+            ),
+        ];
+        registry.register(
+            "cluster_cache_objects",
+            "Objects held by each cluster watch cache",
+            objects.clone(),
+        );
+        for (name, help, family) in &families {
+            registry.register(*name, *help, family.clone());
+        }
+        let kinds = Kind::ALL.map(|kind| {
+            let labels = KindLabels { kind: kind.label() };
+            let counter = |i: usize| families[i].2.get_or_create(&labels).clone();
+            KindMetrics {
+                objects: objects.get_or_create(&labels).clone(),
+                hits: counter(0),
+                misses: counter(1),
+                fallback_gets: counter(2),
+                lookup_errors: counter(3),
+                watch_errors: counter(4),
+            }
+        });
+        Self { kinds }
+    }
+
+    pub fn kind(&self, kind: Kind) -> &KindMetrics {
+        &self.kinds[kind.index()]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    #[test]
+    fn handles_are_the_registered_series() {
+        let mut registry = Registry::with_prefix("kserve_injector");
+        let m = LookupMetrics::register(&mut registry);
+        m.kind(Kind::Secrets).fallback_gets.inc();
+        m.kind(Kind::ServiceAccounts).objects.set(7);
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains("kserve_injector_cluster_fallback_gets_total{kind=\"secrets\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("kserve_injector_cluster_cache_objects{kind=\"serviceaccounts\"} 7"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "kserve_injector_cluster_cache_hits_total{kind=\"clusterstoragecontainers\"} 0"
+        ));
+    }
+}

@@ -1,0 +1,468 @@
+//! The server's cluster lookups: watch caches of ServiceAccounts, Secrets,
+//! ClusterStorageContainers and InferenceServices, and [`Lookups::snapshot`],
+//! which fills a [`ClusterData`] for exactly the keys
+//! [`needed_keys`](crate::cluster::keys::needed_keys) names.
+//!
+//! A key a synced cache holds costs no API call. A key it does not hold (an
+//! object created a moment before the pod, a cache not synced yet, a kind
+//! not watched) gets one direct GET with a short timeout: found, it is used;
+//! 404, it is "not found" as for KServe. Any other API error or a timeout is
+//! a [`LookupError`], never a silent "not found".
+//!
+//! Adapter code: the core stays pure and only ever sees the snapshot.
+
+mod cache;
+pub mod metrics;
+pub mod mode;
+mod reduce;
+
+pub use metrics::{KindMetrics, LookupMetrics};
+pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeError};
+
+use crate::cluster::keys::{needed_keys, ObjectKey, PodFacts};
+use crate::cluster::{
+    ClusterData, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
+};
+use crate::config::Config;
+use cache::Cache;
+use k8s_openapi::api::core::v1 as api;
+use kube::api::{DynamicObject, ListParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use reduce::{Parsed, Reduce};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default bound on one fallback GET: admission must answer well within the
+/// webhook's own timeout (KServe registers 10 s).
+pub const DEFAULT_GET_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The four kinds the lookups read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    ServiceAccounts,
+    Secrets,
+    StorageContainers,
+    InferenceServices,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [
+        Kind::ServiceAccounts,
+        Kind::Secrets,
+        Kind::StorageContainers,
+        Kind::InferenceServices,
+    ];
+
+    /// The resource's plural name, as in RBAC and the metrics' `kind` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::ServiceAccounts => "serviceaccounts",
+            Kind::Secrets => "secrets",
+            Kind::StorageContainers => "clusterstoragecontainers",
+            Kind::InferenceServices => "inferenceservices",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A lookup that could not be answered; admission must fail with it.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error("cluster lookup of {kind} {key}: the API server did not answer within {after:?}")]
+    Timeout {
+        kind: &'static str,
+        key: String,
+        after: Duration,
+    },
+    #[error("cluster lookup of {kind} {key} failed: {source}")]
+    Api {
+        kind: &'static str,
+        key: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("cluster lookup of {kind}: {message}")]
+    Invalid { kind: &'static str, message: String },
+}
+
+/// Which caches to run and how long a fallback GET may take.
+#[derive(Debug, Clone)]
+pub struct LookupOptions {
+    /// Kinds with a watch cache; the others are always fetched directly.
+    pub watched: Vec<Kind>,
+    pub get_timeout: Duration,
+}
+
+impl Default for LookupOptions {
+    fn default() -> Self {
+        Self {
+            watched: Kind::ALL.to_vec(),
+            get_timeout: DEFAULT_GET_TIMEOUT,
+        }
+    }
+}
+
+fn watch_all() -> watcher::Config {
+    watcher::Config::default()
+}
+
+/// Secrets: Helm's release records (often hundreds of KiB each, never a
+/// credential) are left out of the cache, should a pod ever name one it is
+/// fetched by the fallback GET; and LIST pages are kept small, because a page
+/// is held whole (unreduced) until its objects are reduced.
+fn watch_secrets() -> watcher::Config {
+    watcher::Config::default()
+        .fields(SECRET_FIELD_SELECTOR)
+        .page_size(SECRET_PAGE_SIZE)
+}
+
+pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
+const SECRET_PAGE_SIZE: u32 = 100;
+
+type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
+
+/// The caches and the client for fallback GETs. Dropping it stops the watches.
+pub struct Lookups {
+    client: Client,
+    metrics: LookupMetrics,
+    get_timeout: Duration,
+    service_accounts: CacheOf<ObjectRef, ServiceAccount>,
+    secrets: CacheOf<ObjectRef, Secret>,
+    storage_containers: CacheOf<String, Parsed<ClusterStorageContainer>>,
+    inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Lookups {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Lookups {
+    fn unstarted(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
+        fn cache<K: std::hash::Hash + Eq, T>(
+            m: &LookupMetrics,
+            o: &LookupOptions,
+            kind: Kind,
+        ) -> CacheOf<K, T> {
+            let handles = m.kind(kind).clone();
+            o.watched
+                .contains(&kind)
+                .then(|| Arc::new(Cache::new(handles)))
+        }
+        Self {
+            service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
+            secrets: cache(&metrics, options, Kind::Secrets),
+            storage_containers: cache(&metrics, options, Kind::StorageContainers),
+            inference_services: cache(&metrics, options, Kind::InferenceServices),
+            client,
+            metrics,
+            get_timeout: options.get_timeout,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Starts a watch (all namespaces) for every kind in `options.watched`.
+    /// Must run inside a Tokio runtime.
+    pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
+        let mut this = Self::unstarted(client, metrics, options);
+        let c = &this.client;
+        if let Some(cache) = &this.service_accounts {
+            let api = Api::<api::ServiceAccount>::all(c.clone());
+            let task = cache::run(api, watch_all(), reduce::ServiceAccounts, cache.clone());
+            this.tasks.push(tokio::spawn(task));
+        }
+        if let Some(cache) = &this.secrets {
+            let api = Api::<api::Secret>::all(c.clone());
+            let task = cache::run(api, watch_secrets(), reduce::Secrets, cache.clone());
+            this.tasks.push(tokio::spawn(task));
+        }
+        if let Some(cache) = &this.storage_containers {
+            let api = Api::all_with(c.clone(), &reduce::storage_container_resource());
+            let task = cache::run(api, watch_all(), reduce::StorageContainers, cache.clone());
+            this.tasks.push(tokio::spawn(task));
+        }
+        if let Some(cache) = &this.inference_services {
+            let api = Api::all_with(c.clone(), &reduce::inference_service_resource());
+            let task = cache::run(api, watch_all(), reduce::InferenceServices, cache.clone());
+            this.tasks.push(tokio::spawn(task));
+        }
+        this
+    }
+
+    /// No caches: every key is fetched directly (what `mutate --kubeconfig`
+    /// does once).
+    pub fn uncached(client: Client, get_timeout: Duration) -> Self {
+        let options = LookupOptions {
+            watched: Vec::new(),
+            get_timeout,
+        };
+        Self::unstarted(client, LookupMetrics::unregistered(), &options)
+    }
+
+    /// Synced caches holding `data` and no watches: for benchmarks and tests
+    /// of the cache path. `client` still serves misses.
+    pub fn preloaded(client: Client, metrics: LookupMetrics, data: ClusterData) -> Self {
+        let this = Self::unstarted(client, metrics, &LookupOptions::default());
+        fn by_ref<T>(m: BTreeMap<ObjectRef, T>) -> HashMap<ObjectRef, T> {
+            m.into_iter().collect()
+        }
+        if let Some(c) = &this.service_accounts {
+            c.replace_all(by_ref(data.service_accounts));
+        }
+        if let Some(c) = &this.secrets {
+            c.replace_all(by_ref(data.secrets));
+        }
+        if let Some(c) = &this.storage_containers {
+            c.replace_all(
+                data.storage_containers
+                    .into_iter()
+                    .map(|(k, v)| (k, Ok(v)))
+                    .collect(),
+            );
+        }
+        if let Some(c) = &this.inference_services {
+            c.replace_all(
+                data.inference_services
+                    .into_iter()
+                    .map(|(k, v)| (k, Ok(v)))
+                    .collect(),
+            );
+        }
+        this
+    }
+
+    /// True when every watched cache has applied a complete LIST: `/readyz`
+    /// answers 503 until then.
+    pub fn ready(&self) -> bool {
+        self.cache_synced(Kind::ServiceAccounts).unwrap_or(true)
+            && self.cache_synced(Kind::Secrets).unwrap_or(true)
+            && self.cache_synced(Kind::StorageContainers).unwrap_or(true)
+            && self.cache_synced(Kind::InferenceServices).unwrap_or(true)
+    }
+
+    /// Waits until [`ready`](Self::ready), at most `limit`; returns whether it is.
+    pub async fn wait_ready(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.ready() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        true
+    }
+
+    /// `None` when the kind is not watched.
+    fn cache_synced(&self, kind: Kind) -> Option<bool> {
+        match kind {
+            Kind::ServiceAccounts => self.service_accounts.as_ref().map(|c| c.synced()),
+            Kind::Secrets => self.secrets.as_ref().map(|c| c.synced()),
+            Kind::StorageContainers => self.storage_containers.as_ref().map(|c| c.synced()),
+            Kind::InferenceServices => self.inference_services.as_ref().map(|c| c.synced()),
+        }
+    }
+
+    /// Objects a watched cache holds now (0 when not watched).
+    pub fn cached(&self, kind: Kind) -> usize {
+        match kind {
+            Kind::ServiceAccounts => self.service_accounts.as_ref().map_or(0, |c| c.len()),
+            Kind::Secrets => self.secrets.as_ref().map_or(0, |c| c.len()),
+            Kind::StorageContainers => self.storage_containers.as_ref().map_or(0, |c| c.len()),
+            Kind::InferenceServices => self.inference_services.as_ref().map_or(0, |c| c.len()),
+        }
+    }
+
+    pub fn metrics(&self) -> &LookupMetrics {
+        &self.metrics
+    }
+
+    /// The objects one pod's mutation may read: [`needed_keys`] iterated to
+    /// a fixed point (as [`ClusterData::restrict`] does over a snapshot),
+    /// each key from its cache or, on a miss, from one GET.
+    pub async fn snapshot(
+        &self,
+        facts: &PodFacts,
+        config: &Config,
+    ) -> Result<ClusterData, LookupError> {
+        let mut out = ClusterData::default();
+        let mut seen = BTreeSet::new();
+        loop {
+            let mut progressed = false;
+            for key in needed_keys(facts, config, &out) {
+                if seen.contains(&key) {
+                    continue;
+                }
+                self.fill(&key, &mut out).await?;
+                seen.insert(key);
+                progressed = true;
+            }
+            if !progressed {
+                return Ok(out);
+            }
+        }
+    }
+
+    async fn fill(&self, key: &ObjectKey, out: &mut ClusterData) -> Result<(), LookupError> {
+        match key {
+            ObjectKey::ServiceAccount(r) => {
+                let kind = Kind::ServiceAccounts;
+                if let Some(sa) = self.cached_object(kind, &self.service_accounts, r) {
+                    out.service_accounts.insert(r.clone(), sa);
+                    return Ok(());
+                }
+                let api = Api::<api::ServiceAccount>::namespaced(self.client.clone(), &r.namespace);
+                if let Some(sa) = self.get(kind, r, api.get_opt(&r.name)).await? {
+                    out.insert_service_account(ServiceAccount::from_api(&sa, &r.namespace));
+                }
+            }
+            ObjectKey::Secret(r) => {
+                let kind = Kind::Secrets;
+                if let Some(s) = self.cached_object(kind, &self.secrets, r) {
+                    out.secrets.insert(r.clone(), s);
+                    return Ok(());
+                }
+                let api = Api::<api::Secret>::namespaced(self.client.clone(), &r.namespace);
+                if let Some(s) = self.get(kind, r, api.get_opt(&r.name)).await? {
+                    out.insert_secret(Secret::from_api(&s, &r.namespace));
+                }
+            }
+            ObjectKey::InferenceService(r) => {
+                let kind = Kind::InferenceServices;
+                let cached = self.cached_object(kind, &self.inference_services, r);
+                let parsed = match cached {
+                    Some(parsed) => parsed,
+                    None => {
+                        let resource = reduce::inference_service_resource();
+                        let api = Api::<DynamicObject>::namespaced_with(
+                            self.client.clone(),
+                            &r.namespace,
+                            &resource,
+                        );
+                        match self.get(kind, r, api.get_opt(&r.name)).await? {
+                            Some(o) => Reduce::value(&reduce::InferenceServices, &o),
+                            None => return Ok(()),
+                        }
+                    }
+                };
+                out.insert_inference_service(self.usable(kind, parsed)?);
+            }
+            ObjectKey::ClusterStorageContainers => self.fill_storage_containers(out).await?,
+        }
+        Ok(())
+    }
+
+    /// A copy of the cached object, counting a hit; `None` (a miss) when the
+    /// kind is not watched, not synced yet, or the key is absent.
+    fn cached_object<T: Clone>(
+        &self,
+        kind: Kind,
+        cache: &CacheOf<ObjectRef, T>,
+        key: &ObjectRef,
+    ) -> Option<T> {
+        let m = self.metrics.kind(kind);
+        let found = (cache.as_ref())
+            .filter(|c| c.synced())
+            .and_then(|c| c.read().get(key).cloned());
+        match found {
+            Some(_) => m.hits.inc(),
+            None => m.misses.inc(),
+        };
+        found
+    }
+
+    async fn fill_storage_containers(&self, out: &mut ClusterData) -> Result<(), LookupError> {
+        let kind = Kind::StorageContainers;
+        let m = self.metrics.kind(kind);
+        let mut all: BTreeMap<String, Parsed<ClusterStorageContainer>> = BTreeMap::new();
+        match self.storage_containers.as_ref().filter(|c| c.synced()) {
+            Some(cache) => {
+                m.hits.inc();
+                all.extend(cache.read().iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            None => {
+                m.misses.inc();
+                let resource = reduce::storage_container_resource();
+                let api = Api::<DynamicObject>::all_with(self.client.clone(), &resource);
+                let list = self
+                    .get(kind, &"(all)", api.list(&ListParams::default()))
+                    .await?;
+                for o in &list.items {
+                    all.insert(
+                        o.metadata.name.clone().unwrap_or_default(),
+                        Reduce::value(&reduce::StorageContainers, o),
+                    );
+                }
+            }
+        }
+        for (name, parsed) in all {
+            let csc = self.usable(kind, parsed)?;
+            out.storage_containers.insert(name, csc);
+        }
+        Ok(())
+    }
+
+    fn usable<T>(&self, kind: Kind, parsed: Parsed<T>) -> Result<T, LookupError> {
+        parsed.map_err(|message| {
+            self.metrics.kind(kind).lookup_errors.inc();
+            LookupError::Invalid {
+                kind: kind.label(),
+                message,
+            }
+        })
+    }
+
+    /// One direct request, bounded by the GET timeout; counted as a fallback.
+    async fn get<T>(
+        &self,
+        kind: Kind,
+        key: &dyn std::fmt::Display,
+        request: impl Future<Output = kube::Result<T>>,
+    ) -> Result<T, LookupError> {
+        let m = self.metrics.kind(kind);
+        m.fallback_gets.inc();
+        let failed = |e| {
+            m.lookup_errors.inc();
+            e
+        };
+        match tokio::time::timeout(self.get_timeout, request).await {
+            Ok(Ok(found)) => Ok(found),
+            Ok(Err(source)) => Err(failed(LookupError::Api {
+                kind: kind.label(),
+                key: key.to_string(),
+                source: Box::new(source),
+            })),
+            Err(_) => Err(failed(LookupError::Timeout {
+                kind: kind.label(),
+                key: key.to_string(),
+                after: self.get_timeout,
+            })),
+        }
+    }
+}
+
+/// Reads exactly the objects one pod's mutation needs with direct GETs (a
+/// LIST for ClusterStorageContainers), each bounded by `get_timeout`: the
+/// CLI's `mutate --kubeconfig`.
+pub async fn fetch_once(
+    client: Client,
+    facts: &PodFacts,
+    config: &Config,
+    get_timeout: Duration,
+) -> Result<ClusterData, LookupError> {
+    Lookups::uncached(client, get_timeout)
+        .snapshot(facts, config)
+        .await
+}
+
+#[cfg(test)]
+mod tests;

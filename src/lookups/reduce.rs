@@ -1,0 +1,92 @@
+//! API objects to the core's reduced objects, at the watch and after a GET.
+
+pub use super::cache::Reduce;
+use crate::cluster::load::{inference_service, storage_container};
+use crate::cluster::{
+    ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
+};
+use k8s_openapi::api::core::v1 as api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::ResourceExt;
+
+/// A cached custom object, or why it cannot be used (reported by the lookup
+/// that needs it, as KServe's typed decode would fail that lookup).
+pub type Parsed<T> = Result<T, String>;
+
+pub fn storage_container_resource() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("serving.kserve.io", "v1alpha1", "ClusterStorageContainer");
+    ApiResource::from_gvk_with_plural(&gvk, "clusterstoragecontainers")
+}
+
+pub fn inference_service_resource() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("serving.kserve.io", "v1beta1", "InferenceService");
+    ApiResource::from_gvk_with_plural(&gvk, "inferenceservices")
+}
+
+fn object_ref<O: ResourceExt>(o: &O) -> ObjectRef {
+    ObjectRef::new(o.namespace().unwrap_or_default(), o.name_any())
+}
+
+pub struct ServiceAccounts;
+
+impl Reduce<api::ServiceAccount> for ServiceAccounts {
+    const KIND: &'static str = "serviceaccounts";
+    type Key = ObjectRef;
+    type Value = ServiceAccount;
+    fn key(&self, o: &api::ServiceAccount) -> ObjectRef {
+        object_ref(o)
+    }
+    fn value(&self, o: &api::ServiceAccount) -> ServiceAccount {
+        ServiceAccount::from_api(o, o.metadata.namespace.as_deref().unwrap_or_default())
+    }
+}
+
+/// Keeps what [`Secret::from_api`] keeps: names, annotations, data key
+/// names and only the values listed in `KEPT_SECRET_VALUE_KEYS` (others are
+/// reduced to their storage-spec projection). The API object is dropped
+/// right after.
+pub struct Secrets;
+
+impl Reduce<api::Secret> for Secrets {
+    const KIND: &'static str = "secrets";
+    type Key = ObjectRef;
+    type Value = Secret;
+    fn key(&self, o: &api::Secret) -> ObjectRef {
+        object_ref(o)
+    }
+    fn value(&self, o: &api::Secret) -> Secret {
+        Secret::from_api(o, o.metadata.namespace.as_deref().unwrap_or_default())
+    }
+}
+
+pub struct StorageContainers;
+
+impl Reduce<DynamicObject> for StorageContainers {
+    const KIND: &'static str = "clusterstoragecontainers";
+    type Key = String;
+    type Value = Parsed<ClusterStorageContainer>;
+    fn key(&self, o: &DynamicObject) -> String {
+        o.name_any()
+    }
+    fn value(&self, o: &DynamicObject) -> Parsed<ClusterStorageContainer> {
+        let doc = serde_json::to_value(o).map_err(|e| e.to_string())?;
+        storage_container(&doc, &o.name_any())
+    }
+}
+
+pub struct InferenceServices;
+
+impl Reduce<DynamicObject> for InferenceServices {
+    const KIND: &'static str = "inferenceservices";
+    type Key = ObjectRef;
+    type Value = Parsed<InferenceService>;
+    fn key(&self, o: &DynamicObject) -> ObjectRef {
+        object_ref(o)
+    }
+    fn value(&self, o: &DynamicObject) -> Parsed<InferenceService> {
+        let r = object_ref(o);
+        let doc = serde_json::to_value(o).map_err(|e| e.to_string())?;
+        inference_service(&doc, &r.namespace, &r.name)
+            .map_err(|e| format!("invalid InferenceService {r}: {e}"))
+    }
+}

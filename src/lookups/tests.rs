@@ -1,0 +1,111 @@
+use super::*;
+use crate::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+
+fn s3_pod(sa: &str) -> PodFacts {
+    PodFacts {
+        namespace: "ns".into(),
+        service_account_name: sa.into(),
+        annotations: [(
+            SOURCE_URI_ANNOTATION.to_string(),
+            "s3://bucket/model".to_string(),
+        )]
+        .into(),
+        labels: [(ISVC_LABEL.to_string(), "isvc".to_string())].into(),
+    }
+}
+
+fn data() -> ClusterData {
+    let mut data = ClusterData::default();
+    data.insert_service_account(ServiceAccount {
+        namespace: "ns".into(),
+        name: "sa".into(),
+        secrets: vec!["creds".into()],
+        ..ServiceAccount::default()
+    });
+    data.insert_secret(Secret::from_data(
+        "ns",
+        "creds",
+        [("S3_ENDPOINT", "minio:9000")],
+    ));
+    data.insert_secret(Secret::from_data("ns", "unrelated", [("x", "y")]));
+    data
+}
+
+/// A client whose server accepts connections and never answers.
+fn silent_client() -> (Client, std::net::TcpListener) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let client = Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    (client, listener)
+}
+
+#[tokio::test]
+async fn warm_cache_answers_exactly_the_needed_keys_without_a_request() {
+    let (client, _listener) = silent_client();
+    let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), data());
+    assert!(lookups.ready());
+    let config = Config::default();
+    let pod = s3_pod("sa");
+    let got = lookups.snapshot(&pod, &config).await.unwrap();
+    assert_eq!(got, data().restrict(&pod, &config));
+    assert!(got.secret("ns", "creds").is_some());
+    assert!(got.secret("ns", "unrelated").is_none());
+    let m = lookups.metrics().kind(Kind::Secrets);
+    assert_eq!(
+        (m.hits.get(), m.misses.get(), m.fallback_gets.get()),
+        (1, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn a_miss_goes_to_the_api_server_and_its_timeout_is_an_error() {
+    let (client, _listener) = silent_client();
+    let mut lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), data());
+    lookups.get_timeout = Duration::from_millis(200);
+    let err = lookups
+        .snapshot(&s3_pod("other"), &Config::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LookupError::Timeout { .. }), "{err}");
+    assert!(
+        err.to_string().contains("serviceaccounts ns/other"),
+        "{err}"
+    );
+    let m = lookups.metrics().kind(Kind::ServiceAccounts);
+    assert_eq!(
+        (m.misses.get(), m.fallback_gets.get(), m.lookup_errors.get()),
+        (1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn a_pod_without_lookups_needs_nothing() {
+    let (client, _listener) = silent_client();
+    let lookups = Lookups::uncached(client, Duration::from_millis(100));
+    let pod = PodFacts {
+        namespace: "ns".into(),
+        ..PodFacts::default()
+    };
+    assert!(lookups
+        .snapshot(&pod, &Config::default())
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
+    let (client, _listener) = silent_client();
+    let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), data());
+    if let Some(c) = &lookups.storage_containers {
+        c.insert(
+            "bad".into(),
+            Err("invalid ClusterStorageContainer \"bad\": x".into()),
+        );
+    }
+    let err = lookups
+        .snapshot(&s3_pod("sa"), &Config::default())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("\"bad\""), "{err}");
+}

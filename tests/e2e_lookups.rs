@@ -1,0 +1,531 @@
+//! The cluster lookups against a real kube-apiserver 1.20 + etcd on loopback
+//! (`../shared/tools/kube-apiserver/`): the caches run as the webhook's
+//! ServiceAccount (a token user), which only the shipped ClusterRole and
+//! binding (`manifests/rbac/cluster-role.yaml`) authorise, so the RBAC is
+//! what is tested.
+//!
+//! Without the binaries the test says how to build them and passes as
+//! skipped, except under `CI=true`, where it fails.
+
+use k8s_openapi::api::core::v1::{Secret as ApiSecret, ServiceAccount as ApiServiceAccount};
+use kserve_injector::cluster::keys::PodFacts;
+use kserve_injector::cluster::objects::NOT_A_STORAGE_SPEC;
+use kserve_injector::cluster::ClusterData;
+use kserve_injector::constants::{ISVC_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION};
+use kserve_injector::lookups::{
+    fetch_once, resolve_client, ClusterLookups, Environment, Kind, LookupError, LookupMetrics,
+    LookupOptions, Lookups,
+};
+use kserve_injector::Config;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use prometheus_client::registry::Registry;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const NS: &str = "e2e";
+const INJECTOR_TOKEN: &str = "e2e-injector-token";
+const NOBODY_TOKEN: &str = "e2e-nobody-token";
+
+/// The harness scripts with this test's own ports and work dir, so another
+/// user of the same scripts on the machine is not disturbed.
+struct ApiServer {
+    tools: PathBuf,
+    work_dir: PathBuf,
+    port: u16,
+    etcd: u16,
+}
+
+impl ApiServer {
+    /// The main test's server; `E2E_LOOKUPS_WORK_DIR`, `_APISERVER_PORT`
+    /// and `_ETCD_CLIENT_PORT` (peer = client + 1) override the defaults.
+    fn from_env() -> Self {
+        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
+        Self::new(
+            &var("E2E_LOOKUPS_WORK_DIR", "/tmp/kapi-lookups"),
+            var("E2E_LOOKUPS_APISERVER_PORT", "36543").parse().unwrap(),
+            var("E2E_LOOKUPS_ETCD_CLIENT_PORT", "32479")
+                .parse()
+                .unwrap(),
+        )
+    }
+
+    fn new(work_dir: &str, port: u16, etcd: u16) -> Self {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tools = std::env::var_os("KUBE_APISERVER_TOOLS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| manifest.join("../shared/tools/kube-apiserver"));
+        Self {
+            tools,
+            work_dir: work_dir.into(),
+            port,
+            etcd,
+        }
+    }
+
+    fn bin_dir() -> PathBuf {
+        std::env::var_os("BIN_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/kube-apiserver/bin")
+            })
+    }
+
+    /// `None` when everything is present, else what is missing.
+    fn missing(&self) -> Option<String> {
+        if !self.tools.join("start.sh").is_file() {
+            return Some(format!("no harness scripts at {}", self.tools.display()));
+        }
+        let bin = Self::bin_dir();
+        for b in ["etcd", "kube-apiserver"] {
+            if !bin.join(b).is_file() {
+                return Some(format!("no {} binary", bin.join(b).display()));
+            }
+        }
+        None
+    }
+
+    fn script(&self, args: &[&str]) -> String {
+        let tokens = self.work_dir.join("tokens.csv");
+        let out = Command::new("bash")
+            .args(args)
+            .current_dir(&self.tools)
+            .env("WORK_DIR", &self.work_dir)
+            .env("APISERVER_PORT", self.port.to_string())
+            .env("ETCD_CLIENT_PORT", self.etcd.to_string())
+            .env("ETCD_PEER_PORT", (self.etcd + 1).to_string())
+            .env(
+                "APISERVER_EXTRA_ARGS",
+                format!("--token-auth-file={}", tokens.display()),
+            )
+            .output()
+            .expect("bash runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?} failed: {stderr}");
+        eprintln!("{stderr}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Starts from a clean work dir; returns the admin kubeconfig.
+    fn start_clean(&self) -> PathBuf {
+        self.script(&["stop.sh", "--clean"]);
+        std::fs::create_dir_all(&self.work_dir).unwrap();
+        // The webhook's ServiceAccount identity (as its mounted token would
+        // authenticate) and a user no role binds.
+        std::fs::write(
+            self.work_dir.join("tokens.csv"),
+            format!("{INJECTOR_TOKEN},system:serviceaccount:kserve:kserve-injector,uid-injector\n{NOBODY_TOKEN},e2e-nobody,uid-nobody\n"),
+        )
+        .unwrap();
+        self.start()
+    }
+
+    fn start(&self) -> PathBuf {
+        self.script(&["start.sh"]).lines().last().unwrap().into()
+    }
+
+    /// A kubeconfig authenticating with `token`.
+    fn token_kubeconfig(&self, name: &str, token: &str) -> PathBuf {
+        let path = self.work_dir.join(format!("{name}.kubeconfig"));
+        let ca = self.work_dir.join("pki/ca.crt");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: {name}\n  context: {{cluster: local, user: {name}}}\ncurrent-context: {name}\n",
+                self.port,
+                ca.display()
+            ),
+        )
+        .unwrap();
+        path
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if self.tools.join("stop.sh").is_file() && self.work_dir.exists() {
+            let _ = Command::new("bash")
+                .args(["stop.sh", "--clean"])
+                .current_dir(&self.tools)
+                .env("WORK_DIR", &self.work_dir)
+                .status();
+        }
+    }
+}
+
+async fn client(kubeconfig: &Path) -> Client {
+    let env = Environment {
+        kubeconfig_flag: Some(kubeconfig.to_path_buf()),
+        ..Environment::default()
+    };
+    resolve_client(ClusterLookups::On, &env, None)
+        .await
+        .expect("the API server answers")
+        .expect("lookups are on")
+}
+
+/// Creates every document (an existing object is left as it is); retries
+/// while a just-created CRD is not served yet.
+async fn apply(admin: &Client, text: &str) {
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value = serde_json::Value::deserialize(doc).unwrap();
+        if value.is_null() {
+            continue;
+        }
+        let obj: DynamicObject = serde_json::from_value(value).unwrap();
+        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
+        let resource = ApiResource::from_gvk(&gvk);
+        let api: Api<DynamicObject> = match &obj.metadata.namespace {
+            Some(ns) => Api::namespaced_with(admin.clone(), ns, &resource),
+            None => Api::all_with(admin.clone(), &resource),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match api.create(&PostParams::default(), &obj).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(s)) if s.code == 409 => break,
+                Err(kube::Error::Api(s)) if s.code == 404 && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("creating {:?} {:?}: {e}", gvk.kind, obj.metadata.name),
+            }
+        }
+    }
+}
+
+async fn apply_cluster(admin: &Client) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    apply(admin, &read("tests/e2e_lookups/crds.yaml")).await;
+    apply(admin, &read("manifests/rbac/cluster-role.yaml")).await;
+    apply(admin, &read("tests/e2e_lookups/objects.yaml")).await;
+}
+
+fn pod(sa: &str, isvc: &str, annotations: &[(&str, &str)]) -> PodFacts {
+    PodFacts {
+        namespace: NS.into(),
+        service_account_name: sa.into(),
+        annotations: (annotations.iter())
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        labels: [(ISVC_LABEL.to_string(), isvc.to_string())].into(),
+    }
+}
+
+fn s3_pod(sa: &str) -> PodFacts {
+    pod(
+        sa,
+        "isvc-s3",
+        &[(SOURCE_URI_ANNOTATION, "s3://bucket/model")],
+    )
+}
+
+fn secret_value(data: &ClusterData, name: &str, key: &str) -> Option<String> {
+    data.secret(NS, name)?.get(key).cloned()
+}
+
+fn fallback_gets(lookups: &Lookups) -> u64 {
+    Kind::ALL
+        .iter()
+        .map(|k| lookups.metrics().kind(*k).fallback_gets.get())
+        .sum()
+}
+
+async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut attempt: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(found) = attempt().await {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// False (after saying why) when the test must be skipped; panics under CI.
+fn present(server: &ApiServer) -> bool {
+    let Some(missing) = server.missing() else {
+        return true;
+    };
+    let how = format!(
+        "the kube-apiserver e2e needs the binaries ({missing}); build them once with `bash {}/build.sh` (about 8 minutes)",
+        server.tools.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+    eprintln!("SKIPPED: {how}");
+    false
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A measurement, not a check (run by hand): RSS of this process before and
+/// after the caches list 10,000 Secrets and 10,000 ServiceAccounts from the
+/// API server.
+///
+///     cargo test --release --test e2e_lookups -- --ignored --nocapture rss
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: creates 20,000 objects"]
+async fn rss_with_10k_secrets_and_service_accounts_cached() {
+    use futures::StreamExt;
+    let server = ApiServer::new("/tmp/kapi-lookups-rss", 36544, 32481);
+    if !present(&server) {
+        return;
+    }
+    let admin = client(&server.start_clean()).await;
+    apply_cluster(&admin).await;
+    let created = Instant::now();
+    let docs = (0..10_000).map(|i| {
+        format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: sa-{i}, namespace: e2e, annotations: {{eks.amazonaws.com/role-arn: 'arn:aws:iam::123456789012:role/model-reader'}}}}\nsecrets: [{{name: s3-{i}}}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: s3-{i}, namespace: e2e, annotations: {{serving.kserve.io/s3-endpoint: s3.eu-west-1.amazonaws.com}}}}\nstringData: {{AWS_ACCESS_KEY_ID: AKIAIOSFODNN7EXAMPLE, AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, S3_ENDPOINT: s3.eu-west-1.amazonaws.com}}\n"
+        )
+    });
+    futures::stream::iter(docs)
+        .for_each_concurrent(16, |doc| {
+            let admin = admin.clone();
+            async move { apply(&admin, &doc).await }
+        })
+        .await;
+    eprintln!("created 20,000 objects in {:?}", created.elapsed());
+    let injector = client(&server.token_kubeconfig("injector", INJECTOR_TOKEN)).await;
+    let before = rss_kib();
+    let listed = Instant::now();
+    let lookups = Lookups::start(
+        injector,
+        LookupMetrics::unregistered(),
+        &LookupOptions::default(),
+    );
+    assert!(lookups.wait_ready(Duration::from_secs(120)).await);
+    let synced = listed.elapsed();
+    assert!(lookups.cached(Kind::Secrets) >= 10_000);
+    assert!(lookups.cached(Kind::ServiceAccounts) >= 10_000);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib();
+    eprintln!(
+        "rss: {before} KiB before the caches, {after} KiB with {} Secrets and {} ServiceAccounts cached (+{} KiB); listed in {synced:?}",
+        lookups.cached(Kind::Secrets),
+        lookups.cached(Kind::ServiceAccounts),
+        after.saturating_sub(before)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_against_a_real_api_server() {
+    let server = ApiServer::from_env();
+    if !present(&server) {
+        return;
+    }
+    let started = Instant::now();
+    let admin = client(&server.start_clean()).await;
+    apply_cluster(&admin).await;
+    let config = Config::default();
+
+    // The caches, as the webhook's ServiceAccount.
+    let injector = client(&server.token_kubeconfig("injector", INJECTOR_TOKEN)).await;
+    let mut registry = Registry::with_prefix("kserve_injector");
+    let metrics = LookupMetrics::register(&mut registry);
+    let lookups = Lookups::start(injector.clone(), metrics, &LookupOptions::default());
+    assert!(
+        lookups.wait_ready(Duration::from_secs(30)).await,
+        "caches not synced in 30 s"
+    );
+    assert_eq!(lookups.cached(Kind::StorageContainers), 1);
+    assert_eq!(lookups.cached(Kind::InferenceServices), 1);
+    // s3-creds and logger-creds; not the Helm release record.
+    assert_eq!(lookups.cached(Kind::Secrets), 2);
+
+    // Warm: the ServiceAccount, its Secret and the CSCs from the caches, no request.
+    let got = lookups.snapshot(&s3_pod("sa-s3"), &config).await.unwrap();
+    assert_eq!(
+        got.service_account(NS, "sa-s3").unwrap().secrets,
+        ["s3-creds"]
+    );
+    let s3 = got.secret(NS, "s3-creds").unwrap();
+    assert_eq!(
+        s3.annotations["serving.kserve.io/s3-endpoint"],
+        "s3.example.com"
+    );
+    assert_eq!(s3.get("S3_ENDPOINT").unwrap(), "minio:9000");
+    // A credential's value is never held, only that the key exists.
+    assert_eq!(s3.get("AWS_SECRET_ACCESS_KEY").unwrap(), NOT_A_STORAGE_SPEC);
+    assert!(!format!("{got:?}").contains("very-secret-value"));
+    let csc = got.storage_container("custom-prefix").unwrap();
+    assert_eq!(
+        csc.container.image.as_deref(),
+        Some("example.com/custom-initializer:1")
+    );
+    assert_eq!(fallback_gets(&lookups), 0);
+    assert_eq!(lookups.metrics().kind(Kind::Secrets).hits.get(), 1);
+
+    // Logger storage from the InferenceService, and its ServiceAccount's Secret.
+    let logger_pod = pod("sa-s3", "isvc-logger", &[(LOGGER_ANNOTATION, "true")]);
+    let got = lookups.snapshot(&logger_pod, &config).await.unwrap();
+    let isvc = got.inference_service(NS, "isvc-logger").unwrap();
+    let storage = isvc
+        .predictor_logger
+        .as_ref()
+        .unwrap()
+        .storage
+        .as_ref()
+        .unwrap();
+    assert_eq!(storage.service_account_name, "logger-sa");
+    assert_eq!(
+        secret_value(&got, "logger-creds", "S3_ENDPOINT").unwrap(),
+        "logs:9000"
+    );
+    assert_eq!(fallback_gets(&lookups), 0);
+
+    // A Secret updated is seen through the watch, with no request.
+    let secrets: Api<ApiSecret> = Api::namespaced(admin.clone(), NS);
+    let update = serde_json::json!({"stringData": {"S3_ENDPOINT": "minio-2:9000"}});
+    secrets
+        .patch("s3-creds", &PatchParams::default(), &Patch::Merge(&update))
+        .await
+        .unwrap();
+    eventually(
+        "the watch delivers the update",
+        Duration::from_secs(10),
+        || async {
+            let got = lookups.snapshot(&s3_pod("sa-s3"), &config).await.unwrap();
+            (secret_value(&got, "s3-creds", "S3_ENDPOINT")? == "minio-2:9000").then_some(())
+        },
+    )
+    .await;
+    assert_eq!(fallback_gets(&lookups), 0);
+
+    // A Secret that does not exist: one GET, then "not found" (no error).
+    let got = lookups
+        .snapshot(&s3_pod("sa-missing"), &config)
+        .await
+        .unwrap();
+    assert!(got.service_account(NS, "sa-missing").is_some());
+    assert!(got.secret(NS, "does-not-exist").is_none());
+    let m = lookups.metrics().kind(Kind::Secrets);
+    assert_eq!(
+        (m.misses.get(), m.fallback_gets.get(), m.lookup_errors.get()),
+        (1, 1, 0)
+    );
+
+    // The fallback GET fills a key no cache has seen: a layer that does not
+    // watch Secrets, asked for one created just now.
+    let mut registry2 = Registry::with_prefix("kserve_injector");
+    let metrics2 = LookupMetrics::register(&mut registry2);
+    let no_secret_cache = LookupOptions {
+        watched: vec![
+            Kind::ServiceAccounts,
+            Kind::StorageContainers,
+            Kind::InferenceServices,
+        ],
+        ..LookupOptions::default()
+    };
+    apply(
+        &admin,
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s3-creds-late, namespace: e2e}\nstringData: {S3_ENDPOINT: 'late:9000'}\n",
+    )
+    .await;
+    let sa_api: Api<ApiServiceAccount> = Api::namespaced(admin.clone(), NS);
+    let sa_patch =
+        serde_json::json!({"secrets": [{"name": "s3-creds"}, {"name": "s3-creds-late"}]});
+    sa_api
+        .patch("sa-s3", &PatchParams::default(), &Patch::Merge(&sa_patch))
+        .await
+        .unwrap();
+    // Started after the change, so its ServiceAccount cache lists it.
+    let partial = Lookups::start(injector.clone(), metrics2, &no_secret_cache);
+    assert!(partial.wait_ready(Duration::from_secs(30)).await);
+    let got = partial.snapshot(&s3_pod("sa-s3"), &config).await.unwrap();
+    // Both Secrets came from GETs: this layer has no Secret cache.
+    assert_eq!(
+        secret_value(&got, "s3-creds-late", "S3_ENDPOINT").unwrap(),
+        "late:9000"
+    );
+    assert_eq!(partial.metrics().kind(Kind::Secrets).fallback_gets.get(), 2);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry2).unwrap();
+    assert!(
+        text.contains("kserve_injector_cluster_fallback_gets_total{kind=\"secrets\"} 2"),
+        "{text}"
+    );
+    drop(partial);
+
+    // RBAC: a user the ClusterRole does not cover gets an error, not "not found".
+    let nobody = client(&server.token_kubeconfig("nobody", NOBODY_TOKEN)).await;
+    let err = fetch_once(nobody, &s3_pod("sa-s3"), &config, Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LookupError::Api { .. }), "{err}");
+    assert!(err.to_string().contains("forbidden"), "{err}");
+    // The one-shot fetch (mutate --kubeconfig) as the webhook's identity.
+    let once = fetch_once(
+        injector.clone(),
+        &s3_pod("sa-s3"),
+        &config,
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        secret_value(&once, "s3-creds-late", "S3_ENDPOINT").unwrap(),
+        "late:9000"
+    );
+
+    // The API server restarted while the caches run. (start.sh starts etcd
+    // on an empty data dir, so the cluster is re-created; the caches must
+    // follow whatever the API server now holds.)
+    let restart = Instant::now();
+    let watch_errors_before = lookups.metrics().kind(Kind::Secrets).watch_errors.get();
+    server.script(&["stop.sh"]);
+    let down = fetch_once(
+        injector.clone(),
+        &s3_pod("sa-s3"),
+        &config,
+        Duration::from_secs(2),
+    )
+    .await;
+    assert!(down.is_err(), "lookups with the API server down must fail");
+    server.start();
+    apply_cluster(&admin).await;
+    apply(
+        &admin,
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa-after, namespace: e2e}\nsecrets: [{name: after-restart}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: after-restart, namespace: e2e}\nstringData: {S3_ENDPOINT: 'after:9000'}\n",
+    )
+    .await;
+    let stored = secrets.get("s3-creds").await.unwrap();
+    let stored_endpoint = String::from_utf8(stored.data.unwrap()["S3_ENDPOINT"].0.clone()).unwrap();
+    eventually(
+        "the caches recover after the restart",
+        Duration::from_secs(60),
+        || async {
+            let before = fallback_gets(&lookups);
+            let after = lookups.snapshot(&s3_pod("sa-after"), &config).await.ok()?;
+            let fresh = lookups.snapshot(&s3_pod("sa-s3"), &config).await.ok()?;
+            let from_cache = fallback_gets(&lookups) == before;
+            let current = secret_value(&fresh, "s3-creds", "S3_ENDPOINT")? == stored_endpoint;
+            let found = secret_value(&after, "after-restart", "S3_ENDPOINT")? == "after:9000";
+            (from_cache && current && found).then_some(())
+        },
+    )
+    .await;
+    assert!(lookups.ready());
+    assert!(lookups.metrics().kind(Kind::Secrets).watch_errors.get() > watch_errors_before);
+    eprintln!(
+        "e2e lookups: total {:?}, restart and recovery {:?}",
+        started.elapsed(),
+        restart.elapsed()
+    );
+}
