@@ -37,10 +37,15 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
 
+# The instrumented build is the slowest step of CI: keep it outside the
+# clone so a fresh checkout on the same machine reuses it.
+export FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-$HOME/.cache/kserve-injector/fuzz-target}
+fuzz() { CARGO_TARGET_DIR=$FUZZ_TARGET_DIR cargo +nightly fuzz "$@"; }
+
 echo "== building fuzz targets"
 build_started=$(date +%s)
 for target in "${TARGETS[@]}"; do
-  cargo +nightly fuzz build --sanitizer none "$target" 2>&1 | tail -1
+  fuzz build --sanitizer none "$target" 2>&1 | tail -1
 done
 echo "fuzz: build took $(( $(date +%s) - build_started )) s"
 
@@ -83,7 +88,7 @@ for target in "${TARGETS[@]}"; do
   regressions=(fuzz/regressions/"$target"/*)
   if [ -e "${regressions[0]}" ]; then
     echo "== $target: replaying ${#regressions[@]} regression inputs"
-    cargo +nightly fuzz run --sanitizer none "$target" "${regressions[@]}" -- \
+    fuzz run --sanitizer none "$target" "${regressions[@]}" -- \
       "${limits[@]}" -runs=1 2>&1 | tail -2 || status=1
   fi
 
@@ -95,7 +100,7 @@ for target in "${TARGETS[@]}"; do
   [ "$RUNS" -gt 0 ] && args+=(-runs="$RUNS")
   [ "$MAX_LEN" -gt 0 ] && args+=(-max_len="$MAX_LEN")
   if [ "$JOBS" -gt 1 ]; then args+=(-fork="$JOBS" -ignore_crashes=0); fi
-  if cargo +nightly fuzz run --sanitizer none "$target" "$corpus" -- "${args[@]}" >"$log" 2>&1; then
+  if fuzz run --sanitizer none "$target" "$corpus" -- "${args[@]}" >"$log" 2>&1; then
     result=ok
   else
     result=CRASH
