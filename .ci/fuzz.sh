@@ -71,7 +71,7 @@ seed_config() {
 }
 seed_reader() {
   local dir=$1
-  for case in fixtures/*/; do cp "$case/input.yaml" "$dir/input-$(basename "$case").yaml"; done
+  for input in fixtures/*/input.yaml; do cp "$input" "$dir/input-$(basename "$(dirname "$input")").yaml"; done
   cp benches/inputs/minimal-oci.json benches/inputs/typical.json "$dir/"
 }
 

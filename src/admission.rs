@@ -143,17 +143,17 @@ fn operation_name(op: &Operation) -> &'static str {
 }
 
 /// Decodes the envelope; path tracking runs only to explain a failure.
-fn parse(body: &[u8]) -> Result<ReviewView<'_>, ReviewError> {
-    match serde_json::from_slice::<ReviewView>(body) {
+fn parse(body: &str) -> Result<ReviewView<'_>, ReviewError> {
+    match serde_json::from_str::<ReviewView>(body) {
         Ok(review) => Ok(review),
         Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => Err(ReviewError::Json(e.to_string())),
         Err(plain) => {
             // A type error may come before a syntax error further on: the
             // body must be JSON before it can be a wrong AdmissionReview.
-            if let Err(e) = serde_json::from_slice::<IgnoredAny>(body) {
+            if let Err(e) = serde_json::from_str::<IgnoredAny>(body) {
                 return Err(ReviewError::Json(e.to_string()));
             }
-            let mut de = serde_json::Deserializer::from_slice(body);
+            let mut de = serde_json::Deserializer::from_str(body);
             let message = match serde_path_to_error::deserialize::<_, ReviewView>(&mut de) {
                 Err(e) => format!("{}: {}", e.path(), e.inner()),
                 Ok(_) => plain.to_string(),
@@ -175,6 +175,10 @@ struct Answer<'a> {
 
 /// Answers one AdmissionReview request body.
 pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
+    // serde_json skips the strings nobody reads without checking their UTF-8,
+    // so the whole body is checked once here: invalid UTF-8 is not JSON.
+    let body =
+        std::str::from_utf8(body).map_err(|e| ReviewError::Json(format!("invalid UTF-8: {e}")))?;
     let review = match inline::parse(body) {
         Some(review) => review,
         None => parse(body)?,

@@ -31,8 +31,8 @@ struct InlineRequest<'a>(RequestView<'a>);
 
 /// The envelope with, for a CREATE of a Pod, the pod's view already decoded;
 /// `None` when the body needs the plain path.
-pub(super) fn parse(body: &[u8]) -> Option<ReviewView<'_>> {
-    let review: InlineReview = serde_json::from_slice(body).ok()?;
+pub(super) fn parse(body: &str) -> Option<ReviewView<'_>> {
+    let review: InlineReview = serde_json::from_str(body).ok()?;
     Some(ReviewView {
         api_version: review.api_version,
         kind: review.kind,

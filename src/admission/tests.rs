@@ -449,7 +449,7 @@ fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/inputs");
     for name in ["minimal-oci", "typical", "containers-50"] {
         let body = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
-        let inline = inline::parse(&body).expect("one pass");
+        let inline = inline::parse(std::str::from_utf8(&body).unwrap()).expect("one pass");
         assert!(inline.request.as_ref().unwrap().pod.is_some(), "{name}");
         let (reviewed, _) = answer(&body, &Env::default());
         assert!(reviewed.allowed && reviewed.patch_ops > 0, "{name}");
@@ -462,7 +462,7 @@ fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
         reordered.extend(std::mem::take(request));
         tree["request"] = Value::Object(reordered);
         let plain = serde_json::to_vec(&tree).unwrap();
-        assert!(inline::parse(&plain)
+        assert!(inline::parse(std::str::from_utf8(&plain).unwrap())
             .unwrap()
             .request
             .unwrap()
@@ -470,4 +470,24 @@ fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
             .is_none());
         assert_eq!(review(&plain, &Env::default()).unwrap(), reviewed, "{name}");
     }
+}
+
+/// Found by the review fuzz target: serde_json skips unread strings without
+/// checking their UTF-8, so a body that is not UTF-8 must be refused first.
+#[test]
+fn invalid_utf8_in_a_field_nobody_reads_is_not_json() {
+    let mut req = request("Pod", "CREATE", isvc_pod());
+    req["userInfo"] = json!({"username": "system:unread"});
+    let mut body = review_body("admission.k8s.io/v1", req);
+    let text = String::from_utf8(body.clone()).expect("built as UTF-8");
+    let at = text
+        .find("system:unread")
+        .expect("the field is in the body");
+    body[at] = 0xff;
+    assert!(matches!(
+        review(&body, &Env::default()),
+        Err(ReviewError::Json(_))
+    ));
+    body[at] = b'x';
+    assert!(review(&body, &Env::default()).is_ok());
 }
