@@ -2,10 +2,44 @@
 //! or AdmissionReview responses) out, through the same core as the webhook.
 
 use crate::admission;
+use crate::cluster::keys::PodFacts;
+use crate::cluster::ClusterData;
+use crate::config::Config;
 use crate::mutation::{mutate, mutate_template, Env, MutationError};
 use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
+
+/// Where `mutate` gets the cluster objects one pod's mutation reads. The
+/// objects of `--objects` are a [`ClusterData`]; a live cluster
+/// (`--kubeconfig`) is read by the binary's own source.
+pub trait ClusterSource {
+    /// The objects `facts` needs (see [`crate::cluster::keys::needed_keys`]);
+    /// an error is a lookup that could not be answered.
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String>;
+}
+
+/// A loaded snapshot answers with exactly the part one pod may read.
+impl ClusterSource for ClusterData {
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String> {
+        Ok(self.restrict(facts, config))
+    }
+}
+
+/// The Env for one pod: `env` with the objects that pod needs.
+fn env_for(
+    pod: &Value,
+    namespace: &str,
+    env: &Env,
+    cluster: &mut dyn ClusterSource,
+    label: &str,
+) -> Result<Env, CliError> {
+    let facts = PodFacts::from_pod_value(pod, namespace);
+    let objects = cluster
+        .snapshot(&facts, &env.config)
+        .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
+    Ok(env.with_cluster(objects))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
@@ -97,6 +131,7 @@ fn mutate_object(
     label: &str,
     namespace: Option<&str>,
     env: &Env,
+    cluster: &mut dyn ClusterSource,
 ) -> Result<Processed, CliError> {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
     let ns = namespace
@@ -107,7 +142,8 @@ fn mutate_object(
         MutationError::Inject(e) => CliError::Denied(e.message),
     };
     if kind == "Pod" {
-        let m = mutate(doc, ns, env).map_err(fail)?;
+        let env = env_for(doc, ns, env, cluster, label)?;
+        let m = mutate(doc, ns, &env).map_err(fail)?;
         return Ok(Processed::Object {
             object: m.pod,
             patch: m.patch,
@@ -121,7 +157,8 @@ fn mutate_object(
     let template = doc
         .pointer(pointer)
         .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
-    let m = mutate_template(template, ns, env).map_err(fail)?;
+    let env = env_for(template, ns, env, cluster, label)?;
+    let m = mutate_template(template, ns, &env).map_err(fail)?;
     let mut object = doc.clone();
     if let Some(slot) = object.pointer_mut(pointer) {
         *slot = m.pod;
@@ -135,13 +172,17 @@ fn process(
     index: usize,
     namespace: Option<&str>,
     env: &Env,
+    cluster: &mut dyn ClusterSource,
 ) -> Result<Processed, CliError> {
     let label = describe(doc, index);
     match doc.get("kind").and_then(Value::as_str) {
         Some("AdmissionReview") => {
             let body =
                 serde_json::to_vec(doc).map_err(|e| CliError::Input(format!("{label}: {e}")))?;
-            let reviewed = admission::review(&body, env)
+            let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
+            let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
+            let env = env_for(pod, ns.unwrap_or_default(), env, cluster, &label)?;
+            let reviewed = admission::review(&body, &env)
                 .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
             let response = serde_json::from_slice(&reviewed.body)
                 .map_err(|e| CliError::Input(e.to_string()))?;
@@ -159,7 +200,7 @@ fn process(
                 let Processed::Object {
                     object,
                     patch: item_patch,
-                } = mutate_object(item, &item_label, namespace, env)?
+                } = mutate_object(item, &item_label, namespace, env, cluster)?
                 else {
                     return Err(CliError::Input(format!(
                         "{item_label}: an AdmissionReview cannot be a List item"
@@ -176,7 +217,7 @@ fn process(
                 patch: json_patch::Patch(patch),
             })
         }
-        _ => mutate_object(doc, &label, namespace, env),
+        _ => mutate_object(doc, &label, namespace, env, cluster),
     }
 }
 
@@ -201,17 +242,19 @@ fn prefix_path(op: &mut json_patch::PatchOperation, prefix: &str) {
 /// largest document, not the input). Stops at the first document that fails;
 /// the documents before it have been written. A denied AdmissionReview is
 /// written (it is the answer) and then reported as [`CliError::Denied`].
+/// Each pod's cluster objects come from `cluster`.
 pub fn mutate_stream(
     input: &mut impl BufRead,
     out: &mut impl Write,
     format: OutputFormat,
     namespace: Option<&str>,
     env: &Env,
+    cluster: &mut dyn ClusterSource,
 ) -> Result<(), CliError> {
     let mut index = 0;
     for doc in reader::documents(input).map_err(read_error)? {
         let doc = doc.map_err(read_error)?;
-        let processed = process(&doc, index, namespace, env)?;
+        let processed = process(&doc, index, namespace, env, cluster)?;
         let label = describe(&doc, index);
         drop(doc);
         if index > 0 && format == OutputFormat::Yaml {
@@ -246,7 +289,8 @@ pub fn mutate_stream(
     Ok(())
 }
 
-/// [`mutate_stream`] over text, for callers that hold the whole input.
+/// [`mutate_stream`] over text, for callers that hold the whole input; the
+/// cluster objects are `env.cluster`.
 pub fn run_mutate(
     text: &str,
     format: OutputFormat,
@@ -254,8 +298,26 @@ pub fn run_mutate(
     env: &Env,
 ) -> Result<String, CliError> {
     let mut out = Vec::new();
-    mutate_stream(&mut text.as_bytes(), &mut out, format, namespace, env)?;
+    let mut cluster = env.cluster.clone();
+    mutate_stream(
+        &mut text.as_bytes(),
+        &mut out,
+        format,
+        namespace,
+        env,
+        &mut cluster,
+    )?;
     String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))
+}
+
+/// Loads `--objects`: ServiceAccounts, Secrets, ClusterStorageContainers and
+/// InferenceServices, as multi-document YAML/JSON or Lists.
+pub fn load_objects(input: &mut impl BufRead) -> Result<ClusterData, CliError> {
+    let mut docs = Vec::new();
+    for doc in reader::documents(input).map_err(read_error)? {
+        docs.push(doc.map_err(read_error)?);
+    }
+    ClusterData::from_documents(docs).map_err(|e| CliError::Input(e.to_string()))
 }
 
 fn read_error(e: reader::ReadError) -> CliError {

@@ -4,11 +4,14 @@
 use crate::cluster::ClusterData;
 use crate::config::Config;
 use crate::constants::DEFAULT_CONTROLLER_NAMESPACE;
+use std::sync::Arc;
 
-/// Everything a mutation depends on besides the pod.
+/// Everything a mutation depends on besides the pod. The config is shared
+/// (`Arc`) because the server builds one `Env` per admission around that
+/// request's cluster snapshot.
 #[derive(Debug, Clone)]
 pub struct Env {
-    pub config: Config,
+    pub config: Arc<Config>,
     /// The namespace KServe's controller runs in (its `POD_NAMESPACE`).
     pub controller_namespace: String,
     pub cluster: ClusterData,
@@ -17,10 +20,24 @@ pub struct Env {
 impl Env {
     pub fn new(config: Config) -> Self {
         Self {
-            config,
+            config: Arc::new(config),
             controller_namespace: DEFAULT_CONTROLLER_NAMESPACE.to_string(),
             cluster: ClusterData::default(),
         }
+    }
+
+    /// The same config and namespace with another cluster snapshot.
+    pub fn with_cluster(&self, cluster: ClusterData) -> Self {
+        Self {
+            config: self.config.clone(),
+            controller_namespace: self.controller_namespace.clone(),
+            cluster,
+        }
+    }
+
+    /// The config, for tests and tools that adjust it in place.
+    pub fn config_mut(&mut self) -> &mut Config {
+        Arc::make_mut(&mut self.config)
     }
 }
 

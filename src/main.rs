@@ -1,5 +1,6 @@
 use clap::{Parser, Subcommand, ValueEnum};
-use kserve_injector::cli::{mutate_stream, CliError, OutputFormat};
+use kserve_injector::cli::{load_objects, mutate_stream, CliError, OutputFormat};
+use kserve_injector::ClusterData;
 use kserve_injector::{certs, config_file, server, Config, Env};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -100,6 +101,11 @@ struct MutateArgs {
     /// Example: --namespace models
     #[arg(short = 'n', long)]
     namespace: Option<String>,
+    /// Cluster objects the webhook would read from the API server: ServiceAccounts,
+    /// Secrets, ClusterStorageContainers, InferenceServices (multi-document YAML/JSON
+    /// or a List). Without it, every lookup is "not found". Example: --objects cluster.yaml
+    #[arg(long, value_name = "FILE")]
+    objects: Option<PathBuf>,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -180,6 +186,19 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Format::Json => OutputFormat::Json,
         Format::Patch => OutputFormat::Patch,
     };
+    let mut cluster = match &args.objects {
+        Some(path) => {
+            let loaded = File::open(path)
+                .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
+                .and_then(|file| load_objects(&mut BufReader::new(file)))
+                .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())));
+            match loaded {
+                Ok(data) => data,
+                Err(e) => return fail(&e),
+            }
+        }
+        None => ClusterData::default(),
+    };
     let env = Env::new(config);
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
@@ -187,7 +206,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Some(path) => match File::open(path) {
             Ok(file) => {
                 let mut input = BufReader::new(file);
-                mutate_stream(&mut input, &mut out, format, namespace, &env)
+                mutate_stream(&mut input, &mut out, format, namespace, &env, &mut cluster)
             }
             Err(e) => Err(CliError::Input(format!(
                 "cannot read {}: {e}",
@@ -200,6 +219,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
             format,
             namespace,
             &env,
+            &mut cluster,
         ),
     };
     match result.and_then(|()| out.flush().map_err(CliError::from_write)) {

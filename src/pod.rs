@@ -255,6 +255,19 @@ impl<'a> PodDoc<'a> {
             .unwrap_or_default()
     }
 
+    /// The pod's annotations with string values (the view types them).
+    pub fn annotations(&self) -> std::collections::BTreeMap<String, String> {
+        let entries = self.metadata().and_then(|m| m.get("annotations"));
+        (entries.and_then(Value::as_object).into_iter().flatten())
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
+    }
+
+    /// `spec.serviceAccountName`; empty means `default`.
+    pub fn service_account_name(&self) -> &str {
+        self.spec_str("serviceAccountName").unwrap_or_default()
+    }
+
     pub fn spec_str(&self, key: &str) -> Option<&str> {
         self.spec()?.get(key)?.as_str()
     }
@@ -326,6 +339,13 @@ impl<'a> PodDoc<'a> {
     pub fn has_container_named(&self, name: &str) -> bool {
         self.position(List::Containers, name).is_some()
             || self.position(List::InitContainers, name).is_some()
+    }
+
+    /// Typed copies of every named entry of the list.
+    pub fn typed_all(&self, list: List) -> Vec<Container> {
+        (self.entries(list).iter())
+            .filter_map(|c| serde::Deserialize::deserialize(c).ok())
+            .collect()
     }
 
     /// Typed copy of a container, for reading probes, ports and security contexts.

@@ -190,6 +190,9 @@ pub struct MetaView<'a> {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SpecView<'a> {
+    /// Whose credential Secrets the storage-initializer and agent get.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<Str<'a>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub containers: Option<Capped<ContainerView<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]

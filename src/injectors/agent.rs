@@ -2,6 +2,11 @@
 //! process that fronts the model server on port 9081.
 
 use super::InjectError;
+use crate::cluster::credentials::{
+    add_service_account_credentials, CredentialError, CredentialRequest, CredentialTarget,
+};
+use crate::cluster::logger::{effective_logger, logger_service_account};
+use crate::config::LoggerConfig;
 use crate::constants::*;
 use crate::env::Env;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
@@ -29,6 +34,15 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         None
     };
 
+    // The InferenceService's logger overrides the config's (KServe reads it
+    // for every pod; only a logger uses it).
+    let logger_config = logger.then(|| {
+        let isvc = pod.label(ISVC_LABEL).unwrap_or_default();
+        effective_logger(
+            &env.config.logger,
+            env.cluster.inference_service(pod.namespace(), isvc),
+        )
+    });
     let mut args = Vec::new();
     if puller {
         args.extend(puller_args(pod));
@@ -36,42 +50,39 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     if batcher {
         args.extend(batcher_args(pod));
     }
-    if logger {
-        args.extend(logger_args(pod, env));
+    if let Some(config) = &logger_config {
+        args.extend(logger_args(pod, config));
     }
     let port = component_port(pod);
     args.extend(["--component-port".to_string(), port.clone()]);
 
     let queue_proxy = pod.typed(List::Containers, QUEUE_PROXY_CONTAINER);
     let (agent_env, probe_path) = match &queue_proxy {
-        Some(qp) => (queue_proxy_env(qp, &port), "/".to_string()),
+        Some(qp) => (queue_proxy_env(qp), "/".to_string()),
         None => readiness_from_user_probe(pod),
     };
 
-    let mut mounts = Vec::new();
-    let mut volumes = Vec::new();
-    let ca_bundle = &env.config.logger.ca_bundle;
-    if logger && !ca_bundle.is_empty() {
-        volumes.push(Volume {
-            name: AGENT_CA_BUNDLE_VOLUME.to_string(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: ca_bundle.clone(),
-                optional: Some(true),
-                ..Default::default()
-            }),
-            ..Default::default()
-        });
-        mounts.push(mount(
-            AGENT_CA_BUNDLE_VOLUME,
-            LOGGER_CA_BUNDLE_MOUNT_PATH,
-            true,
-        ));
+    let mut target = CredentialTarget {
+        env: agent_env,
+        ..CredentialTarget::default()
+    };
+    if let Some((volume, mount)) = logger.then(|| logger_ca_bundle(env)).flatten() {
+        target.volumes.push(volume);
+        target.volume_mounts.push(mount);
     }
-    if let Some((model_dir, model_config)) = &puller_volumes {
-        volumes.extend([model_dir.clone(), model_config.clone()]);
-        mounts.push(model_dir_mount());
-        mounts.push(mount(MODEL_CONFIG_VOLUME, MODEL_CONFIG_MOUNT_PATH, false));
+    add_credentials(pod, env, logger_config.as_ref(), &mut target)
+        .map_err(|e| InjectError::new(NAME, e.to_string()))?;
+    if let Some((model_dir, model_config)) = puller_volumes {
+        target.volumes.extend([model_dir, model_config]);
+        target.volume_mounts.push(model_dir_mount());
+        let config_mount = mount(MODEL_CONFIG_VOLUME, MODEL_CONFIG_MOUNT_PATH, false);
+        target.volume_mounts.push(config_mount);
     }
+    let CredentialTarget {
+        env: agent_env,
+        volume_mounts: mounts,
+        volumes,
+    } = target;
 
     let security_context = pod
         .entries(List::Containers)
@@ -106,6 +117,48 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     }
     if queue_proxy.is_some() {
         redirect_queue_proxy(pod);
+    }
+    Ok(())
+}
+
+/// The logger's CA bundle ConfigMap (optional: the agent starts without it).
+fn logger_ca_bundle(env: &Env) -> Option<(Volume, VolumeMount)> {
+    let name = &env.config.logger.ca_bundle;
+    if name.is_empty() {
+        return None;
+    }
+    let volume = Volume {
+        name: AGENT_CA_BUNDLE_VOLUME.to_string(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: name.clone(),
+            optional: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mount = mount(AGENT_CA_BUNDLE_VOLUME, LOGGER_CA_BUNDLE_MOUNT_PATH, true);
+    Some((volume, mount))
+}
+
+/// The pod's ServiceAccount credentials, then, for a logger with storage,
+/// the storage ServiceAccount's (`logger-sa` by default), as KServe does.
+fn add_credentials(
+    pod: &PodDoc,
+    env: &Env,
+    logger: Option<&LoggerConfig>,
+    target: &mut CredentialTarget,
+) -> Result<(), CredentialError> {
+    let annotations = pod.annotations();
+    let mut request = CredentialRequest {
+        namespace: pod.namespace(),
+        service_account_name: pod.service_account_name(),
+        pod_annotations: &annotations,
+    };
+    let config = &env.config.credentials;
+    add_service_account_credentials(&env.cluster, config, &request, target)?;
+    if let Some(account) = logger.and_then(logger_service_account) {
+        request.service_account_name = account;
+        add_service_account_credentials(&env.cluster, config, &request, target)?;
     }
     Ok(())
 }
@@ -164,8 +217,7 @@ fn batcher_args(pod: &PodDoc) -> Vec<String> {
     args
 }
 
-fn logger_args(pod: &PodDoc, env: &Env) -> Vec<String> {
-    let config = &env.config.logger;
+fn logger_args(pod: &PodDoc, config: &LoggerConfig) -> Vec<String> {
     let label = |key: &str| pod.label(key).unwrap_or_default().to_string();
     let url = pod
         .annotation(LOGGER_SINK_URL_ANNOTATION)
@@ -247,22 +299,12 @@ fn component_port(pod: &PodDoc) -> String {
         .unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string())
 }
 
-/// KServe's copy of queue-proxy's env, taken before `USER_PORT` is pointed
-/// at the agent. When a pass re-creates an agent that another webhook
-/// removed, queue-proxy already carries the agent port; the copy gets the
-/// component's port back, which is the value Knative set in the first place,
-/// and leaves out what the metrics aggregator (which runs after the agent in
-/// KServe's order) put on queue-proxy.
-fn queue_proxy_env(queue_proxy: &Container, component_port: &str) -> Vec<EnvVar> {
-    let mut env = queue_proxy.env.clone().unwrap_or_default();
-    env.retain(|v| !METRICS_QUEUE_PROXY_ENV.contains(&v.name.as_str()));
-    for var in env
-        .iter_mut()
-        .filter(|v| v.name == USER_PORT_ENV && v.value.as_deref() == Some(AGENT_PORT_STR))
-    {
-        var.value = Some(component_port.to_string());
-    }
-    env
+/// KServe's copy of queue-proxy's env, taken as it is, before `USER_PORT`
+/// is pointed at the agent. A pass that re-creates an agent another webhook
+/// removed copies what queue-proxy carries by then (`USER_PORT` 9081, the
+/// aggregator's variables), exactly as KServe HEAD does.
+fn queue_proxy_env(queue_proxy: &Container) -> Vec<EnvVar> {
+    queue_proxy.env.clone().unwrap_or_default()
 }
 
 /// Without queue-proxy the agent itself checks the user's readiness; it can

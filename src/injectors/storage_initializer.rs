@@ -1,9 +1,21 @@
 //! Storage initializer: downloads the model into an emptyDir before the
 //! server starts, or mounts a PVC directly (KServe's legacy single-URI path).
+//! Its credentials, CA bundle and ClusterStorageContainer come from the
+//! cluster snapshot (`env.cluster`), through the pure functions of
+//! [`crate::cluster`].
 
 use super::ca_bundle;
 use super::storage_uri::{local_model_uri, oci_effective_mode, parse_oci, parse_pvc};
 use super::InjectError;
+use crate::cluster::container_merge::merge_storage_container;
+use crate::cluster::credentials::{
+    add_service_account_credentials, CredentialRequest, CredentialTarget,
+};
+use crate::cluster::storage_container::{
+    select, storage_initializer_injected, STORAGE_CONTAINER_NAME_ANNOTATION,
+};
+use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
+use crate::cluster::ClusterStorageContainer;
 use crate::constants::*;
 use crate::env::Env;
 use crate::pod::build::{
@@ -11,8 +23,7 @@ use crate::pod::build::{
 };
 use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, PersistentVolumeClaimVolumeSource, SecretKeySelector, Volume,
-    VolumeMount,
+    Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
 use std::collections::BTreeMap;
 
@@ -39,8 +50,14 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
             .unwrap_or_default();
         src = local_model_uri(&src, local_source, pvc);
     }
-    let storage_spec = StorageSpec::from_pod(pod)?;
+    let annotations = pod.annotations();
+    let storage_spec =
+        StorageSpec::from_annotations(&annotations).map_err(|e| error(e.to_string()))?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
+    // KServe looks the ClusterStorageContainer up before any skip, so its
+    // errors deny even a pod that then gets no storage-initializer.
+    let explicit = pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION);
+    let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
     // The model puller (agent) downloads models itself.
     if pod.annotation(AGENT_ANNOTATION).is_some() {
         return Ok(());
@@ -50,7 +67,8 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
             return Ok(());
         }
     }
-    if pod.has_container_named(STORAGE_INITIALIZER_CONTAINER) {
+    let csc_name = csc.map(|c| c.container.name.as_str());
+    if storage_initializer_injected(&pod.typed_all(List::InitContainers), csc_name) {
         return Ok(());
     }
     let user_containers = model_containers(pod)
@@ -60,10 +78,16 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     let (volumes, mount) = match parse_pvc(&src) {
         Some((claim, sub_path)) => pvc_volume(claim, sub_path, read_only),
         None => {
-            let init = init_container(pod, env, &src, storage_spec.as_ref())?;
-            pod.ensure_container(List::InitContainers, &init.container);
+            let plan = InitPlan {
+                src: &src,
+                annotations: &annotations,
+                storage_spec: storage_spec.as_ref(),
+                csc,
+            };
+            let (init, credential_volumes) = plan.build(pod, env)?;
+            pod.ensure_container(List::InitContainers, &init);
             let mut volumes = vec![empty_dir_volume(PROVISION_LOCATION_VOLUME)];
-            volumes.extend(init.volumes);
+            volumes.extend(credential_volumes);
             let mount = VolumeMount {
                 read_only: read_only.then_some(true),
                 ..model_mount(PROVISION_LOCATION_VOLUME)
@@ -123,46 +147,86 @@ fn rewrite_storage_uri(pod: &mut PodDoc, target: &str) {
     }
 }
 
-struct InitPlan {
-    container: Container,
-    volumes: Vec<Volume>,
+/// What the init container is built from.
+struct InitPlan<'a> {
+    src: &'a str,
+    annotations: &'a BTreeMap<String, String>,
+    storage_spec: Option<&'a StorageSpec>,
+    csc: Option<&'a ClusterStorageContainer>,
 }
 
-fn init_container(
-    pod: &PodDoc,
-    env: &Env,
-    src: &str,
-    storage_spec: Option<&StorageSpec>,
-) -> Result<InitPlan, InjectError> {
-    let mut vars = Vec::new();
-    let mut args = vec![src.to_string(), DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string()];
-    let mut mounts = vec![model_mount(PROVISION_LOCATION_VOLUME)];
-    let mut volumes = Vec::new();
-    if let Some(spec) = storage_spec {
-        spec.apply(pod, env, &mut vars, &mut args)?;
-    }
-    if let Some((volume, mount, ca_vars)) = ca_bundle::plan(env, pod.namespace(), &vars, true) {
-        for var in ca_vars {
-            push_env_if_absent(&mut vars, var);
+impl InitPlan<'_> {
+    /// The init container and the pod volumes it needs, in KServe's order:
+    /// credentials (storage-spec or ServiceAccount), the CA bundle decided
+    /// from them, the ClusterStorageContainer merged in, then the CA bundle
+    /// and the default env added where the merge left them absent.
+    fn build(&self, pod: &PodDoc, env: &Env) -> Result<(Container, Vec<Volume>), InjectError> {
+        let mut args = vec![
+            self.src.to_string(),
+            DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
+        ];
+        let mut credentials = CredentialTarget {
+            volume_mounts: vec![model_mount(PROVISION_LOCATION_VOLUME)],
+            ..CredentialTarget::default()
+        };
+        let config = &env.config.credentials;
+        match self.storage_spec {
+            Some(spec) => add_storage_spec_credentials(
+                &env.cluster,
+                config,
+                pod.namespace(),
+                self.annotations,
+                spec,
+                &mut credentials.env,
+                &mut args,
+            )
+            .map_err(|e| error(e.to_string()))?,
+            None => {
+                let request = CredentialRequest {
+                    namespace: pod.namespace(),
+                    service_account_name: pod.service_account_name(),
+                    pod_annotations: self.annotations,
+                };
+                add_service_account_credentials(&env.cluster, config, &request, &mut credentials)
+                    .map_err(|e| error(e.to_string()))?;
+            }
         }
-        volumes.push(volume);
-        mounts.push(mount);
+        let ca_bundle = ca_bundle::plan(env, pod.namespace(), &credentials.env, true);
+        let built = Container {
+            name: STORAGE_INITIALIZER_CONTAINER.to_string(),
+            image: Some(initializer_image(env)),
+            args: Some(args),
+            resources: Some(resources(&env.config.storage_initializer.resources)),
+            termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
+            volume_mounts: Some(credentials.volume_mounts),
+            env: (!credentials.env.is_empty()).then_some(credentials.env),
+            ..Default::default()
+        };
+        let mut container = match self.csc {
+            Some(csc) => {
+                merge_storage_container(&built, &csc.container).map_err(|e| error(e.to_string()))?
+            }
+            None => built,
+        };
+        let mut volumes = credentials.volumes;
+        let mut vars = container.env.take().unwrap_or_default();
+        if let Some((volume, mount, ca_vars)) = ca_bundle {
+            for var in ca_vars {
+                push_env_if_absent(&mut vars, var);
+            }
+            volumes.push(volume);
+            container
+                .volume_mounts
+                .get_or_insert_with(Vec::new)
+                .push(mount);
+        }
+        for (name, value) in HF_DEFAULT_ENV {
+            push_env_if_absent(&mut vars, env_var(name, value));
+        }
+        apply_confidential(pod, &mut vars);
+        container.env = (!vars.is_empty()).then_some(vars);
+        Ok((container, volumes))
     }
-    for (name, value) in HF_DEFAULT_ENV {
-        push_env_if_absent(&mut vars, env_var(name, value));
-    }
-    apply_confidential(pod, &mut vars);
-    let container = Container {
-        name: STORAGE_INITIALIZER_CONTAINER.to_string(),
-        image: Some(initializer_image(env)),
-        args: Some(args),
-        resources: Some(resources(&env.config.storage_initializer.resources)),
-        termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
-        volume_mounts: Some(mounts),
-        env: (!vars.is_empty()).then_some(vars),
-        ..Default::default()
-    };
-    Ok(InitPlan { container, volumes })
 }
 
 fn set_var(vars: &mut Vec<EnvVar>, name: &str, value: &str) {
@@ -183,166 +247,6 @@ fn apply_confidential(pod: &PodDoc, vars: &mut Vec<EnvVar>) {
     {
         set_var(vars, CONFIDENTIAL_RESOURCE_ID_ENV, id);
     }
-}
-
-/// The `storage-spec` annotations: parameters and a key into the storage secret.
-struct StorageSpec {
-    params: BTreeMap<String, String>,
-    key: String,
-}
-
-const STORAGE_TYPES: [&str; 3] = ["s3", "hdfs", "webhdfs"];
-
-impl StorageSpec {
-    fn from_pod(pod: &PodDoc) -> Result<Option<Self>, InjectError> {
-        if pod.annotation(STORAGE_SPEC_ANNOTATION) != Some("true") {
-            return Ok(None);
-        }
-        // As Go's json.Unmarshal into a map: `null` is no parameters, while an
-        // empty value is invalid JSON.
-        let params = match pod.annotation(STORAGE_SPEC_PARAM_ANNOTATION) {
-            None => BTreeMap::new(),
-            Some(text) => serde_json::from_str::<Option<BTreeMap<String, String>>>(text)
-                .map_err(|e| {
-                    error(format!(
-                        "invalid {STORAGE_SPEC_PARAM_ANNOTATION} annotation: {e}"
-                    ))
-                })?
-                .unwrap_or_default(),
-        };
-        let key = pod
-            .annotation(STORAGE_SPEC_KEY_ANNOTATION)
-            .unwrap_or_default()
-            .to_string();
-        Ok(Some(Self { params, key }))
-    }
-
-    fn secret_name(&self, pod: &PodDoc, env: &Env) -> String {
-        let creds = &env.config.credentials;
-        if !creds.storage_secret_name_annotation.is_empty() {
-            if let Some(name) = pod.annotation(&creds.storage_secret_name_annotation) {
-                return name.to_string();
-            }
-        }
-        if creds.storage_spec_secret_name.is_empty() {
-            DEFAULT_STORAGE_SPEC_SECRET.to_string()
-        } else {
-            creds.storage_spec_secret_name.clone()
-        }
-    }
-
-    /// Reads the secret data (if any), adds the credential env, and resolves
-    /// `<scheme-placeholder>://` arguments.
-    fn apply(
-        &self,
-        pod: &PodDoc,
-        env: &Env,
-        vars: &mut Vec<EnvVar>,
-        args: &mut [String],
-    ) -> Result<(), InjectError> {
-        let secret_name = self.secret_name(pod, env);
-        let param_type = self.params.get("type").filter(|t| !t.is_empty());
-        let key = if !self.key.is_empty() {
-            self.key.clone()
-        } else if let Some(t) = param_type {
-            format!("default_{t}")
-        } else {
-            "default".to_string()
-        };
-        let data = match env.cluster.secret(pod.namespace(), &secret_name) {
-            Some(secret) => match secret.get(&key) {
-                Some(data) => Some(data),
-                None if !self.key.is_empty() => {
-                    return Err(error(format!(
-                        "specified storage key {key} not found in storage secret {secret_name}"
-                    )))
-                }
-                None => None,
-            },
-            None if !self.key.is_empty() => {
-                return Err(error(format!(
-                    "can't read storage secret {secret_name}: secrets \"{secret_name}\" not found"
-                )))
-            }
-            None => None,
-        };
-        let mut storage_type = param_type.cloned();
-        // An empty bucket parameter counts as none, as in Go.
-        let mut bucket = self.params.get("bucket").filter(|b| !b.is_empty()).cloned();
-        if let Some(data) = data {
-            if storage_type.is_none() {
-                let parsed: BTreeMap<String, serde_json::Value> = serde_json::from_str(data)
-                    .map_err(|e| {
-                        error(format!(
-                            "invalid json encountered in key {key} of storage secret {secret_name}: {e}"
-                        ))
-                    })?;
-                let text = |k: &str| parsed.get(k).and_then(|v| v.as_str()).map(str::to_string);
-                // Without a `type` the error below is "unable to determine storage type".
-                if let Some(t) = parsed.get("type") {
-                    let t = t.as_str().unwrap_or_default();
-                    if !STORAGE_TYPES.contains(&t) {
-                        return Err(error(format!(
-                            "storage type must be one of [{}]. storage type [{t}] is not supported",
-                            STORAGE_TYPES.join(", ")
-                        )));
-                    }
-                    storage_type = Some(t.to_string());
-                }
-                if bucket.is_none() {
-                    bucket = text("bucket");
-                }
-                if let Some(cm) = text("cabundle_configmap") {
-                    vars.push(env_var(AWS_CA_BUNDLE_CONFIGMAP_ENV, &cm));
-                }
-            }
-            vars.push(EnvVar {
-                name: STORAGE_CONFIG_ENV.to_string(),
-                value: None,
-                value_from: Some(EnvVarSource {
-                    secret_key_ref: Some(SecretKeySelector {
-                        name: secret_name.clone(),
-                        key: key.clone(),
-                        optional: None,
-                    }),
-                    ..Default::default()
-                }),
-            });
-        }
-        let storage_type = storage_type.ok_or_else(|| error("unable to determine storage type"))?;
-        resolve_placeholders(args, &storage_type, bucket.as_deref())?;
-        if !self.params.is_empty() {
-            vars.push(env_var(
-                STORAGE_OVERRIDE_CONFIG_ENV,
-                &crate::probe_json::go_string_map(&self.params),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Every URI argument (even index) with the placeholder scheme gets the real one.
-fn resolve_placeholders(
-    args: &mut [String],
-    storage_type: &str,
-    bucket: Option<&str>,
-) -> Result<(), InjectError> {
-    let prefix = format!("{STORAGE_URI_PLACEHOLDER_SCHEME}://");
-    if !args.first().is_some_and(|a| a.starts_with(&prefix)) {
-        return Ok(());
-    }
-    for arg in args.iter_mut().step_by(2) {
-        let path = arg.strip_prefix(&prefix).unwrap_or(arg).to_string();
-        *arg = if storage_type == "s3" {
-            let bucket = bucket.filter(|b| !b.is_empty()).ok_or_else(|| {
-                error("format [s3] requires a bucket but one wasn't found in storage data or parameters")
-            })?;
-            format!("s3://{bucket}/{path}")
-        } else {
-            format!("{storage_type}://{path}")
-        };
-    }
-    Ok(())
 }
 
 #[cfg(test)]

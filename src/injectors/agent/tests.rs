@@ -18,10 +18,10 @@ fn ag_env() -> Env {
 /// AG-cfg with A11's logger TLS settings.
 fn tls_env() -> Env {
     let mut env = ag_env();
-    env.config.logger.default_url = "https://httpbin.org/".into();
-    env.config.logger.ca_bundle = "kserve-tls-bundle".into();
-    env.config.logger.ca_cert_file = "ca.crt".into();
-    env.config.logger.tls_skip_verify = true;
+    env.config_mut().logger.default_url = "https://httpbin.org/".into();
+    env.config_mut().logger.ca_bundle = "kserve-tls-bundle".into();
+    env.config_mut().logger.ca_cert_file = "ca.crt".into();
+    env.config_mut().logger.tls_skip_verify = true;
     env
 }
 
@@ -464,7 +464,7 @@ fn a11_logger_ca_bundle_is_only_mounted_for_the_logger() {
 #[test]
 fn a12_logger_storage_args() {
     let mut env = ag_env();
-    env.config.logger.storage = Some(crate::config::LoggerStorage {
+    env.config_mut().logger.storage = Some(crate::config::LoggerStorage {
         path: "/logger".into(),
         parameters: Some(BTreeMap::from([
             ("type".to_string(), "s3".to_string()),
@@ -498,16 +498,16 @@ fn a12_logger_storage_args() {
 #[test]
 fn optional_logger_args_keep_kserve_order() {
     let mut env = ag_env();
-    env.config.logger.storage = Some(crate::config::LoggerStorage {
+    env.config_mut().logger.storage = Some(crate::config::LoggerStorage {
         path: "/logs".into(),
         parameters: None,
         key: "credentials".into(),
         service_account_name: "logger-sa".into(),
     });
-    env.config.logger.marshaller_url = "http://marshaller:8080".into();
-    env.config.logger.batch_size = 16;
-    env.config.logger.batch_interval = "5s".into();
-    env.config.logger.ca_cert_file = "ca.crt".into();
+    env.config_mut().logger.marshaller_url = "http://marshaller:8080".into();
+    env.config_mut().logger.batch_size = 16;
+    env.config_mut().logger.batch_interval = "5s".into();
+    env.config_mut().logger.ca_cert_file = "ca.crt".into();
     let annotations = with(
         logger_annotations(),
         json!({"internal.serving.kserve.io/logger-metadata-headers": "X-Id",
@@ -900,22 +900,30 @@ fn a_pod_without_containers_gets_an_agent_instead_of_a_panic() {
     assert_eq!(out["spec"]["containers"][0]["name"], "agent");
 }
 
+/// KServe HEAD copies queue-proxy's env as it is; a pass that re-creates an
+/// agent another webhook removed sees queue-proxy already redirected.
 #[test]
-fn a_re_created_agent_copies_the_original_user_port() {
+fn a_re_created_agent_copies_queue_proxy_env_as_kserve_does() {
     let annotations = json!({"internal.serving.kserve.io/logger": "true"});
     let user = json!({"name": "kserve-container", "ports": [{"containerPort": 8085}]});
     let qp = json!({"name": "queue-proxy", "env": [{"name": "USER_PORT", "value": "8085"}]});
     let first = run_with(inject, &pod(annotations, json!([user, qp])), &ag_env()).unwrap();
-    // Another webhook drops the agent; the next pass must rebuild the same one.
+    assert_eq!(
+        container(&first, "agent")["env"],
+        json!([{"name": "USER_PORT", "value": "8085"}])
+    );
     let mut removed = first.clone();
     removed["spec"]["containers"]
         .as_array_mut()
         .unwrap()
         .retain(|c| c["name"] != "agent");
     let repaired = run_with(inject, &removed, &ag_env()).unwrap();
-    assert_eq!(repaired, first);
     assert_eq!(
         container(&repaired, "agent")["env"],
-        json!([{"name": "USER_PORT", "value": "8085"}])
+        json!([{"name": "USER_PORT", "value": "9081"}])
+    );
+    assert_eq!(
+        container(&repaired, "queue-proxy"),
+        container(&first, "queue-proxy")
     );
 }

@@ -12,7 +12,7 @@ fn empty_config() -> Env {
 
 fn config(edit: impl FnOnce(&mut crate::config::StorageInitializerConfig)) -> Env {
     let mut env = empty_config();
-    edit(&mut env.config.storage_initializer);
+    edit(&mut env.config_mut().storage_initializer);
     env
 }
 
@@ -393,7 +393,7 @@ fn m17_first_pull_secret_becomes_the_docker_config() {
 #[test]
 fn fetch_mode_ca_bundle_insecure_registry_and_transformer() {
     let mut env = fetch_config();
-    let si = &mut env.config.storage_initializer;
+    let si = &mut env.config_mut().storage_initializer;
     si.ca_bundle_config_map_name = "registry-ca".into();
     si.ca_bundle_volume_mount_path = String::new();
     si.oci_insecure_registry = true;
