@@ -3,12 +3,15 @@
 //!
 //! A case is a directory holding `input.yaml` (a Pod), optionally
 //! `config.yaml` (an inferenceservice-config ConfigMap; KServe's defaults
-//! otherwise), and the golden: `expected.yaml` (the mutated pod) or
+//! otherwise) and `cluster.yaml` (the ServiceAccounts, Secrets,
+//! ClusterStorageContainers and InferenceServices the API server would
+//! hold: `mutate --objects` on the CLI path, the Env's snapshot on the
+//! AdmissionReview path), and the golden: `expected.yaml` (the mutated pod) or
 //! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
 //! test --test golden` rewrites the goldens from the CLI's output.
 
 use base64::Engine;
-use kserve_injector::{admission, config_file, Config, Env};
+use kserve_injector::{admission, cli, config_file, Config, Env};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,11 +38,18 @@ fn yaml(path: &Path) -> Value {
 
 fn env_for(case: &Path) -> Env {
     let config = case.join("config.yaml");
-    if config.is_file() {
+    let mut env = if config.is_file() {
         Env::new(config_file::load(&config).unwrap_or_else(|e| panic!("{e}")))
     } else {
         Env::new(Config::default())
+    };
+    let objects = case.join("cluster.yaml");
+    if objects.is_file() {
+        let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
+        env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
+            .unwrap_or_else(|e| panic!("{}: {e}", objects.display()));
     }
+    env
 }
 
 enum Outcome {
@@ -52,6 +62,9 @@ fn run_cli(case: &Path) -> Outcome {
     cmd.arg("mutate").arg("-o").arg("json");
     if case.join("config.yaml").is_file() {
         cmd.arg("--config").arg(case.join("config.yaml"));
+    }
+    if case.join("cluster.yaml").is_file() {
+        cmd.arg("--objects").arg(case.join("cluster.yaml"));
     }
     let out = cmd
         .arg(case.join("input.yaml"))

@@ -2093,6 +2093,29 @@ fn forget_agent_security_context(pod: &mut Value) {
     }
 }
 
+/// KServe HEAD copies queue-proxy's env into the agent as it is at injection
+/// time; an agent re-created later copies it as it is by then (`USER_PORT`
+/// already pointing at the agent, the aggregator's variables added).
+fn forget_agent_env_from_queue_proxy(pod: &mut Value) {
+    let Some(containers) = pod
+        .pointer_mut("/spec/containers")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    if !containers
+        .iter()
+        .any(|c| c["name"] == QUEUE_PROXY_CONTAINER)
+    {
+        return;
+    }
+    for c in containers.iter_mut().filter(|c| c["name"] == "agent") {
+        if let Some(obj) = c.as_object_mut() {
+            obj.remove("env");
+        }
+    }
+}
+
 /// A webhook removes one thing pass 1 added (a whole container when
 /// `containers`, else a field); the next pass may put it back but must not
 /// produce anything pass 1 did not have, and the pass after it is empty.
@@ -2125,8 +2148,10 @@ fn removal(case: &Case, pick: &Index, containers: bool, stats: &Stats) -> Result
     let stage = format!("pass after removing {removed}");
     let repaired = must_succeed(&stage, &damaged, case)?;
     let (mut got, mut want) = (normalize(&repaired.pod), normalize(&first.pod));
-    forget_agent_security_context(&mut got);
-    forget_agent_security_context(&mut want);
+    for pod in [&mut got, &mut want] {
+        forget_agent_security_context(pod);
+        forget_agent_env_from_queue_proxy(pod);
+    }
     if let Some(bad) = bad_repair(&got, Some(&normalize(&damaged)), Some(&want), "") {
         return Err(format!(
             "{stage}: the pass wrote {bad} = {}, but pass 1 had {}\npatch: {}",
