@@ -242,3 +242,66 @@ fn mutate_help_documents_every_flag_with_an_example() {
         assert!(help.contains(needle), "missing {needle:?} in:\n{help}");
     }
 }
+
+#[test]
+fn objects_flag_reads_cluster_objects_and_names_a_bad_document() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pod = OCI_POD.replace(
+        "oci://registry.example.com/models/sklearn:v1",
+        "gs://models/sklearn",
+    );
+    let objects = write_temp(
+        dir.path(),
+        "cluster.yaml",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: default}\nsecrets: [{name: gcs}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: gcs, namespace: default}\nstringData: {gcloud-application-credentials.json: '{}'}\n",
+    );
+    let out = run(
+        &[
+            "mutate",
+            "-o",
+            "json",
+            "--objects",
+            objects.to_str().unwrap(),
+            "-",
+        ],
+        Some(&pod),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mutated: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(
+        mutated["spec"]["volumes"][1],
+        serde_json::json!({"name": "user-gcp-sa", "secret": {"secretName": "gcs"}})
+    );
+
+    let missing = write_temp(
+        dir.path(),
+        "missing.yaml",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default, namespace: default}\nsecrets: [{name: gone}]\n",
+    );
+    let out = run(
+        &["mutate", "--objects", missing.to_str().unwrap(), "-"],
+        Some(&pod),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(r#"secrets "gone" not found"#),
+        "{}",
+        stderr(&out)
+    );
+
+    let wrong = write_temp(
+        dir.path(),
+        "wrong.yaml",
+        "---\n---\n{apiVersion: v1, kind: Pod, metadata: {name: p}}\n",
+    );
+    let out = run(
+        &["mutate", "--objects", wrong.to_str().unwrap(), "-"],
+        Some(&pod),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let message = stderr(&out);
+    assert!(
+        message.contains("--objects") && message.contains("unsupported kind \"Pod\""),
+        "{message}"
+    );
+}
