@@ -8,9 +8,12 @@
 //! straight into one buffer, with the patch serialised and base64-encoded in
 //! place.
 
+use crate::cluster::keys::PodFacts;
+use crate::config::Config;
+use crate::constants::ISVC_LABEL;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Env, MutationError};
-use crate::view::{self, PodView, Str};
+use crate::view::{self, PodView, Str, ViewError};
 use base64::Engine;
 use kube::core::admission::Operation;
 use serde::de::IgnoredAny;
@@ -173,8 +176,29 @@ struct Answer<'a> {
     patch: Option<Vec<json_patch::PatchOperation>>,
 }
 
-/// Answers one AdmissionReview request body.
+/// Answers one AdmissionReview request body, with the cluster objects in
+/// `env.cluster`.
 pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
+    prepare(body)?.answer(env)
+}
+
+/// A request decoded in one pass and not yet answered. Between
+/// [`prepare`] and [`Prepared::answer`] an adapter may fetch the cluster
+/// objects the pod needs ([`Prepared::lookup_facts`]); the core stays pure.
+pub struct Prepared<'a> {
+    api_version: Str<'a>,
+    uid: Str<'a>,
+    namespace: Str<'a>,
+    /// A CREATE of a Pod: the only request that is mutated.
+    applies: bool,
+    pod: Option<Result<PodView<'a>, ViewError>>,
+    out: Reviewed,
+}
+
+/// Decodes a request body: the envelope, and for a CREATE of a Pod the
+/// view of the pod. A body that is not an AdmissionReview is an error
+/// (HTTP 400); everything else gets an answer.
+pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
     // serde_json skips the strings nobody reads without checking their UTF-8,
     // so the whole body is checked once here: invalid UTF-8 is not JSON.
     let body =
@@ -198,16 +222,29 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
         .ok_or_else(|| ReviewError::NotAReview("request: missing".into()))?;
     let object = request.object.filter(|o| o.get() != "null");
     let inline_pod = request.pod.take();
-    let namespace = request
-        .namespace
-        .as_ref()
-        .map(Str::as_str)
-        .unwrap_or_default();
-    let mut out = Reviewed {
+    let is_pod = request.kind.group.as_str().is_empty() && request.kind.kind.as_str() == "Pod";
+    let applies = is_pod && matches!(request.operation, Operation::Create);
+    let pod = match (inline_pod, object) {
+        (Some(pod), _) => Some(view::within_budget(pod)),
+        (None, Some(raw)) if applies => Some(view::pod_from_str(raw.get())),
+        _ => None,
+    };
+    let name = match &pod {
+        // An object that is present names the review, even when it is refused.
+        Some(Ok(pod)) => pod.display_name().unwrap_or_default().to_string(),
+        _ => match object {
+            Some(raw) => object_name(raw).unwrap_or_default(),
+            None => (request.name.as_ref().map(Str::as_str))
+                .unwrap_or_default()
+                .to_string(),
+        },
+    };
+    let namespace = request.namespace.take().unwrap_or_default();
+    let out = Reviewed {
         body: Vec::new(),
         uid: request.uid.as_str().to_string(),
-        namespace: namespace.to_string(),
-        name: String::new(),
+        namespace: namespace.as_str().to_string(),
+        name,
         operation: operation_name(&request.operation).to_string(),
         kind: request.kind.kind.as_str().to_string(),
         dry_run: request.dry_run.unwrap_or(false),
@@ -216,76 +253,94 @@ pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
         denial: None,
         outcomes: Vec::new(),
     };
-    let mut answer = Answer {
-        uid: request.uid.as_str(),
-        allowed: true,
-        code: 200,
-        message: None,
-        patch: None,
-    };
-    let is_pod = request.kind.group.as_str().is_empty() && request.kind.kind.as_str() == "Pod";
-    let applies = is_pod && matches!(request.operation, Operation::Create);
-    // An object that is present names the review, even when it is refused.
-    let mut named = false;
-    if let Some(pod) = &inline_pod {
-        out.name = pod.display_name().unwrap_or_default().to_string();
-        named = true;
+    Ok(Prepared {
+        api_version: review.api_version,
+        uid: request.uid,
+        namespace,
+        applies,
+        pod,
+        out,
+    })
+}
+
+impl Prepared<'_> {
+    /// What the cluster lookups need to know of the pod; `None` when the
+    /// request reads no cluster object (not a CREATE of a Pod, a pod that
+    /// cannot be read, or one without the InferenceService label).
+    pub fn lookup_facts(&self, config: &Config) -> Option<PodFacts> {
+        match &self.pod {
+            Some(Ok(pod)) if self.applies && pod.label(ISVC_LABEL).is_some() => {
+                Some(pod.facts(self.namespace.as_str(), config))
+            }
+            _ => None,
+        }
     }
-    let pod = match (inline_pod, object) {
-        (Some(pod), _) => Some(view::within_budget(pod)),
-        (None, Some(raw)) if applies => Some(view::pod_from_str(raw.get())),
-        _ => None,
-    };
-    match pod {
-        Some(pod) if applies => {
-            let result = pod.map_err(MutationError::from).and_then(|pod| {
-                if let Some(name) = pod.display_name() {
-                    out.name = name.to_string();
-                    named = true;
-                }
-                Ok(edit(&pod, namespace, true, env)?)
-            });
-            match result {
-                Ok(edits) => {
-                    out.outcomes = edits.outcomes;
-                    out.patch_ops = edits.ops.len();
-                    if !edits.ops.is_empty() {
-                        answer.patch = Some(edits.ops);
-                    }
-                }
-                Err(e) => {
-                    answer.code = match e {
-                        MutationError::Decode { .. } => 400,
-                        MutationError::Inject(_) => 500,
-                    };
-                    answer.allowed = false;
-                    answer.message = Some(e.to_string());
-                    out.denial = Some(e.to_string());
+
+    /// Answers with the injectors' edits, or a denial.
+    pub fn answer(self, env: &Env) -> Result<Reviewed, ReviewError> {
+        let result = match &self.pod {
+            Some(pod) if self.applies => Some(
+                pod.as_ref()
+                    .map_err(|e| MutationError::from(e.clone()))
+                    .and_then(|pod| Ok(edit(pod, self.namespace.as_str(), true, env)?)),
+            ),
+            _ => None,
+        };
+        let mut answer = Answer {
+            uid: self.uid.as_str(),
+            allowed: true,
+            code: 200,
+            message: None,
+            patch: None,
+        };
+        let mut out = self.out;
+        match result {
+            Some(Ok(edits)) => {
+                out.outcomes = edits.outcomes;
+                out.patch_ops = edits.ops.len();
+                if !edits.ops.is_empty() {
+                    answer.patch = Some(edits.ops);
                 }
             }
+            Some(Err(e)) => {
+                answer.code = match e {
+                    MutationError::Decode { .. } => 400,
+                    MutationError::Inject(_) => 500,
+                };
+                answer.allowed = false;
+                answer.message = Some(e.to_string());
+                out.denial = Some(e.to_string());
+            }
+            None if self.applies => {
+                answer.allowed = false;
+                answer.code = 400;
+                answer.message =
+                    Some("request.object: a CREATE of a Pod must carry the pod".into());
+                out.denial = Some("request.object missing".into());
+            }
+            None => {}
         }
-        _ if applies => {
-            answer.allowed = false;
-            answer.code = 400;
-            answer.message = Some("request.object: a CREATE of a Pod must carry the pod".into());
-            out.denial = Some("request.object missing".into());
-        }
-        _ => {}
+        out.allowed = answer.allowed;
+        out.body = encode(self.api_version.as_str(), &answer)?;
+        Ok(out)
     }
-    if !named {
-        out.name = match object {
-            Some(raw) => object_name(raw).unwrap_or_default(),
-            None => request
-                .name
-                .as_ref()
-                .map(Str::as_str)
-                .unwrap_or_default()
-                .to_string(),
+
+    /// Denies the request (HTTP 200, `allowed: false`, code 500): a cluster
+    /// lookup it needed could not be answered, which KServe fails too.
+    pub fn deny(self, message: &str) -> Result<Reviewed, ReviewError> {
+        let answer = Answer {
+            uid: self.uid.as_str(),
+            allowed: false,
+            code: 500,
+            message: Some(message.to_string()),
+            patch: None,
         };
+        let mut out = self.out;
+        out.allowed = false;
+        out.denial = Some(message.to_string());
+        out.body = encode(self.api_version.as_str(), &answer)?;
+        Ok(out)
     }
-    out.allowed = answer.allowed;
-    out.body = encode(review.api_version.as_str(), &answer)?;
-    Ok(out)
 }
 
 /// Writes the AdmissionReview answer into one buffer. kube's `with_patch`

@@ -34,7 +34,7 @@ fn env_for(
     cluster: &mut dyn ClusterSource,
     label: &str,
 ) -> Result<Env, CliError> {
-    let facts = PodFacts::from_pod_value(pod, namespace);
+    let facts = PodFacts::from_pod_value(pod, namespace, &env.config);
     let objects = cluster
         .snapshot(&facts, &env.config)
         .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
@@ -268,8 +268,10 @@ pub fn mutate_stream(
             Processed::Object { object, patch } => {
                 match format {
                     OutputFormat::Yaml => {
-                        let text = reader::to_yaml(&object).map_err(CliError::Input)?;
-                        out.write_all(text.as_bytes()).map_err(write_error)?;
+                        reader::write_yaml(out, &object).map_err(|e| match e {
+                            reader::WriteError::Io(e) => write_error(e),
+                            reader::WriteError::Yaml(message) => CliError::Input(message),
+                        })?
                     }
                     OutputFormat::Json => write_json(out, &object)?,
                     OutputFormat::Patch => write_json(out, &patch)?,

@@ -255,14 +255,6 @@ impl<'a> PodDoc<'a> {
             .unwrap_or_default()
     }
 
-    /// The pod's annotations with string values (the view types them).
-    pub fn annotations(&self) -> std::collections::BTreeMap<String, String> {
-        let entries = self.metadata().and_then(|m| m.get("annotations"));
-        (entries.and_then(Value::as_object).into_iter().flatten())
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect()
-    }
-
     /// `spec.serviceAccountName`; empty means `default`.
     pub fn service_account_name(&self) -> &str {
         self.spec_str("serviceAccountName").unwrap_or_default()
@@ -420,6 +412,13 @@ impl<'a> PodDoc<'a> {
             path,
             ops: &mut self.ops,
         })
+    }
+}
+
+/// The lookup rules read the working set's annotations in place.
+impl crate::cluster::Annotations for PodDoc<'_> {
+    fn annotation(&self, key: &str) -> Option<&str> {
+        PodDoc::annotation(self, key)
     }
 }
 

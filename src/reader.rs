@@ -165,5 +165,39 @@ pub fn to_yaml(value: &Value) -> Result<String, String> {
     serde_saphyr::to_string(value).map_err(|e| e.to_string())
 }
 
+/// Why YAML could not be written.
+#[derive(Debug)]
+pub enum WriteError {
+    /// The output failed (a closed pipe, a full disk).
+    Io(std::io::Error),
+    /// The value has no YAML form.
+    Yaml(String),
+}
+
+/// [`to_yaml`] streamed into `out`, so a large document is not held twice.
+pub fn write_yaml(out: &mut impl std::io::Write, value: &Value) -> Result<(), WriteError> {
+    /// Keeps the io::Error that fmt::Write has no room for.
+    struct Adapter<'w, W> {
+        out: &'w mut W,
+        failed: Option<std::io::Error>,
+    }
+    impl<W: std::io::Write> std::fmt::Write for Adapter<'_, W> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.out.write_all(s.as_bytes()).map_err(|e| {
+                self.failed = Some(e);
+                std::fmt::Error
+            })
+        }
+    }
+    let mut adapter = Adapter { out, failed: None };
+    match serde_saphyr::to_fmt_writer(&mut adapter, value) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(match adapter.failed.take() {
+            Some(io) => WriteError::Io(io),
+            None => WriteError::Yaml(e.to_string()),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests;

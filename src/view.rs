@@ -15,6 +15,8 @@
 //! The view serialises back (absent and null fields left out) into the small
 //! JSON working set the injectors edit; see [`crate::pod`].
 
+use crate::cluster::keys::PodFacts;
+use crate::config::Config;
 use k8s_openapi::api::core::v1::{EnvVarSource, Probe, SecurityContext};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -33,7 +35,7 @@ pub const MAX_ENTRIES: usize = 4096;
 pub const MAX_TOTAL_ENTRIES: usize = 16384;
 
 /// A string, borrowed from the input when it holds no escapes.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Str<'a>(pub Cow<'a, str>);
 
 impl Str<'_> {
@@ -312,6 +314,23 @@ impl PodView<'_> {
 
     pub fn label(&self, key: &str) -> Option<&str> {
         self.metadata.as_ref()?.labels.as_ref()?.get(key)
+    }
+
+    /// What the cluster-lookup rules read of this pod, created in `namespace`.
+    pub fn facts(&self, namespace: &str, config: &Config) -> PodFacts {
+        fn pairs<'m>(m: Option<&'m StrMap<'_>>) -> impl Iterator<Item = (&'m str, &'m str)> {
+            (m.into_iter().flat_map(|m| m.0.iter())).map(|(k, v)| (k.as_str(), v.as_str()))
+        }
+        let meta = self.metadata.as_ref();
+        let spec = self.spec.as_ref();
+        let sa = spec.and_then(|s| s.service_account_name.as_ref());
+        PodFacts::new(
+            namespace,
+            sa.map(Str::as_str).unwrap_or_default(),
+            pairs(meta.and_then(|m| m.annotations.as_ref())),
+            pairs(meta.and_then(|m| m.labels.as_ref())),
+            config,
+        )
     }
 
     /// The name, or the generateName while the name is not set yet.

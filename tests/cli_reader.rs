@@ -224,8 +224,13 @@ fn a_50_mb_multi_document_file_peaks_at_its_largest_document_not_at_the_file() {
             whole_file < one_doc + one_doc / 4 + (1 << 20),
             "{format}: {whole_file} B for the file vs {one_doc} B for one document"
         );
+        // And below the file itself: reading the whole file into a tree once
+        // costs several times its size (974 MB for this file before the
+        // streaming reader). One 2 MiB document costs about 11 times its
+        // size (input buffer, parser events, the tree, the view), so a bound
+        // of half the file sat within a few percent of the measurement.
         assert!(
-            whole_file < size / 2,
+            whole_file < size,
             "{format}: {whole_file} B for a {size} B file"
         );
     }

@@ -14,10 +14,9 @@ use super::secret_kinds::{
     contribution, secret_key_ref, Contribution, DEFAULT_GCS_CREDENTIAL_FILE_NAME,
     DEFAULT_S3_ACCESS_KEY_ID_NAME, DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
 };
-use super::ClusterData;
+use super::{Annotations, ClusterData};
 use crate::config::CredentialConfig;
 use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
-use std::collections::BTreeMap;
 
 pub use super::secret_kinds::{GCS_MOUNT_PATH, GCS_VOLUME, HDFS_MOUNT_PATH, HDFS_VOLUME};
 
@@ -34,12 +33,12 @@ pub enum CredentialError {
 }
 
 /// Whose credentials, for which pod.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct CredentialRequest<'a> {
     pub namespace: &'a str,
     /// `spec.serviceAccountName` (or the logger storage's); empty means `default`.
     pub service_account_name: &'a str,
-    pub pod_annotations: &'a BTreeMap<String, String>,
+    pub pod_annotations: &'a dyn Annotations,
 }
 
 /// The container being built (its env and mounts so far) and the pod
@@ -117,13 +116,13 @@ pub fn add_service_account_credentials(
 /// The Secret named by the pod annotation the config designates, if any.
 pub fn annotated_secret<'a>(
     config: &CredentialConfig,
-    pod_annotations: &'a BTreeMap<String, String>,
+    pod_annotations: &'a dyn Annotations,
 ) -> Option<&'a str> {
     let key = &config.storage_secret_name_annotation;
     if key.is_empty() {
         return None;
     }
-    pod_annotations.get(key).map(String::as_str)
+    pod_annotations.annotation(key)
 }
 
 fn or_default<'a>(configured: &'a str, default: &'a str) -> &'a str {

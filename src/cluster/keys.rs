@@ -29,28 +29,63 @@ pub struct PodFacts {
     pub labels: BTreeMap<String, String>,
 }
 
+/// The annotations [`needed_keys`] reads, besides the storage-secret
+/// annotation the config names.
+const READ_ANNOTATIONS: [&str; 5] = [
+    SOURCE_URI_ANNOTATION,
+    AGENT_ANNOTATION,
+    STORAGE_SPEC_ANNOTATION,
+    LOGGER_ANNOTATION,
+    BATCHER_ANNOTATION,
+];
+const READ_LABELS: [&str; 2] = [ISVC_LABEL, LOCAL_MODEL_LABEL];
+
 impl PodFacts {
-    /// From a raw pod object (as admission and the CLI receive it) and the
-    /// request namespace; non-string label or annotation values are skipped
-    /// (the pod decode rejects them before any lookup matters).
-    pub fn from_pod_value(pod: &serde_json::Value, namespace: &str) -> Self {
-        let strings = |pointer: &str| -> BTreeMap<String, String> {
-            (pod.pointer(pointer)
-                .and_then(|v| v.as_object())
-                .into_iter()
-                .flatten())
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect()
-        };
-        let sa = pod
-            .pointer("/spec/serviceAccountName")
-            .and_then(|v| v.as_str());
+    /// Keeps, of the pod's annotations and labels, only those the rules read
+    /// (a pod's other annotations can be megabytes, e.g. kubectl's
+    /// last-applied-configuration).
+    pub fn new<'a>(
+        namespace: &str,
+        service_account_name: &str,
+        annotations: impl IntoIterator<Item = (&'a str, &'a str)>,
+        labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+        config: &Config,
+    ) -> Self {
+        let configured = config.credentials.storage_secret_name_annotation.as_str();
+        let read = |k: &str| READ_ANNOTATIONS.contains(&k) || (!k.is_empty() && k == configured);
+        let own = |(k, v): (&str, &str)| (k.to_string(), v.to_string());
         Self {
             namespace: namespace.to_string(),
-            service_account_name: sa.unwrap_or_default().to_string(),
-            annotations: strings("/metadata/annotations"),
-            labels: strings("/metadata/labels"),
+            service_account_name: service_account_name.to_string(),
+            annotations: (annotations.into_iter())
+                .filter(|(k, _)| read(k))
+                .map(own)
+                .collect(),
+            labels: (labels.into_iter())
+                .filter(|(k, _)| READ_LABELS.contains(k))
+                .map(own)
+                .collect(),
         }
+    }
+
+    /// From a raw pod object (as the CLI holds it) and the request
+    /// namespace; non-string values are skipped (the pod decode rejects them
+    /// before any lookup matters).
+    pub fn from_pod_value(pod: &serde_json::Value, namespace: &str, config: &Config) -> Self {
+        let strings = |pointer: &str| {
+            (pod.pointer(pointer).and_then(|v| v.as_object()))
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+        };
+        let sa = pod.pointer("/spec/serviceAccountName");
+        Self::new(
+            namespace,
+            sa.and_then(|v| v.as_str()).unwrap_or_default(),
+            strings("/metadata/annotations"),
+            strings("/metadata/labels"),
+            config,
+        )
     }
 }
 

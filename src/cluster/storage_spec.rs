@@ -5,7 +5,7 @@
 use super::credentials::annotated_secret;
 use super::s3::literal;
 use super::secret_kinds::secret_key_ref;
-use super::ClusterData;
+use super::{Annotations, ClusterData};
 use crate::config::CredentialConfig;
 use crate::constants::{
     AWS_CA_BUNDLE_CONFIGMAP_ENV, DEFAULT_STORAGE_SPEC_SECRET, STORAGE_CONFIG_ENV,
@@ -52,21 +52,20 @@ impl StorageSpec {
     /// `None` unless `storage-spec` is `"true"`. The parameters parse as
     /// Go's `json.Unmarshal` into a map: `null` is none, other non-maps fail.
     pub fn from_annotations(
-        annotations: &BTreeMap<String, String>,
+        annotations: &dyn Annotations,
     ) -> Result<Option<Self>, StorageSpecError> {
-        if annotations.get(STORAGE_SPEC_ANNOTATION).map(String::as_str) != Some("true") {
+        if annotations.annotation(STORAGE_SPEC_ANNOTATION) != Some("true") {
             return Ok(None);
         }
-        let params = match annotations.get(STORAGE_SPEC_PARAM_ANNOTATION) {
+        let params = match annotations.annotation(STORAGE_SPEC_PARAM_ANNOTATION) {
             None => BTreeMap::new(),
             Some(text) => serde_json::from_str::<Option<BTreeMap<String, String>>>(text)
                 .map_err(|e| StorageSpecError::Params(e.to_string()))?
                 .unwrap_or_default(),
         };
-        let key = annotations
-            .get(STORAGE_SPEC_KEY_ANNOTATION)
-            .cloned()
-            .unwrap_or_default();
+        let key = (annotations.annotation(STORAGE_SPEC_KEY_ANNOTATION))
+            .unwrap_or_default()
+            .to_string();
         Ok(Some(Self { params, key }))
     }
 }
@@ -76,7 +75,7 @@ impl StorageSpec {
 /// `storage-config`.
 pub fn storage_spec_secret_name<'a>(
     config: &'a CredentialConfig,
-    annotations: &'a BTreeMap<String, String>,
+    annotations: &'a dyn Annotations,
 ) -> &'a str {
     annotated_secret(config, annotations).unwrap_or(
         match config.storage_spec_secret_name.as_str() {
@@ -96,7 +95,7 @@ pub fn add_storage_spec_credentials(
     cluster: &ClusterData,
     config: &CredentialConfig,
     namespace: &str,
-    annotations: &BTreeMap<String, String>,
+    annotations: &dyn Annotations,
     spec: &StorageSpec,
     env: &mut Vec<EnvVar>,
     args: &mut [String],

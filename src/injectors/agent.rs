@@ -148,11 +148,10 @@ fn add_credentials(
     logger: Option<&LoggerConfig>,
     target: &mut CredentialTarget,
 ) -> Result<(), CredentialError> {
-    let annotations = pod.annotations();
     let mut request = CredentialRequest {
         namespace: pod.namespace(),
         service_account_name: pod.service_account_name(),
-        pod_annotations: &annotations,
+        pod_annotations: pod,
     };
     let config = &env.config.credentials;
     add_service_account_credentials(&env.cluster, config, &request, target)?;

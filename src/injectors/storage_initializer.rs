@@ -25,7 +25,6 @@ use crate::pod::{List, PodDoc};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
-use std::collections::BTreeMap;
 
 pub const NAME: &str = "storage-initializer";
 
@@ -50,9 +49,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
             .unwrap_or_default();
         src = local_model_uri(&src, local_source, pvc);
     }
-    let annotations = pod.annotations();
-    let storage_spec =
-        StorageSpec::from_annotations(&annotations).map_err(|e| error(e.to_string()))?;
+    let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     // KServe looks the ClusterStorageContainer up before any skip, so its
     // errors deny even a pod that then gets no storage-initializer.
@@ -80,7 +77,6 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         None => {
             let plan = InitPlan {
                 src: &src,
-                annotations: &annotations,
                 storage_spec: storage_spec.as_ref(),
                 csc,
             };
@@ -150,7 +146,6 @@ fn rewrite_storage_uri(pod: &mut PodDoc, target: &str) {
 /// What the init container is built from.
 struct InitPlan<'a> {
     src: &'a str,
-    annotations: &'a BTreeMap<String, String>,
     storage_spec: Option<&'a StorageSpec>,
     csc: Option<&'a ClusterStorageContainer>,
 }
@@ -175,7 +170,7 @@ impl InitPlan<'_> {
                 &env.cluster,
                 config,
                 pod.namespace(),
-                self.annotations,
+                pod,
                 spec,
                 &mut credentials.env,
                 &mut args,
@@ -185,7 +180,7 @@ impl InitPlan<'_> {
                 let request = CredentialRequest {
                     namespace: pod.namespace(),
                     service_account_name: pod.service_account_name(),
-                    pod_annotations: self.annotations,
+                    pod_annotations: pod,
                 };
                 add_service_account_credentials(&env.cluster, config, &request, &mut credentials)
                     .map_err(|e| error(e.to_string()))?;

@@ -5,6 +5,7 @@
 use super::*;
 use crate::cluster::objects::ServiceAccount;
 use crate::config::S3Config;
+use std::collections::BTreeMap;
 
 fn s3_config() -> CredentialConfig {
     CredentialConfig {

@@ -212,17 +212,23 @@ fn restrict_follows_the_chain_to_a_fixed_point() {
 }
 
 #[test]
-fn pod_facts_from_a_raw_pod() {
+fn pod_facts_keep_only_what_the_rules_read() {
+    let mut config = Config::default();
+    config.credentials.storage_secret_name_annotation = "team/storage-secret".into();
     let raw = serde_json::json!({
-        "metadata": {"labels": {ISVC_LABEL: "sklearn", "n": 1}, "annotations": {URI: "gs://m"}},
+        "metadata": {
+            "labels": {ISVC_LABEL: "sklearn", "n": 1, "app": "x"},
+            "annotations": {URI: "gs://m", "team/storage-secret": "s",
+                            "kubectl.kubernetes.io/last-applied-configuration": "{...}"}},
         "spec": {"serviceAccountName": "sa", "containers": []},
     });
-    let facts = PodFacts::from_pod_value(&raw, "team");
+    let facts = PodFacts::from_pod_value(&raw, "team", &config);
     assert_eq!(facts.namespace, "team");
     assert_eq!(facts.service_account_name, "sa");
-    assert_eq!(facts.labels.len(), 1);
-    assert_eq!(facts.annotations[URI], "gs://m");
-    let empty = PodFacts::from_pod_value(&serde_json::json!({}), "ns");
+    assert_eq!(facts.labels.keys().collect::<Vec<_>>(), [ISVC_LABEL]);
+    let kept: Vec<&str> = facts.annotations.keys().map(String::as_str).collect();
+    assert_eq!(kept, [URI, "team/storage-secret"]);
+    let empty = PodFacts::from_pod_value(&serde_json::json!({}), "ns", &config);
     assert_eq!(
         empty,
         PodFacts {
