@@ -1,10 +1,14 @@
 use clap::{Parser, Subcommand, ValueEnum};
-use kserve_injector::cli::{load_objects, mutate_stream, CliError, OutputFormat};
+use kserve_injector::cli::{load_objects, mutate_stream, CliError, ClusterSource, OutputFormat};
+use kserve_injector::cluster::keys::PodFacts;
+use kserve_injector::lookups::{
+    resolve_client, ClusterLookups, Environment, Lookups, DEFAULT_GET_TIMEOUT,
+};
 use kserve_injector::ClusterData;
 use kserve_injector::{certs, config_file, server, Config, Env};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The admission path allocates a JSON tree per request; mimalloc cuts its
@@ -26,6 +30,8 @@ enum Command {
     #[command(after_help = "Examples:
   kserve-injector mutate pod.yaml
   kserve-injector mutate --config inferenceservice-config.yaml -o patch pod.yaml
+  kserve-injector mutate --objects cluster.yaml pod.yaml   # ServiceAccounts, Secrets, CSCs, ISVCs
+  kserve-injector mutate --kubeconfig ~/.kube/config pod.yaml   # the same, read from a cluster
   kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
   kserve-injector mutate review.json        # prints the AdmissionReview response
 
@@ -104,8 +110,15 @@ struct MutateArgs {
     /// Cluster objects the webhook would read from the API server: ServiceAccounts,
     /// Secrets, ClusterStorageContainers, InferenceServices (multi-document YAML/JSON
     /// or a List). Without it, every lookup is "not found". Example: --objects cluster.yaml
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "kubeconfig")]
     objects: Option<PathBuf>,
+    /// Read those objects from a live cluster instead, with direct GETs (as
+    /// `istioctl kube-inject` reads its config). Example: --kubeconfig ~/.kube/config
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use. Example: --context kind-kserve
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    context: Option<String>,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -186,18 +199,20 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Format::Json => OutputFormat::Json,
         Format::Patch => OutputFormat::Patch,
     };
-    let mut cluster = match &args.objects {
-        Some(path) => {
-            let loaded = File::open(path)
-                .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
-                .and_then(|file| load_objects(&mut BufReader::new(file)))
-                .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())));
-            match loaded {
-                Ok(data) => data,
-                Err(e) => return fail(&e),
-            }
-        }
-        None => ClusterData::default(),
+    let cluster: Result<Box<dyn ClusterSource>, CliError> = match (&args.objects, &args.kubeconfig)
+    {
+        (Some(path), _) => File::open(path)
+            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
+            .and_then(|file| load_objects(&mut BufReader::new(file)))
+            .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
+            .map(|data| Box::new(data) as Box<dyn ClusterSource>),
+        (None, Some(path)) => LiveCluster::connect(path, args.context.as_deref())
+            .map(|live| Box::new(live) as Box<dyn ClusterSource>),
+        (None, None) => Ok(Box::new(ClusterData::default())),
+    };
+    let mut cluster = match cluster {
+        Ok(cluster) => cluster,
+        Err(e) => return fail(&e),
     };
     let env = Env::new(config);
     let namespace = args.namespace.as_deref();
@@ -206,7 +221,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Some(path) => match File::open(path) {
             Ok(file) => {
                 let mut input = BufReader::new(file);
-                mutate_stream(&mut input, &mut out, format, namespace, &env, &mut cluster)
+                mutate_stream(&mut input, &mut out, format, namespace, &env, &mut *cluster)
             }
             Err(e) => Err(CliError::Input(format!(
                 "cannot read {}: {e}",
@@ -219,12 +234,45 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
             format,
             namespace,
             &env,
-            &mut cluster,
+            &mut *cluster,
         ),
     };
     match result.and_then(|()| out.flush().map_err(CliError::from_write)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
+    }
+}
+
+/// `mutate --kubeconfig`: the objects each pod needs, read from a live
+/// cluster with direct GETs (no watches for a one-shot command).
+struct LiveCluster {
+    runtime: tokio::runtime::Runtime,
+    lookups: Lookups,
+}
+
+impl LiveCluster {
+    fn connect(kubeconfig: &Path, context: Option<&str>) -> Result<Self, CliError> {
+        let failed = |e: &dyn std::fmt::Display| CliError::Input(e.to_string());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| failed(&e))?;
+        let environment = Environment {
+            kubeconfig_flag: Some(kubeconfig.to_path_buf()),
+            ..Environment::default()
+        };
+        let client = runtime
+            .block_on(resolve_client(ClusterLookups::On, &environment, context))
+            .map_err(|e| failed(&e))?
+            .ok_or_else(|| failed(&"no cluster configuration"))?;
+        let lookups = Lookups::uncached(client, DEFAULT_GET_TIMEOUT);
+        Ok(Self { runtime, lookups })
+    }
+}
+
+impl ClusterSource for LiveCluster {
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String> {
+        (self.runtime.block_on(self.lookups.snapshot(facts, config))).map_err(|e| e.to_string())
     }
 }
 

@@ -15,9 +15,11 @@ mod cache;
 pub mod metrics;
 pub mod mode;
 mod reduce;
+mod source;
 
 pub use metrics::{KindMetrics, LookupMetrics};
 pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeError};
+pub use source::ClusterObjects;
 
 use crate::cluster::keys::{needed_keys, ObjectKey, PodFacts};
 use crate::cluster::{
@@ -39,12 +41,16 @@ use std::time::Duration;
 /// webhook's own timeout (KServe registers 10 s).
 pub const DEFAULT_GET_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The four kinds the lookups read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The four kinds the lookups read (named as in RBAC on the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Kind {
+    #[value(name = "serviceaccounts")]
     ServiceAccounts,
+    #[value(name = "secrets")]
     Secrets,
+    #[value(name = "clusterstoragecontainers")]
     StorageContainers,
+    #[value(name = "inferenceservices")]
     InferenceServices,
 }
 
@@ -425,7 +431,7 @@ impl Lookups {
     async fn get<T>(
         &self,
         kind: Kind,
-        key: &dyn std::fmt::Display,
+        key: &(dyn std::fmt::Display + Sync),
         request: impl Future<Output = kube::Result<T>>,
     ) -> Result<T, LookupError> {
         let m = self.metrics.kind(kind);

@@ -2,6 +2,7 @@
 //! environment variable, so a Deployment can configure the server without
 //! rewriting its command line.
 
+use crate::lookups::{ClusterLookups, Kind};
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -23,6 +24,7 @@ pub enum LogFormat {
 #[command(after_help = "Examples:
   kserve-injector serve --self-signed                 # local try-out; prints the CA path
   kserve-injector serve --config /etc/kserve/config   # mounted inferenceservice-config
+  kserve-injector serve --self-signed --kubeconfig ~/.kube/config   # lookups from a cluster
   curl --cacert \"$CA\" -H 'content-type: application/json' --data @review.json https://localhost:9443/mutate-pods
 
 Durations take a unit: 500ms, 5s, 2m.")]
@@ -41,6 +43,42 @@ pub struct ServeArgs {
     /// mounted at; reloaded when it changes. Default: KServe's shipped values.
     #[arg(long, env = "KSERVE_INJECTOR_CONFIG", value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// Read ServiceAccounts, Secrets, ClusterStorageContainers and
+    /// InferenceServices from the cluster (watch caches). auto: on when
+    /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_CLUSTER_LOOKUPS",
+        value_enum,
+        default_value = "auto"
+    )]
+    pub cluster_lookups: ClusterLookups,
+    /// Kubeconfig for the cluster lookups. Example: --kubeconfig ~/.kube/config
+    #[arg(long, env = "KSERVE_INJECTOR_KUBECONFIG", value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context for the cluster lookups. Example: --context kind-kserve
+    #[arg(long, env = "KSERVE_INJECTOR_CONTEXT", value_name = "NAME")]
+    pub context: Option<String>,
+    /// Bound on one direct GET for an object the watch cache does not hold
+    /// yet; keep it below --request-timeout.
+    #[arg(long, env = "KSERVE_INJECTOR_LOOKUP_TIMEOUT", default_value = "2s", value_parser = parse_duration)]
+    pub lookup_timeout: Duration,
+    /// Kinds read through watch caches (comma-separated); a kind left out is
+    /// read with one GET per admission that needs it (less memory, more API
+    /// requests). Example: --watch-kinds serviceaccounts,clusterstoragecontainers
+    #[arg(
+        long,
+        env = "KSERVE_INJECTOR_WATCH_KINDS",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "serviceaccounts,secrets,clusterstoragecontainers,inferenceservices"
+    )]
+    pub watch_kinds: Vec<Kind>,
+    /// Serve with a fixed set of cluster objects instead of a cluster (as
+    /// `mutate --objects`; for trying the webhook out and for tests).
+    /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
+    #[arg(long, env = "KSERVE_INJECTOR_OBJECTS", value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    pub objects: Option<PathBuf>,
     /// Namespace KServe's controller runs in. Falls back to POD_NAMESPACE,
     /// then "kserve".
     #[arg(long, env = "KSERVE_INJECTOR_CONTROLLER_NAMESPACE")]
@@ -233,11 +271,17 @@ impl ServeArgs {
             ("--first-request-timeout", self.first_request_timeout),
             ("--idle-timeout", self.idle_timeout),
             ("--log-summary-interval", self.log_summary_interval),
+            ("--lookup-timeout", self.lookup_timeout),
         ];
         for (flag, value) in nonzero {
             if value.is_zero() {
                 return Err(format!("{flag} must be greater than zero"));
             }
+        }
+        if self.objects.is_some() && self.cluster_lookups == ClusterLookups::On {
+            return Err(
+                "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
+            );
         }
         if self.max_connections == Some(0) || self.max_concurrent_requests == 0 {
             return Err(

@@ -58,6 +58,10 @@ pub enum ServeError {
     },
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    Lookups(#[from] crate::lookups::ModeError),
+    #[error("--objects {path}: {message}")]
+    Objects { path: PathBuf, message: String },
     #[error("cannot set up logging: {0}")]
     Logging(String),
     #[error("cannot install signal handlers: {0}")]

@@ -12,6 +12,7 @@ use super::reload::{self, Source, Trigger};
 use super::routes::{self, App, Limits, Readiness, Summary};
 use super::{certs, self_signed, tls};
 use crate::config_file::{self, Snapshot};
+use crate::lookups::{resolve_client, ClusterObjects, Environment, LookupOptions, Lookups};
 use crate::{Config, Env};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
@@ -137,6 +138,46 @@ fn load_config(
     Ok((env, Some(reloader)))
 }
 
+/// `--objects`, else the watch caches when `--cluster-lookups` resolves to
+/// a cluster, else nothing.
+async fn cluster_objects(
+    args: &ServeArgs,
+    metrics: &mut Metrics,
+) -> Result<ClusterObjects, ServeError> {
+    if let Some(path) = &args.objects {
+        let failed = |message: String| ServeError::Objects {
+            path: path.clone(),
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+        let data = crate::cli::load_objects(&mut std::io::BufReader::new(file))
+            .map_err(|e| failed(e.to_string()))?;
+        info!(objects = data.len(), file = %path.display(), "cluster objects from a file; no cluster lookups");
+        return Ok(ClusterObjects::Static(data));
+    }
+    let environment = Environment::from_process(args.kubeconfig.clone());
+    let client =
+        resolve_client(args.cluster_lookups, &environment, args.context.as_deref()).await?;
+    Ok(match client {
+        Some(_) if args.lookup_timeout >= args.request_timeout => {
+            let message = "--lookup-timeout must be shorter than --request-timeout";
+            return Err(ServeError::Args(message.into()));
+        }
+        Some(client) => {
+            let options = LookupOptions {
+                get_timeout: args.lookup_timeout,
+                watched: args.watch_kinds.clone(),
+            };
+            ClusterObjects::Live(Box::new(Lookups::start(
+                client,
+                metrics.register_lookups(),
+                &options,
+            )))
+        }
+        None => ClusterObjects::Off,
+    })
+}
+
 fn bind(what: &'static str, addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
     let error = |source| ServeError::Bind { what, addr, source };
     let listener = std::net::TcpListener::bind(addr).map_err(error)?;
@@ -184,7 +225,9 @@ impl Server {
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let provider = tls::provider();
-        let metrics = Arc::new(Metrics::new());
+        let mut metrics = Metrics::new();
+        let objects = Arc::new(cluster_objects(&args, &mut metrics).await?);
+        let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
         let background = shutdown.kill.clone();
         let (env, config_reloader) = load_config(&args, &metrics, &background)?;
@@ -209,6 +252,7 @@ impl Server {
 
         let app = Arc::new(App {
             env,
+            objects: objects.clone(),
             metrics: metrics.clone(),
             body_budget: Arc::new(Semaphore::new(args.max_buffered_bytes)),
             summary: Summary::default(),
@@ -225,7 +269,7 @@ impl Server {
             shutdown.clone(),
         ));
         let readiness = Arc::new(Readiness::default());
-        let admin_router = routes::admin(metrics, readiness.clone(), certs.tls);
+        let admin_router = routes::admin(metrics, readiness.clone(), certs.tls, objects);
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
 

@@ -201,6 +201,11 @@ impl Metrics {
     }
 
     /// The OpenMetrics text exposition, which Prometheus scrapes natively.
+    /// The cluster lookups' families, registered on this registry.
+    pub(crate) fn register_lookups(&mut self) -> crate::lookups::LookupMetrics {
+        crate::lookups::LookupMetrics::register(&mut self.registry)
+    }
+
     pub(crate) fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;

@@ -8,6 +8,7 @@
 use super::metrics::Metrics;
 use super::tls::Tls;
 use crate::admission::{self, Reviewed};
+use crate::lookups::ClusterObjects;
 use crate::Env;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
@@ -73,6 +74,7 @@ impl IntoResponse for ApiError {
 /// What the webhook routes share.
 pub(crate) struct App {
     pub env: Arc<ArcSwap<Env>>,
+    pub objects: Arc<ClusterObjects>,
     pub metrics: Arc<Metrics>,
     /// One permit per request body byte held in memory.
     pub body_budget: Arc<Semaphore>,
@@ -191,9 +193,10 @@ async fn mutate(
     let (body, _held) = read_body(&app.body_budget, body).await?;
     let env = app.env.load_full();
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
-        admission::review(&body, &env)
+        review(&body, &env, &app.objects).await
     } else {
-        let review = move || admission::review(&body, &env);
+        let (objects, runtime) = (app.objects.clone(), tokio::runtime::Handle::current());
+        let review = move || runtime.block_on(review(&body, &env, &objects));
         match tokio::task::spawn_blocking(review).await {
             Ok(reviewed) => reviewed,
             // Re-raised here so the one panic catcher (CatchPanicLayer) answers.
@@ -213,6 +216,24 @@ async fn mutate(
     })?;
     app.observe(&reviewed);
     Ok(([(CONTENT_TYPE, JSON)], reviewed.body).into_response())
+}
+
+/// Decodes the request, reads the cluster objects its pod needs, answers.
+/// A lookup that cannot be answered denies the pod (KServe fails it too).
+async fn review(
+    body: &[u8],
+    env: &Env,
+    objects: &ClusterObjects,
+) -> Result<Reviewed, admission::ReviewError> {
+    let prepared = admission::prepare(body)?;
+    let facts = match prepared.lookup_facts(&env.config) {
+        Some(facts) if !objects.is_off() => facts,
+        _ => return prepared.answer(env),
+    };
+    match objects.snapshot(&facts, &env.config).await {
+        Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
+        Err(e) => prepared.deny(&e.to_string()),
+    }
 }
 
 /// Collects the body, holding one budget permit per byte until the review
@@ -381,7 +402,12 @@ impl Readiness {
 }
 
 /// The plain-HTTP admin router: probes and metrics only.
-pub(crate) fn admin(metrics: Arc<Metrics>, ready: Arc<Readiness>, cert: Arc<Tls>) -> Router {
+pub(crate) fn admin(
+    metrics: Arc<Metrics>,
+    ready: Arc<Readiness>,
+    cert: Arc<Tls>,
+    objects: Arc<ClusterObjects>,
+) -> Router {
     let readyz = move || async move {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -391,6 +417,10 @@ pub(crate) fn admin(metrics: Arc<Metrics>, ready: Arc<Readiness>, cert: Arc<Tls>
             READY if i64::try_from(now).unwrap_or(i64::MAX) > cert.not_after() => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the serving certificate has expired\n",
+            ),
+            READY if !objects.ready() => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "waiting for the cluster watch caches to list\n",
             ),
             READY => (StatusCode::OK, "ok\n"),
             _ => (StatusCode::SERVICE_UNAVAILABLE, "starting\n"),
