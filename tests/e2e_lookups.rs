@@ -7,202 +7,23 @@
 //! Without the binaries the test says how to build them and passes as
 //! skipped, except under `CI=true`, where it fails.
 
+mod e2e;
+use e2e::*;
 use k8s_openapi::api::core::v1::{Secret as ApiSecret, ServiceAccount as ApiServiceAccount};
 use kserve_injector::cluster::keys::PodFacts;
 use kserve_injector::cluster::objects::NOT_A_STORAGE_SPEC;
 use kserve_injector::cluster::ClusterData;
 use kserve_injector::constants::{ISVC_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION};
 use kserve_injector::lookups::{
-    fetch_once, resolve_client, ClusterLookups, Environment, Kind, LookupError, LookupMetrics,
-    LookupOptions, Lookups,
+    fetch_once, Kind, LookupError, LookupMetrics, LookupOptions, Lookups,
 };
 use kserve_injector::Config;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::{Api, Client};
+use kube::api::{Patch, PatchParams};
+use kube::Api;
 use prometheus_client::registry::Registry;
-use serde::Deserialize;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-const NS: &str = "e2e";
-const INJECTOR_TOKEN: &str = "e2e-injector-token";
-const NOBODY_TOKEN: &str = "e2e-nobody-token";
-
-/// The harness scripts with this test's own ports and work dir, so another
-/// user of the same scripts on the machine is not disturbed.
-struct ApiServer {
-    tools: PathBuf,
-    work_dir: PathBuf,
-    port: u16,
-    etcd: u16,
-}
-
-impl ApiServer {
-    /// The main test's server; `E2E_LOOKUPS_WORK_DIR`, `_APISERVER_PORT`
-    /// and `_ETCD_CLIENT_PORT` (peer = client + 1) override the defaults.
-    fn from_env() -> Self {
-        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
-        Self::new(
-            &var("E2E_LOOKUPS_WORK_DIR", "/tmp/kapi-lookups"),
-            var("E2E_LOOKUPS_APISERVER_PORT", "36543").parse().unwrap(),
-            var("E2E_LOOKUPS_ETCD_CLIENT_PORT", "32479")
-                .parse()
-                .unwrap(),
-        )
-    }
-
-    fn new(work_dir: &str, port: u16, etcd: u16) -> Self {
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let tools = std::env::var_os("KUBE_APISERVER_TOOLS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| manifest.join("../shared/tools/kube-apiserver"));
-        Self {
-            tools,
-            work_dir: work_dir.into(),
-            port,
-            etcd,
-        }
-    }
-
-    fn bin_dir() -> PathBuf {
-        std::env::var_os("BIN_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/kube-apiserver/bin")
-            })
-    }
-
-    /// `None` when everything is present, else what is missing.
-    fn missing(&self) -> Option<String> {
-        if !self.tools.join("start.sh").is_file() {
-            return Some(format!("no harness scripts at {}", self.tools.display()));
-        }
-        let bin = Self::bin_dir();
-        for b in ["etcd", "kube-apiserver"] {
-            if !bin.join(b).is_file() {
-                return Some(format!("no {} binary", bin.join(b).display()));
-            }
-        }
-        None
-    }
-
-    fn script(&self, args: &[&str]) -> String {
-        let tokens = self.work_dir.join("tokens.csv");
-        let out = Command::new("bash")
-            .args(args)
-            .current_dir(&self.tools)
-            .env("WORK_DIR", &self.work_dir)
-            .env("APISERVER_PORT", self.port.to_string())
-            .env("ETCD_CLIENT_PORT", self.etcd.to_string())
-            .env("ETCD_PEER_PORT", (self.etcd + 1).to_string())
-            .env(
-                "APISERVER_EXTRA_ARGS",
-                format!("--token-auth-file={}", tokens.display()),
-            )
-            .output()
-            .expect("bash runs");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{args:?} failed: {stderr}");
-        eprintln!("{stderr}");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// Starts from a clean work dir; returns the admin kubeconfig.
-    fn start_clean(&self) -> PathBuf {
-        self.script(&["stop.sh", "--clean"]);
-        std::fs::create_dir_all(&self.work_dir).unwrap();
-        // The webhook's ServiceAccount identity (as its mounted token would
-        // authenticate) and a user no role binds.
-        std::fs::write(
-            self.work_dir.join("tokens.csv"),
-            format!("{INJECTOR_TOKEN},system:serviceaccount:kserve:kserve-injector,uid-injector\n{NOBODY_TOKEN},e2e-nobody,uid-nobody\n"),
-        )
-        .unwrap();
-        self.start()
-    }
-
-    fn start(&self) -> PathBuf {
-        self.script(&["start.sh"]).lines().last().unwrap().into()
-    }
-
-    /// A kubeconfig authenticating with `token`.
-    fn token_kubeconfig(&self, name: &str, token: &str) -> PathBuf {
-        let path = self.work_dir.join(format!("{name}.kubeconfig"));
-        let ca = self.work_dir.join("pki/ca.crt");
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: {name}\n  context: {{cluster: local, user: {name}}}\ncurrent-context: {name}\n",
-                self.port,
-                ca.display()
-            ),
-        )
-        .unwrap();
-        path
-    }
-}
-
-impl Drop for ApiServer {
-    fn drop(&mut self) {
-        if self.tools.join("stop.sh").is_file() && self.work_dir.exists() {
-            let _ = Command::new("bash")
-                .args(["stop.sh", "--clean"])
-                .current_dir(&self.tools)
-                .env("WORK_DIR", &self.work_dir)
-                .status();
-        }
-    }
-}
-
-async fn client(kubeconfig: &Path) -> Client {
-    let env = Environment {
-        kubeconfig_flag: Some(kubeconfig.to_path_buf()),
-        ..Environment::default()
-    };
-    resolve_client(ClusterLookups::On, &env, None)
-        .await
-        .expect("the API server answers")
-        .expect("lookups are on")
-}
-
-/// Creates every document (an existing object is left as it is); retries
-/// while a just-created CRD is not served yet.
-async fn apply(admin: &Client, text: &str) {
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value = serde_json::Value::deserialize(doc).unwrap();
-        if value.is_null() {
-            continue;
-        }
-        let obj: DynamicObject = serde_json::from_value(value).unwrap();
-        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
-        let resource = ApiResource::from_gvk(&gvk);
-        let api: Api<DynamicObject> = match &obj.metadata.namespace {
-            Some(ns) => Api::namespaced_with(admin.clone(), ns, &resource),
-            None => Api::all_with(admin.clone(), &resource),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            match api.create(&PostParams::default(), &obj).await {
-                Ok(_) => break,
-                Err(kube::Error::Api(s)) if s.code == 409 => break,
-                Err(kube::Error::Api(s)) if s.code == 404 && Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(100)).await
-                }
-                Err(e) => panic!("creating {:?} {:?}: {e}", gvk.kind, obj.metadata.name),
-            }
-        }
-    }
-}
-
-async fn apply_cluster(admin: &Client) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
-    apply(admin, &read("tests/e2e_lookups/crds.yaml")).await;
-    apply(admin, &read("manifests/rbac/cluster-role.yaml")).await;
-    apply(admin, &read("tests/e2e_lookups/objects.yaml")).await;
-}
+const OBJECTS: &str = "tests/e2e/lookups-objects.yaml";
 
 fn pod(sa: &str, isvc: &str, annotations: &[(&str, &str)]) -> PodFacts {
     PodFacts {
@@ -234,46 +55,6 @@ fn fallback_gets(lookups: &Lookups) -> u64 {
         .sum()
 }
 
-async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut attempt: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(found) = attempt().await {
-            return found;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// False (after saying why) when the test must be skipped; panics under CI.
-fn present(server: &ApiServer) -> bool {
-    let Some(missing) = server.missing() else {
-        return true;
-    };
-    let how = format!(
-        "the kube-apiserver e2e needs the binaries ({missing}); build them once with `bash {}/build.sh` (about 8 minutes)",
-        server.tools.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
-    eprintln!("SKIPPED: {how}");
-    false
-}
-
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    (status.lines())
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// A measurement, not a check (run by hand): RSS of this process before and
 /// after the caches list 10,000 Secrets and 10,000 ServiceAccounts from the
 /// API server.
@@ -288,7 +69,7 @@ async fn rss_with_10k_secrets_and_service_accounts_cached() {
         return;
     }
     let admin = client(&server.start_clean()).await;
-    apply_cluster(&admin).await;
+    apply_cluster(&admin, OBJECTS).await;
     let created = Instant::now();
     let docs = (0..10_000).map(|i| {
         format!(
@@ -332,7 +113,7 @@ async fn lookups_against_a_real_api_server() {
     }
     let started = Instant::now();
     let admin = client(&server.start_clean()).await;
-    apply_cluster(&admin).await;
+    apply_cluster(&admin, OBJECTS).await;
     let config = Config::default();
 
     // The caches, as the webhook's ServiceAccount.
@@ -499,7 +280,7 @@ async fn lookups_against_a_real_api_server() {
     .await;
     assert!(down.is_err(), "lookups with the API server down must fail");
     server.start();
-    apply_cluster(&admin).await;
+    apply_cluster(&admin, OBJECTS).await;
     apply(
         &admin,
         "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: sa-after, namespace: e2e}\nsecrets: [{name: after-restart}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: after-restart, namespace: e2e}\nstringData: {S3_ENDPOINT: 'after:9000'}\n",

@@ -444,10 +444,10 @@ fn check(case: &Case) -> Result<(), String> {
     let pod = case.pod();
     let first = mutate(&pod, ns, &env);
     let review = via_review(&pod, ns, &env);
-    let restricted = env.with_cluster(
-        env.cluster
-            .restrict(&PodFacts::from_pod_value(&pod, ns), &env.config),
-    );
+    let restricted = env.with_cluster(env.cluster.restrict(
+        &PodFacts::from_pod_value(&pod, ns, &env.config),
+        &env.config,
+    ));
     let narrow = mutate(&pod, ns, &restricted);
     match (&first, &narrow) {
         (Ok(a), Ok(b)) if a.pod == b.pod => {}

@@ -464,6 +464,8 @@ async fn a_second_instance_on_a_taken_port_leaves_the_running_ca_alone() -> Test
         &addr,
         "--admin-addr",
         "127.0.0.1:0",
+        "--cluster-lookups",
+        "off",
     ])?;
     let second = Server::start(args).await;
     ensure(second.is_err(), || "the second instance started".into())?;

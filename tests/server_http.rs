@@ -20,11 +20,18 @@ async fn golden_fixtures_through_http1_and_http2() -> TestResult {
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in &cases {
-        let config = case.join("config.yaml");
-        let own_server = if config.is_file() {
+        let mut flags = vec!["--shutdown-delay".to_string(), "0s".to_string()];
+        for (flag, file) in [("--config", "config.yaml"), ("--objects", "cluster.yaml")] {
+            if case.join(file).is_file() {
+                flags.extend([
+                    flag.to_string(),
+                    case.join(file).to_string_lossy().into_owned(),
+                ]);
+            }
+        }
+        let own_server = if flags.len() > 2 {
             let dir = tempfile::tempdir()?;
-            let config = config.to_string_lossy().into_owned();
-            let flags = ["--shutdown-delay", "0s", "--config", config.as_str()];
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
             Some((start_self_signed(dir.path(), &flags).await?, dir))
         } else {
             None

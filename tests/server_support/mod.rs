@@ -209,6 +209,13 @@ pub fn as_refs<'a>(files: &'a [(&'static str, Vec<u8>)]) -> Vec<(&'static str, &
 /// Starts the server in-process on ephemeral loopback ports.
 pub async fn start(flags: &[&str]) -> Result<RunningServer, Error> {
     let mut all = vec!["--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"];
+    // A developer's KUBECONFIG must not turn the lookups on in these tests.
+    if !flags
+        .iter()
+        .any(|f| *f == "--cluster-lookups" || *f == "--objects")
+    {
+        all.extend(["--cluster-lookups", "off"]);
+    }
     all.extend_from_slice(flags);
     let args = ServeArgs::try_parse_from(all)?;
     Ok(Server::start(args).await?)

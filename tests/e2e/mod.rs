@@ -1,0 +1,237 @@
+//! The kube-apiserver harness shared by the end-to-end tests: a real
+//! kube-apiserver 1.20 + etcd on loopback (`../shared/tools/kube-apiserver/`)
+//! with this suite's own ports, work dir and token users, and helpers to
+//! apply manifests and wait. Without the binaries a test says how to build
+//! them and passes as skipped, except under `CI=true`, where it fails.
+#![allow(dead_code)] // Each test binary uses part of it.
+
+pub mod sidecar_webhook;
+
+use kserve_injector::lookups::{resolve_client, ClusterLookups, Environment};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::{Api, Client};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub const NS: &str = "e2e";
+pub const INJECTOR_TOKEN: &str = "e2e-injector-token";
+pub const NOBODY_TOKEN: &str = "e2e-nobody-token";
+
+/// The harness scripts with this test's own ports and work dir, so another
+/// user of the same scripts on the machine is not disturbed.
+pub struct ApiServer {
+    pub tools: PathBuf,
+    pub work_dir: PathBuf,
+    pub port: u16,
+    pub etcd: u16,
+}
+
+impl ApiServer {
+    /// The main test's server; `E2E_LOOKUPS_WORK_DIR`, `_APISERVER_PORT`
+    /// and `_ETCD_CLIENT_PORT` (peer = client + 1) override the defaults.
+    pub fn from_env() -> Self {
+        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
+        Self::new(
+            &var("E2E_LOOKUPS_WORK_DIR", "/tmp/kapi-lookups"),
+            var("E2E_LOOKUPS_APISERVER_PORT", "36543").parse().unwrap(),
+            var("E2E_LOOKUPS_ETCD_CLIENT_PORT", "32479")
+                .parse()
+                .unwrap(),
+        )
+    }
+
+    pub fn new(work_dir: &str, port: u16, etcd: u16) -> Self {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let tools = std::env::var_os("KUBE_APISERVER_TOOLS")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| manifest.join("../shared/tools/kube-apiserver"));
+        Self {
+            tools,
+            work_dir: work_dir.into(),
+            port,
+            etcd,
+        }
+    }
+
+    pub fn bin_dir() -> PathBuf {
+        std::env::var_os("BIN_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                    .join(".cache/kube-apiserver/bin")
+            })
+    }
+
+    /// `None` when everything is present, else what is missing.
+    pub fn missing(&self) -> Option<String> {
+        if !self.tools.join("start.sh").is_file() {
+            return Some(format!("no harness scripts at {}", self.tools.display()));
+        }
+        let bin = Self::bin_dir();
+        for b in ["etcd", "kube-apiserver"] {
+            if !bin.join(b).is_file() {
+                return Some(format!("no {} binary", bin.join(b).display()));
+            }
+        }
+        None
+    }
+
+    pub fn script(&self, args: &[&str]) -> String {
+        let tokens = self.work_dir.join("tokens.csv");
+        let out = Command::new("bash")
+            .args(args)
+            .current_dir(&self.tools)
+            .env("WORK_DIR", &self.work_dir)
+            .env("APISERVER_PORT", self.port.to_string())
+            .env("ETCD_CLIENT_PORT", self.etcd.to_string())
+            .env("ETCD_PEER_PORT", (self.etcd + 1).to_string())
+            .env(
+                "APISERVER_EXTRA_ARGS",
+                format!("--token-auth-file={}", tokens.display()),
+            )
+            .output()
+            .expect("bash runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?} failed: {stderr}");
+        eprintln!("{stderr}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Starts from a clean work dir; returns the admin kubeconfig.
+    pub fn start_clean(&self) -> PathBuf {
+        self.script(&["stop.sh", "--clean"]);
+        std::fs::create_dir_all(&self.work_dir).unwrap();
+        // The webhook's ServiceAccount identity (as its mounted token would
+        // authenticate) and a user no role binds.
+        std::fs::write(
+            self.work_dir.join("tokens.csv"),
+            format!("{INJECTOR_TOKEN},system:serviceaccount:kserve:kserve-injector,uid-injector\n{NOBODY_TOKEN},e2e-nobody,uid-nobody\n"),
+        )
+        .unwrap();
+        self.start()
+    }
+
+    pub fn start(&self) -> PathBuf {
+        self.script(&["start.sh"]).lines().last().unwrap().into()
+    }
+
+    /// A kubeconfig authenticating with `token`.
+    pub fn token_kubeconfig(&self, name: &str, token: &str) -> PathBuf {
+        let path = self.work_dir.join(format!("{name}.kubeconfig"));
+        let ca = self.work_dir.join("pki/ca.crt");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: {name}\n  user:\n    token: {token}\ncontexts:\n- name: {name}\n  context: {{cluster: local, user: {name}}}\ncurrent-context: {name}\n",
+                self.port,
+                ca.display()
+            ),
+        )
+        .unwrap();
+        path
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        if self.tools.join("stop.sh").is_file() && self.work_dir.exists() {
+            let _ = Command::new("bash")
+                .args(["stop.sh", "--clean"])
+                .current_dir(&self.tools)
+                .env("WORK_DIR", &self.work_dir)
+                .status();
+        }
+    }
+}
+
+pub async fn client(kubeconfig: &Path) -> Client {
+    let env = Environment {
+        kubeconfig_flag: Some(kubeconfig.to_path_buf()),
+        ..Environment::default()
+    };
+    resolve_client(ClusterLookups::On, &env, None)
+        .await
+        .expect("the API server answers")
+        .expect("lookups are on")
+}
+
+/// Creates every document (an existing object is left as it is); retries
+/// while a just-created CRD is not served yet.
+pub async fn apply(admin: &Client, text: &str) {
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value = serde_json::Value::deserialize(doc).unwrap();
+        if value.is_null() {
+            continue;
+        }
+        let obj: DynamicObject = serde_json::from_value(value).unwrap();
+        let gvk = GroupVersionKind::try_from(obj.types.as_ref().unwrap()).unwrap();
+        let resource = ApiResource::from_gvk(&gvk);
+        let api: Api<DynamicObject> = match &obj.metadata.namespace {
+            Some(ns) => Api::namespaced_with(admin.clone(), ns, &resource),
+            None => Api::all_with(admin.clone(), &resource),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match api.create(&PostParams::default(), &obj).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(s)) if s.code == 409 => break,
+                Err(kube::Error::Api(s)) if s.code == 404 && Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("creating {:?} {:?}: {e}", gvk.kind, obj.metadata.name),
+            }
+        }
+    }
+}
+
+/// KServe's CRDs, the shipped ClusterRole and binding, then `objects`
+/// (a path under the crate root).
+pub async fn apply_cluster(admin: &Client, objects: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    apply(admin, &read("tests/e2e/crds.yaml")).await;
+    apply(admin, &read("manifests/rbac/cluster-role.yaml")).await;
+    apply(admin, &read(objects)).await;
+}
+
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut attempt: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(found) = attempt().await {
+            return found;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {limit:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// False (after saying why) when the test must be skipped; panics under CI.
+pub fn present(server: &ApiServer) -> bool {
+    let Some(missing) = server.missing() else {
+        return true;
+    };
+    let how = format!(
+        "the kube-apiserver e2e needs the binaries ({missing}); build them once with `bash {}/build.sh` (about 8 minutes)",
+        server.tools.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
+    eprintln!("SKIPPED: {how}");
+    false
+}
+
+pub fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    (status.lines())
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
