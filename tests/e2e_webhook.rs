@@ -383,6 +383,44 @@ async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
         "{denied}"
     );
 
+    // `mutate --kubeconfig` reads the same objects with direct GETs, as the
+    // webhook's identity, and gives the pod the webhook gave.
+    let offline = pod("offline", "sa-s3", "isvc", &[(URI, "s3://bucket/model")]);
+    let mut input = serde_json::to_value(&offline).expect("a pod as JSON");
+    input["metadata"]["namespace"] = json!(NS);
+    let kubeconfig = server.token_kubeconfig("injector", INJECTOR_TOKEN);
+    let out = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+        .args(["mutate", "-o", "json", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(input.to_string().as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("mutate runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "mutate --kubeconfig: {stderr}");
+    let mut mutated: Pod = serde_json::from_slice(&out.stdout).expect("a pod");
+    mutated
+        .spec
+        .as_mut()
+        .expect("spec")
+        .containers
+        .push(Container {
+            name: SIDECAR.into(),
+            ..Container::default()
+        });
+    check_s3(&mutated, "s3.example.com");
+
     // A Secret updated between two pods reaches the next pod through the watch.
     let gets_before = injector.metric(FALLBACK_SECRETS).await;
     let secrets: Api<Secret> = Api::namespaced(admin.clone(), NS);
