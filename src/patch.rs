@@ -110,7 +110,8 @@ mod tests {
             .iter()
             .map(|op| op["path"].as_str().unwrap().to_string())
             .collect();
-        assert_eq!(paths, ["/x", "/list/1", "/list/2", "/new", "/gone"]);
+        // Keys in the map's order (sorted), removals last.
+        assert_eq!(paths, ["/list/1", "/list/2", "/new", "/x", "/gone"]);
     }
 
     #[test]

@@ -19,7 +19,6 @@ use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::HashSet;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +150,16 @@ fn push_at(
     true
 }
 
+/// `Value::pointer_mut` without its allocations: tokens are decoded only
+/// when they hold an escape.
+fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value> {
+    path.tokens().try_fold(root, |node, token| match node {
+        Value::Object(map) => map.get_mut(token.decoded().as_ref()),
+        Value::Array(items) => items.get_mut(token.decoded().parse::<usize>().ok()?),
+        _ => None,
+    })
+}
+
 fn str_map_get<'v>(parent: &'v Value, map: &str, key: &str) -> Option<&'v str> {
     parent.get(map)?.get(key)?.as_str()
 }
@@ -185,33 +194,25 @@ impl<'a> PodDoc<'a> {
     /// the middle of a list, and never write over an ancestor of an earlier
     /// write; a path written twice carries its last value once.
     pub fn into_ops(self) -> Vec<PatchOperation> {
-        let mut out = Vec::with_capacity(self.ops.len());
-        let mut taken: HashSet<PointerBuf> = HashSet::with_capacity(self.ops.len());
-        let mut added: HashSet<PointerBuf> = HashSet::new();
+        // A pod's edits are a few dozen at most: linear scans over the
+        // paths taken so far beat hashing and cloning pointers.
+        let mut out: Vec<PatchOperation> = Vec::with_capacity(self.ops.len());
         for (kind, path) in self.ops {
-            let mut ancestor = path.parent();
-            let mut inside_added = false;
-            while let Some(at) = ancestor {
-                if added.contains(at) {
-                    inside_added = true;
-                    break;
+            let p = path.as_str();
+            let inside_added = out.iter().any(|op| {
+                matches!(op, PatchOperation::Add(_)) && {
+                    let a = op.path().as_str();
+                    p.len() > a.len() && p.starts_with(a) && p.as_bytes()[a.len()] == b'/'
                 }
-                ancestor = at.parent();
-            }
-            if inside_added || taken.contains(&path) {
+            });
+            if inside_added || out.iter().any(|op| op.path().as_str() == p) {
                 continue;
             }
-            let value = self
-                .root
-                .pointer_mut(path.as_str())
+            let value = value_at(self.root, &path)
                 .map(std::mem::take)
                 .unwrap_or(Value::Null);
-            taken.insert(path.clone());
             out.push(match kind {
-                Kind::Add => {
-                    added.insert(path.clone());
-                    PatchOperation::Add(AddOperation { path, value })
-                }
+                Kind::Add => PatchOperation::Add(AddOperation { path, value }),
                 Kind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
             });
         }

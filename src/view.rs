@@ -17,6 +17,10 @@
 
 use crate::cluster::keys::PodFacts;
 use crate::config::Config;
+use crate::constants::{
+    AGENT_CONTAINER, KSERVE_CONTAINER, MODELCAR_CONTAINER, QUEUE_PROXY_CONTAINER,
+    TRANSFORMER_CONTAINER, WORKER_CONTAINER,
+};
 use k8s_openapi::api::core::v1::{EnvVarSource, Probe, SecurityContext};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -196,7 +200,7 @@ pub struct SpecView<'a> {
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<Str<'a>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub containers: Option<Capped<ContainerView<'a>>>,
+    pub containers: Option<Capped<RegularContainer<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub init_containers: Option<Capped<ContainerView<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
@@ -214,7 +218,7 @@ pub struct SpecView<'a> {
 ///
 /// A container as the injectors read it. The security context and the
 /// readiness probe are copied into what we inject, so they are decoded whole.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerView<'a> {
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
@@ -233,6 +237,109 @@ pub struct ContainerView<'a> {
     pub security_context: Option<Box<SecurityContext>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readiness_probe: Option<Box<Probe>>,
+}
+
+/// Regular containers whose lists (env, volumeMounts, ports, args) an
+/// injector reads or extends. Of any other regular container the injectors
+/// read only the name, the resource limits (the accelerator), the security
+/// context and the readiness probe (the agent copies the first container's;
+/// the Istio sidecar's UID), so its lists are skipped unread: sidecars such
+/// as istio-proxy carry most of a pod's env and args. Init containers are
+/// read whole (a ClusterStorageContainer may give the initializer any name).
+pub const LIST_READ_CONTAINERS: [&str; 6] = [
+    KSERVE_CONTAINER,
+    TRANSFORMER_CONTAINER,
+    WORKER_CONTAINER,
+    QUEUE_PROXY_CONTAINER,
+    AGENT_CONTAINER,
+    MODELCAR_CONTAINER,
+];
+
+/// A regular container: a [`ContainerView`] whose lists are decoded only
+/// for the names in [`LIST_READ_CONTAINERS`] (a name that comes after the
+/// lists, which the API server never writes, still gets them dropped).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct RegularContainer<'a>(pub ContainerView<'a>);
+
+impl<'a> std::ops::Deref for RegularContainer<'a> {
+    type Target = ContainerView<'a>;
+    fn deref(&self) -> &ContainerView<'a> {
+        &self.0
+    }
+}
+
+fn reads_lists(name: &Option<Str<'_>>) -> bool {
+    name.as_ref()
+        .is_some_and(|n| LIST_READ_CONTAINERS.contains(&n.as_str()))
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RegularContainer<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RegularContainer<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("struct ContainerView")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut c = ContainerView::default();
+                let mut seen = [false; 8];
+                let mut once = |i: usize, field: &'static str| {
+                    if std::mem::replace(&mut seen[i], true) {
+                        Err(de::Error::duplicate_field(field))
+                    } else {
+                        Ok(())
+                    }
+                };
+                // Until the name says otherwise, lists are read.
+                let mut lists = true;
+                macro_rules! list {
+                    ($i:literal, $field:literal, $slot:expr) => {{
+                        once($i, $field)?;
+                        if lists {
+                            $slot = map.next_value()?;
+                        } else {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }};
+                }
+                while let Some(key) = map.next_key::<Str<'de>>()? {
+                    match key.as_str() {
+                        "name" => {
+                            once(0, "name")?;
+                            c.name = map.next_value()?;
+                            lists = reads_lists(&c.name);
+                        }
+                        "env" => list!(1, "env", c.env),
+                        "volumeMounts" => list!(2, "volumeMounts", c.volume_mounts),
+                        "ports" => list!(3, "ports", c.ports),
+                        "args" => list!(4, "args", c.args),
+                        "resources" => {
+                            once(5, "resources")?;
+                            c.resources = map.next_value()?;
+                        }
+                        "securityContext" => {
+                            once(6, "securityContext")?;
+                            c.security_context = map.next_value()?;
+                        }
+                        "readinessProbe" => {
+                            once(7, "readinessProbe")?;
+                            c.readiness_probe = map.next_value()?;
+                        }
+                        _ => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                if !reads_lists(&c.name) {
+                    (c.env, c.volume_mounts, c.ports, c.args) = (None, None, None, None);
+                }
+                Ok(RegularContainer(c))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -300,11 +407,16 @@ impl PodView<'_> {
             maps(m.labels.as_ref()) + maps(m.annotations.as_ref())
         });
         let spec = self.spec.as_ref().map_or(0, |s| {
-            let containers = |l: Option<&Capped<ContainerView>>| {
-                l.map_or(0, |l| l.0.iter().map(ContainerView::entries).sum())
-            };
-            containers(s.containers.as_ref())
-                + containers(s.init_containers.as_ref())
+            let regular = s
+                .containers
+                .as_ref()
+                .map_or(0, |l| l.0.iter().map(|c| c.entries()).sum::<usize>());
+            let init = s
+                .init_containers
+                .as_ref()
+                .map_or(0, |l| l.0.iter().map(ContainerView::entries).sum::<usize>());
+            regular
+                + init
                 + s.volumes.as_ref().map_or(0, |l| l.0.len())
                 + s.image_pull_secrets.as_ref().map_or(0, |l| l.0.len())
                 + maps(s.node_selector.as_ref())

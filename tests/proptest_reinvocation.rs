@@ -2186,12 +2186,16 @@ enum Corruption {
 }
 
 fn corrupt(pod: &mut Value, how: Corruption) {
+    // A container whose lists the view reads (`view::LIST_READ_CONTAINERS`):
+    // other containers' lists are not the core's to check.
     let first = |pod: &mut Value| -> Value {
-        pod["spec"]["containers"]
+        let mut c = pod["spec"]["containers"]
             .as_array()
             .and_then(|c| c.first())
             .cloned()
-            .unwrap_or_else(|| json!({"name": "c"}))
+            .unwrap_or_else(|| json!({}));
+        c["name"] = json!(KSERVE_CONTAINER);
+        c
     };
     match how {
         Corruption::ContainersObject => {

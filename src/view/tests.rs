@@ -14,6 +14,27 @@ fn strings_without_escapes_are_borrowed() {
 }
 
 #[test]
+fn lists_of_containers_no_injector_reads_are_skipped_unchecked() {
+    let raw = r#"{"spec": {"containers": [
+        {"name": "istio-proxy", "env": [{"name": "A", "value": 1}], "args": 7,
+         "ports": "x", "securityContext": {"runAsUser": 1337}},
+        {"env": [{"name": "B", "value": "b"}], "name": "queue-proxy"},
+        {"env": [{"name": "C", "value": "c"}], "name": "late-name"}]}}"#;
+    let view = pod_from_str(raw).unwrap();
+    assert_eq!(
+        serde_json::to_value(&view).unwrap()["spec"]["containers"],
+        json!([{"name": "istio-proxy", "securityContext": {"runAsUser": 1337}},
+               {"name": "queue-proxy", "env": [{"name": "B", "value": "b"}]},
+               {"name": "late-name"}])
+    );
+    let dup = r#"{"spec": {"containers": [{"name": "a", "name": "b"}]}}"#;
+    assert!(pod_from_str(dup)
+        .unwrap_err()
+        .message
+        .contains("duplicate field `name`"));
+}
+
+#[test]
 fn unread_fields_are_not_checked_and_not_kept() {
     let raw = r#"{"metadata": {"managedFields": 7, "uid": [1]},
         "spec": {"containers": [{"name": "c", "image": 5, "lifecycle": "x"}], "tolerations": "bad"}}"#;
@@ -26,7 +47,7 @@ fn unread_fields_are_not_checked_and_not_kept() {
 
 #[test]
 fn a_wrong_type_in_a_read_field_names_its_path_without_position() {
-    let raw = r#"{"spec": {"containers": [{"name": "c", "ports": [{"containerPort": "http"}]}]}}"#;
+    let raw = r#"{"spec": {"containers": [{"name": "kserve-container", "ports": [{"containerPort": "http"}]}]}}"#;
     let e = pod_from_str(raw).unwrap_err();
     assert_eq!(e.path, "spec.containers[0].ports[0].containerPort");
     assert_eq!(e.message, "invalid type: string \"http\", expected i32");
@@ -82,8 +103,8 @@ fn pods_past_the_total_budget_are_refused_before_any_work() {
     let env: Vec<_> = (0..MAX_ENTRIES)
         .map(|i| json!({"name": format!("E{i}")}))
         .collect();
-    let containers: Vec<_> = (0..5)
-        .map(|i| json!({"name": format!("c{i}"), "env": env}))
+    let containers: Vec<_> = (LIST_READ_CONTAINERS.iter().take(5))
+        .map(|name| json!({"name": name, "env": env}))
         .collect();
     let raw = json!({"spec": {"containers": containers}}).to_string();
     let e = pod_from_str(&raw).unwrap_err();
