@@ -371,7 +371,8 @@ fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError
         out.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
         // Serialised whole, then encoded in place at the end of the buffer:
         // base64 in one call beats an encoding writer fed many small writes.
-        let json = serde_json::to_vec(ops).map_err(fail)?;
+        let mut json = Vec::with_capacity(512);
+        write_ops(&mut json, ops).map_err(fail)?;
         let start = out.len();
         out.resize(start + json.len().div_ceil(3) * 4, 0);
         let written = base64::engine::general_purpose::STANDARD
@@ -382,6 +383,35 @@ fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError
     }
     out.extend_from_slice(b"}}");
     Ok(out)
+}
+
+/// RFC 6902 operations as JSON, written directly: serde's internally tagged
+/// enum (json-patch's `PatchOperation`) buffers every operation first.
+fn write_ops(out: &mut Vec<u8>, ops: &[json_patch::PatchOperation]) -> serde_json::Result<()> {
+    use json_patch::PatchOperation::{Add, Replace};
+    out.push(b'[');
+    for (i, op) in ops.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let (name, path, value) = match op {
+            Add(o) => ("add", &o.path, &o.value),
+            Replace(o) => ("replace", &o.path, &o.value),
+            other => {
+                serde_json::to_writer(&mut *out, other)?;
+                continue;
+            }
+        };
+        out.extend_from_slice(b"{\"op\":\"");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b"\",\"path\":");
+        serde_json::to_writer(&mut *out, path.as_str())?;
+        out.extend_from_slice(b",\"value\":");
+        serde_json::to_writer(&mut *out, value)?;
+        out.push(b'}');
+    }
+    out.push(b']');
+    Ok(())
 }
 
 mod inline;

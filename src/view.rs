@@ -19,7 +19,7 @@ use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::{
     AGENT_CONTAINER, KSERVE_CONTAINER, MODELCAR_CONTAINER, QUEUE_PROXY_CONTAINER,
-    TRANSFORMER_CONTAINER, WORKER_CONTAINER,
+    STORAGE_INITIALIZER_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER,
 };
 use k8s_openapi::api::core::v1::{EnvVarSource, Probe, SecurityContext};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -202,7 +202,7 @@ pub struct SpecView<'a> {
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub containers: Option<Capped<RegularContainer<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub init_containers: Option<Capped<ContainerView<'a>>>,
+    pub init_containers: Option<Capped<InitContainer<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub volumes: Option<Capped<Named<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
@@ -244,8 +244,7 @@ pub struct ContainerView<'a> {
 /// read only the name, the resource limits (the accelerator), the security
 /// context and the readiness probe (the agent copies the first container's;
 /// the Istio sidecar's UID), so its lists are skipped unread: sidecars such
-/// as istio-proxy carry most of a pod's env and args. Init containers are
-/// read whole (a ClusterStorageContainer may give the initializer any name).
+/// as istio-proxy carry most of a pod's env and args.
 pub const LIST_READ_CONTAINERS: [&str; 6] = [
     KSERVE_CONTAINER,
     TRANSFORMER_CONTAINER,
@@ -255,12 +254,45 @@ pub const LIST_READ_CONTAINERS: [&str; 6] = [
     MODELCAR_CONTAINER,
 ];
 
-/// A regular container: a [`ContainerView`] whose lists are decoded only
-/// for the names in [`LIST_READ_CONTAINERS`] (a name that comes after the
-/// lists, which the API server never writes, still gets them dropped).
+/// Of init containers, every one's volumeMounts are read (a
+/// ClusterStorageContainer may give the initializer any name, and the
+/// "already injected" guard looks for the model mount); env, ports and args
+/// only of `storage-initializer` (fetch mode appends to its args).
+pub const LIST_READ_INIT_CONTAINERS: [&str; 1] = [STORAGE_INITIALIZER_CONTAINER];
+
+/// Which of a container's lists are decoded.
+#[derive(Clone, Copy)]
+struct Lists {
+    mounts: bool,
+    others: bool,
+}
+
+fn regular_lists(name: Option<&str>) -> Lists {
+    let read = name.is_some_and(|n| LIST_READ_CONTAINERS.contains(&n));
+    Lists {
+        mounts: read,
+        others: read,
+    }
+}
+
+fn init_lists(name: Option<&str>) -> Lists {
+    Lists {
+        mounts: true,
+        others: name.is_some_and(|n| LIST_READ_INIT_CONTAINERS.contains(&n)),
+    }
+}
+
+/// A regular container: a [`ContainerView`] with the lists of
+/// [`LIST_READ_CONTAINERS`] only (a name that comes after the lists, which
+/// the API server never writes, still gets them dropped).
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(transparent)]
 pub struct RegularContainer<'a>(pub ContainerView<'a>);
+
+/// An init container: see [`LIST_READ_INIT_CONTAINERS`].
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(transparent)]
+pub struct InitContainer<'a>(pub ContainerView<'a>);
 
 impl<'a> std::ops::Deref for RegularContainer<'a> {
     type Target = ContainerView<'a>;
@@ -269,76 +301,99 @@ impl<'a> std::ops::Deref for RegularContainer<'a> {
     }
 }
 
-fn reads_lists(name: &Option<Str<'_>>) -> bool {
-    name.as_ref()
-        .is_some_and(|n| LIST_READ_CONTAINERS.contains(&n.as_str()))
+impl<'a> std::ops::Deref for InitContainer<'a> {
+    type Target = ContainerView<'a>;
+    fn deref(&self) -> &ContainerView<'a> {
+        &self.0
+    }
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for RegularContainer<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RegularContainer<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("struct ContainerView")
+        d.deserialize_map(ContainerVisitor(regular_lists))
+            .map(RegularContainer)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for InitContainer<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ContainerVisitor(init_lists))
+            .map(InitContainer)
+    }
+}
+
+/// Decodes a container's fields as the derive would (duplicates refused),
+/// skipping the lists `lists` says nobody reads.
+struct ContainerVisitor(fn(Option<&str>) -> Lists);
+
+impl<'de> Visitor<'de> for ContainerVisitor {
+    type Value = ContainerView<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("struct ContainerView")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut c = ContainerView::default();
+        let mut seen = [false; 8];
+        let mut once = |i: usize, field: &'static str| {
+            if std::mem::replace(&mut seen[i], true) {
+                Err(de::Error::duplicate_field(field))
+            } else {
+                Ok(())
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut c = ContainerView::default();
-                let mut seen = [false; 8];
-                let mut once = |i: usize, field: &'static str| {
-                    if std::mem::replace(&mut seen[i], true) {
-                        Err(de::Error::duplicate_field(field))
-                    } else {
-                        Ok(())
-                    }
-                };
-                // Until the name says otherwise, lists are read.
-                let mut lists = true;
-                macro_rules! list {
-                    ($i:literal, $field:literal, $slot:expr) => {{
-                        once($i, $field)?;
-                        if lists {
-                            $slot = map.next_value()?;
-                        } else {
-                            map.next_value::<de::IgnoredAny>()?;
-                        }
-                    }};
+        };
+        // Until the name says otherwise, lists are read.
+        let mut lists = Lists {
+            mounts: true,
+            others: true,
+        };
+        macro_rules! list {
+            ($i:literal, $field:literal, $read:expr, $slot:expr) => {{
+                once($i, $field)?;
+                if $read {
+                    $slot = map.next_value()?;
+                } else {
+                    map.next_value::<de::IgnoredAny>()?;
                 }
-                while let Some(key) = map.next_key::<Str<'de>>()? {
-                    match key.as_str() {
-                        "name" => {
-                            once(0, "name")?;
-                            c.name = map.next_value()?;
-                            lists = reads_lists(&c.name);
-                        }
-                        "env" => list!(1, "env", c.env),
-                        "volumeMounts" => list!(2, "volumeMounts", c.volume_mounts),
-                        "ports" => list!(3, "ports", c.ports),
-                        "args" => list!(4, "args", c.args),
-                        "resources" => {
-                            once(5, "resources")?;
-                            c.resources = map.next_value()?;
-                        }
-                        "securityContext" => {
-                            once(6, "securityContext")?;
-                            c.security_context = map.next_value()?;
-                        }
-                        "readinessProbe" => {
-                            once(7, "readinessProbe")?;
-                            c.readiness_probe = map.next_value()?;
-                        }
-                        _ => {
-                            map.next_value::<de::IgnoredAny>()?;
-                        }
-                    }
+            }};
+        }
+        while let Some(key) = map.next_key::<Str<'de>>()? {
+            match key.as_str() {
+                "name" => {
+                    once(0, "name")?;
+                    c.name = map.next_value()?;
+                    lists = (self.0)(c.name.as_ref().map(Str::as_str));
                 }
-                if !reads_lists(&c.name) {
-                    (c.env, c.volume_mounts, c.ports, c.args) = (None, None, None, None);
+                "env" => list!(1, "env", lists.others, c.env),
+                "volumeMounts" => list!(2, "volumeMounts", lists.mounts, c.volume_mounts),
+                "ports" => list!(3, "ports", lists.others, c.ports),
+                "args" => list!(4, "args", lists.others, c.args),
+                "resources" => {
+                    once(5, "resources")?;
+                    c.resources = map.next_value()?;
                 }
-                Ok(RegularContainer(c))
+                "securityContext" => {
+                    once(6, "securityContext")?;
+                    c.security_context = map.next_value()?;
+                }
+                "readinessProbe" => {
+                    once(7, "readinessProbe")?;
+                    c.readiness_probe = map.next_value()?;
+                }
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(V)
+        let lists = (self.0)(c.name.as_ref().map(Str::as_str));
+        if !lists.mounts {
+            c.volume_mounts = None;
+        }
+        if !lists.others {
+            (c.env, c.ports, c.args) = (None, None, None);
+        }
+        Ok(c)
     }
 }
 
@@ -414,7 +469,7 @@ impl PodView<'_> {
             let init = s
                 .init_containers
                 .as_ref()
-                .map_or(0, |l| l.0.iter().map(ContainerView::entries).sum::<usize>());
+                .map_or(0, |l| l.0.iter().map(|c| c.entries()).sum::<usize>());
             regular
                 + init
                 + s.volumes.as_ref().map_or(0, |l| l.0.len())

@@ -494,3 +494,17 @@ fn invalid_utf8_in_a_field_nobody_reads_is_not_json() {
     body[at] = b'x';
     assert!(review(&body, &Env::default()).is_ok());
 }
+
+#[test]
+fn hand_written_ops_are_json_patch_operations() {
+    let ops: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "add", "path": "/spec/containers/-", "value": {"name": "a\"b", "args": ["~/x"]}},
+        {"op": "replace", "path": "/metadata/annotations/a~1b", "value": "v"},
+        {"op": "remove", "path": "/x"}
+    ]))
+    .unwrap();
+    let mut out = Vec::new();
+    write_ops(&mut out, &ops.0).unwrap();
+    let written: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(written, serde_json::to_value(&ops).unwrap());
+}
