@@ -100,18 +100,27 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Capped<T> {
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a sequence")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
-                while let Some(item) = seq.next_element()? {
-                    if items.len() == MAX_ENTRIES {
-                        return Err(too_many());
-                    }
-                    items.push(item);
-                }
-                Ok(Capped(items))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                Capped::visit(seq)
             }
         }
         d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+impl<T> Capped<T> {
+    fn visit<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error>
+    where
+        T: Deserialize<'de>,
+    {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(item) = seq.next_element()? {
+            if items.len() == MAX_ENTRIES {
+                return Err(too_many());
+            }
+            items.push(item);
+        }
+        Ok(Capped(items))
     }
 }
 
@@ -322,6 +331,67 @@ impl<'de: 'a, 'a> Deserialize<'de> for InitContainer<'a> {
     }
 }
 
+/// A list read before its container's name: any JSON value, kept until the
+/// name says whether it is read (and type-checked) or dropped; a sequence or
+/// map over [`MAX_ENTRIES`] entries is refused as a read list would be.
+#[derive(Default)]
+struct Held(serde_json::Value);
+
+impl<'de> Deserialize<'de> for Held {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Held;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Held, A::Error> {
+                let Capped(items) = Capped::<serde_json::Value>::visit(seq)?;
+                Ok(Held(serde_json::Value::Array(items)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Held, A::Error> {
+                let mut out = serde_json::Map::new();
+                while let Some((k, v)) = map.next_entry::<String, serde_json::Value>()? {
+                    if out.len() == MAX_ENTRIES {
+                        return Err(too_many());
+                    }
+                    out.insert(k, v);
+                }
+                Ok(Held(serde_json::Value::Object(out)))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Held, E> {
+                Ok(Held(v.into()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Held, E> {
+                Ok(Held(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Held, E> {
+                Ok(Held(v.into()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Held, E> {
+                Ok(Held(v.into()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Held, E> {
+                Ok(Held(v.into()))
+            }
+            fn visit_unit<E>(self) -> Result<Held, E> {
+                Ok(Held(serde_json::Value::Null))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// `[3].valueFrom` for an error inside a list decoded from held JSON.
+fn index_of(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = e.path().to_string();
+    match path.as_str() {
+        "." => String::new(),
+        p if p.starts_with('[') => p.to_string(),
+        p => format!(".{p}"),
+    }
+}
+
 /// Decodes a container's fields as the derive would (duplicates refused),
 /// skipping the lists `lists` says nobody reads.
 struct ContainerVisitor(fn(Option<&str>) -> Lists);
@@ -343,18 +413,19 @@ impl<'de> Visitor<'de> for ContainerVisitor {
                 Ok(())
             }
         };
-        // Until the name says otherwise, lists are read.
-        let mut lists = Lists {
-            mounts: true,
-            others: true,
-        };
+        // Known once the name is read; lists before it are kept as JSON
+        // until then, so the answer never depends on the order of keys.
+        let mut lists: Option<Lists> = None;
+        let mut pending: [Option<Held>; 4] = Default::default();
         macro_rules! list {
-            ($i:literal, $field:literal, $read:expr, $slot:expr) => {{
+            ($i:literal, $field:literal, $read:ident, $slot:expr) => {{
                 once($i, $field)?;
-                if $read {
-                    $slot = map.next_value()?;
-                } else {
-                    map.next_value::<de::IgnoredAny>()?;
+                match lists {
+                    Some(l) if l.$read => $slot = map.next_value()?,
+                    Some(_) => {
+                        map.next_value::<de::IgnoredAny>()?;
+                    }
+                    None => pending[$i - 1] = map.next_value()?,
                 }
             }};
         }
@@ -363,12 +434,12 @@ impl<'de> Visitor<'de> for ContainerVisitor {
                 "name" => {
                     once(0, "name")?;
                     c.name = map.next_value()?;
-                    lists = (self.0)(c.name.as_ref().map(Str::as_str));
+                    lists = Some((self.0)(c.name.as_ref().map(Str::as_str)));
                 }
-                "env" => list!(1, "env", lists.others, c.env),
-                "volumeMounts" => list!(2, "volumeMounts", lists.mounts, c.volume_mounts),
-                "ports" => list!(3, "ports", lists.others, c.ports),
-                "args" => list!(4, "args", lists.others, c.args),
+                "env" => list!(1, "env", others, c.env),
+                "volumeMounts" => list!(2, "volumeMounts", mounts, c.volume_mounts),
+                "ports" => list!(3, "ports", others, c.ports),
+                "args" => list!(4, "args", others, c.args),
                 "resources" => {
                     once(5, "resources")?;
                     c.resources = map.next_value()?;
@@ -386,12 +457,34 @@ impl<'de> Visitor<'de> for ContainerVisitor {
                 }
             }
         }
-        let lists = (self.0)(c.name.as_ref().map(Str::as_str));
-        if !lists.mounts {
-            c.volume_mounts = None;
+        let lists = lists.unwrap_or_else(|| (self.0)(None));
+        let [env, mounts, ports, args] = pending;
+        // From held JSON the strings are owned, so 'static views coerce.
+        fn typed<T: Deserialize<'static>, E: de::Error>(
+            field: &str,
+            held: Option<Held>,
+        ) -> Result<Option<T>, E> {
+            let Some(Held(value)) = held else {
+                return Ok(None);
+            };
+            serde_path_to_error::deserialize(value)
+                .map(Some)
+                .map_err(|e| E::custom(format_args!("{field}{}: {}", index_of(&e), e.inner())))
         }
-        if !lists.others {
+        if lists.others {
+            c.env = c.env.or(typed::<Capped<EnvView<'static>>, _>("env", env)?);
+            c.ports = c
+                .ports
+                .or(typed::<Capped<PortView<'static>>, _>("ports", ports)?);
+            c.args = c.args.or(typed::<Capped<Str<'static>>, _>("args", args)?);
+        } else {
             (c.env, c.ports, c.args) = (None, None, None);
+        }
+        if lists.mounts {
+            let held = typed::<Capped<MountView<'static>>, _>("volumeMounts", mounts)?;
+            c.volume_mounts = c.volume_mounts.or(held);
+        } else {
+            c.volume_mounts = None;
         }
         Ok(c)
     }

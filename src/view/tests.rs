@@ -113,3 +113,29 @@ fn pods_past_the_total_budget_are_refused_before_any_work() {
     let tree: serde_json::Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(pod_from_value(&tree).unwrap_err(), e);
 }
+
+/// Found by the review fuzz target: the same pod with its container's keys
+/// in another order must get the same answer.
+#[test]
+fn a_container_reads_the_same_whatever_the_order_of_its_keys() {
+    let bad_env = r#"[{"name": "A", "valueFrom": "x"}]"#;
+    for name in ["sidecar", "kserve-container"] {
+        let first =
+            format!(r#"{{"spec": {{"containers": [{{"name": "{name}", "env": {bad_env}}}]}}}}"#);
+        let last =
+            format!(r#"{{"spec": {{"containers": [{{"env": {bad_env}, "name": "{name}"}}]}}}}"#);
+        let (a, b) = (pod_from_str(&first), pod_from_str(&last));
+        assert_eq!(a.is_ok(), b.is_ok(), "{name}");
+        assert_eq!(a.is_ok(), name == "sidecar", "{name}");
+        if let (Err(a), Err(b)) = (a, b) {
+            assert!(a.message.contains("expected EnvVarSource"), "{}", a.message);
+            assert!(b.message.contains("env[0].valueFrom"), "{}", b.message);
+        }
+    }
+    let ok_last = r#"{"spec": {"containers": [{"env": [{"name": "A", "value": "a"}], "args": ["x"], "name": "queue-proxy"}]}}"#;
+    let view = pod_from_str(ok_last).unwrap();
+    assert_eq!(
+        serde_json::to_value(&view).unwrap()["spec"]["containers"][0],
+        json!({"name": "queue-proxy", "env": [{"name": "A", "value": "a"}], "args": ["x"]})
+    );
+}
