@@ -56,9 +56,12 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     let port = component_port(pod);
     args.extend(["--component-port".to_string(), port.clone()]);
 
-    let queue_proxy = pod.typed(List::Containers, QUEUE_PROXY_CONTAINER);
-    let (agent_env, probe_path) = match &queue_proxy {
-        Some(qp) => (queue_proxy_env(qp), "/".to_string()),
+    let queue_proxy = pod
+        .entry(List::Containers, QUEUE_PROXY_CONTAINER)
+        .map(queue_proxy_env);
+    let has_queue_proxy = queue_proxy.is_some();
+    let (agent_env, probe_path) = match queue_proxy {
+        Some(env) => (env, "/".to_string()),
         None => readiness_from_user_probe(pod),
     };
 
@@ -115,7 +118,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
             c.ensure_mount(&model_dir_mount());
         }
     }
-    if queue_proxy.is_some() {
+    if has_queue_proxy {
         redirect_queue_proxy(pod);
     }
     Ok(())
@@ -302,25 +305,24 @@ fn component_port(pod: &PodDoc) -> String {
 /// is pointed at the agent. A pass that re-creates an agent another webhook
 /// removed copies what queue-proxy carries by then (`USER_PORT` 9081, the
 /// aggregator's variables), exactly as KServe HEAD does.
-fn queue_proxy_env(queue_proxy: &Container) -> Vec<EnvVar> {
-    queue_proxy.env.clone().unwrap_or_default()
+fn queue_proxy_env(queue_proxy: &Value) -> Vec<EnvVar> {
+    (queue_proxy.get("env"))
+        .and_then(|env| serde::Deserialize::deserialize(env).ok())
+        .unwrap_or_default()
 }
 
 /// Without queue-proxy the agent itself checks the user's readiness; it can
 /// only run HTTP and TCP probes (KServe #3909), and it should be probed on
 /// the user's HTTP path (KServe #5341).
 fn readiness_from_user_probe(pod: &PodDoc) -> (Vec<EnvVar>, String) {
-    let source = if pod
-        .position(List::Containers, TRANSFORMER_CONTAINER)
-        .is_some()
-    {
-        pod.typed(List::Containers, TRANSFORMER_CONTAINER)
-    } else {
-        pod.entries(List::Containers)
-            .first()
-            .and_then(|c| serde::Deserialize::deserialize(c).ok())
+    let source = match pod.entry(List::Containers, TRANSFORMER_CONTAINER) {
+        Some(transformer) => Some(transformer),
+        None => pod.entries(List::Containers).first(),
     };
-    let Some(probe) = source.and_then(|c: Container| c.readiness_probe) else {
+    let probe = (source.and_then(|c| c.get("readinessProbe")))
+        .and_then(|p| <Option<Probe> as serde::Deserialize>::deserialize(p).ok())
+        .flatten();
+    let Some(probe) = probe else {
         return (Vec::new(), "/".to_string());
     };
     if probe.http_get.is_none() && probe.tcp_socket.is_none() {
