@@ -33,7 +33,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     assert!(first.allowed, "a denial carries no patch");
-    let mut request: Value = serde_json::from_slice(data).expect("review accepted it as JSON");
+    // The review skips values it does not read without converting them, so
+    // it accepts numbers `Value` cannot hold (1e400): valid JSON the API
+    // server never sends. The oracle needs the tree, so such inputs end here.
+    let Ok(mut request) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
     let object = request
         .pointer_mut("/request/object")
         .expect("a patch implies an object");
