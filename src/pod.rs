@@ -71,10 +71,45 @@ fn replace(ops: &mut Recorded, path: PointerBuf) {
     ops.push((Kind::Replace, path));
 }
 
-fn child<'t>(path: &PointerBuf, token: impl Into<jsonptr::Token<'t>>) -> PointerBuf {
-    let mut p = path.clone();
-    p.push_back(token);
-    p
+/// A token of a path: a map key (escaped as RFC 6901 says) or a list index.
+enum Step<'s> {
+    Key(&'s str),
+    Index(usize),
+}
+
+impl<'s> From<&'s str> for Step<'s> {
+    fn from(key: &'s str) -> Self {
+        Step::Key(key)
+    }
+}
+
+impl From<usize> for Step<'_> {
+    fn from(index: usize) -> Self {
+        Step::Index(index)
+    }
+}
+
+/// `path` with `steps` appended. Built as text: jsonptr's `push_back`
+/// allocates a token per step, which was a tenth of a small review.
+fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> PointerBuf {
+    use std::fmt::Write;
+    let mut text = String::with_capacity(path.as_str().len() + 32);
+    text.push_str(path.as_str());
+    for step in steps {
+        text.push('/');
+        match step {
+            Step::Key(key) if key.contains(['~', '/']) => {
+                text.push_str(&key.replace('~', "~0").replace('/', "~1"))
+            }
+            Step::Key(key) => text.push_str(key),
+            Step::Index(index) => {
+                let _ = write!(text, "{index}");
+            }
+        }
+    }
+    // SAFETY: `path` is a valid pointer and every appended token starts
+    // with '/' and has '~' and '/' escaped, so the text is a valid pointer.
+    unsafe { PointerBuf::new_unchecked(text) }
 }
 
 /// The slot under `key`, made an empty object or array (`empty`) when absent
@@ -140,12 +175,12 @@ fn push_at(
         return false;
     };
     items.push(value);
-    let list = child(path, key);
+    let list = child(path, [key.into()]);
     if created {
         add(ops, list);
     } else {
         let index = items.len() - 1;
-        add(ops, child(&list, index));
+        add(ops, child(&list, [index.into()]));
     }
     true
 }
@@ -275,7 +310,7 @@ impl<'a> PodDoc<'a> {
             let Some((slot, new)) = slot_at(node, step, empty_object) else {
                 return;
             };
-            pointer.push_back(*step);
+            pointer = child(&pointer, [(*step).into()]);
             if new && created.is_none() {
                 created = Some(pointer.clone());
             }
@@ -290,7 +325,7 @@ impl<'a> PodDoc<'a> {
                 obj.insert(key.to_string(), value);
                 add(ops, at);
             }
-            None => set_member(obj, key, value, child(&pointer, key), ops),
+            None => set_member(obj, key, value, child(&pointer, [key.into()]), ops),
         }
     }
 
@@ -375,8 +410,7 @@ impl<'a> PodDoc<'a> {
 
     /// Appends to the list `spec.<key>`, creating `spec` and the list as needed.
     fn append(&mut self, key: &str, value: Value) -> bool {
-        let mut spec = PointerBuf::new();
-        spec.push_back("spec");
+        let spec = child(&PointerBuf::new(), ["spec".into()]);
         let Some((node, created)) = slot_at(self.root, "spec", empty_object) else {
             return false;
         };
@@ -404,10 +438,10 @@ impl<'a> PodDoc<'a> {
             .get_mut(list.key())?
             .as_array_mut()?
             .get_mut(index)?;
-        let mut path = PointerBuf::new();
-        path.push_back("spec");
-        path.push_back(list.key());
-        path.push_back(index);
+        let path = child(
+            &PointerBuf::new(),
+            ["spec".into(), list.key().into(), index.into()],
+        );
         Some(ContainerMut {
             raw,
             path,
@@ -490,9 +524,7 @@ impl ContainerMut<'_> {
                     continue;
                 }
                 if let Some(obj) = entry.as_object_mut() {
-                    let mut path = child(&self.path, "env");
-                    path.push_back(index);
-                    path.push_back("value");
+                    let path = child(&self.path, ["env".into(), index.into(), "value".into()]);
                     set_member(obj, "value", Value::from(value), path, self.ops);
                 }
             }
@@ -527,7 +559,7 @@ impl ContainerMut<'_> {
         let Some(obj) = ctx.as_object_mut() else {
             return;
         };
-        let path = child(&self.path, "securityContext");
+        let path = child(&self.path, ["securityContext".into()]);
         if created {
             obj.insert("runAsUser".to_string(), Value::from(uid));
             add(self.ops, path);
@@ -536,7 +568,7 @@ impl ContainerMut<'_> {
                 obj,
                 "runAsUser",
                 Value::from(uid),
-                child(&path, "runAsUser"),
+                child(&path, ["runAsUser".into()]),
                 self.ops,
             );
         }
