@@ -376,12 +376,6 @@ impl<'a> PodDoc<'a> {
             .collect()
     }
 
-    /// Typed copy of a container, for reading probes, ports and security contexts.
-    pub fn typed(&self, list: List, name: &str) -> Option<Container> {
-        let raw = self.entry(list, name)?;
-        serde::Deserialize::deserialize(raw).ok()
-    }
-
     pub fn volume_names(&self) -> impl Iterator<Item = &str> {
         self.spec()
             .and_then(|s| s.get("volumes"))

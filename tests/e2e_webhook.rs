@@ -266,6 +266,24 @@ async fn create(pods: &Api<Pod>, pod: &Pod, patience: Duration) -> Result<Pod, S
     }
 }
 
+/// Creates S3 pods (`<prefix>-1`, `-2`, …) until one is stored with the
+/// S3 endpoint `endpoint`, within `seconds`: the caches have caught up.
+async fn s3_pod_with_endpoint(pods: &Api<Pod>, prefix: &str, endpoint: &str, seconds: u64) -> Pod {
+    let mut attempt = 0;
+    let what = format!("a new pod gets the S3 endpoint {endpoint}");
+    eventually(&what, Duration::from_secs(seconds), || {
+        attempt += 1;
+        let name = format!("{prefix}-{attempt}");
+        async move {
+            let p = pod(&name, "sa-s3", "isvc", &[(URI, "s3://bucket/model")]);
+            let stored = create(pods, &p, Duration::from_secs(5)).await.ok()?;
+            let got = value(env(init_container(&stored), "S3_ENDPOINT")).to_string();
+            (got == endpoint).then_some(stored)
+        }
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
     let server = ApiServer::new("/tmp/kapi-webhook", 36546, 32485);
@@ -430,23 +448,7 @@ async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
         .patch("s3-creds", &PatchParams::default(), &Patch::Merge(&update))
         .await
         .expect("the Secret is updated");
-    let mut attempt = 0;
-    let updated = eventually(
-        "the update reaches a new pod",
-        Duration::from_secs(15),
-        || {
-            attempt += 1;
-            let name = format!("s3-updated-{attempt}");
-            let pods = pods.clone();
-            async move {
-                let p = pod(&name, "sa-s3", "isvc", &[(URI, "s3://bucket/model")]);
-                let stored = create(&pods, &p, Duration::from_secs(5)).await.ok()?;
-                let endpoint = value(env(init_container(&stored), "S3_ENDPOINT")).to_string();
-                (endpoint == "s3-2.example.com").then_some(stored)
-            }
-        },
-    )
-    .await;
+    let updated = s3_pod_with_endpoint(&pods, "s3-updated", "s3-2.example.com", 15).await;
     check_s3(&updated, "s3-2.example.com");
     assert_eq!(
         injector.metric(FALLBACK_SECRETS).await,
@@ -463,23 +465,7 @@ async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
     server.start();
     apply_cluster(&admin, OBJECTS).await;
     apply(&admin, &registration(port, sidecar, &ca)).await;
-    let mut attempt = 0;
-    let stored = eventually(
-        "the caches follow the restarted API server",
-        Duration::from_secs(90),
-        || {
-            attempt += 1;
-            let name = format!("after-restart-{attempt}");
-            let pods = pods.clone();
-            async move {
-                let p = pod(&name, "sa-s3", "isvc", &[(URI, "s3://bucket/model")]);
-                let stored = create(&pods, &p, Duration::from_secs(5)).await.ok()?;
-                let endpoint = value(env(init_container(&stored), "S3_ENDPOINT")).to_string();
-                (endpoint == "s3.example.com").then_some(stored)
-            }
-        },
-    )
-    .await;
+    let stored = s3_pod_with_endpoint(&pods, "after-restart", "s3.example.com", 90).await;
     check_s3(&stored, "s3.example.com");
     assert!(
         injector.metric(WATCH_ERRORS).await > watch_errors,

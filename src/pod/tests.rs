@@ -128,18 +128,17 @@ fn lookups_by_name() {
         Some(&json!({"name": "b", "image": "x"}))
     );
     assert_eq!(doc.entries(List::Containers).len(), 3);
-    assert_eq!(
-        doc.typed(List::Containers, "b").and_then(|c| c.image),
-        Some("x".to_string())
-    );
+    let typed = doc.typed_all(List::Containers);
+    assert_eq!(typed.len(), 3);
+    assert_eq!(typed[2].image.as_deref(), Some("x"));
 }
 
 #[test]
-fn typed_is_none_for_a_container_that_does_not_decode() {
+fn typed_all_skips_a_container_that_does_not_decode() {
     let mut raw = pod_with(json!({"name": "c", "ports": "not-a-list"}));
     let doc = PodDoc::new(&mut raw);
     assert!(doc.entry(List::Containers, "c").is_some());
-    assert!(doc.typed(List::Containers, "c").is_none());
+    assert!(doc.typed_all(List::Containers).is_empty());
 }
 
 #[test]
