@@ -175,8 +175,14 @@ impl Config {
 
     /// Parses a ConfigMap manifest (YAML or JSON) and reads its `data`.
     pub fn from_manifest(text: &str) -> Result<Self, ConfigError> {
-        let doc: Value =
-            serde_yaml::from_str(text).map_err(|e| ConfigError::Manifest(e.to_string()))?;
+        // The CLI's reader: JSON as JSON, YAML the way kubectl reads it.
+        let manifest = |e: String| ConfigError::Manifest(e);
+        let mut bytes = text.as_bytes();
+        let mut docs = crate::reader::documents(&mut bytes).map_err(|e| manifest(e.to_string()))?;
+        let doc = match docs.next() {
+            Some(doc) => doc.map_err(|e| manifest(e.to_string()))?,
+            None => return Err(manifest("the manifest holds no document".into())),
+        };
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
         if kind != "ConfigMap" {
             return Err(ConfigError::Manifest(format!(
