@@ -653,8 +653,22 @@ impl Load {
                             }
                             None => Client::open(addr, &ca, http).await?,
                         };
-                        let (status, body) =
-                            client.post_json("/mutate-pods", review.clone()).await?;
+                        // A stream the server did not process (refused, or above
+                        // a GOAWAY's last stream id, RFC 9113 §6.8) is retried on
+                        // a new connection, as the API server's HTTP/2 client does.
+                        let mut refused = 0;
+                        let (status, body) = loop {
+                            let body = full(Bytes::from(review.clone()));
+                            let req = post("/mutate-pods", Some("application/json"), body)?;
+                            match client.call_or_refused(req).await? {
+                                Some(answer) => break answer,
+                                None if refused < 3 => {
+                                    refused += 1;
+                                    client = Client::open(addr, &ca, http).await?;
+                                }
+                                None => return Err(fail("refused three times")),
+                            }
+                        };
                         if persistent {
                             kept = Some(client);
                         }
