@@ -226,9 +226,10 @@ async fn review(
     objects: &ClusterObjects,
 ) -> Result<Reviewed, admission::ReviewError> {
     let prepared = admission::prepare(body)?;
-    let facts = match prepared.lookup_facts(&env.config) {
-        Some(facts) if !objects.is_off() => facts,
-        _ => return prepared.answer(env),
+    // With lookups off the pod's facts are not even gathered.
+    let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
+    let Some(facts) = facts.flatten() else {
+        return prepared.answer(env);
     };
     match objects.snapshot(&facts, &env.config).await {
         Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
