@@ -246,8 +246,9 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
 /// `mutate --kubeconfig`: the objects each pod needs, read from a live
 /// cluster with direct GETs (no watches for a one-shot command).
 struct LiveCluster {
-    runtime: tokio::runtime::Runtime,
+    // Dropped before the runtime its client was built on.
     lookups: Lookups,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl LiveCluster {
@@ -266,7 +267,7 @@ impl LiveCluster {
             .map_err(|e| failed(&e))?
             .ok_or_else(|| failed(&"no cluster configuration"))?;
         let lookups = Lookups::uncached(client, DEFAULT_GET_TIMEOUT);
-        Ok(Self { runtime, lookups })
+        Ok(Self { lookups, runtime })
     }
 }
 
