@@ -2,25 +2,17 @@
 //! current by the reloader.
 
 use super::args::ServeArgs;
-use super::error::{CertError, ServeError};
+use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
-use super::reload::{self, Source, Trigger};
+use super::reload::{Source, Trigger};
 use super::self_signed;
 use super::tls::{self, ServingPair, Tls};
 use crate::config_file::Snapshot;
 use rustls::crypto::CryptoProvider;
-use std::path::Path;
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
-
-fn file<'a>(snap: &'a Snapshot, path: &Path) -> Result<&'a [u8], CertError> {
-    snap.file(path).map_err(|e| CertError::Read {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(e),
-    })
-}
 
 pub(crate) struct Certificates {
     pub tls: Arc<Tls>,
@@ -39,34 +31,26 @@ pub(crate) fn load(
         watch: args.cert_watch,
         poll: args.cert_poll_interval,
     };
-    metrics.register_cert(SERVING);
+    // Taken even when nothing is reloaded, so the series exist at 0 from the
+    // start and an alert on their rate works before the first rotation.
+    let counters = metrics.reload_counters(SERVING);
     let (pair, serving_watch, self_signed_ca) = if args.self_signed {
         let made = self_signed::generate(&args.dns_names, provider)?;
         info!(names = ?made.names, "serving a self-signed certificate");
-        let pair = ServingPair {
-            key: made.key,
-            not_after: made.not_after,
-        };
-        (pair, None, Some(made.ca_pem))
+        (made.pair, None, Some(made.ca_pem))
     } else {
         let (cert, key) = (args.cert_file(), args.key_file());
+        let paths = vec![cert.clone(), key.clone()];
+        let what = "serving certificate";
         let source = Source {
-            what: "serving certificate",
-            paths: vec![cert.clone(), key.clone()],
-            trigger: trigger.clone(),
-            counters: metrics.reload_counters(SERVING),
+            what,
+            paths,
+            trigger,
+            counters,
         };
         let provider = provider.clone();
-        let parse = move |snap: &Snapshot| {
-            tls::load_pair(
-                file(snap, &cert)?,
-                &cert,
-                file(snap, &key)?,
-                &key,
-                &provider,
-            )
-        };
-        let (pair, loaded) = reload::load(source, parse).map_err(|e| {
+        let parse = move |snap: &Snapshot| tls::load_pair(snap, &cert, &key, &provider);
+        let (pair, loaded) = source.load(parse).map_err(|e| {
             if args.tls_cert_file.is_none() && !args.cert_dir.exists() {
                 ServeError::Args(format!(
                     "{e} (mount the serving certificate Secret at {}, point --cert-dir at it, or try --self-signed)",
@@ -81,20 +65,20 @@ pub(crate) fn load(
     };
     metrics.cert_loaded(SERVING, pair.not_after);
 
-    let client_ca = match &args.client_ca_file {
+    let client_ca = match args.client_ca_file.clone() {
         None => None,
         Some(path) => {
-            metrics.register_cert(CLIENT_CA);
+            let (paths, what) = (vec![path.clone()], "client CA");
+            let counters = metrics.reload_counters(CLIENT_CA);
             let source = Source {
-                what: "client CA",
-                paths: vec![path.clone()],
+                what,
+                paths,
                 trigger,
-                counters: metrics.reload_counters(CLIENT_CA),
+                counters,
             };
-            let (path, provider) = (path.clone(), provider.clone());
-            let parse =
-                move |snap: &Snapshot| tls::client_verifier(file(snap, &path)?, &path, &provider);
-            let ((verifier, not_after), loaded) = reload::load(source, parse)?;
+            let provider = provider.clone();
+            let parse = move |snap: &Snapshot| tls::client_verifier(snap, &path, &provider);
+            let ((verifier, not_after), loaded) = source.load(parse)?;
             metrics.cert_loaded(CLIENT_CA, not_after);
             info!("client certificates required");
             Some((verifier, loaded))

@@ -114,8 +114,8 @@ impl Webhook {
         args: &ServeArgs,
         tls: Arc<Tls>,
         router: Router,
-        metrics: Arc<Metrics>,
-        shutdown: Shutdown,
+        metrics: &Arc<Metrics>,
+        shutdown: &Shutdown,
     ) -> Self {
         let mut builder = auto::Builder::new(TokioExecutor::new());
         builder
@@ -137,8 +137,8 @@ impl Webhook {
         Self {
             tls,
             router,
-            metrics,
-            shutdown,
+            metrics: metrics.clone(),
+            shutdown: shutdown.clone(),
             h1: builder.clone().http1_only(),
             h2: builder.http2_only(),
             handshake_timeout: args.handshake_timeout,

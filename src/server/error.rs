@@ -4,17 +4,11 @@ use std::path::PathBuf;
 /// Why a certificate, key or CA bundle could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: no PEM certificate found")]
-    NoCertificate { path: PathBuf },
+    /// A file of the pair could not be read (the reader's message names it).
+    #[error("{0}")]
+    Read(String),
     #[error("{path}: {message}")]
-    Pem { path: PathBuf, message: String },
-    #[error("{path}: no PEM private key found")]
-    NoKey { path: PathBuf },
+    Invalid { path: PathBuf, message: String },
     #[error("certificate {cert} and key {key} do not form a usable pair: {source}")]
     Pair {
         cert: PathBuf,
@@ -28,8 +22,6 @@ pub enum CertError {
         not_after: String,
         now: String,
     },
-    #[error("{path}: cannot parse certificate: {message}")]
-    X509 { path: PathBuf, message: String },
     #[error("cannot generate the self-signed certificate: {0}")]
     Generate(#[from] rcgen::Error),
 }

@@ -7,9 +7,9 @@
 use super::args::ServeArgs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
-use super::metrics::{Metrics, CONFIG};
-use super::reload::{self, Source, Trigger};
-use super::routes::{self, App, Limits, Readiness, Summary};
+use super::metrics::{unix_now, Metrics, CONFIG};
+use super::reload::{Source, Trigger};
+use super::routes::{self, App, Summary};
 use super::{certs, self_signed, tls};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{resolve_client, ClusterObjects, Environment, LookupOptions, Lookups};
@@ -18,7 +18,7 @@ use arc_swap::ArcSwap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -81,19 +81,8 @@ impl RunningServer {
 
     /// Resolves when the shutdown sequence has completed.
     pub async fn wait(self) -> Result<(), ServeError> {
-        let Self {
-            task, _drop_guard, ..
-        } = self;
-        let result = task.await.map_err(|e| ServeError::Task(e.to_string()));
-        drop(_drop_guard);
-        result
+        self.task.await.map_err(|e| ServeError::Task(e.to_string()))
     }
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 type Reloader = tokio::task::JoinHandle<()>;
@@ -105,34 +94,37 @@ fn load_config(
     stop: &CancellationToken,
 ) -> Result<(Arc<ArcSwap<Env>>, Option<Reloader>), ServeError> {
     let namespace = args.resolved_controller_namespace();
-    let make_env = move |config: Config| Env {
-        controller_namespace: namespace.clone(),
-        ..Env::new(config)
+    let make_env = move |config: Config| {
+        let controller_namespace = namespace.clone();
+        Arc::new(Env {
+            controller_namespace,
+            ..Env::new(config)
+        })
     };
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!("using KServe's default inferenceservice-config");
-        return Ok((
-            Arc::new(ArcSwap::from_pointee(make_env(Config::default()))),
-            None,
-        ));
+        return Ok((Arc::new(ArcSwap::new(make_env(Config::default()))), None));
     };
+    let trigger = Trigger {
+        watch: args.config_watch,
+        poll: args.config_poll_interval,
+    };
+    let (paths, counters) = (vec![path.clone()], metrics.reload_counters(CONFIG));
     let source = Source {
         what: "inferenceservice-config",
-        paths: vec![path.clone()],
-        trigger: Trigger {
-            watch: args.config_watch,
-            poll: args.config_poll_interval,
-        },
-        counters: metrics.reload_counters(CONFIG),
+        paths,
+        trigger,
+        counters,
     };
+    let shown = path.display().to_string();
     let parse = move |snap: &Snapshot| config_file::parse(&path, snap);
-    let (config, loaded) = reload::load(source, parse)?;
-    info!(config = %args.config.as_deref().unwrap_or(Path::new("")).display(), "inferenceservice-config loaded");
-    let env = Arc::new(ArcSwap::from_pointee(make_env(config)));
+    let (config, loaded) = source.load(parse)?;
+    info!(config = shown, "inferenceservice-config loaded");
+    let env = Arc::new(ArcSwap::new(make_env(config)));
     let (target, metrics) = (env.clone(), metrics.clone());
     let reloader = loaded.watch(stop.clone(), move |config| {
-        target.store(Arc::new(make_env(config)));
+        target.store(make_env(config));
         metrics.config_last_reload.set(unix_now());
     });
     Ok((env, Some(reloader)))
@@ -178,11 +170,15 @@ async fn cluster_objects(
     })
 }
 
-fn bind(what: &'static str, addr: SocketAddr) -> Result<std::net::TcpListener, ServeError> {
+fn bind(
+    what: &'static str,
+    addr: SocketAddr,
+) -> Result<(std::net::TcpListener, SocketAddr), ServeError> {
     let error = |source| ServeError::Bind { what, addr, source };
     let listener = std::net::TcpListener::bind(addr).map_err(error)?;
     listener.set_nonblocking(true).map_err(error)?;
-    Ok(listener)
+    let bound = listener.local_addr().map_err(error)?;
+    Ok((listener, bound))
 }
 
 /// The admin listener on its own thread and current-thread runtime, so
@@ -224,31 +220,20 @@ impl Server {
         args.validate().map_err(ServeError::Args)?;
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let provider = tls::provider();
         let mut metrics = Metrics::new();
         let objects = Arc::new(cluster_objects(&args, &mut metrics).await?);
         let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
         let background = shutdown.kill.clone();
         let (env, config_reloader) = load_config(&args, &metrics, &background)?;
-        let certs = certs::load(&args, &provider, &metrics, &background)?;
+        let certs = certs::load(&args, &tls::provider(), &metrics, &background)?;
 
-        let webhook_listener = bind("webhook", args.addr)?;
-        let admin_listener = bind("admin", args.admin_addr)?;
-        let local_addr = webhook_listener.local_addr().map_err(ServeError::Runtime)?;
-        let admin_addr = admin_listener.local_addr().map_err(ServeError::Runtime)?;
-        let ca_file = match &certs.self_signed_ca {
-            Some(pem) => {
-                let path = args.ca_out_file();
-                self_signed::write_ca(&path, pem).map_err(|source| ServeError::Write {
-                    path: path.clone(),
-                    source,
-                })?;
-                info!(ca_file = %path.display(), "trust the self-signed certificate with: curl --cacert {}", path.display());
-                Some(path)
-            }
-            None => None,
-        };
+        let (webhook_listener, local_addr) = bind("webhook", args.addr)?;
+        let (admin_listener, admin_addr) = bind("admin", args.admin_addr)?;
+        let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
+        let ca_file = certs.self_signed_ca.as_deref();
+        let ca_file = ca_file.map(|pem| self_signed::write_ca(args.ca_out_file(), pem));
+        let ca_file = ca_file.transpose()?;
 
         let app = Arc::new(App {
             env,
@@ -257,31 +242,19 @@ impl Server {
             body_budget: Arc::new(Semaphore::new(args.max_buffered_bytes)),
             summary: Summary::default(),
         });
-        let limits = Limits {
-            request_timeout: args.request_timeout,
-            max_concurrent_requests: args.max_concurrent_requests,
-        };
-        let webhook = Arc::new(Webhook::new(
-            &args,
-            certs.tls.clone(),
-            routes::webhook(app.clone(), &limits),
-            metrics.clone(),
-            shutdown.clone(),
-        ));
-        let readiness = Arc::new(Readiness::default());
-        let admin_router = routes::admin(metrics, readiness.clone(), certs.tls, objects);
+        let router = routes::webhook(app.clone(), &args);
+        let webhook = Webhook::new(&args, certs.tls.clone(), router, &metrics, &shutdown);
+        // Served from here on: the certificate is loaded and both ports are bound.
+        let admin_router = routes::admin(metrics, shutdown.drain.clone(), certs.tls, objects);
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
-
         let connections = TaskTracker::new();
         let max_connections = args.resolved_max_connections();
-        let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
-        let accept =
-            tokio::spawn(webhook.accept_loop(listener, max_connections, connections.clone()));
+        let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());
+        let accept = tokio::spawn(accept);
         let summary_interval = args.log_summary_interval;
         let summary =
             tokio::spawn(async move { app.summary.log_every(summary_interval, background).await });
-        readiness.set_ready();
         info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
 
         let mut background_tasks = certs.reloaders;
@@ -291,7 +264,6 @@ impl Server {
         let token = shutdown.drain.clone();
         let task = tokio::spawn(async move {
             shutdown.drain.cancelled().await;
-            readiness.set_draining();
             info!(
                 shutdown_delay_ms = delay.as_millis() as u64,
                 "shutdown requested: /readyz reports 503, clients are asked to reconnect elsewhere"

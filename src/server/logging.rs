@@ -35,12 +35,14 @@ pub fn log_panics() {
             .location()
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let message = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        tracing::error!(panic = %message, %location, "panic");
+        let message = panic_message(info.payload());
+        tracing::error!(panic = message, %location, "panic");
     }));
+}
+
+/// The text a panic was raised with (`panic!` with a literal or a format).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    let text = payload.downcast_ref::<String>().map(String::as_str);
+    text.or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default()
 }

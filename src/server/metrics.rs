@@ -12,6 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The webhook paths; anything else is reported as "other".
 pub(crate) const PATHS: [&str; 3] = ["/mutate-pods", "/mutate", "other"];
@@ -21,6 +22,12 @@ pub(crate) const SERVING: &str = "serving";
 pub(crate) const CLIENT_CA: &str = "client_ca";
 /// The inferenceservice-config, as a reloaded source.
 pub(crate) const CONFIG: &str = "config";
+
+/// Now as Unix seconds, the unit of the timestamp gauges.
+pub(crate) fn unix_now() -> i64 {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH);
+    since_epoch.map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct RequestLabels {
@@ -215,11 +222,5 @@ impl Metrics {
     pub(crate) fn cert_loaded(&self, cert: &'static str, not_after: i64) {
         let labels = CertLabels { cert };
         self.cert_not_after.get_or_create(&labels).set(not_after);
-    }
-
-    /// Makes the certificate series visible at 0 from the start, so an alert
-    /// on their rate works before the first rotation.
-    pub(crate) fn register_cert(&self, cert: &'static str) {
-        drop(self.reload_counters(cert));
     }
 }

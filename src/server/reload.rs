@@ -25,14 +25,14 @@ use tracing::{debug, error, info, warn};
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// How to look for changes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Trigger {
     pub watch: bool,
     pub poll: Duration,
 }
 
-/// A reloaded source: what it is called in logs, the paths it reads, and
-/// how to look for changes.
+/// A reloaded source: what it is called in logs, the paths it reads, how to
+/// look for changes, and its success and failure counters.
 pub(crate) struct Source {
     pub what: &'static str,
     pub paths: Vec<PathBuf>,
@@ -47,22 +47,25 @@ pub(crate) struct Loaded<P> {
     parse: P,
 }
 
-/// Reads and parses the source now; the caller builds its shared state from
-/// the value, then calls [`Loaded::watch`] with how to replace it.
-pub(crate) fn load<T, E, P>(source: Source, parse: P) -> Result<(T, Loaded<P>), E>
-where
-    P: Fn(&Snapshot) -> Result<T, E>,
-{
-    let last = Snapshot::read(&source.paths);
-    let value = parse(&last)?;
-    Ok((
-        value,
-        Loaded {
-            source,
-            last,
-            parse,
-        },
-    ))
+impl Source {
+    /// Reads and parses the source now; the caller builds its shared state
+    /// from the value, then calls [`Loaded::watch`] with how to replace it.
+    pub(crate) fn load<T, E, P>(self, parse: P) -> Result<(T, Loaded<P>), E>
+    where
+        P: Fn(&Snapshot) -> Result<T, E>,
+    {
+        let last = Snapshot::read(&self.paths);
+        let value = parse(&last)?;
+        let source = self;
+        Ok((
+            value,
+            Loaded {
+                source,
+                last,
+                parse,
+            },
+        ))
+    }
 }
 
 impl<P> Loaded<P> {
@@ -70,7 +73,7 @@ impl<P> Loaded<P> {
     /// A snapshot that failed is remembered too, so a bad file is reported
     /// once, not at every poll.
     pub(crate) fn watch<T, E, A>(
-        self,
+        mut self,
         stop: CancellationToken,
         apply: A,
     ) -> tokio::task::JoinHandle<()>
@@ -79,23 +82,13 @@ impl<P> Loaded<P> {
         A: Fn(T) + Send + 'static,
         E: Display,
     {
-        let Loaded {
-            source,
-            mut last,
-            parse,
-        } = self;
         tokio::spawn(async move {
-            let Source {
-                what,
-                paths,
-                trigger,
-                counters,
-            } = source;
+            let Source { what, trigger, .. } = self.source;
             let changed = Arc::new(Notify::new());
             // Kept alive as long as the loop runs; dropping it ends the watch.
             let _watcher = trigger
                 .watch
-                .then(|| start_watch(what, &paths, changed.clone()))
+                .then(|| start_watch(what, &self.source.paths, changed.clone()))
                 .flatten();
             let mut poll = tokio::time::interval(trigger.poll);
             poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -106,10 +99,10 @@ impl<P> Loaded<P> {
                     _ = changed.notified() => tokio::time::sleep(DEBOUNCE).await,
                     _ = poll.tick() => {}
                 }
-                let paths = paths.clone();
+                let paths = self.source.paths.clone();
                 let read = tokio::task::spawn_blocking(move || Snapshot::read(&paths)).await;
                 let snapshot = match read {
-                    Ok(s) if s != last => s,
+                    Ok(s) if s != self.last => s,
                     Ok(_) => continue,
                     Err(e) => {
                         warn!(what, error = %e, "re-reading files failed");
@@ -117,18 +110,18 @@ impl<P> Loaded<P> {
                     }
                 };
                 debug!(what, "change detected");
-                match parse(&snapshot) {
+                match (self.parse)(&snapshot) {
                     Ok(value) => {
                         apply(value);
-                        counters.ok.inc();
+                        self.source.counters.ok.inc();
                         info!(what, "reloaded");
                     }
                     Err(e) => {
-                        counters.failed.inc();
+                        self.source.counters.failed.inc();
                         error!(what, error = %e, "not reloaded; the previous one stays in use");
                     }
                 }
-                last = snapshot;
+                self.last = snapshot;
             }
         })
     }

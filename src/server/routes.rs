@@ -5,7 +5,8 @@
 //! holds only the admission handler and the byte budget, which no layer
 //! provides (a limit on the bytes buffered across all requests).
 
-use super::metrics::Metrics;
+use super::args::ServeArgs;
+use super::metrics::{unix_now, Metrics};
 use super::tls::Tls;
 use crate::admission::{self, Reviewed};
 use crate::lookups::ClusterObjects;
@@ -21,10 +22,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError};
 use hyper::body::Body as _;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::{CatchPanicLayer, ResponseForPanic};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -81,27 +83,21 @@ pub(crate) struct App {
     pub summary: Summary,
 }
 
-/// Limits for the webhook router.
-pub(crate) struct Limits {
-    pub request_timeout: Duration,
-    pub max_concurrent_requests: usize,
-}
-
 /// The webhook router with its middleware, outermost first: metrics and
 /// JSON errors, panic catching, load shedding above the concurrency limit,
 /// the body limit, the request timeout.
-pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
+pub(crate) fn webhook(app: Arc<App>, args: &ServeArgs) -> Router {
     let panics = PanicTo500(app.metrics.clone());
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(app.clone(), finish))
         .layer(CatchPanicLayer::custom(panics))
         .layer(axum::error_handling::HandleErrorLayer::new(overloaded))
         .load_shed()
-        .concurrency_limit(limits.max_concurrent_requests)
+        .concurrency_limit(args.max_concurrent_requests)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,
-            limits.request_timeout,
+            args.request_timeout,
         ));
     Router::new()
         .route("/mutate-pods", post(mutate))
@@ -128,12 +124,8 @@ impl ResponseForPanic for PanicTo500 {
         panic: Box<dyn std::any::Any + Send + 'static>,
     ) -> axum::http::Response<Body> {
         self.0.panics.inc();
-        let message = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        error!(panic = %message, "request handler panicked");
+        let message = super::logging::panic_message(panic.as_ref());
+        error!(panic = message, "request handler panicked");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
     }
 }
@@ -243,31 +235,22 @@ async fn review(
 async fn read_body(
     budget: &Arc<Semaphore>,
     mut body: Body,
-) -> Result<(Bytes, Option<OwnedSemaphorePermit>), ApiError> {
-    let shed = || {
+) -> Result<(Bytes, OwnedSemaphorePermit), ApiError> {
+    let reserve = |n: u32| {
         let message = "too many request bytes buffered by the server; retry";
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
+        let shed = |_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message);
+        budget.clone().try_acquire_many_owned(n).map_err(shed)
     };
     // A declared length is reserved whole before anything is read, so a
     // request that cannot fit is refused without buffering any of it.
     let declared = body.size_hint().exact().map(u32::try_from);
     let declared = declared.transpose().map_err(|_| too_large())?;
-    let mut held = match declared {
-        Some(n) => Some(
-            budget
-                .clone()
-                .try_acquire_many_owned(n)
-                .map_err(|_| shed())?,
-        ),
-        None => None,
-    };
+    let mut held = reserve(declared.unwrap_or(0))?;
     let mut buffer = Vec::with_capacity(declared.unwrap_or(0) as usize);
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            let inner = e.into_inner();
-            if inner.downcast_ref::<LengthLimitError>().is_some() {
-                too_large()
-            } else {
+        let frame = frame.map_err(|e| match e.into_inner() {
+            inner if inner.is::<LengthLimitError>() => too_large(),
+            inner => {
                 let message = format!("cannot read request body: {inner}");
                 ApiError::new(StatusCode::BAD_REQUEST, message)
             }
@@ -276,24 +259,17 @@ async fn read_body(
             continue;
         };
         if declared.is_none() {
-            let permits = u32::try_from(data.len()).map_err(|_| too_large())?;
-            let more = budget
-                .clone()
-                .try_acquire_many_owned(permits)
-                .map_err(|_| shed())?;
-            match &mut held {
-                Some(held) => held.merge(more),
-                None => held = Some(more),
-            }
+            held.merge(reserve(
+                u32::try_from(data.len()).map_err(|_| too_large())?,
+            )?);
         }
         buffer.extend_from_slice(&data);
     }
-    let body = Bytes::from(buffer);
-    if body.is_empty() {
+    if buffer.is_empty() {
         let message = "request body is empty: expected an AdmissionReview";
         return Err(ApiError::new(StatusCode::BAD_REQUEST, message));
     }
-    Ok((body, held))
+    Ok((Bytes::from(buffer), held))
 }
 
 impl App {
@@ -343,11 +319,7 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
-    pub(crate) async fn log_every(
-        &self,
-        interval: Duration,
-        stop: tokio_util::sync::CancellationToken,
-    ) {
+    pub(crate) async fn log_every(&self, interval: Duration, stop: CancellationToken) {
         let mut tick = tokio::time::interval(interval);
         tick.tick().await;
         loop {
@@ -381,50 +353,26 @@ impl Summary {
     }
 }
 
-/// Readiness: not ready until the certificate is loaded and both listeners
-/// are bound, not ready from the first shutdown signal on, and not ready
-/// while the served certificate is expired.
-#[derive(Debug, Default)]
-pub(crate) struct Readiness(AtomicU8);
-
-const READY: u8 = 1;
-const DRAINING: u8 = 2;
-
-impl Readiness {
-    pub(crate) fn set_ready(&self) {
-        let _ = self
-            .0
-            .compare_exchange(0, READY, Ordering::SeqCst, Ordering::SeqCst);
-    }
-
-    pub(crate) fn set_draining(&self) {
-        self.0.store(DRAINING, Ordering::SeqCst);
-    }
-}
-
-/// The plain-HTTP admin router: probes and metrics only.
+/// The plain-HTTP admin router: probes and metrics only. It is served only
+/// once the certificate is loaded and both listeners are bound; `/readyz`
+/// then fails from the first shutdown signal on (`draining`), while the
+/// served certificate is expired, and until the watch caches have listed.
 pub(crate) fn admin(
     metrics: Arc<Metrics>,
-    ready: Arc<Readiness>,
+    draining: CancellationToken,
     cert: Arc<Tls>,
     objects: Arc<ClusterObjects>,
 ) -> Router {
     let readyz = move || async move {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        match ready.0.load(Ordering::SeqCst) {
-            DRAINING => (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n"),
-            READY if i64::try_from(now).unwrap_or(i64::MAX) > cert.not_after() => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the serving certificate has expired\n",
-            ),
-            READY if !objects.ready() => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "waiting for the cluster watch caches to list\n",
-            ),
-            READY => (StatusCode::OK, "ok\n"),
-            _ => (StatusCode::SERVICE_UNAVAILABLE, "starting\n"),
+        let unavailable = |text| (StatusCode::SERVICE_UNAVAILABLE, text);
+        if draining.is_cancelled() {
+            unavailable("shutting down\n")
+        } else if unix_now() > cert.not_after() {
+            unavailable("the serving certificate has expired\n")
+        } else if !objects.ready() {
+            unavailable("waiting for the cluster watch caches to list\n")
+        } else {
+            (StatusCode::OK, "ok\n")
         }
     };
     let scrape = move || async move {

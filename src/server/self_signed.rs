@@ -2,18 +2,20 @@
 //! memory, so trying the webhook locally needs no cert-manager and no files
 //! besides the CA that `curl --cacert` reads.
 
-use super::error::CertError;
+use super::error::{CertError, ServeError};
+use super::tls::ServingPair;
 use crate::certs::{Authority, Validity};
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::path::PathBuf;
 use std::sync::Arc;
 use time::OffsetDateTime;
+use tracing::info;
 
 #[derive(Debug)]
 pub(crate) struct SelfSigned {
-    pub key: Arc<CertifiedKey>,
-    pub not_after: i64,
+    pub pair: ServingPair,
     pub ca_pem: String,
     pub names: Vec<String>,
 }
@@ -46,9 +48,12 @@ pub(crate) fn generate(
             source,
         }
     })?;
-    Ok(SelfSigned {
+    let pair = ServingPair {
         key: Arc::new(key),
         not_after: validity.not_after.unix_timestamp(),
+    };
+    Ok(SelfSigned {
+        pair,
         ca_pem: ca.cert_pem().to_owned(),
         names,
     })
@@ -58,12 +63,18 @@ pub(crate) fn generate(
 /// the same directory, then renamed over the target, so a reader never sees
 /// half a file. Called only once both ports are bound, so an instance that
 /// fails to start never replaces a running one's CA.
-pub(crate) fn write_ca(path: &std::path::Path, pem: &str) -> std::io::Result<()> {
+pub(crate) fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, pem)
-        .and_then(|()| std::fs::rename(&tmp, path))
+        .and_then(|()| std::fs::rename(&tmp, &path))
         .inspect_err(|_| drop(std::fs::remove_file(&tmp)))
+        .map_err(|source| ServeError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    info!(ca_file = %path.display(), "trust the self-signed certificate with: curl --cacert {}", path.display());
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -83,7 +94,7 @@ mod tests {
             provider.clone(),
         )
         .build()?;
-        let leaf = made.key.end_entity_cert()?;
+        let leaf = made.pair.key.end_entity_cert()?;
         for name in ["localhost", "127.0.0.1", "webhook.kserve.svc"] {
             let server_name = rustls_pki_types::ServerName::try_from(name)?;
             verifier.verify_server_cert(

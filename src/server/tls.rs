@@ -3,6 +3,7 @@
 //! starts, established connections keep what they negotiated.
 
 use super::error::CertError;
+use crate::config_file::Snapshot;
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 use rustls::server::danger::ClientCertVerifier;
@@ -30,12 +31,13 @@ pub(crate) struct ServingPair {
     pub not_after: i64,
 }
 
-fn x509_error(path: &Path, e: impl ToString) -> CertError {
-    let message = e.to_string();
-    CertError::X509 {
-        path: path.to_path_buf(),
-        message,
-    }
+fn invalid(path: &Path, message: impl ToString) -> CertError {
+    let (path, message) = (path.to_path_buf(), message.to_string());
+    CertError::Invalid { path, message }
+}
+
+fn x509_error(path: &Path, e: impl std::fmt::Display) -> CertError {
+    invalid(path, format!("cannot parse certificate: {e}"))
 }
 
 /// The certificate's notAfter (Unix seconds). With `check`, also that now
@@ -55,17 +57,13 @@ fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, CertError> {
     Ok(validity.not_after.timestamp())
 }
 
-fn parse_certs(pem: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static>>, CertError> {
-    let certs = CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CertError::Pem {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+/// The certificates of one file of the snapshot (at least one).
+fn certs(snap: &Snapshot, path: &Path) -> Result<Vec<CertificateDer<'static>>, CertError> {
+    let pem = snap.file(path).map_err(CertError::Read)?;
+    let certs = CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>();
+    let certs = certs.map_err(|e| invalid(path, e))?;
     if certs.is_empty() {
-        return Err(CertError::NoCertificate {
-            path: path.to_path_buf(),
-        });
+        return Err(invalid(path, "no PEM certificate found"));
     }
     Ok(certs)
 }
@@ -73,21 +71,16 @@ fn parse_certs(pem: &[u8], path: &Path) -> Result<Vec<CertificateDer<'static>>, 
 /// Parses a PEM chain and key, checks the leaf's validity window and that
 /// the key matches it.
 pub(crate) fn load_pair(
-    cert_pem: &[u8],
+    snap: &Snapshot,
     cert_path: &Path,
-    key_pem: &[u8],
     key_path: &Path,
     provider: &CryptoProvider,
 ) -> Result<ServingPair, CertError> {
-    let chain = parse_certs(cert_pem, cert_path)?;
+    let chain = certs(snap, cert_path)?;
+    let key_pem = snap.file(key_path).map_err(CertError::Read)?;
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| match e {
-        rustls_pki_types::pem::Error::NoItemsFound => CertError::NoKey {
-            path: key_path.to_path_buf(),
-        },
-        other => CertError::Pem {
-            path: key_path.to_path_buf(),
-            message: other.to_string(),
-        },
+        rustls_pki_types::pem::Error::NoItemsFound => invalid(key_path, "no PEM private key found"),
+        other => invalid(key_path, other),
     })?;
     let not_after = validity(&chain[0], cert_path, true)?;
     let key = CertifiedKey::from_der(chain, key, provider).map_err(|source| CertError::Pair {
@@ -95,10 +88,8 @@ pub(crate) fn load_pair(
         key: key_path.to_path_buf(),
         source,
     })?;
-    Ok(ServingPair {
-        key: Arc::new(key),
-        not_after,
-    })
+    let key = Arc::new(key);
+    Ok(ServingPair { key, not_after })
 }
 
 pub(crate) type Verifier = Arc<dyn ClientCertVerifier>;
@@ -106,13 +97,13 @@ pub(crate) type Verifier = Arc<dyn ClientCertVerifier>;
 /// A client CA bundle as a verifier, with the earliest notAfter among its
 /// certificates (when any of them expires, some clients stop verifying).
 pub(crate) fn client_verifier(
-    pem: &[u8],
+    snap: &Snapshot,
     path: &Path,
     provider: &Arc<CryptoProvider>,
 ) -> Result<(Verifier, i64), CertError> {
     let mut earliest = i64::MAX;
     let mut roots = RootCertStore::empty();
-    for cert in parse_certs(pem, path)? {
+    for cert in certs(snap, path)? {
         earliest = earliest.min(validity(&cert, path, false)?);
         roots.add(cert).map_err(|e| x509_error(path, e))?;
     }
