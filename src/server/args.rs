@@ -1,6 +1,7 @@
 //! Flags of `kserve-injector serve`. Each one can also come from an
 //! environment variable, so a Deployment can configure the server without
-//! rewriting its command line.
+//! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
+//! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
 use crate::lookups::{ClusterLookups, Kind};
 use clap::{ArgAction, Parser, ValueEnum};
@@ -21,7 +22,7 @@ pub enum LogFormat {
 
 /// Flags of `kserve-injector serve`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Examples:
+#[command(mut_args = env_var, after_help = "Examples:
   kserve-injector serve --self-signed                 # local try-out; prints the CA path
   kserve-injector serve --config /etc/kserve/config   # mounted inferenceservice-config
   kserve-injector serve --self-signed --kubeconfig ~/.kube/config   # lookups from a cluster
@@ -30,45 +31,35 @@ pub enum LogFormat {
 Durations take a unit: 500ms, 5s, 2m.")]
 pub struct ServeArgs {
     /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
-    #[arg(long, env = "KSERVE_INJECTOR_ADDR", default_value = "0.0.0.0:9443")]
+    #[arg(long, default_value = "0.0.0.0:9443")]
     pub addr: SocketAddr,
     /// Plain-HTTP admin listener: /healthz, /readyz, /metrics.
-    #[arg(
-        long,
-        env = "KSERVE_INJECTOR_ADMIN_ADDR",
-        default_value = "0.0.0.0:8081"
-    )]
+    #[arg(long, default_value = "0.0.0.0:8081")]
     pub admin_addr: SocketAddr,
     /// inferenceservice-config: a ConfigMap manifest or the directory it is
     /// mounted at; reloaded when it changes. Default: KServe's shipped values.
-    #[arg(long, env = "KSERVE_INJECTOR_CONFIG", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// Read ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices from the cluster (watch caches). auto: on when
     /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
-    #[arg(
-        long,
-        env = "KSERVE_INJECTOR_CLUSTER_LOOKUPS",
-        value_enum,
-        default_value = "auto"
-    )]
+    #[arg(long, value_enum, default_value = "auto")]
     pub cluster_lookups: ClusterLookups,
     /// Kubeconfig for the cluster lookups. Example: --kubeconfig ~/.kube/config
-    #[arg(long, env = "KSERVE_INJECTOR_KUBECONFIG", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
     /// Kubeconfig context for the cluster lookups. Example: --context kind-kserve
-    #[arg(long, env = "KSERVE_INJECTOR_CONTEXT", value_name = "NAME")]
+    #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
     /// Bound on one direct GET for an object the watch cache does not hold
     /// yet; keep it below --request-timeout.
-    #[arg(long, env = "KSERVE_INJECTOR_LOOKUP_TIMEOUT", default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub lookup_timeout: Duration,
     /// Kinds read through watch caches (comma-separated); a kind left out is
     /// read with one GET per admission that needs it (less memory, more API
     /// requests). Example: --watch-kinds serviceaccounts,clusterstoragecontainers
     #[arg(
         long,
-        env = "KSERVE_INJECTOR_WATCH_KINDS",
         value_enum,
         value_delimiter = ',',
         default_value = "serviceaccounts,secrets,clusterstoragecontainers,inferenceservices"
@@ -77,124 +68,113 @@ pub struct ServeArgs {
     /// Serve with a fixed set of cluster objects instead of a cluster (as
     /// `mutate --objects`; for trying the webhook out and for tests).
     /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
-    #[arg(long, env = "KSERVE_INJECTOR_OBJECTS", value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     pub objects: Option<PathBuf>,
     /// Namespace KServe's controller runs in. Falls back to POD_NAMESPACE,
     /// then "kserve".
-    #[arg(long, env = "KSERVE_INJECTOR_CONTROLLER_NAMESPACE")]
+    #[arg(long)]
     pub controller_namespace: Option<String>,
     /// Directory holding tls.crt and tls.key (a mounted Secret).
-    #[arg(long, env = "KSERVE_INJECTOR_CERT_DIR", default_value = DEFAULT_CERT_DIR)]
+    #[arg(long, default_value = DEFAULT_CERT_DIR)]
     pub cert_dir: PathBuf,
     /// Serving certificate chain (PEM). Default: CERT_DIR/tls.crt.
-    #[arg(long, env = "KSERVE_INJECTOR_TLS_CERT_FILE", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub tls_cert_file: Option<PathBuf>,
     /// Serving private key (PEM). Default: CERT_DIR/tls.key.
-    #[arg(long, env = "KSERVE_INJECTOR_TLS_KEY_FILE", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub tls_key_file: Option<PathBuf>,
     /// CA bundle (PEM) that client certificates must chain to; when set, a
     /// client certificate is required. Reloaded like the serving certificate.
-    #[arg(long, env = "KSERVE_INJECTOR_CLIENT_CA_FILE", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub client_ca_file: Option<PathBuf>,
     /// Generate an in-memory CA and a serving certificate for localhost,
     /// 127.0.0.1, ::1 and every --dns-name, instead of reading files.
-    #[arg(long, env = "KSERVE_INJECTOR_SELF_SIGNED")]
+    #[arg(long)]
     pub self_signed: bool,
     /// Extra names for the --self-signed certificate (repeat or comma-separate).
-    #[arg(
-        long = "dns-name",
-        env = "KSERVE_INJECTOR_DNS_NAMES",
-        value_delimiter = ',',
-        value_name = "NAME"
-    )]
+    #[arg(long = "dns-name", value_delimiter = ',', value_name = "NAME")]
     pub dns_names: Vec<String>,
     /// Where --self-signed writes its CA certificate (PEM).
     /// Default: kserve-injector-ca.crt in the temporary directory.
-    #[arg(long, env = "KSERVE_INJECTOR_SELF_SIGNED_CA_FILE", value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub self_signed_ca_file: Option<PathBuf>,
     /// Watch the certificate directories for changes (in addition to polling).
-    #[arg(long, env = "KSERVE_INJECTOR_CERT_WATCH", default_value_t = true,
+    #[arg(long, default_value_t = true,
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub cert_watch: bool,
     /// How often the certificate files are re-read and compared.
-    #[arg(long, env = "KSERVE_INJECTOR_CERT_POLL_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub cert_poll_interval: Duration,
     /// Watch the config path for changes (in addition to polling).
-    #[arg(long, env = "KSERVE_INJECTOR_CONFIG_WATCH", default_value_t = true,
+    #[arg(long, default_value_t = true,
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub config_watch: bool,
     /// How often the config is re-read and compared.
-    #[arg(long, env = "KSERVE_INJECTOR_CONFIG_POLL_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub config_poll_interval: Duration,
     /// Budget for reading and answering one admission request (then 504).
     /// Keep it below the webhook's timeoutSeconds.
-    #[arg(long, env = "KSERVE_INJECTOR_REQUEST_TIMEOUT", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub request_timeout: Duration,
     /// HTTP/1 connections that do not send a complete request head within
     /// this time are closed; this also bounds idle keep-alive connections.
-    #[arg(long, env = "KSERVE_INJECTOR_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
     /// Connections that do not finish the TLS handshake within this time are closed.
-    #[arg(long, env = "KSERVE_INJECTOR_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub handshake_timeout: Duration,
     /// After SIGTERM, keep serving (with /readyz at 503) this long so the
     /// endpoint is withdrawn before the listener closes.
-    #[arg(long, env = "KSERVE_INJECTOR_SHUTDOWN_DELAY", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: Duration,
     /// Then wait at most this long for in-flight requests.
-    #[arg(long, env = "KSERVE_INJECTOR_DRAIN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
     /// Concurrent streams one HTTP/2 connection may open.
-    #[arg(
-        long,
-        env = "KSERVE_INJECTOR_HTTP2_MAX_CONCURRENT_STREAMS",
-        default_value_t = 250
-    )]
+    #[arg(long, default_value_t = 250)]
     pub http2_max_concurrent_streams: u32,
     /// Connections that have not sent a complete first request (HTTP/1
     /// head, or HTTP/2 preface and HEADERS) this long after the handshake
     /// are closed.
-    #[arg(long, env = "KSERVE_INJECTOR_FIRST_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub first_request_timeout: Duration,
     /// Connections with no request in flight for this long are closed
     /// (HTTP/2 with GOAWAY).
-    #[arg(long, env = "KSERVE_INJECTOR_IDLE_TIMEOUT", default_value = "90s", value_parser = parse_duration)]
+    #[arg(long, default_value = "90s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
     /// Open webhook connections; above it the listener stops accepting until
     /// one closes. Default: 4096, or less when `ulimit -n` is lower (3/4 of it).
-    #[arg(long, env = "KSERVE_INJECTOR_MAX_CONNECTIONS")]
+    #[arg(long)]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
-    #[arg(
-        long,
-        env = "KSERVE_INJECTOR_MAX_CONCURRENT_REQUESTS",
-        default_value_t = 512
-    )]
+    #[arg(long, default_value_t = 512)]
     pub max_concurrent_requests: usize,
     /// Request body bytes held in memory across all requests; a request that
     /// would go above it gets 503 with Retry-After.
-    #[arg(
-        long,
-        env = "KSERVE_INJECTOR_MAX_BUFFERED_BYTES",
-        default_value_t = 64 << 20
-    )]
+    #[arg(long, default_value_t = 64 << 20)]
     pub max_buffered_bytes: usize,
     /// How often the info-level admission summary is logged (each review is
     /// logged at debug).
-    #[arg(long, env = "KSERVE_INJECTOR_LOG_SUMMARY_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub log_summary_interval: Duration,
     /// Log format.
-    #[arg(
-        long,
-        env = "KSERVE_INJECTOR_LOG_FORMAT",
-        value_enum,
-        default_value = "json"
-    )]
+    #[arg(long, value_enum, default_value = "json")]
     pub log_format: LogFormat,
     /// Log filter in RUST_LOG syntax, e.g. "info" or "kserve_injector=debug".
     /// Default: RUST_LOG, else "info".
     #[arg(long = "log", env = "KSERVE_INJECTOR_LOG", value_name = "FILTER")]
     pub log_filter: Option<String>,
+}
+
+/// Gives a flag without an `env = ...` of its own its variable, named after
+/// the field. The names are leaked: clap keeps `&'static str`s, and the
+/// flags are parsed once per process (a few times in tests).
+fn env_var(arg: clap::Arg) -> clap::Arg {
+    if arg.get_env().is_some() {
+        return arg;
+    }
+    let name = format!("KSERVE_INJECTOR_{}", arg.get_id().as_str().to_uppercase());
+    arg.env(&*Box::leak(name.into_boxed_str()))
 }
 
 #[derive(Parser)]
