@@ -33,6 +33,9 @@ use tracing::{debug, warn};
 /// first request yet is kept for it.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
+/// The connection-limit and accept-failure warnings come at most this often.
+const THROTTLE: Duration = Duration::from_secs(10);
+
 /// The shutdown tree, one `CancellationToken` per stage. Cancelling a stage
 /// cancels the ones under it: `kill` ⊃ `close` ⊃ `drain`.
 #[derive(Debug, Clone)]
@@ -57,16 +60,13 @@ impl Shutdown {
     }
 }
 
-/// Logs at most once per interval, with how many were held back.
+/// Logs at most once per `THROTTLE`, with how many were held back.
 #[derive(Default)]
 struct Throttle(Option<Instant>, u64);
 
 impl Throttle {
     fn warn(&mut self, message: &str, error: &dyn std::fmt::Display) {
-        if self
-            .0
-            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
-        {
+        if self.0.is_some_and(|t| t.elapsed() < THROTTLE) {
             self.1 += 1;
             return;
         }
@@ -83,6 +83,15 @@ struct Activity {
     /// Milliseconds after `epoch` when the last request finished.
     last_done_ms: AtomicU64,
     first: Notify,
+}
+
+impl Activity {
+    /// Since when no request has been in flight (`epoch` if none finished
+    /// yet); `None` while one is.
+    fn idle_since(&self, epoch: Instant) -> Option<Instant> {
+        let last_done = Duration::from_millis(self.last_done_ms.load(Ordering::Relaxed));
+        (self.in_flight.load(Ordering::Relaxed) == 0).then(|| epoch + last_done)
+    }
 }
 
 /// Held while a request is being answered, however that ends (a reset
@@ -160,20 +169,16 @@ impl Webhook {
         let close = self.shutdown.close.clone();
         let mut throttle = Throttle::default();
         loop {
-            let slot = match slots.clone().try_acquire_owned() {
-                Ok(slot) => slot,
-                Err(_) => {
-                    let message = "connection limit reached: accepting again when one closes";
-                    throttle.warn(message, &max);
-                    tokio::select! {
-                        _ = close.cancelled() => break,
-                        slot = slots.clone().acquire_owned() => match slot {
-                            Ok(slot) => slot,
-                            Err(_) => break,
-                        },
-                    }
-                }
+            if slots.available_permits() == 0 {
+                let message = "connection limit reached: accepting again when one closes";
+                throttle.warn(message, &max);
+            }
+            // Never closed, so acquiring fails only if that changes.
+            let slot = tokio::select! {
+                _ = close.cancelled() => break,
+                slot = slots.clone().acquire_owned() => slot,
             };
+            let Ok(slot) = slot else { break };
             let accepted = tokio::select! {
                 biased;
                 _ = close.cancelled() => break,
@@ -262,23 +267,19 @@ impl Webhook {
         let Shutdown { drain, close, kill } = &self.shutdown;
         let (mut graceful, mut close_by) = (false, None);
         loop {
-            let started = activity.started.load(Ordering::Relaxed);
-            let idle = activity.in_flight.load(Ordering::Relaxed) == 0;
+            let started = activity.started.load(Ordering::Relaxed) > 0;
             // Never before the first request: hyper would close a connection
             // it has read nothing from, dropping a request still in the socket.
             let told = close.is_cancelled() || (h2 && drain.is_cancelled());
-            if told && started > 0 && !graceful {
+            if told && started && !graceful {
                 conn.as_mut().graceful_shutdown();
                 graceful = true;
             }
-            let deadline = if started == 0 {
-                let first = epoch + self.first_request_timeout;
-                close_by.map_or(first, |by: Instant| by.min(first))
-            } else if idle {
-                let last = Duration::from_millis(activity.last_done_ms.load(Ordering::Relaxed));
-                epoch + last + self.idle_timeout
-            } else {
-                Instant::now() + self.idle_timeout
+            let first = epoch + self.first_request_timeout;
+            let deadline = match activity.idle_since(epoch) {
+                _ if !started => close_by.map_or(first, |by: Instant| by.min(first)),
+                Some(since) => since + self.idle_timeout,
+                None => Instant::now() + self.idle_timeout,
             };
             tokio::select! {
                 result = conn.as_mut() => {
@@ -293,20 +294,17 @@ impl Webhook {
                 _ = close.cancelled(), if close_by.is_none() => {
                     close_by = Some(Instant::now() + CLOSE_GRACE);
                 }
-                _ = drain.cancelled(), if h2 && !graceful && started > 0 => {}
-                _ = activity.first.notified(), if started == 0 => {}
+                _ = drain.cancelled(), if h2 && !graceful && started => {}
+                _ = activity.first.notified(), if !started => {}
                 _ = tokio::time::sleep_until(deadline.into()) => {
-                    let now_idle = activity.in_flight.load(Ordering::Relaxed) == 0;
-                    let ms = activity.last_done_ms.load(Ordering::Relaxed);
-                    let done = activity.started.load(Ordering::Relaxed) > 0;
-                    let idle_for = epoch.elapsed().saturating_sub(Duration::from_millis(ms));
-                    if !done {
+                    if activity.started.load(Ordering::Relaxed) == 0 {
                         // No preface or request head in time: there is nothing to drain.
                         self.metrics.connection_deadlines.inc();
                         debug!(%peer, "no request within the first-request timeout");
                         return;
                     }
-                    if now_idle && idle_for >= self.idle_timeout {
+                    let idle = activity.idle_since(epoch);
+                    if idle.is_some_and(|since| since.elapsed() >= self.idle_timeout) {
                         if graceful {
                             return;
                         }

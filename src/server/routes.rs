@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
-use tower_http::catch_panic::{CatchPanicLayer, ResponseForPanic};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tracing::{debug, error, info};
@@ -45,27 +45,21 @@ const INLINE_REVIEW_BYTES: usize = 64 * 1024;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// Every error the webhook answers with.
+/// Every error the webhook answers with: a status and the `error` text.
 #[derive(Debug)]
-pub(crate) struct ApiError {
-    status: StatusCode,
-    message: String,
-}
+pub(crate) struct ApiError(StatusCode, String);
 
 impl ApiError {
     fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
-        }
+        Self(status, message.into())
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.message }).to_string();
-        let mut response = (self.status, [(CONTENT_TYPE, JSON)], body).into_response();
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        let body = serde_json::json!({ "error": self.1 }).to_string();
+        let mut response = (self.0, [(CONTENT_TYPE, JSON)], body).into_response();
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
             let retry = HeaderValue::from_static("1");
             response.headers_mut().insert(RETRY_AFTER, retry);
         }
@@ -87,7 +81,13 @@ pub(crate) struct App {
 /// JSON errors, panic catching, load shedding above the concurrency limit,
 /// the body limit, the request timeout.
 pub(crate) fn webhook(app: Arc<App>, args: &ServeArgs) -> Router {
-    let panics = PanicTo500(app.metrics.clone());
+    let metrics = app.metrics.clone();
+    let panics = move |panic: Box<dyn std::any::Any + Send>| {
+        metrics.panics.inc();
+        let message = super::logging::panic_message(panic.as_ref());
+        error!(panic = message, "request handler panicked");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+    };
     let layers = ServiceBuilder::new()
         .layer(middleware::from_fn_with_state(app.clone(), finish))
         .layer(CatchPanicLayer::custom(panics))
@@ -113,23 +113,6 @@ async fn overloaded(_: tower::BoxError) -> ApiError {
     )
 }
 
-#[derive(Clone)]
-struct PanicTo500(Arc<Metrics>);
-
-impl ResponseForPanic for PanicTo500 {
-    type ResponseBody = Body;
-
-    fn response_for_panic(
-        &mut self,
-        panic: Box<dyn std::any::Any + Send + 'static>,
-    ) -> axum::http::Response<Body> {
-        self.0.panics.inc();
-        let message = super::logging::panic_message(panic.as_ref());
-        error!(panic = message, "request handler panicked");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
-    }
-}
-
 /// Counts the request, and turns the bodiless errors the layers and the
 /// router produce (404, 405 with Allow, 413, 504) into [`ApiError`] JSON.
 async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
@@ -140,16 +123,15 @@ async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Respon
     app.metrics.in_flight.dec();
     let status = response.status();
     if status.as_u16() >= 400 && response.headers().get(CONTENT_TYPE) != Some(&JSON) {
+        let too_large = too_large();
         let message = match status {
-            StatusCode::NOT_FOUND => "not found: the webhook path is /mutate-pods".to_string(),
-            StatusCode::METHOD_NOT_ALLOWED => {
-                "method not allowed: admission requests are POSTed".to_string()
-            }
-            StatusCode::PAYLOAD_TOO_LARGE => too_large().message,
+            StatusCode::NOT_FOUND => "not found: the webhook path is /mutate-pods",
+            StatusCode::METHOD_NOT_ALLOWED => "method not allowed: admission requests are POSTed",
+            StatusCode::PAYLOAD_TOO_LARGE => &too_large.1,
             StatusCode::GATEWAY_TIMEOUT => {
-                "the request was not received and answered within the request timeout".into()
+                "the request was not received and answered within the request timeout"
             }
-            other => other.canonical_reason().unwrap_or("error").to_string(),
+            other => other.canonical_reason().unwrap_or("error"),
         };
         let (parts, _) = response.into_parts();
         let mut json = ApiError::new(status, message).into_response();
@@ -176,10 +158,11 @@ async fn mutate(
     body: Body,
 ) -> Result<Response, ApiError> {
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
-    let media_type = content_type.unwrap_or("").split(';').next().unwrap_or("");
+    let content_type = content_type.unwrap_or_default();
+    let media_type = content_type.split(';').next().unwrap_or_default();
     if !media_type.trim().eq_ignore_ascii_case("application/json") {
-        let shown = content_type.unwrap_or("");
-        let message = format!("content type {shown:?} is not supported: send application/json");
+        let message =
+            format!("content type {content_type:?} is not supported: send application/json");
         return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message));
     }
     let (body, _held) = read_body(&app.body_budget, body).await?;
