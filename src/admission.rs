@@ -14,12 +14,11 @@ use crate::constants::ISVC_LABEL;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Env, MutationError};
 use crate::view::{self, PodView, Str, ViewError};
-use base64::Engine;
+use encode::encode;
 use kube::core::admission::Operation;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::io::Write;
 
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
 
@@ -168,12 +167,12 @@ fn parse(body: &str) -> Result<ReviewView<'_>, ReviewError> {
 
 /// The `response` of an AdmissionReview, as kube's `AdmissionResponse`
 /// serialises it.
-struct Answer<'a> {
-    uid: &'a str,
-    allowed: bool,
-    code: u16,
-    message: Option<String>,
-    patch: Option<Vec<json_patch::PatchOperation>>,
+pub(crate) struct Answer<'a> {
+    pub(super) uid: &'a str,
+    pub(super) allowed: bool,
+    pub(super) code: u16,
+    pub(super) message: Option<String>,
+    pub(super) patch: Option<Vec<json_patch::PatchOperation>>,
 }
 
 /// Answers one AdmissionReview request body, with the cluster objects in
@@ -343,77 +342,7 @@ impl Prepared<'_> {
     }
 }
 
-/// Writes the AdmissionReview answer into one buffer. kube's `with_patch`
-/// stores the patch as bytes that serialise as an array of numbers
-/// (kube-rs #1781); the API documents a base64 string, which is written here
-/// as the patch is serialised.
-fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError> {
-    let fail = |e: serde_json::Error| ReviewError::Json(e.to_string());
-    let io = |e: std::io::Error| ReviewError::Json(e.to_string());
-    let mut out = Vec::with_capacity(256);
-    let string = |out: &mut Vec<u8>, text: &str| serde_json::to_writer(out, text).map_err(fail);
-    out.extend_from_slice(b"{\"apiVersion\":");
-    string(&mut out, api_version)?;
-    out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
-    string(&mut out, answer.uid)?;
-    write!(
-        out,
-        ",\"allowed\":{},\"status\":{{\"code\":{}",
-        answer.allowed, answer.code
-    )
-    .map_err(io)?;
-    if let Some(message) = &answer.message {
-        out.extend_from_slice(b",\"message\":");
-        string(&mut out, message)?;
-    }
-    out.push(b'}');
-    if let Some(ops) = &answer.patch {
-        out.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        // Serialised whole, then encoded in place at the end of the buffer:
-        // base64 in one call beats an encoding writer fed many small writes.
-        let mut json = Vec::with_capacity(512);
-        write_ops(&mut json, ops).map_err(fail)?;
-        let start = out.len();
-        out.resize(start + json.len().div_ceil(3) * 4, 0);
-        let written = base64::engine::general_purpose::STANDARD
-            .encode_slice(&json, &mut out[start..])
-            .map_err(|e| ReviewError::Json(e.to_string()))?;
-        out.truncate(start + written);
-        out.push(b'"');
-    }
-    out.extend_from_slice(b"}}");
-    Ok(out)
-}
-
-/// RFC 6902 operations as JSON, written directly: serde's internally tagged
-/// enum (json-patch's `PatchOperation`) buffers every operation first.
-fn write_ops(out: &mut Vec<u8>, ops: &[json_patch::PatchOperation]) -> serde_json::Result<()> {
-    use json_patch::PatchOperation::{Add, Replace};
-    out.push(b'[');
-    for (i, op) in ops.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let (name, path, value) = match op {
-            Add(o) => ("add", &o.path, &o.value),
-            Replace(o) => ("replace", &o.path, &o.value),
-            other => {
-                serde_json::to_writer(&mut *out, other)?;
-                continue;
-            }
-        };
-        out.extend_from_slice(b"{\"op\":\"");
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b"\",\"path\":");
-        serde_json::to_writer(&mut *out, path.as_str())?;
-        out.extend_from_slice(b",\"value\":");
-        serde_json::to_writer(&mut *out, value)?;
-        out.push(b'}');
-    }
-    out.push(b']');
-    Ok(())
-}
-
+mod encode;
 mod inline;
 
 #[cfg(test)]

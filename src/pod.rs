@@ -92,7 +92,6 @@ impl From<usize> for Step<'_> {
 /// `path` with `steps` appended. Built as text: jsonptr's `push_back`
 /// allocates a token per step, which was a tenth of a small review.
 fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> PointerBuf {
-    use std::fmt::Write;
     let mut text = String::with_capacity(path.as_str().len() + 32);
     text.push_str(path.as_str());
     for step in steps {
@@ -102,9 +101,7 @@ fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> Pointer
                 text.push_str(&key.replace('~', "~0").replace('/', "~1"))
             }
             Step::Key(key) => text.push_str(key),
-            Step::Index(index) => {
-                let _ = write!(text, "{index}");
-            }
+            Step::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
         }
     }
     // SAFETY: `path` is a valid pointer and every appended token starts
@@ -188,10 +185,18 @@ fn push_at(
 /// `Value::pointer_mut` without its allocations: tokens are decoded only
 /// when they hold an escape.
 fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value> {
-    path.tokens().try_fold(root, |node, token| match node {
-        Value::Object(map) => map.get_mut(token.decoded().as_ref()),
-        Value::Array(items) => items.get_mut(token.decoded().parse::<usize>().ok()?),
-        _ => None,
+    let mut tokens = path.as_str().split('/');
+    tokens.next(); // The empty text before the leading '/'.
+    tokens.try_fold(root, |node, token| {
+        let key = match token.as_bytes().contains(&b'~') {
+            true => std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~")),
+            false => std::borrow::Cow::Borrowed(token),
+        };
+        match node {
+            Value::Object(map) => map.get_mut(key.as_ref()),
+            Value::Array(items) => items.get_mut(key.parse::<usize>().ok()?),
+            _ => None,
+        }
     })
 }
 

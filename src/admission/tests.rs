@@ -1,3 +1,4 @@
+use super::encode::write_ops;
 use super::*;
 use crate::config::Config;
 use base64::Engine;
