@@ -2,6 +2,7 @@
 //! current by the reloader.
 
 use super::args::ServeArgs;
+use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::reload::{Source, Trigger};
@@ -10,23 +11,16 @@ use super::tls::{self, ServingPair, Tls};
 use crate::config_file::Snapshot;
 use rustls::crypto::CryptoProvider;
 use std::sync::Arc;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-pub(crate) struct Certificates {
-    pub tls: Arc<Tls>,
-    /// `--self-signed`'s CA, written only once both ports are bound.
-    pub self_signed_ca: Option<String>,
-    pub reloaders: Vec<JoinHandle<()>>,
-}
-
+/// The TLS configuration, kept current until `shutdown.kill`, and
+/// `--self-signed`'s CA (written by the caller once both ports are bound).
 pub(crate) fn load(
     args: &ServeArgs,
     provider: &Arc<CryptoProvider>,
     metrics: &Arc<Metrics>,
-    stop: &CancellationToken,
-) -> Result<Certificates, ServeError> {
+    shutdown: &Shutdown,
+) -> Result<(Arc<Tls>, Option<String>), ServeError> {
     let trigger = Trigger {
         watch: args.cert_watch,
         poll: args.cert_poll_interval,
@@ -86,24 +80,19 @@ pub(crate) fn load(
     };
     let (verifier, client_watch) = client_ca.unzip();
     let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
-    let mut reloaders = Vec::new();
     if let Some(loaded) = serving_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        reloaders.push(loaded.watch(stop.clone(), move |pair: ServingPair| {
+        loaded.watch(shutdown, move |pair: ServingPair| {
             metrics.cert_loaded(SERVING, pair.not_after);
             tls.set_pair(pair);
-        }));
+        });
     }
     if let Some(loaded) = client_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        reloaders.push(loaded.watch(stop.clone(), move |(verifier, not_after)| {
+        loaded.watch(shutdown, move |(verifier, not_after)| {
             metrics.cert_loaded(CLIENT_CA, not_after);
             tls.set_client_ca(verifier);
-        }));
+        });
     }
-    Ok(Certificates {
-        tls,
-        self_signed_ca,
-        reloaders,
-    })
+    Ok((tls, self_signed_ca))
 }

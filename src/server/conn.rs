@@ -49,14 +49,22 @@ pub(crate) struct Shutdown {
     /// End of `--drain-timeout`: what is still open is dropped, background
     /// tasks stop.
     pub kill: CancellationToken,
+    /// The background tasks (reloaders, the log summary): they run until
+    /// `kill`, and the shutdown waits for them.
+    pub background: TaskTracker,
 }
 
 impl Shutdown {
     pub(crate) fn new() -> Self {
         let kill = CancellationToken::new();
-        let close = kill.child_token();
+        let (close, background) = (kill.child_token(), TaskTracker::new());
         let drain = close.child_token();
-        Self { drain, close, kill }
+        Self {
+            drain,
+            close,
+            kill,
+            background,
+        }
     }
 }
 
@@ -264,7 +272,9 @@ impl Webhook {
         let builder = if h2 { &self.h2 } else { &self.h1 };
         let conn = builder.serve_connection(io, service);
         tokio::pin!(conn);
-        let Shutdown { drain, close, kill } = &self.shutdown;
+        let Shutdown {
+            drain, close, kill, ..
+        } = &self.shutdown;
         let (mut graceful, mut close_by) = (false, None);
         loop {
             let started = activity.started.load(Ordering::Relaxed) > 0;

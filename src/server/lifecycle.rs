@@ -85,14 +85,12 @@ impl RunningServer {
     }
 }
 
-type Reloader = tokio::task::JoinHandle<()>;
-
 /// The inferenceservice-config, reloaded like the certificates.
 fn load_config(
     args: &ServeArgs,
     metrics: &Arc<Metrics>,
-    stop: &CancellationToken,
-) -> Result<(Arc<ArcSwap<Env>>, Option<Reloader>), ServeError> {
+    shutdown: &Shutdown,
+) -> Result<Arc<ArcSwap<Env>>, ServeError> {
     let namespace = args.resolved_controller_namespace();
     let make_env = move |config: Config| {
         let controller_namespace = namespace.clone();
@@ -104,7 +102,7 @@ fn load_config(
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!("using KServe's default inferenceservice-config");
-        return Ok((Arc::new(ArcSwap::new(make_env(Config::default()))), None));
+        return Ok(Arc::new(ArcSwap::new(make_env(Config::default()))));
     };
     let trigger = Trigger {
         watch: args.config_watch,
@@ -123,11 +121,11 @@ fn load_config(
     info!(config = shown, "inferenceservice-config loaded");
     let env = Arc::new(ArcSwap::new(make_env(config)));
     let (target, metrics) = (env.clone(), metrics.clone());
-    let reloader = loaded.watch(stop.clone(), move |config| {
+    loaded.watch(shutdown, move |config| {
         target.store(make_env(config));
         metrics.config_last_reload.set(unix_now());
     });
-    Ok((env, Some(reloader)))
+    Ok(env)
 }
 
 /// `--objects`, else the watch caches when `--cluster-lookups` resolves to
@@ -224,14 +222,15 @@ impl Server {
         let objects = Arc::new(cluster_objects(&args, &mut metrics).await?);
         let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
-        let background = shutdown.kill.clone();
-        let (env, config_reloader) = load_config(&args, &metrics, &background)?;
-        let certs = certs::load(&args, &tls::provider(), &metrics, &background)?;
+        // Until startup succeeds, an early return stops what was spawned.
+        let started = shutdown.kill.clone().drop_guard();
+        let env = load_config(&args, &metrics, &shutdown)?;
+        let (tls, self_signed_ca) = certs::load(&args, &tls::provider(), &metrics, &shutdown)?;
 
         let (webhook_listener, local_addr) = bind("webhook", args.addr)?;
         let (admin_listener, admin_addr) = bind("admin", args.admin_addr)?;
         let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
-        let ca_file = certs.self_signed_ca.as_deref();
+        let ca_file = self_signed_ca.as_deref();
         let ca_file = ca_file.map(|pem| self_signed::write_ca(args.ca_out_file(), pem));
         let ca_file = ca_file.transpose()?;
 
@@ -243,25 +242,23 @@ impl Server {
             summary: Summary::default(),
         });
         let router = routes::webhook(app.clone(), &args);
-        let webhook = Webhook::new(&args, certs.tls.clone(), router, &metrics, &shutdown);
+        let webhook = Webhook::new(&args, tls.clone(), router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
-        let admin_router = routes::admin(metrics, shutdown.drain.clone(), certs.tls, objects);
+        let admin_router = routes::admin(metrics, shutdown.drain.clone(), tls, objects);
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
         let connections = TaskTracker::new();
         let max_connections = args.resolved_max_connections();
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());
         let accept = tokio::spawn(accept);
-        let summary_interval = args.log_summary_interval;
-        let summary =
-            tokio::spawn(async move { app.summary.log_every(summary_interval, background).await });
+        let (summary_interval, stop) = (args.log_summary_interval, shutdown.kill.clone());
+        let summary = async move { app.summary.log_every(summary_interval, stop).await };
+        shutdown.background.spawn(summary);
         info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
 
-        let mut background_tasks = certs.reloaders;
-        background_tasks.extend(config_reloader);
-        background_tasks.push(summary);
         let (delay, drain) = (args.shutdown_delay, args.drain_timeout);
         let token = shutdown.drain.clone();
+        started.disarm();
         let task = tokio::spawn(async move {
             shutdown.drain.cancelled().await;
             info!(
@@ -284,9 +281,8 @@ impl Server {
                 warn!("drain timeout reached; closing the remaining connections");
             }
             shutdown.kill.cancel();
-            for task in background_tasks {
-                let _ = task.await;
-            }
+            shutdown.background.close();
+            shutdown.background.wait().await;
             admin_stop.cancel();
             let _ = tokio::time::timeout(ADMIN_DRAIN, admin_done).await;
             info!("shutdown complete");

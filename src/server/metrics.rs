@@ -51,26 +51,12 @@ pub(crate) struct CertLabels {
     pub cert: &'static str,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct BuildLabels {
-    version: &'static str,
-}
-
 /// Buckets from 50µs (a typical review) to 5s (the default request budget).
 fn latency_histogram() -> Histogram {
     Histogram::new([
         0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
         1.0, 2.5, 5.0,
     ])
-}
-
-#[derive(Debug, Clone)]
-struct Durations(Family<PathLabels, Histogram, fn() -> Histogram>);
-
-impl Default for Durations {
-    fn default() -> Self {
-        Self(Family::new_with_constructor(latency_histogram))
-    }
 }
 
 /// A reloaded source's success and failure counters.
@@ -83,14 +69,13 @@ pub(crate) struct ReloadCounters {
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     registry: Registry,
-    /// `requests` resolved per PATHS × CODES, and `duration` per PATHS.
+    /// `requests` resolved per PATHS × CODES (other codes are looked up),
+    /// `request_duration` per PATHS.
     hot_requests: Vec<Vec<Counter>>,
     hot_duration: Vec<Histogram>,
-    /// `injections` per INJECTOR_NAMES × [injected, unchanged].
+    /// `injections` per INJECTOR_NAMES × [injected, unchanged]: all there is.
     hot_injections: Vec<[Counter; 2]>,
     requests: Family<RequestLabels, Counter>,
-    duration: Durations,
-    injections: Family<InjectionLabels, Counter>,
     cert_reloads: Family<CertLabels, Counter>,
     cert_reload_errors: Family<CertLabels, Counter>,
     cert_not_after: Family<CertLabels, Gauge>,
@@ -111,16 +96,16 @@ impl Metrics {
             registry: Registry::with_prefix("kserve_injector"),
             ..Self::default()
         };
+        let duration = Family::<_, _, fn() -> Histogram>::new_with_constructor(latency_histogram);
+        let injections = Family::<InjectionLabels, Counter>::default();
         let r = &mut m.registry;
         r.register_with_unit(
             "request_duration",
             "Time from request head to response, webhook listener",
             Unit::Seconds,
-            m.duration.0.clone(),
+            duration.clone(),
         );
-        let build = BuildLabels {
-            version: env!("CARGO_PKG_VERSION"),
-        };
+        let build = [("version", env!("CARGO_PKG_VERSION"))];
         r.register("build", "Build information", Info::new(build));
         macro_rules! register {
             ($($name:literal, $help:literal, $metric:expr;)*) => { $(r.register($name, $help, $metric.clone());)* };
@@ -130,7 +115,7 @@ impl Metrics {
             "requests_in_flight", "Webhook requests being served", m.in_flight;
             "open_connections", "Webhook connections open (TLS handshake included)", m.open_connections;
             "connection_deadlines", "Connections closed for missing the handshake, first-request or idle deadline", m.connection_deadlines;
-            "injections", "Injector runs on admitted pods, by injector and outcome", m.injections;
+            "injections", "Injector runs on admitted pods, by injector and outcome", injections;
             "denials", "Admission requests denied (the pod was refused)", m.denials;
             "panics", "Requests that panicked and were answered with 500", m.panics;
             "tls_handshake_errors", "TLS handshakes that failed or timed out", m.tls_handshake_errors;
@@ -151,13 +136,13 @@ impl Metrics {
             })
             .to_vec();
         m.hot_duration = PATHS
-            .map(|path| m.duration.0.get_or_create(&PathLabels { path }).clone())
+            .map(|path| duration.get_or_create(&PathLabels { path }).clone())
             .to_vec();
         m.hot_injections = INJECTOR_NAMES
             .map(|injector| {
                 ["injected", "unchanged"].map(|outcome| {
                     let labels = InjectionLabels { injector, outcome };
-                    m.injections.get_or_create(&labels).clone()
+                    injections.get_or_create(&labels).clone()
                 })
             })
             .to_vec();

@@ -9,6 +9,7 @@
 //! periodic re-read that compares bytes (for filesystems where inotify events
 //! never arrive).
 
+use super::conn::Shutdown;
 use super::metrics::ReloadCounters;
 use crate::config_file::Snapshot;
 use std::collections::BTreeSet;
@@ -17,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 /// Events come in bursts (kubelet writes a directory, then swaps a link);
@@ -69,20 +69,17 @@ impl Source {
 }
 
 impl<P> Loaded<P> {
-    /// Until `stop`, parses every changed snapshot and applies what parses.
+    /// Until `shutdown.kill`, parses every changed snapshot and applies what parses.
     /// A snapshot that failed is remembered too, so a bad file is reported
     /// once, not at every poll.
-    pub(crate) fn watch<T, E, A>(
-        mut self,
-        stop: CancellationToken,
-        apply: A,
-    ) -> tokio::task::JoinHandle<()>
+    pub(crate) fn watch<T, E, A>(mut self, shutdown: &Shutdown, apply: A)
     where
         P: Fn(&Snapshot) -> Result<T, E> + Send + 'static,
         A: Fn(T) + Send + 'static,
         E: Display,
     {
-        tokio::spawn(async move {
+        let stop = shutdown.kill.clone();
+        shutdown.background.spawn(async move {
             let Source { what, trigger, .. } = self.source;
             let changed = Arc::new(Notify::new());
             // Kept alive as long as the loop runs; dropping it ends the watch.
@@ -123,7 +120,7 @@ impl<P> Loaded<P> {
                 }
                 self.last = snapshot;
             }
-        })
+        });
     }
 }
 
