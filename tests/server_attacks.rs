@@ -47,7 +47,8 @@ async fn http2_connections_without_a_preface_are_closed_at_the_first_request_dea
     let addr = server.local_addr();
     let mut silent = Vec::new();
     for _ in 0..40 {
-        silent.push(tls_connect(addr, client_config(&ca, Http::H2)?).await?);
+        let stream = tls_connect(addr, client_config(&ca, Http::H2)?).await?;
+        silent.push((stream, Instant::now()));
     }
     let (_, review) = sample_review()?;
     let (status, _) = Client::open(addr, &ca, Http::H2)
@@ -58,15 +59,24 @@ async fn http2_connections_without_a_preface_are_closed_at_the_first_request_dea
         format!("a real request during the attack: {status}")
     })?;
     let mut waits = Vec::new();
-    for stream in silent {
-        waits.push(tokio::spawn(closed_within(stream, Duration::from_secs(10))));
+    for (stream, opened) in silent {
+        waits.push(tokio::spawn(async move {
+            closed_within(stream, Duration::from_secs(10)).await?;
+            Ok::<_, Error>(opened.elapsed())
+        }));
     }
+    let (mut first, mut last) = (Duration::MAX, Duration::ZERO);
     for wait in waits {
         let took = wait.await??;
+        (first, last) = (first.min(took), last.max(took));
         ensure(took < Duration::from_secs(5), || {
             format!("closed only after {took:?}")
         })?;
     }
+    eprintln!(
+        "figure: 40 preface-less h2 connections, --first-request-timeout 1s: closed \
+         {first:.2?} to {last:.2?} after their handshake; a real h2 request during the attack: {status}"
+    );
     let closed = metric_now(
         server.admin_addr(),
         "kserve_injector_connection_deadlines_total",
@@ -97,7 +107,8 @@ async fn the_connection_cap_pauses_accepting_until_one_closes() -> TestResult {
     let fifth = tokio::spawn(async move {
         let tcp = tokio::net::TcpStream::connect(addr).await?;
         let name = rustls::pki_types::ServerName::try_from("localhost")?;
-        Ok::<_, Error>(TlsConnector::from(config).connect(name, tcp).await?)
+        let stream = TlsConnector::from(config).connect(name, tcp).await?;
+        Ok::<_, Error>((stream, Instant::now()))
     });
     tokio::time::sleep(Duration::from_secs(1)).await;
     ensure(!fifth.is_finished(), || {
@@ -105,8 +116,14 @@ async fn the_connection_cap_pauses_accepting_until_one_closes() -> TestResult {
     })?;
     let open = metric_now(admin, "kserve_injector_open_connections").await?;
     ensure(open == 4.0, || format!("open connections = {open}"))?;
+    let freed = Instant::now();
     drop(held.pop());
-    let stream = tokio::time::timeout(PATIENCE, fifth).await???;
+    let (stream, handshaken) = tokio::time::timeout(PATIENCE, fifth).await???;
+    eprintln!(
+        "figure: --max-connections 4: a fifth connection waited 1 s unserved with {open} open; \
+         its handshake completed {:.1?} after one closed",
+        handshaken.saturating_duration_since(freed)
+    );
     drop(stream);
     let (_, review) = sample_review()?;
     let (status, _) = Client::open(addr, &ca, Http::H1)
@@ -118,6 +135,14 @@ async fn the_connection_cap_pauses_accepting_until_one_closes() -> TestResult {
     })?;
     drop(held);
     stop(server).await
+}
+
+/// This process's resident set (server and test clients together), MiB.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"));
+    let kib = line.and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok());
+    kib.unwrap_or(f64::NAN) / 1024.0
 }
 
 /// A request whose body is still arriving, and the sender to finish it.
@@ -162,6 +187,7 @@ async fn buffered_bytes_and_concurrent_requests_are_capped_with_503_and_retry_af
         (now >= n).then_some(())
     };
 
+    let rss_before = rss_mib();
     // 6 MiB held by one slow request: a 3 MiB one does not fit next to it.
     let (mut big_tx, big) = slow_request(addr, &ca, Http::H1, vec![b' '; 6 << 20]).await?;
     eventually(PATIENCE, "the big request in flight", || in_flight(1.0)).await?;
@@ -182,6 +208,13 @@ async fn buffered_bytes_and_concurrent_requests_are_capped_with_503_and_retry_af
     ensure(response.headers().get("retry-after").is_some(), || {
         "no Retry-After".into()
     })?;
+    eprintln!(
+        "figure: --max-buffered-bytes 8 MiB with 6 MiB held: a 3 MiB h2 request got {} \
+         (Retry-After {:?}); test process RSS (server + clients) {rss_before:.0} -> {:.0} MiB",
+        response.status(),
+        response.headers().get("retry-after"),
+        rss_mib()
+    );
 
     // Two requests in flight: a third is shed.
     let (_, review) = sample_review()?;
@@ -205,6 +238,10 @@ async fn buffered_bytes_and_concurrent_requests_are_capped_with_503_and_retry_af
     ensure(error["error"].is_string(), || {
         format!("not a JSON error: {body:?}")
     })?;
+    eprintln!(
+        "figure: --max-concurrent-requests 2 with 2 in flight: a third got {status}: {}",
+        error["error"]
+    );
 
     big_tx.send_data(Bytes::from_static(b"{}")).await?;
     drop(big_tx);
@@ -241,9 +278,12 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
         let dir = dir.to_string_lossy().into_owned();
         match start(&["--cert-dir", dir.as_str()]).await {
             Ok(_) => return Err(fail(format!("started with an {name} certificate"))),
-            Err(e) => ensure(e.to_string().contains("not now"), || {
-                format!("{name}: unclear error: {e}")
-            })?,
+            Err(e) => {
+                eprintln!("figure: startup with an {name} certificate refused: {e}");
+                ensure(e.to_string().contains("not now"), || {
+                    format!("{name}: unclear error: {e}")
+                })?
+            }
         }
     }
 
@@ -271,6 +311,11 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
     ensure(served_cert(addr, &ca.pem).await? == short.der, || {
         "an invalid certificate replaced the valid one".into()
     })?;
+    eprintln!(
+        "figure: expired then not-yet-valid pair swapped in: reload errors {}, \
+         the valid certificate still served",
+        metric_now(admin, errors).await?
+    );
     eventually(
         Duration::from_secs(25),
         "/readyz to fail once the certificate expired",
@@ -280,6 +325,8 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
         },
     )
     .await?;
+    let lag = time::OffsetDateTime::now_utc() - (now + time::Duration::seconds(8));
+    eprintln!("figure: /readyz 503 \"expired\" {lag:.1} after the certificate's notAfter");
     stop(server).await
 }
 
@@ -315,12 +362,14 @@ async fn probes_answer_within_a_second_under_a_flood_of_expensive_reviews() -> T
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut slowest = Duration::ZERO;
+    let mut latencies = Vec::new();
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(4) {
         for path in ["/healthz", "/readyz", "/metrics"] {
             let asked = Instant::now();
             let (status, _) = admin_get(admin, path).await?;
             slowest = slowest.max(asked.elapsed());
+            latencies.push(asked.elapsed());
             ensure(status == StatusCode::OK, || format!("{path}: {status}"))?;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -332,6 +381,16 @@ async fn probes_answer_within_a_second_under_a_flood_of_expensive_reviews() -> T
     ensure(answered.load(Ordering::Relaxed) > 0, || {
         "the flood never got an answer".into()
     })?;
+    latencies.sort();
+    let p = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize];
+    eprintln!(
+        "figure: 8 clients flooding 6 MiB and 60 KiB reviews ({} answered in ~4.5 s): \
+         {} admin probes, p50 {:.1?}, p99 {:.1?}, slowest {slowest:.1?}",
+        answered.load(Ordering::Relaxed),
+        latencies.len(),
+        p(0.5),
+        p(0.99)
+    );
     ensure(slowest < Duration::from_secs(1), || {
         format!("slowest probe under the flood: {slowest:?}")
     })?;
@@ -438,6 +497,12 @@ async fn the_drain_answers_every_request_sent_over_http1_and_http2() -> TestResu
             tally.sent.load(Ordering::Relaxed),
             tally.answered.load(Ordering::Relaxed),
         );
+        let moved = tally.moved.load(Ordering::Relaxed);
+        eprintln!(
+            "figure: drain (--shutdown-delay 1s), 3 paced {http:?} clients: {sent} sent, \
+             {answered} answered, {} lost, {moved} reconnects when told to move",
+            lost.len()
+        );
         ensure(lost.is_empty() && sent == answered, || {
             format!("{http:?}: {sent} sent, {answered} answered, lost: {lost:?}")
         })?;
@@ -469,9 +534,13 @@ async fn a_second_instance_on_a_taken_port_leaves_the_running_ca_alone() -> Test
     ])?;
     let second = Server::start(args).await;
     ensure(second.is_err(), || "the second instance started".into())?;
+    if let Err(e) = &second {
+        eprintln!("figure: a second --self-signed instance on a taken port: {e}");
+    }
     ensure(std::fs::read_to_string(&ca_file)? == ca, || {
         "the second instance replaced the running one's CA".into()
     })?;
+    eprintln!("figure: the running instance's CA file unchanged after the second one failed");
     let leftovers = std::fs::read_dir(tmp.path())?.count();
     ensure(leftovers == 1, || {
         format!("{leftovers} files in the CA directory")
