@@ -29,10 +29,7 @@ pub(crate) fn generate(
     let validity = Validity::from(OffsetDateTime::now_utc(), 365);
     let ca = Authority::generate("kserve-injector self-signed CA", validity)?;
 
-    let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"]
-        .into_iter()
-        .map(String::from)
-        .collect();
+    let mut names = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     for name in extra {
         if !name.is_empty() && !names.contains(name) {
             names.push(name.clone());
