@@ -97,8 +97,14 @@ fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> Pointer
     for step in steps {
         text.push('/');
         match step {
-            Step::Key(key) if key.contains(['~', '/']) => {
-                text.push_str(&key.replace('~', "~0").replace('/', "~1"))
+            Step::Key(key) if key.bytes().any(|b| b == b'~' || b == b'/') => {
+                for ch in key.chars() {
+                    match ch {
+                        '~' => text.push_str("~0"),
+                        '/' => text.push_str("~1"),
+                        other => text.push(other),
+                    }
+                }
             }
             Step::Key(key) => text.push_str(key),
             Step::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
@@ -183,21 +189,45 @@ fn push_at(
 }
 
 /// `Value::pointer_mut` without its allocations: tokens are decoded only
-/// when they hold an escape.
+/// when they hold an escape, and found by a byte scan (`str::split` sets up
+/// a char search per call, costly on paths this short).
 fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value> {
-    let mut tokens = path.as_str().split('/');
-    tokens.next(); // The empty text before the leading '/'.
-    tokens.try_fold(root, |node, token| {
-        let key = match token.as_bytes().contains(&b'~') {
-            true => std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~")),
-            false => std::borrow::Cow::Borrowed(token),
+    let mut node = root;
+    let mut rest = path.as_str();
+    while let Some(after) = rest.strip_prefix('/') {
+        let end = after.bytes().position(|b| b == b'/').unwrap_or(after.len());
+        let (token, tail) = after.split_at(end);
+        rest = tail;
+        let key = unescape(token);
+        node = match node {
+            Value::Object(map) => map.get_mut(key.as_ref())?,
+            Value::Array(items) => items.get_mut(key.parse::<usize>().ok()?)?,
+            _ => return None,
         };
-        match node {
-            Value::Object(map) => map.get_mut(key.as_ref()),
-            Value::Array(items) => items.get_mut(key.parse::<usize>().ok()?),
-            _ => None,
+    }
+    Some(node)
+}
+
+/// RFC 6901: `~1` is `/` and `~0` is `~`, read left to right (so `~01` is
+/// `~1`, as decoding `~1` first and then `~0` gives).
+fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
+    if !token.as_bytes().contains(&b'~') {
+        return std::borrow::Cow::Borrowed(token);
+    }
+    let mut out = String::with_capacity(token.len());
+    let mut chars = token.chars();
+    while let Some(ch) = chars.next() {
+        match (ch, chars.clone().next()) {
+            ('~', Some('1')) => out.push('/'),
+            ('~', Some('0')) => out.push('~'),
+            (other, _) => {
+                out.push(other);
+                continue;
+            }
         }
-    })
+        chars.next();
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn str_map_get<'v>(parent: &'v Value, map: &str, key: &str) -> Option<&'v str> {
