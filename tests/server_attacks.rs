@@ -279,7 +279,7 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
         match start(&["--cert-dir", dir.as_str()]).await {
             Ok(_) => return Err(fail(format!("started with an {name} certificate"))),
             Err(e) => {
-                eprintln!("figure: startup with an {name} certificate refused: {e}");
+                eprintln!("figure: startup refused ({name} certificate): {e}");
                 ensure(e.to_string().contains("not now"), || {
                     format!("{name}: unclear error: {e}")
                 })?
