@@ -96,10 +96,17 @@ fn without_managed_fields(typical: &Input) -> Input {
     let key = "\"managedFields\":";
     let start = text.find(key).expect("typical has managedFields");
     let rest = &text[start + key.len()..];
-    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<IgnoredAny>();
-    values.next().expect("a value").expect("valid JSON");
-    let end = start + key.len() + values.byte_offset();
-    let end = end + text[end..].find(',').map_or(0, |i| i + 1);
+    let mut de = serde_json::Deserializer::from_str(rest);
+    let value = <&RawValue as serde::Deserialize>::deserialize(&mut de).expect("valid JSON");
+    let offset = value.get().as_ptr() as usize - rest.as_ptr() as usize;
+    let mut end = start + key.len() + offset + value.get().len();
+    // The comma after the member goes with it; for the last member of its
+    // object, the comma before it.
+    let mut start = start;
+    match text[end..].trim_start().starts_with(',') {
+        true => end += text[end..].find(',').map_or(0, |i| i + 1),
+        false => start = text[..start].rfind(',').unwrap_or(start),
+    }
     let body = format!("{}{}", &text[..start], &text[end..]).into_bytes();
     serde_json::from_slice::<IgnoredAny>(&body).expect("still JSON");
     let mut pod = typical.pod.clone();
