@@ -78,7 +78,7 @@ pub(super) fn write_ops(
 }
 
 /// A JSON value as serde_json writes it (compact, keys in map order).
-fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
+pub(super) fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
     match value {
         Value::String(text) => write_str(out, text)?,
         Value::Array(items) => {
@@ -110,7 +110,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
 
 /// A JSON string: copied as is when nothing in it needs escaping, else
 /// serde_json's escaping.
-fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
+pub(super) fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
     if needs_escape(text.as_bytes()) {
         return serde_json::to_writer(&mut *out, text);
     }
@@ -138,30 +138,3 @@ const ESCAPED: [bool; 256] = {
     table[b'\\' as usize] = true;
     table
 };
-
-#[cfg(test)]
-mod tests {
-    use super::{write_str, write_value};
-    use serde_json::json;
-
-    #[test]
-    fn values_are_written_exactly_as_serde_json_writes_them() {
-        let value = json!({
-            "plain": "abc", "quote": "a\"b", "slash": "a\\b/c", "control": "\u{1}\n\t",
-            "unicode": "é\u{2028}😀", "del": "\u{7f}", "": [1, -2, 1.5, true, null, {}, []],
-            "nested": {"k~/": ["x", {"y": "z"}]}
-        });
-        let mut out = Vec::new();
-        write_value(&mut out, &value).expect("writes");
-        assert_eq!(String::from_utf8(out).expect("UTF-8"), value.to_string());
-        for text in ["", "\"", "\\", "\u{0}", "\u{1f}", " ", "~", "\u{7f}\u{80}"] {
-            let mut out = Vec::new();
-            write_str(&mut out, text).expect("writes");
-            assert_eq!(
-                out,
-                serde_json::to_vec(text).expect("serde_json"),
-                "{text:?}"
-            );
-        }
-    }
-}

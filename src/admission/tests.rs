@@ -1,4 +1,4 @@
-use super::encode::write_ops;
+use super::encode::{write_ops, write_str, write_value};
 use super::*;
 use crate::config::Config;
 use base64::Engine;
@@ -508,4 +508,25 @@ fn hand_written_ops_are_json_patch_operations() {
     write_ops(&mut out, &ops.0).unwrap();
     let written: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(written, serde_json::to_value(&ops).unwrap());
+}
+
+#[test]
+fn values_are_written_exactly_as_serde_json_writes_them() {
+    let value = json!({
+        "plain": "abc", "quote": "a\"b", "slash": "a\\b/c", "control": "\u{1}\n\t",
+        "unicode": "é\u{2028}😀", "del": "\u{7f}", "": [1, -2, 1.5, true, null, {}, []],
+        "nested": {"k~/": ["x", {"y": "z"}]}
+    });
+    let mut out = Vec::new();
+    write_value(&mut out, &value).expect("writes");
+    assert_eq!(String::from_utf8(out).expect("UTF-8"), value.to_string());
+    for text in ["", "\"", "\\", "\u{0}", "\u{1f}", " ", "~", "\u{7f}\u{80}"] {
+        let mut out = Vec::new();
+        write_str(&mut out, text).expect("writes");
+        assert_eq!(
+            out,
+            serde_json::to_vec(text).expect("serde_json"),
+            "{text:?}"
+        );
+    }
 }
