@@ -167,14 +167,13 @@ pub struct ServeArgs {
 }
 
 /// Gives a flag without an `env = ...` of its own its variable, named after
-/// the field. The names are leaked: clap keeps `&'static str`s, and the
-/// flags are parsed once per process (a few times in tests).
+/// the field (clap's `string` feature lets the name be built at run time).
 fn env_var(arg: clap::Arg) -> clap::Arg {
     if arg.get_env().is_some() {
         return arg;
     }
     let name = format!("KSERVE_INJECTOR_{}", arg.get_id().as_str().to_uppercase());
-    arg.env(&*Box::leak(name.into_boxed_str()))
+    arg.env(name)
 }
 
 #[derive(Parser)]
