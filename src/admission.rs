@@ -173,6 +173,8 @@ pub(crate) struct Answer<'a> {
     pub(super) code: u16,
     pub(super) message: Option<String>,
     pub(super) patch: Option<Vec<json_patch::PatchOperation>>,
+    /// The containers the patch holds as placeholders.
+    pub(super) deferred: crate::pod::Deferred,
 }
 
 /// Answers one AdmissionReview request body, with the cluster objects in
@@ -291,6 +293,7 @@ impl Prepared<'_> {
             code: 200,
             message: None,
             patch: None,
+            deferred: Default::default(),
         };
         let mut out = self.out;
         match result {
@@ -299,6 +302,7 @@ impl Prepared<'_> {
                 out.patch_ops = edits.ops.len();
                 if !edits.ops.is_empty() {
                     answer.patch = Some(edits.ops);
+                    answer.deferred = edits.deferred;
                 }
             }
             Some(Err(e)) => {
@@ -333,6 +337,7 @@ impl Prepared<'_> {
             code: 500,
             message: Some(message.to_string()),
             patch: None,
+            deferred: Default::default(),
         };
         let mut out = self.out;
         out.allowed = false;

@@ -7,7 +7,7 @@
 
 use crate::constants::ISVC_LABEL;
 use crate::injectors::{self, InjectError, InjectorOutcome};
-use crate::pod::PodDoc;
+use crate::pod::{resolve_ops, Deferred, PodDoc};
 use crate::view::{self, PodView, ViewError};
 use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::PodSpec;
@@ -44,6 +44,17 @@ pub struct Edits {
     pub ops: Vec<PatchOperation>,
     /// Per injector that ran: whether it changed the pod.
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// The containers the operations' values hold as placeholders
+    /// ([`crate::pod::Deferred`]); [`Edits::resolved`] writes them in.
+    pub deferred: Deferred,
+}
+
+impl Edits {
+    /// The operations with every value as JSON.
+    pub fn resolved(mut self) -> Vec<PatchOperation> {
+        resolve_ops(&mut self.ops, &mut self.deferred);
+        self.ops
+    }
 }
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
@@ -61,15 +72,17 @@ pub fn edit(
     }
     // The view serialises infallibly (string keys, no custom errors).
     let mut working = serde_json::to_value(pod).unwrap_or(Value::Null);
-    let mut doc = PodDoc::in_namespace(&mut working, namespace);
+    let mut doc = PodDoc::in_namespace(&mut working, namespace).deferring();
     // Go's encoder drops an empty namespace, so KServe never writes one.
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
     let outcomes = injectors::run_all(&mut doc, env)?;
+    let (ops, deferred) = doc.into_patch();
     Ok(Edits {
-        ops: doc.into_ops(),
+        ops,
         outcomes,
+        deferred,
     })
 }
 
@@ -152,7 +165,8 @@ fn mutate_inner(
     let view = view::pod_from_value(pod)?;
     validate(pod)?;
     let edits = edit(&view, namespace, write_namespace, env)?;
-    let patch = json_patch::Patch(edits.ops);
+    let outcomes = edits.outcomes.clone();
+    let patch = json_patch::Patch(edits.resolved());
     let mut mutated = pod.clone();
     json_patch::patch(&mut mutated, &patch).map_err(|e| {
         // Our own operations on the pod they were made for: a bug if it fails.
@@ -164,7 +178,7 @@ fn mutate_inner(
     Ok(Mutation {
         pod: mutated,
         patch,
-        outcomes: edits.outcomes,
+        outcomes,
     })
 }
 

@@ -14,6 +14,9 @@
 //! entries, at their indices) and every object on a written path exists in
 //! it exactly when it exists in the pod; fields left out are never written.
 //! No clone of the pod and no diff of trees: the patch is the record of edits.
+//! On the webhook path a container an injector adds whole stays typed until
+//! something reads it ([`Deferred`]); the tree holds a placeholder with its
+//! name, and the answer serialises the container once.
 use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
 use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
@@ -38,6 +41,9 @@ impl List {
 
 pub struct PodDoc<'a> {
     root: &'a mut Value,
+    /// Containers added and not read since, kept typed (the working set's
+    /// mode, [`PodDoc::deferring`]); `None` writes them into the tree at once.
+    deferred: Option<Deferred>,
     /// The edits so far: where each write went, in order.
     ops: Recorded,
     /// The namespace the pod is created in, which a pod template does not carry.
@@ -238,8 +244,18 @@ impl<'a> PodDoc<'a> {
     pub fn new(root: &'a mut Value) -> Self {
         Self {
             root,
+            deferred: None,
             ops: Vec::new(),
             namespace: None,
+        }
+    }
+
+    /// The working set's mode: added containers stay typed until read
+    /// ([`deferred`]); take the patch with [`PodDoc::into_patch`].
+    pub fn deferring(self) -> Self {
+        Self {
+            deferred: Some(Deferred::default()),
+            ..self
         }
     }
 
@@ -263,7 +279,7 @@ impl<'a> PodDoc<'a> {
     /// would send it). Sound because the edits never remove, never insert in
     /// the middle of a list, and never write over an ancestor of an earlier
     /// write; a path written twice carries its last value once.
-    pub fn into_ops(self) -> Vec<PatchOperation> {
+    pub fn into_patch(self) -> (Vec<PatchOperation>, Deferred) {
         // A pod's edits are a few dozen at most: linear scans over the
         // paths taken so far beat hashing and cloning pointers.
         let mut out: Vec<PatchOperation> = Vec::with_capacity(self.ops.len());
@@ -286,7 +302,14 @@ impl<'a> PodDoc<'a> {
                 Kind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
             });
         }
-        out
+        (out, self.deferred.unwrap_or_default())
+    }
+
+    /// The patch with every container as JSON, for applying it to a tree.
+    pub fn into_ops(self) -> Vec<PatchOperation> {
+        let (mut ops, mut deferred) = self.into_patch();
+        resolve_ops(&mut ops, &mut deferred);
+        ops
     }
 
     pub fn raw(&self) -> &Value {
@@ -380,7 +403,9 @@ impl<'a> PodDoc<'a> {
         self.set_in_map(&["spec", "nodeSelector"], key, Value::from(value));
     }
 
-    pub fn entries(&self, list: List) -> &[Value] {
+    /// The list as stored: added containers may be placeholders that carry
+    /// only their name.
+    fn list(&self, list: List) -> &[Value] {
         self.spec()
             .and_then(|s| s.get(list.key()))
             .and_then(Value::as_array)
@@ -388,14 +413,48 @@ impl<'a> PodDoc<'a> {
             .unwrap_or_default()
     }
 
+    /// Every entry of the list, whole.
+    pub fn entries(&mut self, list: List) -> &[Value] {
+        for index in 0..self.list(list).len() {
+            self.materialize(list, index);
+        }
+        self.list(list)
+    }
+
     pub fn position(&self, list: List, name: &str) -> Option<usize> {
-        self.entries(list)
+        self.list(list)
             .iter()
             .position(|c| name_of(c) == Some(name))
     }
 
-    pub fn entry(&self, list: List, name: &str) -> Option<&Value> {
-        self.entries(list).iter().find(|c| name_of(c) == Some(name))
+    /// The indices of the entries named `name`.
+    pub fn positions(&self, list: List, name: &str) -> Vec<usize> {
+        let named = |(i, c): (usize, &Value)| (name_of(c) == Some(name)).then_some(i);
+        self.list(list)
+            .iter()
+            .enumerate()
+            .filter_map(named)
+            .collect()
+    }
+
+    /// The entry named `name`, whole.
+    pub fn entry(&mut self, list: List, name: &str) -> Option<&Value> {
+        let index = self.position(list, name)?;
+        self.materialize(list, index);
+        self.list(list).get(index)
+    }
+
+    /// A held-back container at `index` becomes JSON in the tree.
+    fn materialize(&mut self, list: List, index: usize) {
+        let Some(deferred) = self.deferred.as_mut() else {
+            return;
+        };
+        let entry = (self.root.get_mut("spec"))
+            .and_then(|s| s.get_mut(list.key()))
+            .and_then(|l| l.get_mut(index));
+        if let Some(entry) = entry {
+            deferred.materialize(entry);
+        }
     }
 
     /// Container names are unique across containers and init containers.
@@ -406,8 +465,9 @@ impl<'a> PodDoc<'a> {
 
     /// Typed copies of every named entry of the list.
     pub fn typed_all(&self, list: List) -> Vec<Container> {
-        (self.entries(list).iter())
-            .filter_map(|c| serde::Deserialize::deserialize(c).ok())
+        let held = |c: &Value| self.deferred.as_ref()?.get(c).cloned();
+        (self.list(list).iter())
+            .filter_map(|c| held(c).or_else(|| serde::Deserialize::deserialize(c).ok()))
             .collect()
     }
 
@@ -422,11 +482,15 @@ impl<'a> PodDoc<'a> {
     }
 
     /// Appends the container unless any container or init container has its name.
-    pub fn ensure_container(&mut self, list: List, container: &Container) -> bool {
+    pub fn ensure_container(&mut self, list: List, container: Container) -> bool {
         if self.has_container_named(&container.name) {
             return false;
         }
-        self.append(list.key(), to_json(container))
+        let value = match self.deferred.as_mut() {
+            Some(deferred) => deferred.hold(container),
+            None => to_json(&container),
+        };
+        self.append(list.key(), value)
     }
 
     /// Appends the volume unless a volume of that name exists.
@@ -461,6 +525,7 @@ impl<'a> PodDoc<'a> {
     }
 
     pub fn container_at(&mut self, list: List, index: usize) -> Option<ContainerMut<'_>> {
+        self.materialize(list, index);
         let raw = self
             .root
             .get_mut("spec")?
@@ -611,7 +676,21 @@ impl ContainerMut<'_> {
     }
 }
 
+/// Turns the placeholders in the operations' values into JSON.
+pub fn resolve_ops(ops: &mut [PatchOperation], deferred: &mut Deferred) {
+    for op in ops {
+        match op {
+            PatchOperation::Add(o) => deferred.resolve(&mut o.value),
+            PatchOperation::Replace(o) => deferred.resolve(&mut o.value),
+            _ => {}
+        }
+    }
+}
+
 pub mod build;
+mod deferred;
+
+pub use deferred::Deferred;
 
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 //! byte at a time, while patch text is almost all plain ASCII.
 
 use super::{Answer, ReviewError};
+use crate::pod::Deferred;
 use serde_json::Value;
 use std::io::Write;
 
@@ -37,7 +38,7 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
         // Serialised whole, then encoded in one call at the end of the
         // buffer: one call beats an encoding writer fed many small writes.
         let mut json = Vec::with_capacity(512);
-        write_ops(&mut json, ops).map_err(fail)?;
+        write_ops(&mut json, ops, &answer.deferred).map_err(fail)?;
         base64_simd::STANDARD.encode_append(&json, &mut out);
         out.push(b'"');
     }
@@ -50,6 +51,7 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
 pub(super) fn write_ops(
     out: &mut Vec<u8>,
     ops: &[json_patch::PatchOperation],
+    deferred: &Deferred,
 ) -> serde_json::Result<()> {
     use json_patch::PatchOperation::{Add, Replace};
     out.push(b'[');
@@ -70,15 +72,23 @@ pub(super) fn write_ops(
         out.extend_from_slice(b"\",\"path\":");
         write_str(out, path.as_str())?;
         out.extend_from_slice(b",\"value\":");
-        write_value(out, value)?;
+        write_value(out, value, deferred)?;
         out.push(b'}');
     }
     out.push(b']');
     Ok(())
 }
 
-/// A JSON value as serde_json writes it (compact, keys in map order).
-pub(super) fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Result<()> {
+/// A JSON value as serde_json writes it (compact, keys in map order), with
+/// each held-back container written from its typed value.
+pub(super) fn write_value(
+    out: &mut Vec<u8>,
+    value: &Value,
+    deferred: &Deferred,
+) -> serde_json::Result<()> {
+    if let Some(container) = deferred.get(value) {
+        return serde_json::to_writer(&mut *out, container);
+    }
     match value {
         Value::String(text) => write_str(out, text)?,
         Value::Array(items) => {
@@ -87,7 +97,7 @@ pub(super) fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Resul
                 if i > 0 {
                     out.push(b',');
                 }
-                write_value(out, item)?;
+                write_value(out, item, deferred)?;
             }
             out.push(b']');
         }
@@ -99,7 +109,7 @@ pub(super) fn write_value(out: &mut Vec<u8>, value: &Value) -> serde_json::Resul
                 }
                 write_str(out, key)?;
                 out.push(b':');
-                write_value(out, item)?;
+                write_value(out, item, deferred)?;
             }
             out.push(b'}');
         }

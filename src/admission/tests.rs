@@ -505,7 +505,7 @@ fn hand_written_ops_are_json_patch_operations() {
     ]))
     .unwrap();
     let mut out = Vec::new();
-    write_ops(&mut out, &ops.0).unwrap();
+    write_ops(&mut out, &ops.0, &Default::default()).unwrap();
     let written: Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(written, serde_json::to_value(&ops).unwrap());
 }
@@ -518,7 +518,7 @@ fn values_are_written_exactly_as_serde_json_writes_them() {
         "nested": {"k~/": ["x", {"y": "z"}]}
     });
     let mut out = Vec::new();
-    write_value(&mut out, &value).expect("writes");
+    write_value(&mut out, &value, &Default::default()).expect("writes");
     assert_eq!(String::from_utf8(out).expect("UTF-8"), value.to_string());
     for text in ["", "\"", "\\", "\u{0}", "\u{1f}", " ", "~", "\u{7f}\u{80}"] {
         let mut out = Vec::new();

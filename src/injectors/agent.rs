@@ -109,7 +109,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         ..Default::default()
     };
-    pod.ensure_container(List::Containers, &agent);
+    pod.ensure_container(List::Containers, agent);
     for volume in &volumes {
         pod.ensure_volume(volume);
     }
@@ -292,7 +292,7 @@ fn first_port(c: &Value) -> Option<String> {
 }
 
 /// The port the agent forwards to: the transformer's when there is one.
-fn component_port(pod: &PodDoc) -> String {
+fn component_port(pod: &mut PodDoc) -> String {
     if let Some(transformer) = pod.entry(List::Containers, TRANSFORMER_CONTAINER) {
         return first_port(transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
     }
@@ -314,7 +314,7 @@ fn queue_proxy_env(queue_proxy: &Value) -> Vec<EnvVar> {
 /// Without queue-proxy the agent itself checks the user's readiness; it can
 /// only run HTTP and TCP probes (KServe #3909), and it should be probed on
 /// the user's HTTP path (KServe #5341).
-fn readiness_from_user_probe(pod: &PodDoc) -> (Vec<EnvVar>, String) {
+fn readiness_from_user_probe(pod: &mut PodDoc) -> (Vec<EnvVar>, String) {
     let source = match pod.entry(List::Containers, TRANSFORMER_CONTAINER) {
         Some(transformer) => Some(transformer),
         None => pod.entries(List::Containers).first(),

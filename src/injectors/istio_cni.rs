@@ -28,7 +28,7 @@ pub fn inject(pod: &mut PodDoc, _env: &Env) -> Result<(), InjectError> {
     Ok(())
 }
 
-fn run_as_user(pod: &PodDoc) -> Result<Option<i64>, InjectError> {
+fn run_as_user(pod: &mut PodDoc) -> Result<Option<i64>, InjectError> {
     if let Some(uid) = pod.annotation(STORAGE_INITIALIZER_UID_ANNOTATION) {
         // KServe ignores an unparsable override rather than failing the pod.
         return Ok(uid.parse::<i64>().ok());

@@ -36,14 +36,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
             .annotation(KSERVE_PROMETHEUS_PATH_ANNOTATION)
             .unwrap_or(DEFAULT_METRICS_PATH)
             .to_string();
-        let queue_proxies: Vec<usize> = pod
-            .entries(List::Containers)
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| crate::pod::name_of(c) == Some(QUEUE_PROXY_CONTAINER))
-            .map(|(i, _)| i)
-            .collect();
-        for index in queue_proxies {
+        for index in pod.positions(List::Containers, QUEUE_PROXY_CONTAINER) {
             let Some(mut qp) = pod.container_at(List::Containers, index) else {
                 continue;
             };

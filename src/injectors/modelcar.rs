@@ -70,8 +70,8 @@ fn inject_modelcar(pod: &mut PodDoc, env: &Env, oci: &OciUri, containers: &[&str
     // The pair is added together, as in KServe; each is still keyed by name.
     if !pod.has_container_named(MODELCAR_CONTAINER) {
         let (sidecar, init) = modelcar_containers(env, oci.image, mount);
-        pod.ensure_container(List::Containers, &sidecar);
-        pod.ensure_container(List::InitContainers, &init);
+        pod.ensure_container(List::Containers, sidecar);
+        pod.ensure_container(List::InitContainers, init);
     }
     pod.set_spec_field("shareProcessNamespace", Value::Bool(true));
 }
@@ -307,7 +307,7 @@ fn add_fetch_init_container(pod: &mut PodDoc, env: &Env, uri: &str) {
         env: (!vars.is_empty()).then_some(vars),
         ..Default::default()
     };
-    pod.ensure_container(List::InitContainers, &container);
+    pod.ensure_container(List::InitContainers, container);
     for volume in &volumes {
         pod.ensure_volume(volume);
     }

@@ -81,7 +81,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
                 csc,
             };
             let (init, credential_volumes) = plan.build(pod, env)?;
-            pod.ensure_container(List::InitContainers, &init);
+            pod.ensure_container(List::InitContainers, init);
             let mut volumes = vec![empty_dir_volume(PROVISION_LOCATION_VOLUME)];
             volumes.extend(credential_volumes);
             let mount = VolumeMount {

@@ -20,7 +20,7 @@ pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Env) -> Result<Value, 
     let on_whole = inject(&mut PodDoc::new(&mut whole), env);
     let view = crate::view::pod_from_value(pod).expect("a pod the view can read");
     let mut working = serde_json::to_value(&view).expect("view serialises");
-    let mut doc = PodDoc::new(&mut working);
+    let mut doc = PodDoc::new(&mut working).deferring();
     let on_view = inject(&mut doc, env);
     assert_eq!(on_whole, on_view, "the working set decided otherwise");
     on_view?;

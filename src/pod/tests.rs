@@ -53,8 +53,8 @@ fn pod_with(c: Value) -> Value {
 fn ensure_container_appends_once() {
     let mut raw = pod_with(json!({"name": "kserve-container"}));
     let mut doc = PodDoc::new(&mut raw);
-    assert!(doc.ensure_container(List::Containers, &container("agent")));
-    assert!(!doc.ensure_container(List::Containers, &container("agent")));
+    assert!(doc.ensure_container(List::Containers, container("agent")));
+    assert!(!doc.ensure_container(List::Containers, container("agent")));
     assert_eq!(doc.changes(), 1);
     assert_eq!(
         raw["spec"]["containers"],
@@ -71,8 +71,8 @@ fn ensure_container_is_keyed_across_both_lists() {
     let before = raw.clone();
     let mut doc = PodDoc::new(&mut raw);
     // A name taken in the other list counts as present, both ways.
-    assert!(!doc.ensure_container(List::Containers, &container("storage-initializer")));
-    assert!(!doc.ensure_container(List::InitContainers, &container("kserve-container")));
+    assert!(!doc.ensure_container(List::Containers, container("storage-initializer")));
+    assert!(!doc.ensure_container(List::InitContainers, container("kserve-container")));
     assert!(doc.has_container_named("storage-initializer"));
     assert!(doc.has_container_named("kserve-container"));
     assert!(!doc.has_container_named("agent"));
@@ -88,7 +88,7 @@ fn ensure_container_creates_init_containers_when_absent_or_null() {
             raw["spec"]["initContainers"] = v;
         }
         let mut doc = PodDoc::new(&mut raw);
-        assert!(doc.ensure_container(List::InitContainers, &container("storage-initializer")));
+        assert!(doc.ensure_container(List::InitContainers, container("storage-initializer")));
         assert_eq!(doc.changes(), 1);
         assert_eq!(
             raw["spec"]["initContainers"],
@@ -105,7 +105,7 @@ fn ensure_container_creates_spec_when_absent_or_null() {
             raw["spec"] = v;
         }
         let mut doc = PodDoc::new(&mut raw);
-        assert!(doc.ensure_container(List::Containers, &container("agent")));
+        assert!(doc.ensure_container(List::Containers, container("agent")));
         assert_eq!(
             raw["spec"],
             json!({"containers": [{"name": "agent", "image": "img"}]})
@@ -119,7 +119,7 @@ fn lookups_by_name() {
         "containers": [{"name": "a"}, {"image": "nameless"}, {"name": "b", "image": "x"}],
         "initContainers": [{"name": "i"}]
     }});
-    let doc = PodDoc::new(&mut raw);
+    let mut doc = PodDoc::new(&mut raw);
     assert_eq!(doc.position(List::Containers, "b"), Some(2));
     assert_eq!(doc.position(List::Containers, "i"), None);
     assert_eq!(doc.position(List::InitContainers, "i"), Some(0));
@@ -136,7 +136,7 @@ fn lookups_by_name() {
 #[test]
 fn typed_all_skips_a_container_that_does_not_decode() {
     let mut raw = pod_with(json!({"name": "c", "ports": "not-a-list"}));
-    let doc = PodDoc::new(&mut raw);
+    let mut doc = PodDoc::new(&mut raw);
     assert!(doc.entry(List::Containers, "c").is_some());
     assert!(doc.typed_all(List::Containers).is_empty());
 }
@@ -527,7 +527,7 @@ fn the_counter_counts_only_real_changes() {
     doc.set_annotation("k", "v");
     doc.set_spec_field("shareProcessNamespace", json!(true));
     assert!(!doc.ensure_volume(&volume("m")));
-    assert!(!doc.ensure_container(List::Containers, &container("c")));
+    assert!(!doc.ensure_container(List::Containers, container("c")));
     let mut c = doc.container_mut(List::Containers, "c").expect("container");
     c.set_env("E", "v");
     c.set_run_as_user(7);
@@ -575,8 +575,8 @@ fn odd_shapes_are_left_alone_without_panicking() {
         let mut doc = PodDoc::new(&mut raw);
         doc.set_annotation("a", "b");
         doc.set_node_selector("k", "v");
-        assert!(!doc.ensure_container(List::Containers, &container("c")));
-        assert!(!doc.ensure_container(List::InitContainers, &container("i")));
+        assert!(!doc.ensure_container(List::Containers, container("c")));
+        assert!(!doc.ensure_container(List::InitContainers, container("i")));
         assert!(!doc.ensure_volume(&volume("v")));
         assert!(doc.container_mut(List::Containers, "c").is_none());
         assert_eq!(doc.entries(List::Containers).len(), 0);
@@ -628,7 +628,7 @@ fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
     doc.set_annotation("z", "2");
     doc.ensure_container(
         List::InitContainers,
-        &k8s_openapi::api::core::v1::Container {
+        k8s_openapi::api::core::v1::Container {
             name: "init".into(),
             ..Default::default()
         },
