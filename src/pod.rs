@@ -251,7 +251,7 @@ impl<'a> PodDoc<'a> {
     }
 
     /// The working set's mode: added containers stay typed until read
-    /// ([`deferred`]); take the patch with [`PodDoc::into_patch`].
+    /// ([`Deferred`]); take the patch with [`PodDoc::into_patch`].
     pub fn deferring(self) -> Self {
         Self {
             deferred: Some(Deferred::default()),

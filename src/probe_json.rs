@@ -33,7 +33,7 @@ pub fn go_probe_json(p: &Probe) -> String {
     o.finish()
 }
 
-/// The exact bytes Go's json.Marshal produces for a non-nil map[string]string.
+/// The exact bytes Go's json.Marshal produces for a non-nil `map[string]string`.
 pub fn go_string_map(m: &BTreeMap<String, String>) -> String {
     // BTreeMap iterates in byte order, which is the order Go sorts map keys in.
     let items: Vec<String> = m

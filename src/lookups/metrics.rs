@@ -31,7 +31,7 @@ pub struct KindMetrics {
     pub watch_errors: Counter,
 }
 
-/// Metrics for every [`Kind`], indexed by [`Kind::index`].
+/// Metrics for every [`Kind`], indexed by the kind's position.
 #[derive(Clone, Debug, Default)]
 pub struct LookupMetrics {
     kinds: [KindMetrics; 4],
