@@ -152,18 +152,18 @@ fn set_member(
     obj: &mut Map<String, Value>,
     key: &str,
     value: Value,
-    path: PointerBuf,
+    path: impl FnOnce() -> PointerBuf,
     ops: &mut Recorded,
 ) {
     match obj.get_mut(key) {
         Some(slot) if *slot == value => {}
         Some(slot) => {
             *slot = value;
-            replace(ops, path);
+            replace(ops, path());
         }
         None => {
             obj.insert(key.to_string(), value);
-            add(ops, path);
+            add(ops, path());
         }
     }
 }
@@ -362,29 +362,30 @@ impl<'a> PodDoc<'a> {
     fn set_in_map(&mut self, path: &[&str], key: &str, value: Value) {
         let ops = &mut self.ops;
         let mut node = &mut *self.root;
-        let mut pointer = PointerBuf::new();
-        let mut created = None;
-        for step in path {
+        // How many steps of `path` exist already: a map created for this
+        // write goes in with one `add`, whole.
+        let mut existing = path.len();
+        for (depth, step) in path.iter().enumerate() {
             let Some((slot, new)) = slot_at(node, step, empty_object) else {
                 return;
             };
-            pointer = child(&pointer, [(*step).into()]);
-            if new && created.is_none() {
-                created = Some(pointer.clone());
+            if new && existing == path.len() {
+                existing = depth;
             }
             node = slot;
         }
         let Some(obj) = node.as_object_mut() else {
             return;
         };
-        match created {
-            // A map created for this write goes in with one `add`, whole.
-            Some(at) => {
-                obj.insert(key.to_string(), value);
-                add(ops, at);
-            }
-            None => set_member(obj, key, value, child(&pointer, [key.into()]), ops),
+        let pointer = |steps: &[&str]| {
+            (steps.iter()).fold(PointerBuf::new(), |p, step| child(&p, [(*step).into()]))
+        };
+        if existing < path.len() {
+            obj.insert(key.to_string(), value);
+            add(ops, pointer(&path[..=existing]));
+            return;
         }
+        set_member(obj, key, value, || child(&pointer(path), [key.into()]), ops);
     }
 
     pub fn set_annotation(&mut self, key: &str, value: &str) {
@@ -618,7 +619,7 @@ impl ContainerMut<'_> {
                     continue;
                 }
                 if let Some(obj) = entry.as_object_mut() {
-                    let path = child(&self.path, ["env".into(), index.into(), "value".into()]);
+                    let path = || child(&self.path, ["env".into(), index.into(), "value".into()]);
                     set_member(obj, "value", Value::from(value), path, self.ops);
                 }
             }
@@ -662,7 +663,7 @@ impl ContainerMut<'_> {
                 obj,
                 "runAsUser",
                 Value::from(uid),
-                child(&path, ["runAsUser".into()]),
+                || child(&path, ["runAsUser".into()]),
                 self.ops,
             );
         }
