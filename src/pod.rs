@@ -312,6 +312,8 @@ impl<'a> PodDoc<'a> {
         ops
     }
 
+    /// The tree as it stands; in the deferring mode a container added and
+    /// not read since is a placeholder here (read it with [`PodDoc::entry`]).
     pub fn raw(&self) -> &Value {
         self.root
     }
@@ -320,6 +322,7 @@ impl<'a> PodDoc<'a> {
         self.root.get("metadata")
     }
 
+    /// `spec`, with the placeholders [`PodDoc::raw`] describes.
     pub fn spec(&self) -> Option<&Value> {
         self.root.get("spec")
     }
