@@ -678,3 +678,45 @@ fn pointer_tokens_are_unescaped_as_rfc_6901_says() {
     let missing = jsonptr::PointerBuf::parse("/a~1b/c~0d/2").expect("a pointer");
     assert_eq!(super::value_at(&mut tree, &missing), None);
 }
+
+// --- containers held typed (the working set's mode) -------------------------
+
+#[test]
+fn a_held_container_is_found_by_name_and_written_whole_into_the_patch() {
+    let mut raw = pod_with(json!({"name": "c"}));
+    let mut doc = PodDoc::new(&mut raw).deferring();
+    assert!(doc.ensure_container(List::Containers, container("agent")));
+    assert!(!doc.ensure_container(List::InitContainers, container("agent")));
+    assert_eq!(doc.position(List::Containers, "agent"), Some(1));
+    assert_eq!(doc.typed_all(List::Containers)[1], container("agent"));
+    let (ops, deferred) = doc.into_patch();
+    let [PatchOperation::Add(op)] = ops.as_slice() else {
+        panic!("one add: {ops:?}");
+    };
+    assert_eq!(op.path.as_str(), "/spec/containers/1");
+    assert_eq!(deferred.get(&op.value), Some(&container("agent")));
+}
+
+#[test]
+fn a_held_container_becomes_json_when_read_or_edited() {
+    let mut raw = pod_with(json!({"name": "c"}));
+    let mut doc = PodDoc::new(&mut raw).deferring();
+    doc.ensure_container(List::Containers, container("agent"));
+    let whole = json!({"name": "agent", "image": "img"});
+    assert_eq!(doc.entry(List::Containers, "agent"), Some(&whole));
+    doc.ensure_container(List::InitContainers, container("init"));
+    if let Some(mut c) = doc.container_mut(List::InitContainers, "init") {
+        c.set_run_as_user(7);
+    }
+    let ops = doc.into_ops();
+    let values: Vec<&Value> = ops
+        .iter()
+        .map(|op| match op {
+            PatchOperation::Add(o) => &o.value,
+            other => panic!("only adds: {other:?}"),
+        })
+        .collect();
+    assert_eq!(values[0], &whole);
+    let init = json!([{"name": "init", "image": "img", "securityContext": {"runAsUser": 7}}]);
+    assert_eq!(values[1], &init);
+}
