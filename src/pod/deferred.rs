@@ -9,9 +9,9 @@
 use k8s_openapi::api::core::v1::Container;
 use serde_json::{Map, Value};
 
-/// The placeholder's key. No pod has it: the working set holds only fields
-/// of the view, and every container in it was named by us or by the Pod
-/// schema's fields.
+/// The placeholder's key. Nothing else in the working set can carry it: the
+/// tree is built from the view, which keeps only fields the Pod schema names,
+/// and from values we build.
 const MARK: &str = "\u{0}kserve-injector-pending";
 
 /// The containers held back, by placeholder number.
