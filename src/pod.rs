@@ -22,6 +22,7 @@ use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,13 +105,7 @@ fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> Pointer
         text.push('/');
         match step {
             Step::Key(key) if key.bytes().any(|b| b == b'~' || b == b'/') => {
-                for ch in key.chars() {
-                    match ch {
-                        '~' => text.push_str("~0"),
-                        '/' => text.push_str("~1"),
-                        other => text.push(other),
-                    }
-                }
+                text.push_str(jsonptr::Token::new(key).encoded())
             }
             Step::Key(key) => text.push_str(key),
             Step::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
@@ -194,17 +189,25 @@ fn push_at(
     true
 }
 
-/// `Value::pointer_mut` without its allocations: tokens are decoded only
-/// when they hold an escape, and found by a byte scan (`str::split` sets up
-/// a char search per call, costly on paths this short).
+/// `Value::pointer_mut` without its allocations: tokens are found by a byte
+/// scan (`str::split` sets up a char search per call, costly on paths this
+/// short) and decoded, by jsonptr, only when they hold an escape.
 fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value> {
     let mut node = root;
     let mut rest = path.as_str();
     while let Some(after) = rest.strip_prefix('/') {
         let end = after.bytes().position(|b| b == b'/').unwrap_or(after.len());
-        let (token, tail) = after.split_at(end);
+        let (encoded, tail) = after.split_at(end);
         rest = tail;
-        let key = unescape(token);
+        let key = match encoded.as_bytes().contains(&b'~') {
+            true => Cow::Owned(
+                jsonptr::Token::from_encoded(encoded)
+                    .ok()?
+                    .decoded()
+                    .into_owned(),
+            ),
+            false => Cow::Borrowed(encoded),
+        };
         node = match node {
             Value::Object(map) => map.get_mut(key.as_ref())?,
             Value::Array(items) => items.get_mut(key.parse::<usize>().ok()?)?,
@@ -212,28 +215,6 @@ fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value>
         };
     }
     Some(node)
-}
-
-/// RFC 6901: `~1` is `/` and `~0` is `~`, read left to right (so `~01` is
-/// `~1`, as decoding `~1` first and then `~0` gives).
-fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
-    if !token.as_bytes().contains(&b'~') {
-        return std::borrow::Cow::Borrowed(token);
-    }
-    let mut out = String::with_capacity(token.len());
-    let mut chars = token.chars();
-    while let Some(ch) = chars.next() {
-        match (ch, chars.clone().next()) {
-            ('~', Some('1')) => out.push('/'),
-            ('~', Some('0')) => out.push('~'),
-            (other, _) => {
-                out.push(other);
-                continue;
-            }
-        }
-        chars.next();
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 fn str_map_get<'v>(parent: &'v Value, map: &str, key: &str) -> Option<&'v str> {
