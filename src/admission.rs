@@ -279,10 +279,9 @@ impl Prepared<'_> {
 
     /// Answers with the injectors' edits, or a denial.
     pub fn answer(self, env: &Env) -> Result<Reviewed, ReviewError> {
-        let result = match &self.pod {
+        let result = match self.pod {
             Some(pod) if self.applies => Some(
-                pod.as_ref()
-                    .map_err(|e| MutationError::from(e.clone()))
+                pod.map_err(MutationError::from)
                     .and_then(|pod| Ok(edit(pod, self.namespace.as_str(), true, env)?)),
             ),
             _ => None,

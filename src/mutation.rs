@@ -7,7 +7,7 @@
 
 use crate::constants::ISVC_LABEL;
 use crate::injectors::{self, InjectError, InjectorOutcome};
-use crate::pod::{resolve_ops, Deferred, PodDoc};
+use crate::pod::{resolve_ops, Deferred, PodEdit, WorkingSet};
 use crate::view::{self, PodView, ViewError};
 use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::PodSpec;
@@ -62,7 +62,7 @@ impl Edits {
 /// `write_namespace` is false for a workload's pod template, which does not
 /// get a `metadata.namespace` (the injectors still see the namespace).
 pub fn edit(
-    pod: &PodView<'_>,
+    pod: PodView<'_>,
     namespace: &str,
     write_namespace: bool,
     env: &Env,
@@ -70,9 +70,7 @@ pub fn edit(
     if pod.label(ISVC_LABEL).is_none() {
         return Ok(Edits::default());
     }
-    // The view serialises infallibly (string keys, no custom errors).
-    let mut working = serde_json::to_value(pod).unwrap_or(Value::Null);
-    let mut doc = PodDoc::in_namespace(&mut working, namespace).deferring();
+    let mut doc = WorkingSet::in_namespace(pod, namespace);
     // Go's encoder drops an empty namespace, so KServe never writes one.
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
@@ -164,7 +162,7 @@ fn mutate_inner(
     // check decodes every field of it.
     let view = view::pod_from_value(pod)?;
     validate(pod)?;
-    let edits = edit(&view, namespace, write_namespace, env)?;
+    let edits = edit(view, namespace, write_namespace, env)?;
     let outcomes = edits.outcomes.clone();
     let patch = json_patch::Patch(edits.resolved());
     let mut mutated = pod.clone();

@@ -9,11 +9,10 @@
 //! its path; a field nobody reads is not checked (the API server decoded the
 //! pod before admission). Lists and maps are capped at [`MAX_ENTRIES`]
 //! entries, far above any real pod, so that a hostile body cannot make the
-//! view (and the working set built from it) grow beyond a small multiple of
-//! the body.
+//! view grow beyond a small multiple of the body.
 //!
-//! The view serialises back (absent and null fields left out) into the small
-//! JSON working set the injectors edit; see [`crate::pod`].
+//! The view is also what the injectors edit: [`crate::pod::WorkingSet`]
+//! changes it in place and records the patch.
 
 use crate::cluster::keys::PodFacts;
 use crate::config::Config;
@@ -208,10 +207,20 @@ pub struct SpecView<'a> {
     /// Whose credential Secrets the storage-initializer and agent get.
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<Str<'a>>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub containers: Option<Capped<RegularContainer<'a>>>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
-    pub init_containers: Option<Capped<InitContainer<'a>>>,
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "regular_containers",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub containers: Option<Capped<ContainerView<'a>>>,
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "init_containers",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub init_containers: Option<Capped<ContainerView<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub volumes: Option<Capped<Named<'a>>>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
@@ -294,28 +303,10 @@ fn init_lists(name: Option<&str>) -> Lists {
 /// A regular container: a [`ContainerView`] with the lists of
 /// [`LIST_READ_CONTAINERS`] only (a name that comes after the lists, which
 /// the API server never writes, still gets them dropped).
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(transparent)]
-pub struct RegularContainer<'a>(pub ContainerView<'a>);
+struct RegularContainer<'a>(ContainerView<'a>);
 
 /// An init container: see [`LIST_READ_INIT_CONTAINERS`].
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(transparent)]
-pub struct InitContainer<'a>(pub ContainerView<'a>);
-
-impl<'a> std::ops::Deref for RegularContainer<'a> {
-    type Target = ContainerView<'a>;
-    fn deref(&self) -> &ContainerView<'a> {
-        &self.0
-    }
-}
-
-impl<'a> std::ops::Deref for InitContainer<'a> {
-    type Target = ContainerView<'a>;
-    fn deref(&self) -> &ContainerView<'a> {
-        &self.0
-    }
-}
+struct InitContainer<'a>(ContainerView<'a>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for RegularContainer<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -329,6 +320,32 @@ impl<'de: 'a, 'a> Deserialize<'de> for InitContainer<'a> {
         d.deserialize_map(ContainerVisitor(init_lists))
             .map(InitContainer)
     }
+}
+
+fn regular_containers<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Capped<ContainerView<'a>>>, D::Error> {
+    let list = Option::<Capped<RegularContainer<'a>>>::deserialize(d)?;
+    Ok(list.map(|Capped(items)| Capped(items.into_iter().map(|c| c.0).collect())))
+}
+
+fn init_containers<'de: 'a, 'a, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Capped<ContainerView<'a>>>, D::Error> {
+    let list = Option::<Capped<InitContainer<'a>>>::deserialize(d)?;
+    Ok(list.map(|Capped(items)| Capped(items.into_iter().map(|c| c.0).collect())))
+}
+
+/// A container of a JSON tree read with every list, whatever its name: the
+/// test oracle's reads ([`crate::pod::TreeDoc`]). Default when unreadable.
+pub fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
+    let all = |_: Option<&str>| Lists {
+        mounts: true,
+        others: true,
+    };
+    value
+        .deserialize_map(ContainerVisitor(all))
+        .unwrap_or_default()
 }
 
 /// A list read before its container's name: any JSON value, kept until the

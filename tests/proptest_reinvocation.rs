@@ -41,7 +41,7 @@ use base64::Engine;
 use kserve_injector::cluster::Secret;
 use kserve_injector::constants::*;
 use kserve_injector::injectors::InjectorOutcome;
-use kserve_injector::pod::PodDoc;
+use kserve_injector::pod::{PodEdit, TreeDoc};
 use kserve_injector::{admission, mutate, Config, Env, Mutation, MutationError};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -1810,7 +1810,7 @@ fn check_unknown(stage: &str, input: &Value, m: &Mutation) -> Result<(), String>
 /// the clone; its result is the tree itself.
 fn oracle(input: &Value, namespace: &str, env: &Env) -> Result<Value, String> {
     let mut whole = input.clone();
-    let mut doc = PodDoc::in_namespace(&mut whole, namespace);
+    let mut doc = TreeDoc::in_namespace(&mut whole, namespace);
     if doc.label(ISVC_LABEL).is_none() {
         return Ok(input.clone());
     }

@@ -7,7 +7,7 @@ use super::ClusterData;
 use crate::constants::{
     DEFAULT_MODEL_LOCAL_MOUNT_PATH, PROVISION_LOCATION_VOLUME, STORAGE_INITIALIZER_CONTAINER,
 };
-use k8s_openapi::api::core::v1::Container;
+use crate::view::{ContainerView, Str};
 
 /// The pod annotation that selects a CSC by name.
 pub const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
@@ -113,15 +113,16 @@ pub fn select<'a>(
 ///   container is only ever put there by this injection, so a user's own
 ///   init container that happens to share the name is not mistaken for it.
 pub fn storage_initializer_injected(
-    init_containers: &[Container],
+    init_containers: &[ContainerView],
     csc_container_name: Option<&str>,
 ) -> bool {
+    let is = |s: &Option<Str>, want: &str| s.as_ref().map(Str::as_str) == Some(want);
     init_containers.iter().any(|c| {
-        c.name == STORAGE_INITIALIZER_CONTAINER
-            || (csc_container_name.is_some_and(|n| !n.is_empty() && c.name == n)
-                && c.volume_mounts.iter().flatten().any(|m| {
-                    m.name == PROVISION_LOCATION_VOLUME
-                        && m.mount_path == DEFAULT_MODEL_LOCAL_MOUNT_PATH
+        is(&c.name, STORAGE_INITIALIZER_CONTAINER)
+            || (csc_container_name.is_some_and(|n| !n.is_empty() && is(&c.name, n))
+                && c.volume_mounts.iter().flat_map(|l| l.0.iter()).any(|m| {
+                    is(&m.name, PROVISION_LOCATION_VOLUME)
+                        && is(&m.mount_path, DEFAULT_MODEL_LOCAL_MOUNT_PATH)
                 }))
     })
 }

@@ -6,12 +6,11 @@ use crate::constants::{
     GKE_ACCELERATOR_ANNOTATION, GKE_ACCELERATOR_NODE_SELECTOR, NVIDIA_GPU_RESOURCE,
 };
 use crate::env::Env;
-use crate::pod::{List, PodDoc};
-use serde_json::Value;
+use crate::pod::{List, PodEdit};
 
 pub const NAME: &str = "accelerator";
 
-pub fn inject(pod: &mut PodDoc, _env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, _env: &Env) -> Result<(), InjectError> {
     let Some(accelerator) = pod
         .annotation(GKE_ACCELERATOR_ANNOTATION)
         .map(str::to_string)
@@ -19,9 +18,8 @@ pub fn inject(pod: &mut PodDoc, _env: &Env) -> Result<(), InjectError> {
         return Ok(());
     };
     // Only regular containers' limits count, as in KServe.
-    let wants_gpu = pod.entries(List::Containers).iter().any(|c| {
-        c.pointer("/resources/limits")
-            .and_then(Value::as_object)
+    let wants_gpu = pod.containers(List::Containers).iter().any(|c| {
+        (c.resources.as_ref().and_then(|r| r.limits.as_ref()))
             .is_some_and(|limits| limits.contains_key(NVIDIA_GPU_RESOURCE))
     });
     if wants_gpu {

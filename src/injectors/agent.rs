@@ -10,18 +10,18 @@ use crate::config::LoggerConfig;
 use crate::constants::*;
 use crate::env::Env;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
-use crate::pod::{List, PodDoc};
+use crate::pod::{List, PodEdit};
 use crate::probe_json::go_probe_json;
+use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, HTTPHeader, Probe,
     Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde_json::Value;
 
 pub const NAME: &str = "agent";
 
-pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     let puller = pod.annotation(AGENT_ANNOTATION).is_some();
     let batcher = pod.annotation(BATCHER_ANNOTATION).is_some();
     let logger = pod.annotation(LOGGER_ANNOTATION).is_some();
@@ -57,8 +57,8 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     args.extend(["--component-port".to_string(), port.clone()]);
 
     let queue_proxy = pod
-        .entry(List::Containers, QUEUE_PROXY_CONTAINER)
-        .map(queue_proxy_env);
+        .container(List::Containers, QUEUE_PROXY_CONTAINER)
+        .map(|qp| queue_proxy_env(&qp));
     let has_queue_proxy = queue_proxy.is_some();
     let (agent_env, probe_path) = match queue_proxy {
         Some(env) => (env, "/".to_string()),
@@ -87,11 +87,8 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         volumes,
     } = target;
 
-    let security_context = pod
-        .entries(List::Containers)
-        .first()
-        .and_then(|c| c.get("securityContext"))
-        .and_then(|sc| serde::Deserialize::deserialize(sc).ok());
+    let security_context = (pod.containers(List::Containers).first())
+        .and_then(|c| c.security_context.as_deref().cloned());
     let agent = Container {
         name: AGENT_CONTAINER.to_string(),
         image: Some(env.config.agent.image.clone()).filter(|i| !i.is_empty()),
@@ -146,7 +143,7 @@ fn logger_ca_bundle(env: &Env) -> Option<(Volume, VolumeMount)> {
 /// The pod's ServiceAccount credentials, then, for a logger with storage,
 /// the storage ServiceAccount's (`logger-sa` by default), as KServe does.
 fn add_credentials(
-    pod: &PodDoc,
+    pod: &dyn PodEdit,
     env: &Env,
     logger: Option<&LoggerConfig>,
     target: &mut CredentialTarget,
@@ -170,7 +167,7 @@ fn model_dir_mount() -> VolumeMount {
 }
 
 /// The puller's volumes; both annotations are required, with KServe's message.
-fn puller_config(pod: &PodDoc) -> Result<(Volume, Volume), InjectError> {
+fn puller_config(pod: &dyn PodEdit) -> Result<(Volume, Volume), InjectError> {
     let config_volume = pod.annotation(CONFIG_VOLUME_NAME_ANNOTATION);
     let model_dir = pod.annotation(MODEL_DIR_ANNOTATION);
     let (Some(config_volume), Some(_)) = (config_volume, model_dir) else {
@@ -191,20 +188,20 @@ fn puller_config(pod: &PodDoc) -> Result<(Volume, Volume), InjectError> {
     Ok((model_dir, model_config))
 }
 
-fn flag_if(pod: &PodDoc, flag: &str, annotation: &str) -> Vec<String> {
+fn flag_if(pod: &dyn PodEdit, flag: &str, annotation: &str) -> Vec<String> {
     pod.annotation(annotation)
         .map(|v| vec![flag.to_string(), v.to_string()])
         .unwrap_or_default()
 }
 
-fn puller_args(pod: &PodDoc) -> Vec<String> {
+fn puller_args(pod: &dyn PodEdit) -> Vec<String> {
     let mut args = vec!["--enable-puller".to_string()];
     args.extend(flag_if(pod, "--config-dir", CONFIG_MOUNT_PATH_ANNOTATION));
     args.extend(flag_if(pod, "--model-dir", MODEL_DIR_ANNOTATION));
     args
 }
 
-fn batcher_args(pod: &PodDoc) -> Vec<String> {
+fn batcher_args(pod: &dyn PodEdit) -> Vec<String> {
     let mut args = vec!["--enable-batcher".to_string()];
     args.extend(flag_if(
         pod,
@@ -219,7 +216,7 @@ fn batcher_args(pod: &PodDoc) -> Vec<String> {
     args
 }
 
-fn logger_args(pod: &PodDoc, config: &LoggerConfig) -> Vec<String> {
+fn logger_args(pod: &dyn PodEdit, config: &LoggerConfig) -> Vec<String> {
     let label = |key: &str| pod.label(key).unwrap_or_default().to_string();
     let url = pod
         .annotation(LOGGER_SINK_URL_ANNOTATION)
@@ -275,29 +272,29 @@ fn logger_args(pod: &PodDoc, config: &LoggerConfig) -> Vec<String> {
 }
 
 /// `k=v` for each listed key that the pod carries, in listed order.
-fn metadata_annotations(pod: &PodDoc, keys: &str) -> String {
+fn metadata_annotations(pod: &dyn PodEdit, keys: &str) -> String {
     keys.split(',')
         .filter_map(|k| pod.annotation(k).map(|v| format!("{k}={v}")))
         .collect::<Vec<_>>()
         .join(",")
 }
 
-fn first_port(c: &Value) -> Option<String> {
-    c.get("ports")?
-        .as_array()?
+fn first_port(c: &ContainerView) -> Option<String> {
+    c.ports
+        .as_ref()?
+        .0
         .first()?
-        .get("containerPort")?
-        .as_i64()
+        .container_port
         .map(|p| p.to_string())
 }
 
 /// The port the agent forwards to: the transformer's when there is one.
-fn component_port(pod: &mut PodDoc) -> String {
-    if let Some(transformer) = pod.entry(List::Containers, TRANSFORMER_CONTAINER) {
-        return first_port(transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
+fn component_port(pod: &mut dyn PodEdit) -> String {
+    if let Some(transformer) = pod.container(List::Containers, TRANSFORMER_CONTAINER) {
+        return first_port(&transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
     }
-    pod.entry(List::Containers, KSERVE_CONTAINER)
-        .and_then(first_port)
+    pod.container(List::Containers, KSERVE_CONTAINER)
+        .and_then(|c| first_port(&c))
         .unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string())
 }
 
@@ -305,23 +302,30 @@ fn component_port(pod: &mut PodDoc) -> String {
 /// is pointed at the agent. A pass that re-creates an agent another webhook
 /// removed copies what queue-proxy carries by then (`USER_PORT` 9081, the
 /// aggregator's variables), exactly as KServe HEAD does.
-fn queue_proxy_env(queue_proxy: &Value) -> Vec<EnvVar> {
-    (queue_proxy.get("env"))
-        .and_then(|env| serde::Deserialize::deserialize(env).ok())
-        .unwrap_or_default()
+fn queue_proxy_env(queue_proxy: &ContainerView) -> Vec<EnvVar> {
+    let vars = queue_proxy.env.iter().flat_map(|env| env.0.iter());
+    // Like decoding the list as `[]EnvVar`: one entry without a name and
+    // the copy is empty.
+    vars.map(|v| {
+        Some(EnvVar {
+            name: v.name.as_ref()?.as_str().to_string(),
+            value: v.value.as_ref().map(|s| s.as_str().to_string()),
+            value_from: v.value_from.as_deref().cloned(),
+        })
+    })
+    .collect::<Option<Vec<_>>>()
+    .unwrap_or_default()
 }
 
 /// Without queue-proxy the agent itself checks the user's readiness; it can
 /// only run HTTP and TCP probes (KServe #3909), and it should be probed on
 /// the user's HTTP path (KServe #5341).
-fn readiness_from_user_probe(pod: &mut PodDoc) -> (Vec<EnvVar>, String) {
-    let source = match pod.entry(List::Containers, TRANSFORMER_CONTAINER) {
-        Some(transformer) => Some(transformer),
-        None => pod.entries(List::Containers).first(),
+fn readiness_from_user_probe(pod: &mut dyn PodEdit) -> (Vec<EnvVar>, String) {
+    let probe = match pod.container(List::Containers, TRANSFORMER_CONTAINER) {
+        Some(transformer) => transformer.readiness_probe.as_deref().cloned(),
+        None => (pod.containers(List::Containers).first())
+            .and_then(|c| c.readiness_probe.as_deref().cloned()),
     };
-    let probe = (source.and_then(|c| c.get("readinessProbe")))
-        .and_then(|p| <Option<Probe> as serde::Deserialize>::deserialize(p).ok())
-        .flatten();
     let Some(probe) = probe else {
         return (Vec::new(), "/".to_string());
     };
@@ -355,11 +359,11 @@ fn agent_probe(path: String) -> Probe {
 }
 
 /// queue-proxy now forwards to the agent instead of the model server.
-fn redirect_queue_proxy(pod: &mut PodDoc) {
+fn redirect_queue_proxy(pod: &mut dyn PodEdit) {
     let Some(mut qp) = pod.container_mut(List::Containers, QUEUE_PROXY_CONTAINER) else {
         return;
     };
-    if qp.env(USER_PORT_ENV).is_some() {
+    if qp.has_env(USER_PORT_ENV) {
         qp.set_env(USER_PORT_ENV, AGENT_PORT_STR);
     }
 }

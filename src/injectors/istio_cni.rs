@@ -7,12 +7,12 @@ use crate::constants::{
     ISTIO_STATUS_ANNOTATION, STORAGE_INITIALIZER_CONTAINER, STORAGE_INITIALIZER_UID_ANNOTATION,
 };
 use crate::env::Env;
-use crate::pod::{List, PodDoc};
+use crate::pod::{List, PodEdit};
 use serde_json::Value;
 
 pub const NAME: &str = "istio-cni";
 
-pub fn inject(pod: &mut PodDoc, _env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, _env: &Env) -> Result<(), InjectError> {
     if pod
         .position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER)
         .is_none()
@@ -28,7 +28,7 @@ pub fn inject(pod: &mut PodDoc, _env: &Env) -> Result<(), InjectError> {
     Ok(())
 }
 
-fn run_as_user(pod: &mut PodDoc) -> Result<Option<i64>, InjectError> {
+fn run_as_user(pod: &mut dyn PodEdit) -> Result<Option<i64>, InjectError> {
     if let Some(uid) = pod.annotation(STORAGE_INITIALIZER_UID_ANNOTATION) {
         // KServe ignores an unparsable override rather than failing the pod.
         return Ok(uid.parse::<i64>().ok());
@@ -48,12 +48,11 @@ fn run_as_user(pod: &mut PodDoc) -> Result<Option<i64>, InjectError> {
     let Some(sidecar) = sidecar_name(status)? else {
         return Ok(None);
     };
-    let Some(container) = pod.entry(List::Containers, &sidecar) else {
+    let Some(container) = pod.container(List::Containers, &sidecar) else {
         return Ok(None);
     };
-    let uid = container
-        .pointer("/securityContext/runAsUser")
-        .and_then(Value::as_i64)
+    let uid = (container.security_context.as_ref())
+        .and_then(|sc| sc.run_as_user)
         .unwrap_or(ISTIO_DEFAULT_UID);
     Ok(Some(uid))
 }

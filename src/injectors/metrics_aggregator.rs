@@ -4,13 +4,13 @@
 use super::InjectError;
 use crate::constants::*;
 use crate::env::Env;
-use crate::pod::{List, PodDoc};
+use crate::pod::{List, PodEdit};
 use k8s_openapi::api::core::v1::ContainerPort;
 
 pub const NAME: &str = "metrics-aggregator";
 
 /// The annotation's value, written from config when absent.
-fn annotation_or_default(pod: &mut PodDoc, key: &str, default: &str) -> String {
+fn annotation_or_default(pod: &mut dyn PodEdit, key: &str, default: &str) -> String {
     match pod.annotation(key) {
         Some(v) => v.to_string(),
         None => {
@@ -20,7 +20,7 @@ fn annotation_or_default(pod: &mut PodDoc, key: &str, default: &str) -> String {
     }
 }
 
-pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     let config = &env.config.metrics_aggregator;
     let aggregate = annotation_or_default(
         pod,

@@ -11,7 +11,7 @@ pub mod storage_initializer;
 pub mod storage_uri;
 
 use crate::env::Env;
-use crate::pod::PodDoc;
+use crate::pod::PodEdit;
 
 /// An injector refused the pod; the message is KServe's wording.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -47,7 +47,7 @@ impl InjectorOutcome {
     }
 }
 
-type Injector = fn(&mut PodDoc, &Env) -> Result<(), InjectError>;
+type Injector = fn(&mut dyn PodEdit, &Env) -> Result<(), InjectError>;
 
 /// One named step of the pipeline: its injectors run in order and their
 /// changes are reported under the step's name.
@@ -106,7 +106,7 @@ pub const PIPELINE: [Step; 6] = [
 ];
 
 pub fn run_all(
-    pod: &mut PodDoc,
+    pod: &mut dyn PodEdit,
     env: &Env,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
     let mut outcomes = Vec::with_capacity(PIPELINE.len());

@@ -10,13 +10,13 @@ use crate::env::Env;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
-use crate::pod::{List, PodDoc};
+use crate::pod::{List, PodEdit};
+use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
     Container, ImageVolumeSource, KeyToPath, ResourceRequirements, SecretVolumeSource,
     SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub const NAME: &str = "modelcar";
@@ -25,7 +25,7 @@ pub const NAME: &str = "modelcar";
 /// sidecar creates at `/mnt/models` is visible to the server.
 const MODELCAR_MOUNT_PATH: &str = "/mnt";
 
-pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -49,7 +49,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
     }
 }
 
-fn inject_modelcar(pod: &mut PodDoc, env: &Env, oci: &OciUri, containers: &[&str]) {
+fn inject_modelcar(pod: &mut dyn PodEdit, env: &Env, oci: &OciUri, containers: &[&str]) {
     let config = &env.config.storage_initializer;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
@@ -73,7 +73,7 @@ fn inject_modelcar(pod: &mut PodDoc, env: &Env, oci: &OciUri, containers: &[&str
         pod.ensure_container(List::Containers, sidecar);
         pod.ensure_container(List::InitContainers, init);
     }
-    pod.set_spec_field("shareProcessNamespace", Value::Bool(true));
+    pod.set_share_process_namespace(true);
 }
 
 fn modelcar_containers(env: &Env, image: &str, mount: VolumeMount) -> (Container, Container) {
@@ -141,24 +141,22 @@ fn path_volume_name(path: &str) -> String {
 }
 
 fn inject_image_volume(
-    pod: &mut PodDoc,
+    pod: &mut dyn PodEdit,
     oci: &OciUri,
     containers: &[&str],
 ) -> Result<(), InjectError> {
     let name = path_volume_name(DEFAULT_MODEL_LOCAL_MOUNT_PATH);
     for container in containers {
-        let clash = pod
-            .entry(List::Containers, container)
-            .and_then(|c| c.get("volumeMounts"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|m| {
-                m.get("mountPath").and_then(Value::as_str) == Some(DEFAULT_MODEL_LOCAL_MOUNT_PATH)
-                    && crate::pod::name_of(m) != Some(name.as_str())
-            })
-            .and_then(crate::pod::name_of)
-            .map(str::to_string);
+        let clash = pod.container(List::Containers, container).and_then(|c| {
+            let mounts = c.volume_mounts.iter().flat_map(|m| m.0.iter());
+            let name_of = |m: &MountView| m.name.as_ref().map(|n| n.as_str().to_string());
+            mounts
+                .filter(|m| {
+                    m.mount_path.as_ref().map(Str::as_str) == Some(DEFAULT_MODEL_LOCAL_MOUNT_PATH)
+                        && name_of(m).as_deref() != Some(name.as_str())
+                })
+                .find_map(name_of)
+        });
         if let Some(other) = clash {
             return Err(InjectError::new(
                 NAME,
@@ -192,7 +190,7 @@ fn inject_image_volume(
 }
 
 fn inject_fetch(
-    pod: &mut PodDoc,
+    pod: &mut dyn PodEdit,
     env: &Env,
     oci: &OciUri,
     containers: &[&str],
@@ -223,23 +221,11 @@ fn inject_fetch(
 }
 
 /// An existing initializer also downloads this model, unless it already does.
-fn add_fetch_pair(pod: &mut PodDoc, position: usize, uri: &str) {
+fn add_fetch_pair(pod: &mut dyn PodEdit, position: usize, uri: &str) {
     let Some(mut init) = pod.container_at(List::InitContainers, position) else {
         return;
     };
-    let args: Vec<String> = init
-        .raw()
-        .get("args")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    let present = args
-        .chunks(2)
-        .any(|pair| pair == [uri.to_string(), DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string()]);
+    let present = (init.args().chunks(2)).any(|pair| pair == [uri, DEFAULT_MODEL_LOCAL_MOUNT_PATH]);
     if !present {
         init.push_args(&[uri, DEFAULT_MODEL_LOCAL_MOUNT_PATH]);
     }
@@ -248,16 +234,11 @@ fn add_fetch_pair(pod: &mut PodDoc, position: usize, uri: &str) {
 /// The initializer with registry credentials (first pull secret), the
 /// configured CA bundle and the insecure-registry switch. Like KServe, a
 /// credential whose volume name is already taken is left out.
-fn add_fetch_init_container(pod: &mut PodDoc, env: &Env, uri: &str) {
+fn add_fetch_init_container(pod: &mut dyn PodEdit, env: &Env, uri: &str) {
     let mut vars = Vec::new();
     let mut mounts = Vec::new();
     let mut volumes = Vec::new();
-    let first_pull_secret = pod
-        .spec()
-        .and_then(|s| s.get("imagePullSecrets"))
-        .and_then(Value::as_array)
-        .and_then(|a| a.first())
-        .and_then(crate::pod::name_of);
+    let first_pull_secret = pod.first_image_pull_secret();
     if let Some(secret) = first_pull_secret {
         volumes.push(Volume {
             name: OCI_FETCH_DOCKER_CONFIG_VOLUME.to_string(),

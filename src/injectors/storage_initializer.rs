@@ -21,7 +21,7 @@ use crate::env::Env;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
-use crate::pod::{List, PodDoc};
+use crate::pod::{List, PodEdit};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
@@ -32,7 +32,7 @@ fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
 }
 
-pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -65,7 +65,7 @@ pub fn inject(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
         }
     }
     let csc_name = csc.map(|c| c.container.name.as_str());
-    if storage_initializer_injected(&pod.typed_all(List::InitContainers), csc_name) {
+    if storage_initializer_injected(&pod.containers(List::InitContainers), csc_name) {
         return Ok(());
     }
     let user_containers = model_containers(pod)
@@ -129,15 +129,11 @@ fn pvc_volume(claim: &str, sub_path: &str, read_only: bool) -> (Vec<Volume>, Vol
 }
 
 /// The server reads the model from the mount, not from the remote URI.
-fn rewrite_storage_uri(pod: &mut PodDoc, target: &str) {
+fn rewrite_storage_uri(pod: &mut dyn PodEdit, target: &str) {
     let Some(mut c) = pod.container_mut(List::Containers, target) else {
         return;
     };
-    let has_uri = c
-        .env(STORAGE_URI_ENV)
-        .and_then(|e| e.get("value"))
-        .and_then(|v| v.as_str())
-        .is_some_and(|v| !v.is_empty());
+    let has_uri = c.env_value(STORAGE_URI_ENV).is_some_and(|v| !v.is_empty());
     if has_uri {
         c.set_env(STORAGE_URI_ENV, DEFAULT_MODEL_LOCAL_MOUNT_PATH);
     }
@@ -155,7 +151,7 @@ impl InitPlan<'_> {
     /// credentials (storage-spec or ServiceAccount), the CA bundle decided
     /// from them, the ClusterStorageContainer merged in, then the CA bundle
     /// and the default env added where the merge left them absent.
-    fn build(&self, pod: &PodDoc, env: &Env) -> Result<(Container, Vec<Volume>), InjectError> {
+    fn build(&self, pod: &dyn PodEdit, env: &Env) -> Result<(Container, Vec<Volume>), InjectError> {
         let mut args = vec![
             self.src.to_string(),
             DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
@@ -231,7 +227,7 @@ fn set_var(vars: &mut Vec<EnvVar>, name: &str, value: &str) {
     }
 }
 
-fn apply_confidential(pod: &PodDoc, vars: &mut Vec<EnvVar>) {
+fn apply_confidential(pod: &dyn PodEdit, vars: &mut Vec<EnvVar>) {
     if pod.annotation(CONFIDENTIAL_ENABLED_ANNOTATION) != Some("true") {
         return;
     }

@@ -6,10 +6,10 @@
 use super::InjectError;
 use crate::config::Config;
 use crate::env::Env;
-use crate::pod::PodDoc;
+use crate::pod::{PodEdit, TreeDoc, WorkingSet};
 use serde_json::Value;
 
-pub(crate) type Inject = fn(&mut PodDoc, &Env) -> Result<(), InjectError>;
+pub(crate) type Inject = fn(&mut dyn PodEdit, &Env) -> Result<(), InjectError>;
 
 pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
     run_with(inject, pod, &Env::default())
@@ -17,10 +17,9 @@ pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
 
 pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Env) -> Result<Value, InjectError> {
     let mut whole = pod.clone();
-    let on_whole = inject(&mut PodDoc::new(&mut whole), env);
+    let on_whole = inject(&mut TreeDoc::new(&mut whole), env);
     let view = crate::view::pod_from_value(pod).expect("a pod the view can read");
-    let mut working = serde_json::to_value(&view).expect("view serialises");
-    let mut doc = PodDoc::new(&mut working).deferring();
+    let mut doc = WorkingSet::new(view);
     let on_view = inject(&mut doc, env);
     assert_eq!(on_whole, on_view, "the working set decided otherwise");
     on_view?;

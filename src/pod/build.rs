@@ -1,7 +1,7 @@
 //! Builders for what the injectors add, shared between them: typed
 //! k8s-openapi values, serialised into the pod by the ensure helpers.
 
-use super::{List, PodDoc};
+use super::{List, PodEdit};
 use crate::config::Resources;
 use crate::constants::{
     DEFAULT_STORAGE_INITIALIZER_IMAGE, KSERVE_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER,
@@ -74,7 +74,7 @@ pub fn initializer_image(env: &Env) -> String {
 /// The containers that read the model: the server (`kserve-container`, else
 /// `worker-container`) first, then `transformer-container` when present.
 /// `None` when the pod has no server container.
-pub fn model_containers(pod: &PodDoc) -> Option<Vec<&'static str>> {
+pub fn model_containers(pod: &dyn PodEdit) -> Option<Vec<&'static str>> {
     let present = |name: &str| pod.position(List::Containers, name).is_some();
     let server = [KSERVE_CONTAINER, WORKER_CONTAINER]
         .into_iter()

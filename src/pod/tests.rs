@@ -1,4 +1,6 @@
 use super::*;
+use crate::view::pod_from_value;
+use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
 use serde_json::json;
 
@@ -42,56 +44,154 @@ fn port(name: &str, number: i32) -> ContainerPort {
     }
 }
 
-/// A pod with one container `c` whose body is `c`.
+/// A pod with one container whose body is `c`.
 fn pod_with(c: Value) -> Value {
     json!({"metadata": {"name": "p"}, "spec": {"containers": [c]}})
+}
+
+/// The container as the injectors read it, as JSON (absent fields left out).
+fn json_of(c: &ContainerView) -> Value {
+    serde_json::to_value(c).expect("a view serialises")
+}
+
+fn tree_doc<'a>(root: &'a mut Value, ns: Option<&str>) -> TreeDoc<'a> {
+    match ns {
+        Some(ns) => TreeDoc::in_namespace(root, ns),
+        None => TreeDoc::new(root),
+    }
+}
+
+fn working_set<'a>(pod: &'a Value, ns: Option<&str>) -> WorkingSet<'a> {
+    let view = pod_from_value(pod).expect("the view reads the pod");
+    match ns {
+        Some(ns) => WorkingSet::in_namespace(view, ns),
+        None => WorkingSet::new(view),
+    }
+}
+
+fn apply(pod: &Value, ops: &[PatchOperation]) -> Value {
+    let mut patched = pod.clone();
+    json_patch::patch(&mut patched, ops)
+        .unwrap_or_else(|e| panic!("the operations apply: {e}\n{ops:?}"));
+    patched
+}
+
+/// Runs `edit` on both backends and returns the edited pod, after checking
+/// that they agree: the oracle ([`TreeDoc`]) edits a copy of `pod` in place,
+/// and its operations replayed on `pod` give that copy; the [`WorkingSet`]
+/// built from the view of `pod` gives operations that, applied to `pod`, give
+/// the same pod. Both must agree on whether anything changed, and no change
+/// must mean an unchanged pod. Assertions inside `edit` run on both.
+fn both(pod: &Value, ns: Option<&str>, edit: impl Fn(&mut dyn PodEdit)) -> Value {
+    let mut tree = pod.clone();
+    let mut doc = tree_doc(&mut tree, ns);
+    edit(&mut doc);
+    let tree_changed = doc.changes() > 0;
+    drop(doc);
+
+    // `into_ops` moves the values out of the tree, so the replay edits another copy.
+    let mut scratch = pod.clone();
+    let mut doc = tree_doc(&mut scratch, ns);
+    edit(&mut doc);
+    let tree_ops = doc.into_ops();
+    assert_eq!(
+        apply(pod, &tree_ops),
+        tree,
+        "the oracle's operations do not give its pod: {tree_ops:?}"
+    );
+
+    let mut ws = working_set(pod, ns);
+    edit(&mut ws);
+    let ws_changed = ws.changes() > 0;
+    let ops = ws.into_ops();
+    assert_eq!(
+        apply(pod, &ops),
+        tree,
+        "the working set's operations differ from the oracle: {ops:?}"
+    );
+    assert_eq!(
+        ws_changed, tree_changed,
+        "the backends disagree on a change"
+    );
+    if !tree_changed {
+        assert_eq!(&tree, pod, "no change counted, yet the pod changed");
+        assert!(ops.is_empty(), "no change counted, yet operations: {ops:?}");
+    }
+    tree
+}
+
+/// The working set's operations for `edit` on `pod`, as JSON with added
+/// containers resolved, after checking the oracle agrees ([`both`]).
+fn working_ops(pod: &Value, edit: impl Fn(&mut dyn PodEdit)) -> Value {
+    both(pod, None, &edit);
+    let mut ws = working_set(pod, None);
+    edit(&mut ws);
+    serde_json::to_value(ws.into_ops()).expect("operations serialise")
+}
+
+/// The working set's operations for `edit` on `pod`, after checking they are
+/// the oracle's: whatever is created in the pass arrives whole in one `add`,
+/// a later write inside it folded in, in both.
+fn same_ops_as_tree(pod: &Value, edit: impl Fn(&mut dyn PodEdit)) -> Value {
+    let ops = working_ops(pod, &edit);
+    let mut tree = pod.clone();
+    let mut doc = TreeDoc::new(&mut tree);
+    edit(&mut doc);
+    let tree_ops = serde_json::to_value(doc.into_ops()).expect("operations serialise");
+    assert_eq!(
+        ops, tree_ops,
+        "the working set's operations are not the oracle's"
+    );
+    ops
 }
 
 // --- containers -----------------------------------------------------------
 
 #[test]
 fn ensure_container_appends_once() {
-    let mut raw = pod_with(json!({"name": "kserve-container"}));
-    let mut doc = PodDoc::new(&mut raw);
-    assert!(doc.ensure_container(List::Containers, container("agent")));
-    assert!(!doc.ensure_container(List::Containers, container("agent")));
-    assert_eq!(doc.changes(), 1);
+    let pod = pod_with(json!({"name": "kserve-container"}));
+    let out = both(&pod, None, |doc| {
+        assert!(doc.ensure_container(List::Containers, container("agent")));
+        assert!(!doc.ensure_container(List::Containers, container("agent")));
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"],
+        out["spec"]["containers"],
         json!([{"name": "kserve-container"}, {"name": "agent", "image": "img"}])
     );
 }
 
 #[test]
 fn ensure_container_is_keyed_across_both_lists() {
-    let mut raw = json!({"spec": {
+    let pod = json!({"spec": {
         "containers": [{"name": "kserve-container"}],
         "initContainers": [{"name": "storage-initializer"}]
     }});
-    let before = raw.clone();
-    let mut doc = PodDoc::new(&mut raw);
-    // A name taken in the other list counts as present, both ways.
-    assert!(!doc.ensure_container(List::Containers, container("storage-initializer")));
-    assert!(!doc.ensure_container(List::InitContainers, container("kserve-container")));
-    assert!(doc.has_container_named("storage-initializer"));
-    assert!(doc.has_container_named("kserve-container"));
-    assert!(!doc.has_container_named("agent"));
-    assert_eq!(doc.changes(), 0);
-    assert_eq!(raw, before);
+    let out = both(&pod, None, |doc| {
+        // A name taken in the other list counts as present, both ways.
+        assert!(!doc.ensure_container(List::Containers, container("storage-initializer")));
+        assert!(!doc.ensure_container(List::InitContainers, container("kserve-container")));
+        assert!(doc.has_container_named("storage-initializer"));
+        assert!(doc.has_container_named("kserve-container"));
+        assert!(!doc.has_container_named("agent"));
+        assert_eq!(doc.changes(), 0);
+    });
+    assert_eq!(out, pod);
 }
 
 #[test]
 fn ensure_container_creates_init_containers_when_absent_or_null() {
     for init in [None, Some(Value::Null)] {
-        let mut raw = pod_with(json!({"name": "kserve-container"}));
+        let mut pod = pod_with(json!({"name": "kserve-container"}));
         if let Some(v) = init {
-            raw["spec"]["initContainers"] = v;
+            pod["spec"]["initContainers"] = v;
         }
-        let mut doc = PodDoc::new(&mut raw);
-        assert!(doc.ensure_container(List::InitContainers, container("storage-initializer")));
-        assert_eq!(doc.changes(), 1);
+        let out = both(&pod, None, |doc| {
+            assert!(doc.ensure_container(List::InitContainers, container("storage-initializer")));
+            assert_eq!(doc.changes(), 1);
+        });
         assert_eq!(
-            raw["spec"]["initContainers"],
+            out["spec"]["initContainers"],
             json!([{"name": "storage-initializer", "image": "img"}])
         );
     }
@@ -100,14 +200,16 @@ fn ensure_container_creates_init_containers_when_absent_or_null() {
 #[test]
 fn ensure_container_creates_spec_when_absent_or_null() {
     for spec in [None, Some(Value::Null)] {
-        let mut raw = json!({"metadata": {}});
+        let mut pod = json!({"metadata": {}});
         if let Some(v) = spec {
-            raw["spec"] = v;
+            pod["spec"] = v;
         }
-        let mut doc = PodDoc::new(&mut raw);
-        assert!(doc.ensure_container(List::Containers, container("agent")));
+        let out = both(&pod, None, |doc| {
+            assert!(doc.ensure_container(List::Containers, container("agent")));
+            assert_eq!(doc.changes(), 1);
+        });
         assert_eq!(
-            raw["spec"],
+            out["spec"],
             json!({"containers": [{"name": "agent", "image": "img"}]})
         );
     }
@@ -115,60 +217,98 @@ fn ensure_container_creates_spec_when_absent_or_null() {
 
 #[test]
 fn lookups_by_name() {
-    let mut raw = json!({"spec": {
-        "containers": [{"name": "a"}, {"image": "nameless"}, {"name": "b", "image": "x"}],
+    let pod = json!({"spec": {
+        "containers": [
+            {"name": "kserve-container"},
+            {"image": "nameless"},
+            {"name": "agent", "image": "x", "args": ["--x"], "securityContext": {"runAsUser": 3}}
+        ],
         "initContainers": [{"name": "i"}]
     }});
-    let mut doc = PodDoc::new(&mut raw);
-    assert_eq!(doc.position(List::Containers, "b"), Some(2));
-    assert_eq!(doc.position(List::Containers, "i"), None);
-    assert_eq!(doc.position(List::InitContainers, "i"), Some(0));
-    assert_eq!(
-        doc.entry(List::Containers, "b"),
-        Some(&json!({"name": "b", "image": "x"}))
-    );
-    assert_eq!(doc.entries(List::Containers).len(), 3);
-    let typed = doc.typed_all(List::Containers);
-    assert_eq!(typed.len(), 3);
-    assert_eq!(typed[2].image.as_deref(), Some("x"));
+    both(&pod, None, |doc| {
+        assert_eq!(doc.position(List::Containers, "agent"), Some(2));
+        assert_eq!(doc.position(List::Containers, "i"), None);
+        assert_eq!(doc.position(List::InitContainers, "i"), Some(0));
+        // The typed read: what the view keeps (not the image).
+        let agent = json!({"name": "agent", "args": ["--x"], "securityContext": {"runAsUser": 3}});
+        let found = doc.container(List::Containers, "agent").expect("agent");
+        assert_eq!(json_of(&found), agent);
+        assert!(doc.container(List::Containers, "i").is_none());
+        let all = doc.containers(List::Containers);
+        assert_eq!(all.len(), 3);
+        assert!(all[1].name.is_none());
+        assert_eq!(json_of(&all[2]), agent);
+        let init = doc.containers(List::InitContainers);
+        assert_eq!(init.len(), 1);
+        assert_eq!(json_of(&init[0]), json!({"name": "i"}));
+    });
 }
 
 #[test]
-fn typed_all_skips_a_container_that_does_not_decode() {
-    let mut raw = pod_with(json!({"name": "c", "ports": "not-a-list"}));
-    let mut doc = PodDoc::new(&mut raw);
-    assert!(doc.entry(List::Containers, "c").is_some());
-    assert!(doc.typed_all(List::Containers).is_empty());
+fn an_undecodable_container_reads_as_empty_in_the_tree() {
+    // The oracle reads every list of every container; one that does not
+    // decode reads as an empty view (no name), though it is still found by
+    // position and its neighbours read as usual.
+    let mut raw = json!({"spec": {"containers": [
+        {"name": "c", "ports": "not-a-list"},
+        {"name": "kserve-container", "args": ["--a"]}
+    ]}});
+    let doc = TreeDoc::new(&mut raw);
+    assert_eq!(doc.position(List::Containers, "c"), Some(0));
+    let all = doc.containers(List::Containers);
+    assert_eq!(all.len(), 2);
+    assert_eq!(json_of(&all[0]), json!({}));
+    assert_eq!(
+        json_of(&all[1]),
+        json!({"name": "kserve-container", "args": ["--a"]})
+    );
+    let c = doc.container(List::Containers, "c").expect("found by name");
+    assert!(c.name.is_none());
+    // The working set never sees such a container: the view refuses a
+    // wrong type in a list it reads.
+    let refused = json!({"spec": {"containers": [{"name": "kserve-container", "ports": "x"}]}});
+    assert!(pod_from_value(&refused).is_err());
 }
 
 #[test]
 fn container_mut_needs_an_entry_of_that_name() {
-    let mut raw = pod_with(json!({"name": "c"}));
-    let mut doc = PodDoc::new(&mut raw);
-    assert!(doc.container_mut(List::Containers, "missing").is_none());
-    assert!(doc.container_mut(List::InitContainers, "c").is_none());
-    assert!(doc.container_at(List::Containers, 1).is_none());
-    assert_eq!(
-        doc.container_at(List::Containers, 0)
-            .map(|c| c.raw().clone()),
-        Some(json!({"name": "c"}))
-    );
+    let pod = pod_with(json!({"name": "kserve-container", "args": ["--a"]}));
+    both(&pod, None, |doc| {
+        assert!(doc.container_mut(List::Containers, "missing").is_none());
+        assert!(doc
+            .container_mut(List::InitContainers, "kserve-container")
+            .is_none());
+        assert!(doc.container_at(List::Containers, 1).is_none());
+        assert!(doc.container_at(List::InitContainers, 0).is_none());
+        let args = doc
+            .container_at(List::Containers, 0)
+            .map(|c| c.args().iter().map(|a| a.to_string()).collect::<Vec<_>>());
+        assert_eq!(args, Some(vec!["--a".to_string()]));
+        let args = doc
+            .container_mut(List::Containers, "kserve-container")
+            .map(|c| c.args().len());
+        assert_eq!(args, Some(1));
+    });
 }
 
 // --- volumes --------------------------------------------------------------
 
 #[test]
 fn ensure_volume_is_keyed_by_name() {
-    let mut raw = json!({"spec": {"containers": [], "volumes": [{"name": "data", "configMap": {"name": "cm"}}]}});
-    let mut doc = PodDoc::new(&mut raw);
-    // Same name, different source: the existing volume wins.
-    assert!(!doc.ensure_volume(&volume("data")));
-    assert!(doc.ensure_volume(&volume("model")));
-    assert!(!doc.ensure_volume(&volume("model")));
-    assert_eq!(doc.changes(), 1);
-    assert_eq!(doc.volume_names().collect::<Vec<_>>(), ["data", "model"]);
+    let pod = json!({"spec": {"containers": [], "volumes": [{"name": "data", "configMap": {"name": "cm"}}]}});
+    let out = both(&pod, None, |doc| {
+        // Same name, different source: the existing volume wins.
+        assert!(!doc.ensure_volume(&volume("data")));
+        assert!(!doc.has_volume("model"));
+        assert!(doc.ensure_volume(&volume("model")));
+        assert!(!doc.ensure_volume(&volume("model")));
+        assert_eq!(doc.changes(), 1);
+        assert!(doc.has_volume("data"));
+        assert!(doc.has_volume("model"));
+        assert!(!doc.has_volume("cm"));
+    });
     assert_eq!(
-        raw["spec"]["volumes"],
+        out["spec"]["volumes"],
         json!([{"name": "data", "configMap": {"name": "cm"}}, {"name": "model", "emptyDir": {}}])
     );
 }
@@ -176,15 +316,17 @@ fn ensure_volume_is_keyed_by_name() {
 #[test]
 fn ensure_volume_creates_volumes_when_absent_or_null() {
     for volumes in [None, Some(Value::Null)] {
-        let mut raw = json!({"spec": {"containers": []}});
+        let mut pod = json!({"spec": {"containers": []}});
         if let Some(v) = volumes {
-            raw["spec"]["volumes"] = v;
+            pod["spec"]["volumes"] = v;
         }
-        let mut doc = PodDoc::new(&mut raw);
-        assert!(doc.ensure_volume(&volume("model")));
-        assert_eq!(doc.changes(), 1);
+        let out = both(&pod, None, |doc| {
+            assert!(doc.ensure_volume(&volume("model")));
+            assert_eq!(doc.changes(), 1);
+            assert!(doc.has_volume("model"));
+        });
         assert_eq!(
-            raw["spec"]["volumes"],
+            out["spec"]["volumes"],
             json!([{"name": "model", "emptyDir": {}}])
         );
     }
@@ -194,54 +336,72 @@ fn ensure_volume_creates_volumes_when_absent_or_null() {
 
 #[test]
 fn ensure_mount_is_keyed_by_volume_name() {
-    let mut raw =
-        pod_with(json!({"name": "c", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}));
-    let mut doc = PodDoc::new(&mut raw);
-    let mut c = doc.container_mut(List::Containers, "c").expect("container");
-    // A mount of that volume exists (at another path): nothing to do.
-    assert!(!c.ensure_mount(&mount("data", "/elsewhere")));
-    assert!(c.has_mount("data"));
-    assert!(c.ensure_mount(&mount("model", "/mnt/models")));
-    assert!(!c.ensure_mount(&mount("model", "/mnt/models")));
-    assert_eq!(doc.changes(), 1);
+    let pod = pod_with(
+        json!({"name": "kserve-container", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}),
+    );
+    let out = both(&pod, None, |doc| {
+        {
+            let mut c = doc
+                .container_mut(List::Containers, "kserve-container")
+                .expect("container");
+            // A mount of that volume exists (at another path): nothing to do.
+            assert!(!c.ensure_mount(&mount("data", "/elsewhere")));
+            assert!(c.has_mount("data"));
+            assert!(c.ensure_mount(&mount("model", "/mnt/models")));
+            assert!(!c.ensure_mount(&mount("model", "/mnt/models")));
+            assert!(c.has_mount("model"));
+        }
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["volumeMounts"],
+        out["spec"]["containers"][0]["volumeMounts"],
         json!([{"name": "data", "mountPath": "/data"}, {"name": "model", "mountPath": "/mnt/models"}])
     );
 }
 
 #[test]
 fn ensure_env_is_keyed_by_name_and_keeps_the_existing_entry() {
-    let mut raw = pod_with(json!({"name": "c", "env": [
-        {"name": "FROM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
-    ]}));
-    let mut doc = PodDoc::new(&mut raw);
-    let mut c = doc.container_mut(List::Containers, "c").expect("container");
-    assert!(!c.ensure_env(&var("FROM", "literal")));
-    assert!(c.ensure_env(&var("NEW", "1")));
-    assert!(!c.ensure_env(&var("NEW", "2")));
-    assert_eq!(c.env("NEW"), Some(&json!({"name": "NEW", "value": "1"})));
-    assert_eq!(doc.changes(), 1);
+    let from = json!({"name": "FROM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}});
+    let pod = pod_with(json!({"name": "kserve-container", "env": [from.clone()]}));
+    let out = both(&pod, None, |doc| {
+        {
+            let mut c = doc
+                .container_mut(List::Containers, "kserve-container")
+                .expect("container");
+            assert!(!c.ensure_env(&var("FROM", "literal")));
+            assert!(c.ensure_env(&var("NEW", "1")));
+            assert!(!c.ensure_env(&var("NEW", "2")));
+            assert!(c.has_env("NEW"));
+            assert_eq!(c.env_value("NEW"), Some("1"));
+            assert!(c.has_env("FROM"));
+            assert_eq!(c.env_value("FROM"), None);
+        }
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["env"][0],
-        json!({"name": "FROM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+        out["spec"]["containers"][0]["env"],
+        json!([from, {"name": "NEW", "value": "1"}])
     );
 }
 
 #[test]
 fn ensure_port_is_keyed_by_name() {
-    let mut raw =
-        pod_with(json!({"name": "qp", "ports": [{"name": "aggr-metric", "containerPort": 1234}]}));
-    let mut doc = PodDoc::new(&mut raw);
-    let mut c = doc
-        .container_mut(List::Containers, "qp")
-        .expect("container");
-    assert!(!c.ensure_port(&port("aggr-metric", 9088)));
-    assert!(c.ensure_port(&port("agent-port", 9081)));
-    assert!(!c.ensure_port(&port("agent-port", 9081)));
-    assert_eq!(doc.changes(), 1);
+    let pod = pod_with(
+        json!({"name": "queue-proxy", "ports": [{"name": "aggr-metric", "containerPort": 1234}]}),
+    );
+    let out = both(&pod, None, |doc| {
+        {
+            let mut c = doc
+                .container_mut(List::Containers, "queue-proxy")
+                .expect("container");
+            assert!(!c.ensure_port(&port("aggr-metric", 9088)));
+            assert!(c.ensure_port(&port("agent-port", 9081)));
+            assert!(!c.ensure_port(&port("agent-port", 9081)));
+        }
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["ports"],
+        out["spec"]["containers"][0]["ports"],
         json!([{"name": "aggr-metric", "containerPort": 1234}, {"name": "agent-port", "containerPort": 9081}])
     );
 }
@@ -249,24 +409,31 @@ fn ensure_port_is_keyed_by_name() {
 #[test]
 fn container_lists_are_created_when_absent_or_null() {
     for slot in [None, Some(Value::Null)] {
-        let mut body = json!({"name": "c"});
+        let mut body = json!({"name": "kserve-container"});
         if let Some(v) = &slot {
             body["volumeMounts"] = v.clone();
             body["env"] = v.clone();
             body["ports"] = v.clone();
+            body["args"] = v.clone();
         }
-        let mut raw = pod_with(body);
-        let mut doc = PodDoc::new(&mut raw);
-        let mut c = doc.container_mut(List::Containers, "c").expect("container");
-        assert!(c.ensure_mount(&mount("m", "/m")));
-        assert!(c.ensure_env(&var("E", "v")));
-        assert!(c.ensure_port(&port("p", 1)));
-        c.push_args(&["--flag", "value"]);
-        assert_eq!(doc.changes(), 5);
+        let pod = pod_with(body);
+        let out = both(&pod, None, |doc| {
+            {
+                let mut c = doc
+                    .container_mut(List::Containers, "kserve-container")
+                    .expect("container");
+                assert!(c.ensure_mount(&mount("m", "/m")));
+                assert!(c.ensure_env(&var("E", "v")));
+                assert!(c.ensure_port(&port("p", 1)));
+                c.push_args(&["--flag", "value"]);
+                assert_eq!(c.args(), ["--flag", "value"]);
+            }
+            assert_eq!(doc.changes(), 5);
+        });
         assert_eq!(
-            raw["spec"]["containers"][0],
+            out["spec"]["containers"][0],
             json!({
-                "name": "c",
+                "name": "kserve-container",
                 "volumeMounts": [{"name": "m", "mountPath": "/m"}],
                 "env": [{"name": "E", "value": "v"}],
                 "ports": [{"name": "p", "containerPort": 1}],
@@ -280,33 +447,40 @@ fn container_lists_are_created_when_absent_or_null() {
 
 #[test]
 fn set_env_adds_when_absent() {
-    let mut raw = pod_with(json!({"name": "c"}));
-    let mut doc = PodDoc::new(&mut raw);
-    doc.container_mut(List::Containers, "c")
-        .expect("container")
-        .set_env("MODEL_INIT_MODE", "async");
-    assert_eq!(doc.changes(), 1);
+    let pod = pod_with(json!({"name": "kserve-container"}));
+    let out = both(&pod, None, |doc| {
+        doc.container_mut(List::Containers, "kserve-container")
+            .expect("container")
+            .set_env("MODEL_INIT_MODE", "async");
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["env"],
+        out["spec"]["containers"][0]["env"],
         json!([{"name": "MODEL_INIT_MODE", "value": "async"}])
     );
 }
 
 #[test]
 fn set_env_replaces_the_value_and_keeps_the_entry() {
-    let mut raw = pod_with(json!({"name": "c", "env": [
+    let pod = pod_with(json!({"name": "kserve-container", "env": [
         {"name": "A", "value": "1"},
         {"name": "USER_PORT", "value": "8080", "futureField": {"kept": true}}
     ]}));
-    let mut doc = PodDoc::new(&mut raw);
-    let mut c = doc.container_mut(List::Containers, "c").expect("container");
-    c.set_env("USER_PORT", "9081");
-    // The same value again is not a change.
-    c.set_env("USER_PORT", "9081");
-    c.set_env("A", "1");
-    assert_eq!(doc.changes(), 1);
+    let out = both(&pod, None, |doc| {
+        {
+            let mut c = doc
+                .container_mut(List::Containers, "kserve-container")
+                .expect("container");
+            c.set_env("USER_PORT", "9081");
+            assert_eq!(c.env_value("USER_PORT"), Some("9081"));
+            // The same value again is not a change.
+            c.set_env("USER_PORT", "9081");
+            c.set_env("A", "1");
+        }
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["env"],
+        out["spec"]["containers"][0]["env"],
         json!([
             {"name": "A", "value": "1"},
             {"name": "USER_PORT", "value": "9081", "futureField": {"kept": true}}
@@ -316,18 +490,19 @@ fn set_env_replaces_the_value_and_keeps_the_entry() {
 
 #[test]
 fn set_env_sets_every_entry_of_that_name() {
-    let mut raw = pod_with(json!({"name": "c", "env": [
+    let pod = pod_with(json!({"name": "kserve-container", "env": [
         {"name": "X", "value": "1"},
         {"name": "X", "value": "2"},
         {"name": "X"}
     ]}));
-    let mut doc = PodDoc::new(&mut raw);
-    doc.container_mut(List::Containers, "c")
-        .expect("container")
-        .set_env("X", "new");
-    assert_eq!(doc.changes(), 3);
+    let out = both(&pod, None, |doc| {
+        doc.container_mut(List::Containers, "kserve-container")
+            .expect("container")
+            .set_env("X", "new");
+        assert_eq!(doc.changes(), 3);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["env"],
+        out["spec"]["containers"][0]["env"],
         json!([{"name": "X", "value": "new"}, {"name": "X", "value": "new"}, {"name": "X", "value": "new"}])
     );
 }
@@ -347,26 +522,29 @@ fn set_env_leaves_a_value_from_variable_alone() {
         value_from: Some(from),
     })
     .expect("serialisable");
-    let mut raw = pod_with(json!({"name": "c", "env": [entry.clone()]}));
-    let mut doc = PodDoc::new(&mut raw);
-    doc.container_mut(List::Containers, "c")
-        .expect("container")
-        .set_env("USER_PORT", "9081");
-    // Neither a value next to valueFrom nor a second entry of that name.
-    assert_eq!(doc.changes(), 0);
-    assert_eq!(raw["spec"]["containers"][0]["env"], json!([entry]));
+    let pod = pod_with(json!({"name": "kserve-container", "env": [entry.clone()]}));
+    let out = both(&pod, None, |doc| {
+        doc.container_mut(List::Containers, "kserve-container")
+            .expect("container")
+            .set_env("USER_PORT", "9081");
+        // Neither a value next to valueFrom nor a second entry of that name.
+        assert_eq!(doc.changes(), 0);
+    });
+    assert_eq!(out["spec"]["containers"][0]["env"], json!([entry]));
 }
 
 #[test]
 fn set_env_treats_a_null_value_from_as_absent() {
-    let mut raw = pod_with(json!({"name": "c", "env": [{"name": "X", "valueFrom": null}]}));
-    let mut doc = PodDoc::new(&mut raw);
-    doc.container_mut(List::Containers, "c")
-        .expect("container")
-        .set_env("X", "v");
-    assert_eq!(doc.changes(), 1);
+    let pod =
+        pod_with(json!({"name": "kserve-container", "env": [{"name": "X", "valueFrom": null}]}));
+    let out = both(&pod, None, |doc| {
+        doc.container_mut(List::Containers, "kserve-container")
+            .expect("container")
+            .set_env("X", "v");
+        assert_eq!(doc.changes(), 1);
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["env"],
+        out["spec"]["containers"][0]["env"],
         json!([{"name": "X", "valueFrom": null, "value": "v"}])
     );
 }
@@ -375,19 +553,26 @@ fn set_env_treats_a_null_value_from_as_absent() {
 
 #[test]
 fn set_run_as_user_keeps_other_security_context_fields() {
-    let mut raw = pod_with(json!({"name": "c", "securityContext": {
+    let pod = pod_with(json!({"name": "c", "securityContext": {
         "runAsNonRoot": true,
         "runAsUser": 1,
         "capabilities": {"drop": ["ALL"]},
         "futureField": "kept"
     }}));
-    let mut doc = PodDoc::new(&mut raw);
-    let mut c = doc.container_mut(List::Containers, "c").expect("container");
-    c.set_run_as_user(1010);
-    c.set_run_as_user(1010);
-    assert_eq!(doc.changes(), 1);
+    let out = both(&pod, None, |doc| {
+        {
+            let mut c = doc.container_mut(List::Containers, "c").expect("container");
+            c.set_run_as_user(1010);
+            c.set_run_as_user(1010);
+        }
+        assert_eq!(doc.changes(), 1);
+        let c = doc.container(List::Containers, "c").expect("container");
+        let ctx = c.security_context.as_ref().expect("a security context");
+        assert_eq!(ctx.run_as_user, Some(1010));
+        assert_eq!(ctx.run_as_non_root, Some(true));
+    });
     assert_eq!(
-        raw["spec"]["containers"][0]["securityContext"],
+        out["spec"]["containers"][0]["securityContext"],
         json!({
             "runAsNonRoot": true,
             "runAsUser": 1010,
@@ -404,14 +589,15 @@ fn set_run_as_user_creates_the_security_context_when_absent_or_null() {
         if let Some(v) = slot {
             body["securityContext"] = v;
         }
-        let mut raw = pod_with(body);
-        let mut doc = PodDoc::new(&mut raw);
-        doc.container_mut(List::Containers, "c")
-            .expect("container")
-            .set_run_as_user(1337);
-        assert_eq!(doc.changes(), 1);
+        let pod = pod_with(body);
+        let out = both(&pod, None, |doc| {
+            doc.container_mut(List::Containers, "c")
+                .expect("container")
+                .set_run_as_user(1337);
+            assert_eq!(doc.changes(), 1);
+        });
         assert_eq!(
-            raw["spec"]["containers"][0]["securityContext"],
+            out["spec"]["containers"][0]["securityContext"],
             json!({"runAsUser": 1337})
         );
     }
@@ -427,14 +613,15 @@ fn set_annotation_creates_metadata_and_annotations() {
         json!({"metadata": {"name": "p"}}),
         json!({"metadata": {"name": "p", "annotations": null}}),
     ];
-    for mut raw in cases {
-        let mut doc = PodDoc::new(&mut raw);
-        doc.set_annotation("prometheus.io/port", "9088");
-        doc.set_annotation("prometheus.io/port", "9088");
-        assert_eq!(doc.changes(), 1);
-        assert_eq!(doc.annotation("prometheus.io/port"), Some("9088"));
+    for pod in cases {
+        let out = both(&pod, None, |doc| {
+            doc.set_annotation("prometheus.io/port", "9088");
+            doc.set_annotation("prometheus.io/port", "9088");
+            assert_eq!(doc.changes(), 1);
+            assert_eq!(doc.annotation("prometheus.io/port"), Some("9088"));
+        });
         assert_eq!(
-            raw["metadata"]["annotations"],
+            out["metadata"]["annotations"],
             json!({"prometheus.io/port": "9088"})
         );
     }
@@ -442,33 +629,36 @@ fn set_annotation_creates_metadata_and_annotations() {
 
 #[test]
 fn set_annotation_replaces_a_different_value_and_keeps_the_others() {
-    let mut raw =
-        json!({"metadata": {"annotations": {"a/b~c": "x", "prometheus.io/port": "9091"}}});
-    let mut doc = PodDoc::new(&mut raw);
-    doc.set_annotation("prometheus.io/port", "9088");
-    assert_eq!(doc.changes(), 1);
+    let pod = json!({"metadata": {"annotations": {"a/b~c": "x", "prometheus.io/port": "9091"}}});
+    let out = both(&pod, None, |doc| {
+        doc.set_annotation("prometheus.io/port", "9088");
+        assert_eq!(doc.changes(), 1);
+        assert_eq!(doc.annotation("prometheus.io/port"), Some("9088"));
+        assert_eq!(doc.annotation("a/b~c"), Some("x"));
+    });
     assert_eq!(
-        raw["metadata"]["annotations"],
+        out["metadata"]["annotations"],
         json!({"a/b~c": "x", "prometheus.io/port": "9088"})
     );
 }
 
 #[test]
 fn spec_fields_namespace_and_node_selector() {
-    let mut raw = json!({"metadata": {"namespace": "default"}, "spec": {"containers": [], "nodeSelector": null}});
-    let mut doc = PodDoc::new(&mut raw);
-    doc.set_namespace("default");
-    assert_eq!(doc.changes(), 0);
-    doc.set_namespace("models");
-    doc.set_spec_field("shareProcessNamespace", json!(true));
-    doc.set_spec_field("shareProcessNamespace", json!(true));
-    doc.set_node_selector("cloud.google.com/gke-accelerator", "nvidia-tesla-t4");
-    doc.set_node_selector("cloud.google.com/gke-accelerator", "nvidia-tesla-t4");
-    assert_eq!(doc.changes(), 3);
-    assert_eq!(doc.namespace(), "models");
-    assert_eq!(doc.spec_str("missing"), None);
+    let pod = json!({"metadata": {"namespace": "default"}, "spec": {"containers": [], "nodeSelector": null}});
+    let out = both(&pod, None, |doc| {
+        doc.set_namespace("default");
+        assert_eq!(doc.changes(), 0);
+        doc.set_namespace("models");
+        doc.set_share_process_namespace(true);
+        doc.set_share_process_namespace(true);
+        doc.set_node_selector("cloud.google.com/gke-accelerator", "nvidia-tesla-t4");
+        doc.set_node_selector("cloud.google.com/gke-accelerator", "nvidia-tesla-t4");
+        assert_eq!(doc.changes(), 3);
+        assert_eq!(doc.namespace(), "models");
+        assert_eq!(doc.service_account_name(), "");
+    });
     assert_eq!(
-        raw,
+        out,
         json!({"metadata": {"namespace": "models"}, "spec": {
             "containers": [],
             "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"},
@@ -478,18 +668,65 @@ fn spec_fields_namespace_and_node_selector() {
 }
 
 #[test]
-fn reads_of_metadata() {
+fn set_share_process_namespace_replaces_a_different_value() {
+    let pod = json!({"spec": {"containers": [], "shareProcessNamespace": false}});
+    let out = both(&pod, None, |doc| {
+        doc.set_share_process_namespace(true);
+        assert_eq!(doc.changes(), 1);
+    });
+    assert_eq!(out["spec"]["shareProcessNamespace"], json!(true));
+    let out = both(&json!({}), None, |doc| {
+        doc.set_share_process_namespace(true);
+        doc.set_namespace("ns");
+        assert_eq!(doc.changes(), 2);
+    });
+    assert_eq!(
+        out,
+        json!({"metadata": {"namespace": "ns"}, "spec": {"shareProcessNamespace": true}})
+    );
+}
+
+#[test]
+fn reads_of_metadata_and_spec() {
+    let pod = json!({
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "labels": {"serving.kserve.io/inferenceservice": "sk"},
+            "annotations": {"a": "1"}
+        },
+        "spec": {
+            "serviceAccountName": "sa",
+            "imagePullSecrets": [{"name": "first"}, {"name": "second"}]
+        }
+    });
+    both(&pod, None, |doc| {
+        assert_eq!(doc.name(), "p");
+        assert_eq!(doc.namespace(), "ns");
+        assert_eq!(doc.label("serving.kserve.io/inferenceservice"), Some("sk"));
+        assert_eq!(doc.label("missing"), None);
+        assert_eq!(doc.annotation("a"), Some("1"));
+        assert_eq!(doc.annotation("c"), None);
+        assert_eq!(doc.service_account_name(), "sa");
+        assert_eq!(doc.first_image_pull_secret(), Some("first"));
+    });
+    both(&json!({"spec": {"imagePullSecrets": []}}), None, |doc| {
+        assert_eq!(doc.first_image_pull_secret(), None);
+        assert_eq!(doc.service_account_name(), "");
+    });
+}
+
+#[test]
+fn tree_reads_values_that_are_not_strings_as_absent() {
+    // The view refuses such a pod, so only the oracle meets one.
     let mut raw = json!({"metadata": {
         "name": "p",
-        "namespace": "ns",
         "labels": {"serving.kserve.io/inferenceservice": "sk", "n": 1},
         "annotations": {"a": "1", "b": null}
     }});
-    let doc = PodDoc::new(&mut raw);
-    assert_eq!(doc.name(), "p");
-    assert_eq!(doc.namespace(), "ns");
+    assert!(pod_from_value(&raw).is_err());
+    let doc = TreeDoc::new(&mut raw);
     assert_eq!(doc.label("serving.kserve.io/inferenceservice"), Some("sk"));
-    // Values that are not strings read as absent.
     assert_eq!(doc.label("n"), None);
     assert_eq!(doc.annotation("a"), Some("1"));
     assert_eq!(doc.annotation("b"), None);
@@ -498,63 +735,55 @@ fn reads_of_metadata() {
 
 #[test]
 fn the_request_namespace_wins_over_the_pod_s() {
-    let mut raw = json!({"metadata": {"namespace": "ns"}});
-    let doc = PodDoc::in_namespace(&mut raw, "request-ns");
-    assert_eq!(doc.namespace(), "request-ns");
-    let mut raw = json!({});
-    let doc = PodDoc::new(&mut raw);
-    assert_eq!(doc.namespace(), "");
-    assert_eq!(doc.name(), "");
+    let pod = json!({"metadata": {"namespace": "ns"}});
+    both(&pod, Some("request-ns"), |doc| {
+        assert_eq!(doc.namespace(), "request-ns");
+    });
+    both(&pod, None, |doc| assert_eq!(doc.namespace(), "ns"));
+    both(&json!({}), None, |doc| {
+        assert_eq!(doc.namespace(), "");
+        assert_eq!(doc.name(), "");
+    });
 }
 
 // --- change counter -------------------------------------------------------
 
 #[test]
 fn the_counter_counts_only_real_changes() {
-    let mut raw = json!({
+    let pod = json!({
         "metadata": {"annotations": {"k": "v"}},
         "spec": {
-            "containers": [{"name": "c", "env": [{"name": "E", "value": "v"}],
+            "containers": [{"name": "kserve-container", "env": [{"name": "E", "value": "v"}],
                 "securityContext": {"runAsUser": 7},
                 "volumeMounts": [{"name": "m", "mountPath": "/m"}],
                 "ports": [{"name": "p", "containerPort": 1}]}],
             "volumes": [{"name": "m", "emptyDir": {}}],
+            "nodeSelector": {"n": "1"},
             "shareProcessNamespace": true
         }
     });
-    let before = raw.clone();
-    let mut doc = PodDoc::new(&mut raw);
-    doc.set_annotation("k", "v");
-    doc.set_spec_field("shareProcessNamespace", json!(true));
-    assert!(!doc.ensure_volume(&volume("m")));
-    assert!(!doc.ensure_container(List::Containers, container("c")));
-    let mut c = doc.container_mut(List::Containers, "c").expect("container");
-    c.set_env("E", "v");
-    c.set_run_as_user(7);
-    assert!(!c.ensure_env(&var("E", "other")));
-    assert!(!c.ensure_mount(&mount("m", "/other")));
-    assert!(!c.ensure_port(&port("p", 2)));
-    assert_eq!(doc.changes(), 0);
-    assert_eq!(raw, before);
+    let out = both(&pod, Some("elsewhere"), |doc| {
+        doc.set_annotation("k", "v");
+        doc.set_share_process_namespace(true);
+        doc.set_node_selector("n", "1");
+        assert!(!doc.ensure_volume(&volume("m")));
+        assert!(!doc.ensure_container(List::Containers, container("kserve-container")));
+        {
+            let mut c = doc
+                .container_mut(List::Containers, "kserve-container")
+                .expect("container");
+            c.set_env("E", "v");
+            c.set_run_as_user(7);
+            assert!(!c.ensure_env(&var("E", "other")));
+            assert!(!c.ensure_mount(&mount("m", "/other")));
+            assert!(!c.ensure_port(&port("p", 2)));
+        }
+        assert_eq!(doc.changes(), 0);
+    });
+    assert_eq!(out, pod);
 }
 
-#[test]
-fn an_unchanged_counter_means_an_unchanged_pod() {
-    // Whatever a helper is asked to write, a counter at 0 means the tree is
-    // as it was: the pipeline skips the diff on that promise.
-    let mut raw = json!({"metadata": {}, "spec": {"containers": []}});
-    let before = raw.clone();
-    let mut doc = PodDoc::new(&mut raw);
-    doc.set_spec_field("someField", Value::Null);
-    if doc.changes() == 0 {
-        assert_eq!(
-            raw, before,
-            "set_spec_field(key, null) on an absent key added `key: null` without counting a change"
-        );
-    }
-}
-
-// --- odd shapes -----------------------------------------------------------
+// --- odd shapes (the oracle only: the view refuses them) ------------------
 
 #[test]
 fn odd_shapes_are_left_alone_without_panicking() {
@@ -571,16 +800,17 @@ fn odd_shapes_are_left_alone_without_panicking() {
         }}),
     ];
     for shape in shapes {
+        assert!(pod_from_value(&shape).is_err(), "{shape}");
         let mut raw = shape.clone();
-        let mut doc = PodDoc::new(&mut raw);
+        let mut doc = TreeDoc::new(&mut raw);
         doc.set_annotation("a", "b");
         doc.set_node_selector("k", "v");
         assert!(!doc.ensure_container(List::Containers, container("c")));
         assert!(!doc.ensure_container(List::InitContainers, container("i")));
         assert!(!doc.ensure_volume(&volume("v")));
         assert!(doc.container_mut(List::Containers, "c").is_none());
-        assert_eq!(doc.entries(List::Containers).len(), 0);
-        assert_eq!(doc.volume_names().count(), 0);
+        assert_eq!(doc.containers(List::Containers).len(), 0);
+        assert!(!doc.has_volume("v"));
         assert_eq!(doc.annotation("a"), None);
         assert_eq!(doc.changes(), 0, "{shape}");
         assert_eq!(raw, shape);
@@ -594,24 +824,31 @@ fn odd_container_shapes_are_left_alone_without_panicking() {
         {"name": "c", "env": "e", "volumeMounts": {"m": 1}, "ports": 5, "securityContext": "s", "args": "a"},
         {"name": "d", "env": [1, "x", null, {"name": 3}]}
     ]}});
+    assert!(pod_from_value(&raw).is_err());
     let before = raw.clone();
-    let mut doc = PodDoc::new(&mut raw);
+    let mut doc = TreeDoc::new(&mut raw);
     assert_eq!(doc.position(List::Containers, "c"), Some(1));
-    let mut c = doc.container_mut(List::Containers, "c").expect("container");
-    assert!(!c.ensure_mount(&mount("m", "/m")));
-    assert!(!c.ensure_env(&var("E", "v")));
-    assert!(!c.ensure_port(&port("p", 1)));
-    c.set_env("E", "v");
-    c.set_run_as_user(1);
-    c.push_args(&["x"]);
-    assert_eq!(c.env("E"), None);
+    {
+        let mut c = doc.container_mut(List::Containers, "c").expect("container");
+        assert!(!c.ensure_mount(&mount("m", "/m")));
+        assert!(!c.ensure_env(&var("E", "v")));
+        assert!(!c.ensure_port(&port("p", 1)));
+        c.set_env("E", "v");
+        c.set_run_as_user(1);
+        c.push_args(&["x"]);
+        assert!(!c.has_env("E"));
+        assert!(c.args().is_empty());
+    }
     assert_eq!(doc.changes(), 0);
     assert_eq!(raw, before);
 
     // Entries that are not name-keyed objects are skipped, not failed on.
-    let mut doc = PodDoc::new(&mut raw);
-    let mut d = doc.container_mut(List::Containers, "d").expect("container");
-    d.set_env("E", "v");
+    let mut doc = TreeDoc::new(&mut raw);
+    {
+        let mut d = doc.container_mut(List::Containers, "d").expect("container");
+        d.set_env("E", "v");
+        assert_eq!(d.env_value("E"), Some("v"));
+    }
     assert_eq!(doc.changes(), 1);
     assert_eq!(
         raw["spec"]["containers"][2]["env"],
@@ -619,16 +856,16 @@ fn odd_container_shapes_are_left_alone_without_panicking() {
     );
 }
 
-#[test]
-fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
-    let input = json!({"spec": {"containers": [{"name": "a"}]}});
-    let mut out = input.clone();
-    let mut doc = PodDoc::new(&mut out);
+// --- the operations -------------------------------------------------------
+
+/// Edits inside things added in the same pass: the oracle folds them into
+/// the `add`, the working set records them as operations of their own.
+fn edit_inside_added(doc: &mut dyn PodEdit) {
     doc.set_annotation("x/y", "1");
     doc.set_annotation("z", "2");
     doc.ensure_container(
         List::InitContainers,
-        k8s_openapi::api::core::v1::Container {
+        Container {
             name: "init".into(),
             ..Default::default()
         },
@@ -641,7 +878,16 @@ fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
         c.set_run_as_user(7);
         c.set_run_as_user(8);
     }
-    let after = doc.raw().clone();
+}
+
+#[test]
+fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
+    let input = json!({"spec": {"containers": [{"name": "a"}]}});
+    // Checks too that the oracle's operations give its pod.
+    let after = both(&input, None, edit_inside_added);
+    let mut out = input.clone();
+    let mut doc = TreeDoc::new(&mut out);
+    edit_inside_added(&mut doc);
     let ops = doc.into_ops();
     assert_eq!(
         serde_json::to_value(&ops).unwrap(),
@@ -652,9 +898,21 @@ fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
             {"op": "add", "path": "/spec/containers/0/securityContext", "value": {"runAsUser": 8}}
         ])
     );
-    let mut patched = input;
-    json_patch::patch(&mut patched, &ops).unwrap();
-    assert_eq!(patched, after);
+    assert_eq!(apply(&input, &ops), after);
+}
+
+#[test]
+fn the_working_set_sends_what_it_creates_whole_as_the_tree_does() {
+    let input = json!({"spec": {"containers": [{"name": "a"}]}});
+    assert_eq!(
+        same_ops_as_tree(&input, edit_inside_added),
+        json!([
+            {"op": "add", "path": "/metadata", "value": {"annotations": {"x/y": "1", "z": "2"}}},
+            {"op": "add", "path": "/spec/initContainers",
+             "value": [{"name": "init", "securityContext": {"runAsUser": 6}}]},
+            {"op": "add", "path": "/spec/containers/0/securityContext", "value": {"runAsUser": 8}}
+        ])
+    );
 }
 
 #[test]
@@ -662,56 +920,269 @@ fn values_are_found_at_escaped_pointers() {
     let mut tree = serde_json::json!({"a/b": {"c~d": [0, {"e": 1}]}, "~1": 2});
     let path = jsonptr::PointerBuf::parse("/a~1b/c~0d/1/e").expect("a pointer");
     assert_eq!(
-        super::value_at(&mut tree, &path),
+        super::tree::value_at(&mut tree, &path),
         Some(&mut serde_json::json!(1))
     );
     let tilde_one = jsonptr::PointerBuf::parse("/~01").expect("a pointer");
     assert_eq!(
-        super::value_at(&mut tree, &tilde_one),
+        super::tree::value_at(&mut tree, &tilde_one),
         Some(&mut serde_json::json!(2))
     );
     let missing = jsonptr::PointerBuf::parse("/a~1b/c~0d/2").expect("a pointer");
-    assert_eq!(super::value_at(&mut tree, &missing), None);
+    assert_eq!(super::tree::value_at(&mut tree, &missing), None);
 }
 
-// --- containers held typed (the working set's mode) -------------------------
+// --- containers added whole (the working set keeps them typed) -------------
 
 #[test]
-fn a_held_container_is_found_by_name_and_written_whole_into_the_patch() {
-    let mut raw = pod_with(json!({"name": "c"}));
-    let mut doc = PodDoc::new(&mut raw).deferring();
-    assert!(doc.ensure_container(List::Containers, container("agent")));
-    assert!(!doc.ensure_container(List::InitContainers, container("agent")));
-    assert_eq!(doc.position(List::Containers, "agent"), Some(1));
-    assert_eq!(doc.typed_all(List::Containers)[1], container("agent"));
-    let (ops, deferred) = doc.into_patch();
+fn an_added_container_is_found_by_name_and_written_whole_into_the_patch() {
+    let pod = pod_with(json!({"name": "kserve-container"}));
+    let mut ws = working_set(&pod, None);
+    assert!(ws.ensure_container(List::Containers, container("agent")));
+    assert!(!ws.ensure_container(List::InitContainers, container("agent")));
+    assert!(ws.has_container_named("agent"));
+    assert_eq!(ws.position(List::Containers, "agent"), Some(1));
+    assert_eq!(ws.positions(List::Containers, "agent"), [1]);
+    assert_eq!(ws.containers(List::Containers).len(), 2);
+    let read = ws.container(List::Containers, "agent").expect("agent");
+    assert_eq!(json_of(&read), json!({"name": "agent"}));
+    assert!(ws.container_at(List::Containers, 1).is_some());
+    assert_eq!(ws.changes(), 1);
+    let (ops, deferred) = ws.into_patch();
     let [PatchOperation::Add(op)] = ops.as_slice() else {
         panic!("one add: {ops:?}");
     };
     assert_eq!(op.path.as_str(), "/spec/containers/1");
+    // A placeholder, not the container's JSON.
+    assert_ne!(op.value, to_json(&container("agent")));
     assert_eq!(deferred.get(&op.value), Some(&container("agent")));
+    assert_eq!(deferred.get(&json!({"name": "agent"})), None);
 }
 
 #[test]
-fn a_held_container_becomes_json_when_read_or_edited() {
-    let mut raw = pod_with(json!({"name": "c"}));
-    let mut doc = PodDoc::new(&mut raw).deferring();
-    doc.ensure_container(List::Containers, container("agent"));
-    let whole = json!({"name": "agent", "image": "img"});
-    assert_eq!(doc.entry(List::Containers, "agent"), Some(&whole));
-    doc.ensure_container(List::InitContainers, container("init"));
-    if let Some(mut c) = doc.container_mut(List::InitContainers, "init") {
-        c.set_run_as_user(7);
-    }
-    let ops = doc.into_ops();
-    let values: Vec<&Value> = ops
-        .iter()
-        .map(|op| match op {
-            PatchOperation::Add(o) => &o.value,
-            other => panic!("only adds: {other:?}"),
-        })
-        .collect();
-    assert_eq!(values[0], &whole);
-    let init = json!([{"name": "init", "image": "img", "securityContext": {"runAsUser": 7}}]);
-    assert_eq!(values[1], &init);
+fn an_added_container_can_be_edited_in_the_same_pass() {
+    let pod = pod_with(json!({"name": "kserve-container"}));
+    let edit = |doc: &mut dyn PodEdit| {
+        assert!(doc.ensure_container(List::Containers, container("agent")));
+        assert!(doc.ensure_container(List::InitContainers, container("init")));
+        doc.container_mut(List::InitContainers, "init")
+            .expect("the added container")
+            .set_run_as_user(7);
+        let init = doc.container(List::InitContainers, "init").expect("init");
+        let ctx = init.security_context.as_ref().expect("a security context");
+        assert_eq!(ctx.run_as_user, Some(7));
+    };
+    let init = json!({"name": "init", "image": "img", "securityContext": {"runAsUser": 7}});
+    let agent = json!({"name": "agent", "image": "img"});
+    let out = both(&pod, None, edit);
+    assert_eq!(out["spec"]["initContainers"], json!([init]));
+    assert_eq!(out["spec"]["containers"][1], agent);
+
+    // The working set's own operations, applied to the input.
+    let mut ws = working_set(&pod, None);
+    edit(&mut ws);
+    let patched = apply(&pod, &ws.into_ops());
+    assert_eq!(patched["spec"]["initContainers"], json!([init]));
+    assert_eq!(
+        patched["spec"]["containers"],
+        json!([{"name": "kserve-container"}, agent])
+    );
+}
+
+// --- the working set's operations -----------------------------------------
+
+#[test]
+fn set_env_adds_a_missing_value_and_replaces_a_different_one() {
+    let pod = pod_with(json!({"name": "kserve-container", "env": [
+        {"name": "X"},
+        {"name": "Y", "value": "1"},
+        {"name": "Z", "value": "same"}
+    ]}));
+    let ops = working_ops(&pod, |doc| {
+        let mut c = doc
+            .container_mut(List::Containers, "kserve-container")
+            .expect("container");
+        c.set_env("X", "a");
+        c.set_env("Y", "2");
+        c.set_env("Z", "same");
+        c.set_env("Y", "2");
+    });
+    assert_eq!(
+        ops,
+        json!([
+            {"op": "add", "path": "/spec/containers/0/env/0/value", "value": "a"},
+            {"op": "replace", "path": "/spec/containers/0/env/1/value", "value": "2"}
+        ])
+    );
+}
+
+#[test]
+fn set_env_addresses_the_container_and_entry_by_index() {
+    let pod = json!({"spec": {"containers": [
+        {"name": "istio-proxy", "env": [{"name": "X", "value": "1"}]},
+        {"name": "kserve-container", "env": [{"name": "A", "value": "1"}, {"name": "X", "value": "1"}]}
+    ]}});
+    let ops = working_ops(&pod, |doc| {
+        let mut c = doc
+            .container_mut(List::Containers, "kserve-container")
+            .expect("container");
+        c.set_env("X", "2");
+        c.set_env("NEW", "3");
+    });
+    assert_eq!(
+        ops,
+        json!([
+            {"op": "replace", "path": "/spec/containers/1/env/1/value", "value": "2"},
+            {"op": "add", "path": "/spec/containers/1/env/2", "value": {"name": "NEW", "value": "3"}}
+        ])
+    );
+}
+
+#[test]
+fn set_annotation_operations() {
+    // No metadata: one add of the whole object.
+    let ops = working_ops(&json!({"spec": {}}), |doc| doc.set_annotation("k", "v"));
+    assert_eq!(
+        ops,
+        json!([{"op": "add", "path": "/metadata", "value": {"annotations": {"k": "v"}}}])
+    );
+    // Metadata without annotations: one add of the map.
+    let ops = working_ops(&json!({"metadata": {"name": "p"}}), |doc| {
+        doc.set_annotation("k", "v")
+    });
+    assert_eq!(
+        ops,
+        json!([{"op": "add", "path": "/metadata/annotations", "value": {"k": "v"}}])
+    );
+    // The same value: nothing; another value: a replace; a new key: an add.
+    let pod = json!({"metadata": {"annotations": {"k": "v", "o": "1"}}});
+    assert_eq!(
+        working_ops(&pod, |doc| doc.set_annotation("k", "v")),
+        json!([])
+    );
+    let ops = working_ops(&pod, |doc| {
+        doc.set_annotation("o", "2");
+        doc.set_annotation("n", "3");
+    });
+    assert_eq!(
+        ops,
+        json!([
+            {"op": "replace", "path": "/metadata/annotations/o", "value": "2"},
+            {"op": "add", "path": "/metadata/annotations/n", "value": "3"}
+        ])
+    );
+}
+
+#[test]
+fn an_annotation_key_is_escaped_in_the_path() {
+    let pod = json!({"metadata": {"annotations": {}}});
+    let ops = working_ops(&pod, |doc| {
+        doc.set_annotation("a/b~c", "1");
+        assert_eq!(doc.annotation("a/b~c"), Some("1"));
+    });
+    assert_eq!(
+        ops,
+        json!([{"op": "add", "path": "/metadata/annotations/a~1b~0c", "value": "1"}])
+    );
+    let out = both(&pod, None, |doc| doc.set_annotation("a/b~c", "1"));
+    assert_eq!(out["metadata"]["annotations"], json!({"a/b~c": "1"}));
+}
+
+#[test]
+fn ensure_volume_creates_spec_or_the_list_or_appends_at_the_next_index() {
+    let edit = |doc: &mut dyn PodEdit| {
+        assert!(doc.ensure_volume(&volume("model")));
+        assert!(doc.ensure_volume(&volume("data")));
+        assert!(!doc.ensure_volume(&volume("model")));
+    };
+    let (model, data) = (
+        json!({"name": "model", "emptyDir": {}}),
+        json!({"name": "data", "emptyDir": {}}),
+    );
+    // No spec: one add of the whole object, both volumes in it.
+    assert_eq!(
+        same_ops_as_tree(&json!({"metadata": {}}), edit),
+        json!([{"op": "add", "path": "/spec", "value": {"volumes": [model, data]}}])
+    );
+    // A spec with a null list: one add of the list.
+    assert_eq!(
+        same_ops_as_tree(&json!({"spec": {"volumes": null}}), edit),
+        json!([{"op": "add", "path": "/spec/volumes", "value": [model, data]}])
+    );
+    // A list: each volume added at its index.
+    let pod = json!({"spec": {"volumes": [{"name": "v", "secret": {"secretName": "s"}}]}});
+    assert_eq!(
+        working_ops(&pod, edit),
+        json!([
+            {"op": "add", "path": "/spec/volumes/1", "value": model},
+            {"op": "add", "path": "/spec/volumes/2", "value": data}
+        ])
+    );
+}
+
+#[test]
+fn spec_maps_and_flags_are_created_whole_when_spec_is_absent() {
+    let edit = |doc: &mut dyn PodEdit| {
+        doc.set_node_selector("k", "v");
+        doc.set_share_process_namespace(true);
+        doc.set_node_selector("k2", "v2");
+    };
+    assert_eq!(
+        same_ops_as_tree(&json!({}), edit),
+        json!([{"op": "add", "path": "/spec",
+                "value": {"nodeSelector": {"k": "v", "k2": "v2"}, "shareProcessNamespace": true}}])
+    );
+    // With a spec and a node selector: one operation per key.
+    let pod = json!({"spec": {"nodeSelector": {"k": "old"}}});
+    assert_eq!(
+        working_ops(&pod, edit),
+        json!([
+            {"op": "replace", "path": "/spec/nodeSelector/k", "value": "v"},
+            {"op": "add", "path": "/spec/shareProcessNamespace", "value": true},
+            {"op": "add", "path": "/spec/nodeSelector/k2", "value": "v2"}
+        ])
+    );
+}
+
+#[test]
+fn push_args_creates_the_list_then_appends() {
+    let edit = |doc: &mut dyn PodEdit| {
+        let mut c = doc
+            .container_mut(List::Containers, "kserve-container")
+            .expect("container");
+        c.push_args(&["--a", "--b"]);
+        c.push_args(&["--c"]);
+        assert!(c.args().ends_with(&["--a", "--b", "--c"]));
+    };
+    // No list: created with one add, the later arguments in it.
+    let pod = pod_with(json!({"name": "kserve-container"}));
+    assert_eq!(
+        same_ops_as_tree(&pod, edit),
+        json!([{"op": "add", "path": "/spec/containers/0/args", "value": ["--a", "--b", "--c"]}])
+    );
+    // A list: each argument appended at its index, in the right container.
+    let pod = json!({"spec": {"containers": [
+        {"name": "istio-proxy", "args": ["proxy"]},
+        {"name": "kserve-container", "args": ["x"]}
+    ]}});
+    assert_eq!(
+        working_ops(&pod, edit),
+        json!([
+            {"op": "add", "path": "/spec/containers/1/args/1", "value": "--a"},
+            {"op": "add", "path": "/spec/containers/1/args/2", "value": "--b"},
+            {"op": "add", "path": "/spec/containers/1/args/3", "value": "--c"}
+        ])
+    );
+    let pod = json!({"spec": {"initContainers": [
+        {"name": "storage-initializer", "args": ["src", "dst"]}
+    ]}});
+    let ops = working_ops(&pod, |doc| {
+        doc.container_mut(List::InitContainers, "storage-initializer")
+            .expect("container")
+            .push_args(&["--x"]);
+    });
+    assert_eq!(
+        ops,
+        json!([{"op": "add", "path": "/spec/initContainers/0/args/2", "value": "--x"}])
+    );
 }

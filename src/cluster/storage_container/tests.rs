@@ -1,7 +1,6 @@
 //! Vectors S26–S28 (selection) and the #3900 guard.
 
 use super::*;
-use k8s_openapi::api::core::v1::VolumeMount;
 use serde_json::{json, Value};
 
 fn csc(name: &str, spec: Value, disabled: Option<bool>) -> Value {
@@ -195,48 +194,31 @@ fn invalid_regex_is_an_error_when_reached() {
     );
 }
 
-fn init(name: &str, mounts: &[(&str, &str)]) -> Container {
-    Container {
-        name: name.into(),
-        volume_mounts: Some(
-            mounts
-                .iter()
-                .map(|(n, p)| VolumeMount {
-                    name: n.to_string(),
-                    mount_path: p.to_string(),
-                    ..Default::default()
-                })
-                .collect(),
-        ),
-        ..Default::default()
-    }
+fn init(name: &str, mounts: &[(&str, &str)]) -> Value {
+    let mounts: Vec<_> = (mounts.iter())
+        .map(|(n, p)| json!({"name": n, "mountPath": p}))
+        .collect();
+    json!({"name": name, "volumeMounts": mounts})
+}
+
+/// The guard on init containers given as JSON, read as the injectors read them.
+fn injected(init_containers: &[Value], csc_container_name: Option<&str>) -> bool {
+    let views: Vec<_> = (init_containers.iter())
+        .map(crate::view::container_from_value)
+        .collect();
+    storage_initializer_injected(&views, csc_container_name)
 }
 
 #[test]
 fn guard_recognises_renamed_init_container_by_name_and_model_mount() {
     let model = [("kserve-provision-location", "/mnt/models")];
-    assert!(storage_initializer_injected(
-        &[init("storage-initializer", &[])],
-        None
-    ));
-    assert!(storage_initializer_injected(
-        &[init("my-init", &model)],
-        Some("my-init")
-    ));
+    assert!(injected(&[init("storage-initializer", &[])], None));
+    assert!(injected(&[init("my-init", &model)], Some("my-init")));
     // The user's own container of that name, without our mount: not ours.
-    assert!(!storage_initializer_injected(
-        &[init("my-init", &[])],
-        Some("my-init")
-    ));
+    assert!(!injected(&[init("my-init", &[])], Some("my-init")));
     // Our mount on a container the selected CSC does not name: not ours.
-    assert!(!storage_initializer_injected(
-        &[init("other", &model)],
-        Some("my-init")
-    ));
-    assert!(!storage_initializer_injected(
-        &[init("my-init", &model)],
-        None
-    ));
-    assert!(!storage_initializer_injected(&[init("", &model)], Some("")));
-    assert!(!storage_initializer_injected(&[], Some("my-init")));
+    assert!(!injected(&[init("other", &model)], Some("my-init")));
+    assert!(!injected(&[init("my-init", &model)], None));
+    assert!(!injected(&[init("", &model)], Some("")));
+    assert!(!injected(&[], Some("my-init")));
 }

@@ -488,7 +488,7 @@ fn fetch_mode_adds_its_source_to_an_existing_initializer() {
 
 /// The pipeline's modelcar step (`injectors::PIPELINE`): modelcar, then
 /// Istio CNI again.
-fn modelcar_step(pod: &mut PodDoc, env: &Env) -> Result<(), InjectError> {
+fn modelcar_step(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     inject(pod, env)?;
     crate::injectors::istio_cni::inject(pod, env)
 }

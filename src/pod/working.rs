@@ -1,0 +1,631 @@
+//! The webhook's pod: the borrowed view of the request, edited in place and
+//! typed. Each write changes the typed field the injectors read back and
+//! records, when it decides, the operation with its value (a small JSON
+//! value, or a placeholder for a container added whole, see [`Deferred`]).
+//! A later edit inside something added earlier is folded into that `add`'s
+//! value when the patch is taken ([`WorkingSet::into_patch`]). The view keeps every list the injectors write whole (all
+//! entries, at their indices) and every object on a written path exactly
+//! when the pod has it, so indices and "create the list" decisions are the
+//! pod's own; the oracle ([`super::TreeDoc`]) checks that on every test pod.
+
+use super::{child, child_of, to_json, Annotations, ContainerEdit, Deferred, List, PodEdit};
+use crate::view::{
+    Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
+    SpecView, Str, StrMap,
+};
+use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
+use jsonptr::PointerBuf;
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, EnvVar, SecurityContext, Volume, VolumeMount,
+};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+pub struct WorkingSet<'a> {
+    pod: PodView<'a>,
+    /// The namespace the pod is created in, which a pod template does not carry.
+    namespace: Option<String>,
+    ops: Vec<PatchOperation>,
+    deferred: Deferred,
+}
+
+type Ops = Vec<PatchOperation>;
+
+fn owned(s: &str) -> Str<'static> {
+    Str(Cow::Owned(s.to_string()))
+}
+
+/// One of the constant pointers below; parsing them each time was a
+/// twentieth of a small review.
+fn pointer(text: &'static str) -> PointerBuf {
+    debug_assert!(jsonptr::Pointer::parse(text).is_ok());
+    // SAFETY: callers pass constant pointers, each a valid RFC 6901 pointer
+    // (checked above in debug builds, and by the tests that reach them).
+    unsafe { PointerBuf::new_unchecked(text) }
+}
+
+fn add(ops: &mut Ops, path: PointerBuf, value: Value) {
+    ops.push(PatchOperation::Add(AddOperation { path, value }));
+}
+
+fn replace(ops: &mut Ops, path: PointerBuf, value: Value) {
+    ops.push(PatchOperation::Replace(ReplaceOperation { path, value }));
+}
+
+fn object(key: &str, value: Value) -> Value {
+    let mut map = Map::new();
+    map.insert(key.to_string(), value);
+    Value::Object(map)
+}
+
+/// Appends `item` to the list at `path` (`value` is its JSON), creating the
+/// list with one `add` when absent; `ops` is `None` when the list's parent
+/// was just added whole, with this entry in it.
+fn push_entry<T>(
+    list: &mut Option<Capped<T>>,
+    item: T,
+    path: &PointerBuf,
+    value: Value,
+    ops: Option<&mut Ops>,
+) {
+    match list {
+        Some(items) => {
+            items.0.push(item);
+            if let Some(ops) = ops {
+                add(ops, child(path, [(items.0.len() - 1).into()]), value);
+            }
+        }
+        None => {
+            *list = Some(Capped(vec![item]));
+            if let Some(ops) = ops {
+                add(ops, path.clone(), Value::Array(vec![value]));
+            }
+        }
+    }
+}
+
+/// Sets `key` in the string map at `path`, creating the map when absent;
+/// `ops` as in [`push_entry`]. Duplicate keys read as their last entry.
+fn set_entry<'a>(
+    map: &mut Option<StrMap<'a>>,
+    path: &'static str,
+    key: &str,
+    value: &str,
+    ops: Option<&mut Ops>,
+) {
+    let Some(entries) = map else {
+        *map = Some(StrMap(vec![(owned(key), owned(value))]));
+        if let Some(ops) = ops {
+            add(ops, pointer(path), object(key, Value::from(value)));
+        }
+        return;
+    };
+    let at = || child_of(path, [key.into()]);
+    match entries.0.iter_mut().rev().find(|(k, _)| k.as_str() == key) {
+        Some((_, v)) if v.as_str() == value => {}
+        Some((_, v)) => {
+            *v = owned(value);
+            if let Some(ops) = ops {
+                replace(ops, at(), Value::from(value));
+            }
+        }
+        None => {
+            entries.0.push((owned(key), owned(value)));
+            if let Some(ops) = ops {
+                add(ops, at(), Value::from(value));
+            }
+        }
+    }
+}
+
+impl<'a> WorkingSet<'a> {
+    pub fn new(pod: PodView<'a>) -> Self {
+        Self {
+            pod,
+            namespace: None,
+            ops: Vec::new(),
+            deferred: Deferred::default(),
+        }
+    }
+
+    pub fn in_namespace(pod: PodView<'a>, namespace: &str) -> Self {
+        Self {
+            namespace: Some(namespace.to_string()),
+            ..Self::new(pod)
+        }
+    }
+
+    /// The operations, in order, with added containers as placeholders.
+    /// A write inside something added earlier goes into that `add`'s value,
+    /// and a path written twice keeps one operation with the last value, so
+    /// whatever we create arrives whole in one `add`, as a diff would send
+    /// it (and as [`super::TreeDoc`] sends it).
+    pub fn into_patch(self) -> (Vec<PatchOperation>, Deferred) {
+        let mut deferred = self.deferred;
+        let mut out: Vec<PatchOperation> = Vec::with_capacity(self.ops.len());
+        for op in self.ops {
+            if let Some(op) = fold_into(&mut out, op, &mut deferred) {
+                out.push(op);
+            }
+        }
+        (out, deferred)
+    }
+
+    /// The operations with every container as JSON, for applying them to a tree.
+    pub fn into_ops(self) -> Vec<PatchOperation> {
+        let (mut ops, mut deferred) = self.into_patch();
+        super::resolve_ops(&mut ops, &mut deferred);
+        ops
+    }
+
+    /// `metadata`, created with one `add` of `{key: value}` when absent; the
+    /// flag says it was (the caller's write is then made).
+    fn metadata_for(
+        &mut self,
+        key: &str,
+        value: impl FnOnce() -> Value,
+    ) -> (&mut MetaView<'a>, &mut Ops, bool) {
+        let created = self.pod.metadata.is_none();
+        if created {
+            add(&mut self.ops, pointer("/metadata"), object(key, value()));
+        }
+        let meta = self.pod.metadata.get_or_insert_with(MetaView::default);
+        (meta, &mut self.ops, created)
+    }
+
+    /// `spec`, as [`Self::metadata_for`] does `metadata`.
+    fn spec_for(
+        &mut self,
+        key: &str,
+        value: impl FnOnce() -> Value,
+    ) -> (&mut SpecView<'a>, &mut Ops, bool) {
+        let created = self.pod.spec.is_none();
+        if created {
+            add(&mut self.ops, pointer("/spec"), object(key, value()));
+        }
+        let spec = self.pod.spec.get_or_insert_with(SpecView::default);
+        (spec, &mut self.ops, created)
+    }
+
+    fn list(&self, list: List) -> &[ContainerView<'a>] {
+        let spec = self.pod.spec.as_ref();
+        let items = match list {
+            List::Containers => spec.and_then(|s| s.containers.as_ref()),
+            List::InitContainers => spec.and_then(|s| s.init_containers.as_ref()),
+        };
+        items.map(|c| c.0.as_slice()).unwrap_or_default()
+    }
+}
+
+impl Annotations for WorkingSet<'_> {
+    fn annotation(&self, key: &str) -> Option<&str> {
+        self.pod.metadata.as_ref()?.annotations.as_ref()?.get(key)
+    }
+}
+
+impl<'a> PodEdit for WorkingSet<'a> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.pod.label(key)
+    }
+
+    fn name(&self) -> &str {
+        (self.pod.metadata.as_ref().and_then(|m| m.name.as_ref()))
+            .map(Str::as_str)
+            .unwrap_or_default()
+    }
+
+    fn namespace(&self) -> &str {
+        if let Some(ns) = &self.namespace {
+            return ns;
+        }
+        (self
+            .pod
+            .metadata
+            .as_ref()
+            .and_then(|m| m.namespace.as_ref()))
+        .map(Str::as_str)
+        .unwrap_or_default()
+    }
+
+    fn service_account_name(&self) -> &str {
+        (self.pod.spec.as_ref())
+            .and_then(|s| s.service_account_name.as_ref())
+            .map(Str::as_str)
+            .unwrap_or_default()
+    }
+
+    fn first_image_pull_secret(&self) -> Option<&str> {
+        let secrets = self.pod.spec.as_ref()?.image_pull_secrets.as_ref()?;
+        secrets.0.first()?.name.as_ref().map(Str::as_str)
+    }
+
+    fn has_volume(&self, name: &str) -> bool {
+        (self.pod.spec.as_ref().and_then(|s| s.volumes.as_ref())).is_some_and(|v| {
+            v.0.iter()
+                .any(|v| v.name.as_ref().map(Str::as_str) == Some(name))
+        })
+    }
+
+    fn changes(&self) -> usize {
+        self.ops.len()
+    }
+
+    fn positions(&self, list: List, name: &str) -> Vec<usize> {
+        let named = |(i, c): (usize, &ContainerView)| {
+            (c.name.as_ref().map(Str::as_str) == Some(name)).then_some(i)
+        };
+        self.list(list)
+            .iter()
+            .enumerate()
+            .filter_map(named)
+            .collect()
+    }
+
+    fn position(&self, list: List, name: &str) -> Option<usize> {
+        (self.list(list).iter()).position(|c| c.name.as_ref().map(Str::as_str) == Some(name))
+    }
+
+    fn containers(&self, list: List) -> Cow<'_, [ContainerView<'_>]> {
+        Cow::Borrowed(self.list(list))
+    }
+
+    fn set_annotation(&mut self, key: &str, value: &str) {
+        let (meta, ops, created) = self.metadata_for("annotations", || object(key, value.into()));
+        let ops = (!created).then_some(ops);
+        set_entry(
+            &mut meta.annotations,
+            "/metadata/annotations",
+            key,
+            value,
+            ops,
+        );
+    }
+
+    fn set_namespace(&mut self, namespace: &str) {
+        let (meta, ops, created) = self.metadata_for("namespace", || namespace.into());
+        let path = || pointer("/metadata/namespace");
+        match &meta.namespace {
+            _ if created => {}
+            Some(ns) if ns.as_str() == namespace => {}
+            Some(_) => replace(ops, path(), namespace.into()),
+            None => add(ops, path(), namespace.into()),
+        }
+        meta.namespace = Some(owned(namespace));
+    }
+
+    fn set_node_selector(&mut self, key: &str, value: &str) {
+        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, value.into()));
+        let ops = (!created).then_some(ops);
+        set_entry(
+            &mut spec.node_selector,
+            "/spec/nodeSelector",
+            key,
+            value,
+            ops,
+        );
+    }
+
+    fn set_share_process_namespace(&mut self, on: bool) {
+        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || on.into());
+        let path = || pointer("/spec/shareProcessNamespace");
+        match spec.share_process_namespace {
+            _ if created => {}
+            Some(now) if now == on => {}
+            Some(_) => replace(ops, path(), on.into()),
+            None => add(ops, path(), on.into()),
+        }
+        spec.share_process_namespace = Some(on);
+    }
+
+    fn ensure_container(&mut self, list: List, container: Container) -> bool {
+        if self.has_container_named(&container.name) {
+            return false;
+        }
+        let view = view_of(&container);
+        let value = self.deferred.hold(container);
+        let path = child(&PointerBuf::new(), ["spec".into(), list.key().into()]);
+        let created = self.pod.spec.is_none();
+        if created {
+            let whole = object(list.key(), Value::Array(vec![value.clone()]));
+            add(&mut self.ops, pointer("/spec"), whole);
+        }
+        let spec = self.pod.spec.get_or_insert_with(SpecView::default);
+        let items = match list {
+            List::Containers => &mut spec.containers,
+            List::InitContainers => &mut spec.init_containers,
+        };
+        push_entry(
+            items,
+            view,
+            &path,
+            value,
+            (!created).then_some(&mut self.ops),
+        );
+        true
+    }
+
+    fn ensure_volume(&mut self, volume: &Volume) -> bool {
+        if self.has_volume(&volume.name) {
+            return false;
+        }
+        let value = to_json(volume);
+        let whole = || Value::Array(vec![value.clone()]);
+        let (spec, ops, created) = self.spec_for("volumes", whole);
+        let named = Named {
+            name: Some(owned(&volume.name)),
+        };
+        let path = pointer("/spec/volumes");
+        push_entry(
+            &mut spec.volumes,
+            named,
+            &path,
+            value,
+            (!created).then_some(ops),
+        );
+        true
+    }
+
+    fn container_at(&mut self, list: List, index: usize) -> Option<Box<dyn ContainerEdit + '_>> {
+        let spec = self.pod.spec.as_mut()?;
+        let items = match list {
+            List::Containers => spec.containers.as_mut()?,
+            List::InitContainers => spec.init_containers.as_mut()?,
+        };
+        let c = items.0.get_mut(index)?;
+        let path = child(
+            &PointerBuf::new(),
+            ["spec".into(), list.key().into(), index.into()],
+        );
+        Some(Box::new(TypedContainer {
+            c,
+            path,
+            ops: &mut self.ops,
+        }))
+    }
+}
+
+/// Folds `op` into an earlier operation on the same path or an `add` above
+/// it; gives it back when there is none. Few operations per pod: a linear
+/// scan beats hashing pointers.
+fn fold_into(
+    out: &mut [PatchOperation],
+    op: PatchOperation,
+    deferred: &mut Deferred,
+) -> Option<PatchOperation> {
+    let path = op.path().as_str();
+    let inside = |earlier: &PatchOperation| {
+        let a = earlier.path().as_str();
+        matches!(earlier, PatchOperation::Add(_))
+            && path.len() > a.len()
+            && path.starts_with(a)
+            && path.as_bytes()[a.len()] == b'/'
+    };
+    let Some(at) = out
+        .iter()
+        .rposition(|e| e.path().as_str() == path || inside(e))
+    else {
+        return Some(op);
+    };
+    let value = match &op {
+        PatchOperation::Add(o) => &o.value,
+        PatchOperation::Replace(o) => &o.value,
+        _ => return Some(op),
+    };
+    let rest = &path[out[at].path().as_str().len()..];
+    let target = match &mut out[at] {
+        PatchOperation::Add(o) => &mut o.value,
+        PatchOperation::Replace(o) => &mut o.value,
+        _ => return Some(op),
+    };
+    if rest.is_empty() {
+        *target = value.clone();
+        return None;
+    }
+    // The write lands inside a container added whole: it becomes JSON.
+    deferred.resolve(target);
+    let Ok(rest) = PointerBuf::parse(rest) else {
+        return Some(op);
+    };
+    let inner = match &op {
+        PatchOperation::Replace(o) => PatchOperation::Replace(ReplaceOperation {
+            path: rest,
+            value: o.value.clone(),
+        }),
+        _ => PatchOperation::Add(AddOperation {
+            path: rest,
+            value: value.clone(),
+        }),
+    };
+    match json_patch::patch(target, &[inner]) {
+        Ok(()) => None,
+        Err(_) => Some(op),
+    }
+}
+
+/// An added container as the injectors read it back: every list.
+fn view_of(c: &Container) -> ContainerView<'static> {
+    fn list<T, U>(items: &Option<Vec<T>>, f: impl Fn(&T) -> U) -> Option<Capped<U>> {
+        items.as_ref().map(|v| Capped(v.iter().map(f).collect()))
+    }
+    ContainerView {
+        name: Some(owned(&c.name)),
+        env: list(&c.env, |v: &EnvVar| EnvView {
+            name: Some(owned(&v.name)),
+            value: v.value.as_deref().map(owned),
+            value_from: v.value_from.clone().map(Box::new),
+        }),
+        volume_mounts: list(&c.volume_mounts, |m: &VolumeMount| MountView {
+            name: Some(owned(&m.name)),
+            mount_path: Some(owned(&m.mount_path)),
+        }),
+        ports: list(&c.ports, |p: &ContainerPort| PortView {
+            name: p.name.as_deref().map(owned),
+            container_port: Some(p.container_port),
+        }),
+        args: list(&c.args, |a: &String| owned(a)),
+        resources: c.resources.as_ref().map(|r| ResourcesView {
+            limits: r
+                .limits
+                .as_ref()
+                .map(|l| StrMap(l.iter().map(|(k, q)| (owned(k), owned(&q.0))).collect())),
+        }),
+        security_context: c.security_context.clone().map(Box::new),
+        readiness_probe: c.readiness_probe.clone().map(Box::new),
+    }
+}
+
+/// A container of the working set.
+struct TypedContainer<'w, 'a> {
+    c: &'w mut ContainerView<'a>,
+    /// Where this container is in the pod.
+    path: PointerBuf,
+    ops: &'w mut Ops,
+}
+
+fn named<T>(list: &Option<Capped<T>>, name: &str, name_of: fn(&T) -> Option<&Str>) -> bool {
+    (list.iter().flat_map(|l| l.0.iter())).any(|e| name_of(e).map(Str::as_str) == Some(name))
+}
+
+impl TypedContainer<'_, '_> {
+    fn env(&self, name: &str) -> Option<&EnvView<'_>> {
+        (self.c.env.iter().flat_map(|l| l.0.iter()))
+            .find(|e| e.name.as_ref().map(Str::as_str) == Some(name))
+    }
+
+    fn at(&self, key: &str) -> PointerBuf {
+        child(&self.path, [key.into()])
+    }
+}
+
+impl ContainerEdit for TypedContainer<'_, '_> {
+    fn has_mount(&self, name: &str) -> bool {
+        named(&self.c.volume_mounts, name, |m| m.name.as_ref())
+    }
+
+    fn has_env(&self, name: &str) -> bool {
+        self.env(name).is_some()
+    }
+
+    fn env_value(&self, name: &str) -> Option<&str> {
+        self.env(name)?.value.as_ref().map(Str::as_str)
+    }
+
+    fn args(&self) -> Vec<&str> {
+        (self.c.args.iter().flat_map(|l| l.0.iter()))
+            .map(Str::as_str)
+            .collect()
+    }
+
+    fn ensure_mount(&mut self, mount: &VolumeMount) -> bool {
+        if self.has_mount(&mount.name) {
+            return false;
+        }
+        let item = MountView {
+            name: Some(owned(&mount.name)),
+            mount_path: Some(owned(&mount.mount_path)),
+        };
+        let path = self.at("volumeMounts");
+        push_entry(
+            &mut self.c.volume_mounts,
+            item,
+            &path,
+            to_json(mount),
+            Some(self.ops),
+        );
+        true
+    }
+
+    fn ensure_env(&mut self, var: &EnvVar) -> bool {
+        if self.has_env(&var.name) {
+            return false;
+        }
+        let item = EnvView {
+            name: Some(owned(&var.name)),
+            value: var.value.as_deref().map(owned),
+            value_from: var.value_from.clone().map(Box::new),
+        };
+        let path = self.at("env");
+        push_entry(&mut self.c.env, item, &path, to_json(var), Some(self.ops));
+        true
+    }
+
+    fn set_env(&mut self, name: &str, value: &str) {
+        let mut found = false;
+        for (index, entry) in (self.c.env.iter_mut().flat_map(|l| l.0.iter_mut())).enumerate() {
+            if entry.name.as_ref().map(Str::as_str) != Some(name) {
+                continue;
+            }
+            found = true;
+            if entry.value_from.is_some() {
+                continue;
+            }
+            let path = || child(&self.path, ["env".into(), index.into(), "value".into()]);
+            match &entry.value {
+                Some(now) if now.as_str() == value => continue,
+                Some(_) => replace(self.ops, path(), value.into()),
+                None => add(self.ops, path(), value.into()),
+            }
+            entry.value = Some(owned(value));
+        }
+        if !found {
+            self.ensure_env(&EnvVar {
+                name: name.to_string(),
+                value: Some(value.to_string()),
+                value_from: None,
+            });
+        }
+    }
+
+    fn ensure_port(&mut self, port: &ContainerPort) -> bool {
+        if let Some(name) = &port.name {
+            if named(&self.c.ports, name, |p| p.name.as_ref()) {
+                return false;
+            }
+        }
+        let item = PortView {
+            name: port.name.as_deref().map(owned),
+            container_port: Some(port.container_port),
+        };
+        let path = self.at("ports");
+        push_entry(
+            &mut self.c.ports,
+            item,
+            &path,
+            to_json(port),
+            Some(self.ops),
+        );
+        true
+    }
+
+    fn set_run_as_user(&mut self, uid: i64) {
+        let path = self.at("securityContext");
+        let Some(ctx) = &mut self.c.security_context else {
+            self.c.security_context = Some(Box::new(SecurityContext {
+                run_as_user: Some(uid),
+                ..Default::default()
+            }));
+            add(self.ops, path, object("runAsUser", uid.into()));
+            return;
+        };
+        let at = || child(&path, ["runAsUser".into()]);
+        match ctx.run_as_user {
+            Some(now) if now == uid => return,
+            Some(_) => replace(self.ops, at(), uid.into()),
+            None => add(self.ops, at(), uid.into()),
+        }
+        ctx.run_as_user = Some(uid);
+    }
+
+    fn push_args(&mut self, args: &[&str]) {
+        let path = self.at("args");
+        for arg in args {
+            push_entry(
+                &mut self.c.args,
+                owned(arg),
+                &path,
+                Value::from(*arg),
+                Some(self.ops),
+            );
+        }
+    }
+}
