@@ -61,14 +61,16 @@ pub trait PodEdit: Annotations {
     fn positions(&self, list: List, name: &str) -> Vec<usize>;
     /// The entries as the injectors read them: every list for containers
     /// the webhook adds, the listed ones for others ([`crate::view`]).
-    fn containers(&self, list: List) -> Cow<'_, [ContainerView<'_>]>;
+    /// `&mut` because the working set writes out added containers it has
+    /// kept as their name only until something reads them.
+    fn containers(&mut self, list: List) -> Cow<'_, [ContainerView<'_>]>;
 
     fn position(&self, list: List, name: &str) -> Option<usize> {
         self.positions(list, name).first().copied()
     }
 
     /// The first entry named `name`.
-    fn container(&self, list: List, name: &str) -> Option<Cow<'_, ContainerView<'_>>> {
+    fn container(&mut self, list: List, name: &str) -> Option<Cow<'_, ContainerView<'_>>> {
         let index = self.position(list, name)?;
         match self.containers(list) {
             Cow::Borrowed(all) => all.get(index).map(Cow::Borrowed),

@@ -303,18 +303,24 @@ fn component_port(pod: &mut dyn PodEdit) -> String {
 /// removed copies what queue-proxy carries by then (`USER_PORT` 9081, the
 /// aggregator's variables), exactly as KServe HEAD does.
 fn queue_proxy_env(queue_proxy: &ContainerView) -> Vec<EnvVar> {
-    let vars = queue_proxy.env.iter().flat_map(|env| env.0.iter());
+    let vars = queue_proxy.env.as_ref().map(|env| env.0.as_slice());
+    let vars = vars.unwrap_or_default();
     // Like decoding the list as `[]EnvVar`: one entry without a name and
     // the copy is empty.
-    vars.map(|v| {
-        Some(EnvVar {
-            name: v.name.as_ref()?.as_str().to_string(),
+    if vars.iter().any(|v| v.name.is_none()) {
+        return Vec::new();
+    }
+    (vars.iter())
+        .map(|v| EnvVar {
+            name: v
+                .name
+                .as_ref()
+                .map(|n| n.as_str().to_string())
+                .unwrap_or_default(),
             value: v.value.as_ref().map(|s| s.as_str().to_string()),
             value_from: v.value_from.as_deref().cloned(),
         })
-    })
-    .collect::<Option<Vec<_>>>()
-    .unwrap_or_default()
+        .collect()
 }
 
 /// Without queue-proxy the agent itself checks the user's readiness; it can

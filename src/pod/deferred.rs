@@ -19,13 +19,19 @@ const MARK: &str = "\u{0}kserve-injector-pending";
 pub struct Deferred(Vec<Option<Container>>);
 
 impl Deferred {
-    /// Keeps `container` and returns its placeholder.
-    pub(crate) fn hold(&mut self, container: Container) -> Value {
+    /// Keeps `container` and returns its placeholder and number.
+    pub(crate) fn hold(&mut self, container: Container) -> (Value, usize) {
+        let id = self.0.len();
         let mut placeholder = Map::new();
         placeholder.insert("name".into(), Value::from(container.name.as_str()));
-        placeholder.insert(MARK.into(), Value::from(self.0.len()));
+        placeholder.insert(MARK.into(), Value::from(id));
         self.0.push(Some(container));
-        Value::Object(placeholder)
+        (Value::Object(placeholder), id)
+    }
+
+    /// The container held under number `id`, until it is written out.
+    pub(crate) fn container(&self, id: usize) -> Option<&Container> {
+        self.0.get(id)?.as_ref()
     }
 
     fn id(value: &Value) -> Option<usize> {

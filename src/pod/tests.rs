@@ -253,7 +253,7 @@ fn an_undecodable_container_reads_as_empty_in_the_tree() {
         {"name": "c", "ports": "not-a-list"},
         {"name": "kserve-container", "args": ["--a"]}
     ]}});
-    let doc = TreeDoc::new(&mut raw);
+    let mut doc = TreeDoc::new(&mut raw);
     assert_eq!(doc.position(List::Containers, "c"), Some(0));
     let all = doc.containers(List::Containers);
     assert_eq!(all.len(), 2);
@@ -1185,4 +1185,38 @@ fn push_args_creates_the_list_then_appends() {
         ops,
         json!([{"op": "add", "path": "/spec/initContainers/0/args/2", "value": "--x"}])
     );
+}
+
+#[test]
+fn an_added_container_reads_back_whole_on_both_backends() {
+    // The working set keeps an added container as its name until read: a
+    // read must still see every list, as the tree does.
+    let pod = pod_with(json!({"name": "kserve-container"}));
+    let added = Container {
+        env: Some(vec![var("A", "1")]),
+        volume_mounts: Some(vec![mount("data", "/data")]),
+        ports: Some(vec![port("http", 8080)]),
+        args: Some(vec!["--x".to_string()]),
+        ..container("queue-proxy")
+    };
+    both(&pod, None, |doc| {
+        assert!(doc.ensure_container(List::Containers, added.clone()));
+        let read = doc
+            .container(List::Containers, "queue-proxy")
+            .expect("added");
+        let env = read.env.as_ref().expect("env read back");
+        assert_eq!(env.0.len(), 1);
+        assert_eq!(env.0[0].value.as_ref().map(|v| v.as_str()), Some("1"));
+        assert_eq!(read.ports.as_ref().map(|p| p.0.len()), Some(1));
+        assert_eq!(read.args.as_ref().map(|a| a.0.len()), Some(1));
+        let all = doc.containers(List::Containers);
+        assert_eq!(all[1].volume_mounts.as_ref().map(|m| m.0.len()), Some(1));
+        let mut c = doc
+            .container_mut(List::Containers, "queue-proxy")
+            .expect("added");
+        assert!(c.has_env("A"));
+        assert!(c.has_mount("data"));
+        assert!(!c.ensure_mount(&mount("data", "/other")));
+        c.set_env("A", "2");
+    });
 }

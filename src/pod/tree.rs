@@ -318,7 +318,7 @@ impl PodEdit for TreeDoc<'_> {
             .collect()
     }
 
-    fn containers(&self, list: List) -> Cow<'_, [ContainerView<'_>]> {
+    fn containers(&mut self, list: List) -> Cow<'_, [ContainerView<'_>]> {
         Cow::Owned(
             self.list(list)
                 .iter()
