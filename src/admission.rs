@@ -172,9 +172,7 @@ pub(crate) struct Answer<'a> {
     pub(super) allowed: bool,
     pub(super) code: u16,
     pub(super) message: Option<String>,
-    pub(super) patch: Option<Vec<json_patch::PatchOperation>>,
-    /// The containers the patch holds as placeholders.
-    pub(super) deferred: crate::pod::Deferred,
+    pub(super) patch: Option<Vec<crate::pod::Op>>,
 }
 
 /// Answers one AdmissionReview request body, with the cluster objects in
@@ -292,7 +290,6 @@ impl Prepared<'_> {
             code: 200,
             message: None,
             patch: None,
-            deferred: Default::default(),
         };
         let mut out = self.out;
         match result {
@@ -301,7 +298,6 @@ impl Prepared<'_> {
                 out.patch_ops = edits.ops.len();
                 if !edits.ops.is_empty() {
                     answer.patch = Some(edits.ops);
-                    answer.deferred = edits.deferred;
                 }
             }
             Some(Err(e)) => {
@@ -336,7 +332,6 @@ impl Prepared<'_> {
             code: 500,
             message: Some(message.to_string()),
             patch: None,
-            deferred: Default::default(),
         };
         let mut out = self.out;
         out.allowed = false;

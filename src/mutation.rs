@@ -7,7 +7,7 @@
 
 use crate::constants::ISVC_LABEL;
 use crate::injectors::{self, InjectError, InjectorOutcome};
-use crate::pod::{resolve_ops, Deferred, PodEdit, WorkingSet};
+use crate::pod::{Op, PodEdit, WorkingSet};
 use crate::view::{self, PodView, ViewError};
 use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::PodSpec;
@@ -40,20 +40,17 @@ impl From<ViewError> for MutationError {
 /// What the injectors did to one pod.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Edits {
-    /// RFC 6902 operations on the pod, in the order they apply.
-    pub ops: Vec<PatchOperation>,
+    /// RFC 6902 operations on the pod, in the order they apply, each value
+    /// already JSON text.
+    pub ops: Vec<Op>,
     /// Per injector that ran: whether it changed the pod.
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
-    /// The containers the operations' values hold as placeholders
-    /// ([`crate::pod::Deferred`]); [`Edits::resolved`] writes them in.
-    pub deferred: Deferred,
 }
 
 impl Edits {
-    /// The operations with every value as JSON.
-    pub fn resolved(mut self) -> Vec<PatchOperation> {
-        resolve_ops(&mut self.ops, &mut self.deferred);
-        self.ops
+    /// The operations with their values as JSON trees.
+    pub fn resolved(self) -> Vec<PatchOperation> {
+        self.ops.iter().map(Op::to_patch).collect()
     }
 }
 
@@ -76,12 +73,8 @@ pub fn edit(
         doc.set_namespace(namespace);
     }
     let outcomes = injectors::run_all(&mut doc, env)?;
-    let (ops, deferred) = doc.into_patch();
-    Ok(Edits {
-        ops,
-        outcomes,
-        deferred,
-    })
+    let ops = doc.into_patch();
+    Ok(Edits { ops, outcomes })
 }
 
 #[derive(Debug, Clone, PartialEq)]

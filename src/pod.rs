@@ -177,24 +177,12 @@ fn child_of<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> PointerBuf 
     unsafe { PointerBuf::new_unchecked(text) }
 }
 
-/// Turns the placeholders in the operations' values into JSON.
-pub fn resolve_ops(ops: &mut [json_patch::PatchOperation], deferred: &mut Deferred) {
-    use json_patch::PatchOperation;
-    for op in ops {
-        match op {
-            PatchOperation::Add(o) => deferred.resolve(&mut o.value),
-            PatchOperation::Replace(o) => deferred.resolve(&mut o.value),
-            _ => {}
-        }
-    }
-}
-
 pub mod build;
-mod deferred;
+mod recorded;
 mod tree;
 mod working;
 
-pub use deferred::Deferred;
+pub use recorded::{Op, OpKind};
 pub use tree::TreeDoc;
 pub use working::WorkingSet;
 

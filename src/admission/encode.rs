@@ -5,8 +5,7 @@
 //! byte at a time, while patch text is almost all plain ASCII.
 
 use super::{Answer, ReviewError};
-use crate::pod::Deferred;
-use serde_json::Value;
+use crate::pod::Op;
 use std::io::Write;
 
 /// Writes the AdmissionReview answer into one buffer. kube's `with_patch`
@@ -16,7 +15,13 @@ use std::io::Write;
 pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError> {
     let fail = |e: serde_json::Error| ReviewError::Json(e.to_string());
     let io = |e: std::io::Error| ReviewError::Json(e.to_string());
-    let mut out = Vec::with_capacity(256);
+    // The patch first, so the answer's buffer is allocated once, at its size.
+    let mut json = Vec::new();
+    if let Some(ops) = &answer.patch {
+        json.reserve(ops.iter().map(|op| op.value.get().len() + 64).sum());
+        write_ops(&mut json, ops).map_err(fail)?;
+    }
+    let mut out = Vec::with_capacity(256 + json.len().div_ceil(3) * 4);
     let string = |out: &mut Vec<u8>, text: &str| write_str(out, text).map_err(fail);
     out.extend_from_slice(b"{\"apiVersion\":");
     string(&mut out, api_version)?;
@@ -33,12 +38,10 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
         string(&mut out, message)?;
     }
     out.push(b'}');
-    if let Some(ops) = &answer.patch {
+    if answer.patch.is_some() {
         out.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        // Serialised whole, then encoded in one call at the end of the
-        // buffer: one call beats an encoding writer fed many small writes.
-        let mut json = Vec::with_capacity(512);
-        write_ops(&mut json, ops, &answer.deferred).map_err(fail)?;
+        // Encoded in one call at the end of the buffer: one call beats an
+        // encoding writer fed many small writes.
         base64_simd::STANDARD.encode_append(&json, &mut out);
         out.push(b'"');
     }
@@ -46,75 +49,23 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
     Ok(out)
 }
 
-/// RFC 6902 operations as JSON, written directly: serde's internally tagged
-/// enum (json-patch's `PatchOperation`) buffers every operation first.
-pub(super) fn write_ops(
-    out: &mut Vec<u8>,
-    ops: &[json_patch::PatchOperation],
-    deferred: &Deferred,
-) -> serde_json::Result<()> {
-    use json_patch::PatchOperation::{Add, Replace};
+/// RFC 6902 operations as JSON, written directly: each value is already
+/// JSON text.
+pub(super) fn write_ops(out: &mut Vec<u8>, ops: &[Op]) -> serde_json::Result<()> {
     out.push(b'[');
     for (i, op) in ops.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        let (name, path, value) = match op {
-            Add(o) => ("add", &o.path, &o.value),
-            Replace(o) => ("replace", &o.path, &o.value),
-            other => {
-                serde_json::to_writer(&mut *out, other)?;
-                continue;
-            }
-        };
         out.extend_from_slice(b"{\"op\":\"");
-        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(op.name().as_bytes());
         out.extend_from_slice(b"\",\"path\":");
-        write_str(out, path.as_str())?;
+        write_str(out, op.path.as_str())?;
         out.extend_from_slice(b",\"value\":");
-        write_value(out, value, deferred)?;
+        out.extend_from_slice(op.value.get().as_bytes());
         out.push(b'}');
     }
     out.push(b']');
-    Ok(())
-}
-
-/// A JSON value as serde_json writes it (compact, keys in map order), with
-/// each held-back container written from its typed value.
-pub(super) fn write_value(
-    out: &mut Vec<u8>,
-    value: &Value,
-    deferred: &Deferred,
-) -> serde_json::Result<()> {
-    if let Some(container) = deferred.get(value) {
-        return serde_json::to_writer(&mut *out, container);
-    }
-    match value {
-        Value::String(text) => write_str(out, text)?,
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item, deferred)?;
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key)?;
-                out.push(b':');
-                write_value(out, item, deferred)?;
-            }
-            out.push(b'}');
-        }
-        scalar => serde_json::to_writer(&mut *out, scalar)?,
-    }
     Ok(())
 }
 

@@ -1,14 +1,15 @@
 //! The webhook's pod: the borrowed view of the request, edited in place and
 //! typed. Each write changes the typed field the injectors read back and
-//! records, when it decides, the operation with its value (a small JSON
-//! value, or a placeholder for a container added whole, see [`Deferred`]).
-//! A later edit inside something added earlier is folded into that `add`'s
-//! value when the patch is taken ([`WorkingSet::into_patch`]). The view keeps every list the injectors write whole (all
+//! records, when it decides, the operation with its value written as JSON
+//! ([`Op`]). A later edit inside something added earlier is folded into
+//! that `add`'s value when the patch is taken ([`WorkingSet::into_patch`]).
+//! The view keeps every list the injectors write whole (all
 //! entries, at their indices) and every object on a written path exactly
 //! when the pod has it, so indices and "create the list" decisions are the
 //! pod's own; the oracle ([`super::TreeDoc`]) checks that on every test pod.
 
-use super::{child, child_of, to_json, Annotations, ContainerEdit, Deferred, List, PodEdit};
+use super::recorded::{json, Op, OpKind};
+use super::{child, child_of, Annotations, ContainerEdit, List, PodEdit};
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
     SpecView, Str, StrMap,
@@ -18,23 +19,25 @@ use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, SecurityContext, Volume, VolumeMount,
 };
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 pub struct WorkingSet<'a> {
     pod: PodView<'a>,
     /// The namespace the pod is created in, which a pod template does not carry.
     namespace: Option<String>,
-    ops: Vec<PatchOperation>,
-    deferred: Deferred,
-    /// Containers added and not read since, as (list, index, id in
-    /// `deferred`): their entry holds the name only. The typical pod's agent
+    ops: Vec<Op>,
+    /// Containers added and not read since, as (list, index, container):
+    /// their entry in the view holds the name only. The typical pod's agent
     /// copies queue-proxy's 33 variables; writing them into the view as
     /// well, for nothing to read, was a sixth of the edits.
-    stubs: Vec<(List, usize, usize)>,
+    stubs: Vec<(List, usize, Container)>,
 }
 
-type Ops = Vec<PatchOperation>;
+type Ops = Vec<Op>;
 
 fn owned(s: &str) -> Str<'static> {
     Str(Cow::Owned(s.to_string()))
@@ -49,18 +52,19 @@ fn pointer(text: &'static str) -> PointerBuf {
     unsafe { PointerBuf::new_unchecked(text) }
 }
 
-fn add(ops: &mut Ops, path: PointerBuf, value: Value) {
-    ops.push(PatchOperation::Add(AddOperation { path, value }));
+fn add(ops: &mut Ops, path: PointerBuf, value: Box<RawValue>) {
+    let kind = OpKind::Add;
+    ops.push(Op { kind, path, value });
 }
 
-fn replace(ops: &mut Ops, path: PointerBuf, value: Value) {
-    ops.push(PatchOperation::Replace(ReplaceOperation { path, value }));
+fn replace(ops: &mut Ops, path: PointerBuf, value: Box<RawValue>) {
+    let kind = OpKind::Replace;
+    ops.push(Op { kind, path, value });
 }
 
-fn object(key: &str, value: Value) -> Value {
-    let mut map = Map::new();
-    map.insert(key.to_string(), value);
-    Value::Object(map)
+/// `{key: value}` as JSON.
+fn object<V: Serialize + ?Sized>(key: &str, value: &V) -> Box<RawValue> {
+    json(&BTreeMap::from([(key, value)]))
 }
 
 /// Appends `item` to the list at `path` (`value` is its JSON), creating the
@@ -70,7 +74,7 @@ fn push_entry<T>(
     list: &mut Option<Capped<T>>,
     item: T,
     path: &PointerBuf,
-    value: Value,
+    value: Box<RawValue>,
     ops: Option<&mut Ops>,
 ) {
     match list {
@@ -83,7 +87,7 @@ fn push_entry<T>(
         None => {
             *list = Some(Capped(vec![item]));
             if let Some(ops) = ops {
-                add(ops, path.clone(), Value::Array(vec![value]));
+                add(ops, path.clone(), json(&[&*value]));
             }
         }
     }
@@ -101,7 +105,7 @@ fn set_entry<'a>(
     let Some(entries) = map else {
         *map = Some(StrMap(vec![(owned(key), owned(value))]));
         if let Some(ops) = ops {
-            add(ops, pointer(path), object(key, Value::from(value)));
+            add(ops, pointer(path), object(key, value));
         }
         return;
     };
@@ -111,13 +115,13 @@ fn set_entry<'a>(
         Some((_, v)) => {
             *v = owned(value);
             if let Some(ops) = ops {
-                replace(ops, at(), Value::from(value));
+                replace(ops, at(), json(value));
             }
         }
         None => {
             entries.0.push((owned(key), owned(value)));
             if let Some(ops) = ops {
-                add(ops, at(), Value::from(value));
+                add(ops, at(), json(value));
             }
         }
     }
@@ -129,7 +133,6 @@ impl<'a> WorkingSet<'a> {
             pod,
             namespace: None,
             ops: Vec::new(),
-            deferred: Deferred::default(),
             stubs: Vec::new(),
         }
     }
@@ -141,27 +144,23 @@ impl<'a> WorkingSet<'a> {
         }
     }
 
-    /// The operations, in order, with added containers as placeholders.
-    /// A write inside something added earlier goes into that `add`'s value,
+    /// The operations, in order. A write inside something added earlier goes into that `add`'s value,
     /// and a path written twice keeps one operation with the last value, so
     /// whatever we create arrives whole in one `add`, as a diff would send
     /// it (and as [`super::TreeDoc`] sends it).
-    pub fn into_patch(self) -> (Vec<PatchOperation>, Deferred) {
-        let mut deferred = self.deferred;
-        let mut out: Vec<PatchOperation> = Vec::with_capacity(self.ops.len());
+    pub fn into_patch(self) -> Vec<Op> {
+        let mut out: Vec<Op> = Vec::with_capacity(self.ops.len());
         for op in self.ops {
-            if let Some(op) = fold_into(&mut out, op, &mut deferred) {
+            if let Some(op) = fold_into(&mut out, op) {
                 out.push(op);
             }
         }
-        (out, deferred)
+        out
     }
 
-    /// The operations with every container as JSON, for applying them to a tree.
+    /// The operations with their values as JSON trees, for applying them.
     pub fn into_ops(self) -> Vec<PatchOperation> {
-        let (mut ops, mut deferred) = self.into_patch();
-        super::resolve_ops(&mut ops, &mut deferred);
-        ops
+        self.into_patch().iter().map(Op::to_patch).collect()
     }
 
     /// `metadata`, created with one `add` of `{key: value}` when absent; the
@@ -169,11 +168,11 @@ impl<'a> WorkingSet<'a> {
     fn metadata_for(
         &mut self,
         key: &str,
-        value: impl FnOnce() -> Value,
+        value: impl FnOnce() -> Box<RawValue>,
     ) -> (&mut MetaView<'a>, &mut Ops, bool) {
         let created = self.pod.metadata.is_none();
         if created {
-            add(&mut self.ops, pointer("/metadata"), object(key, value()));
+            add(&mut self.ops, pointer("/metadata"), object(key, &*value()));
         }
         let meta = self.pod.metadata.get_or_insert_with(MetaView::default);
         (meta, &mut self.ops, created)
@@ -183,11 +182,11 @@ impl<'a> WorkingSet<'a> {
     fn spec_for(
         &mut self,
         key: &str,
-        value: impl FnOnce() -> Value,
+        value: impl FnOnce() -> Box<RawValue>,
     ) -> (&mut SpecView<'a>, &mut Ops, bool) {
         let created = self.pod.spec.is_none();
         if created {
-            add(&mut self.ops, pointer("/spec"), object(key, value()));
+            add(&mut self.ops, pointer("/spec"), object(key, &*value()));
         }
         let spec = self.pod.spec.get_or_insert_with(SpecView::default);
         (spec, &mut self.ops, created)
@@ -198,10 +197,8 @@ impl<'a> WorkingSet<'a> {
         let Some(at) = (self.stubs.iter()).position(|s| s.0 == list && s.1 == index) else {
             return;
         };
-        let (_, _, id) = self.stubs.swap_remove(at);
-        let Some(view) = self.deferred.container(id).map(view_of) else {
-            return;
-        };
+        let (_, _, container) = self.stubs.swap_remove(at);
+        let view = view_of(&container);
         if let Some(slot) = self.list_mut(list).and_then(|l| l.get_mut(index)) {
             *slot = view;
         }
@@ -312,7 +309,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_annotation(&mut self, key: &str, value: &str) {
-        let (meta, ops, created) = self.metadata_for("annotations", || object(key, value.into()));
+        let (meta, ops, created) = self.metadata_for("annotations", || object(key, value));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut meta.annotations,
@@ -324,19 +321,19 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_namespace(&mut self, namespace: &str) {
-        let (meta, ops, created) = self.metadata_for("namespace", || namespace.into());
+        let (meta, ops, created) = self.metadata_for("namespace", || json(namespace));
         let path = || pointer("/metadata/namespace");
         match &meta.namespace {
             _ if created => {}
             Some(ns) if ns.as_str() == namespace => {}
-            Some(_) => replace(ops, path(), namespace.into()),
-            None => add(ops, path(), namespace.into()),
+            Some(_) => replace(ops, path(), json(namespace)),
+            None => add(ops, path(), json(namespace)),
         }
         meta.namespace = Some(owned(namespace));
     }
 
     fn set_node_selector(&mut self, key: &str, value: &str) {
-        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, value.into()));
+        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, value));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut spec.node_selector,
@@ -348,13 +345,13 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_share_process_namespace(&mut self, on: bool) {
-        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || on.into());
+        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || json(&on));
         let path = || pointer("/spec/shareProcessNamespace");
         match spec.share_process_namespace {
             _ if created => {}
             Some(now) if now == on => {}
-            Some(_) => replace(ops, path(), on.into()),
-            None => add(ops, path(), on.into()),
+            Some(_) => replace(ops, path(), json(&on)),
+            None => add(ops, path(), json(&on)),
         }
         spec.share_process_namespace = Some(on);
     }
@@ -367,11 +364,11 @@ impl<'a> PodEdit for WorkingSet<'a> {
             name: Some(owned(&container.name)),
             ..Default::default()
         };
-        let (value, id) = self.deferred.hold(container);
+        let value = json(&container);
         let path = child(&PointerBuf::new(), ["spec".into(), list.key().into()]);
         let created = self.pod.spec.is_none();
         if created {
-            let whole = object(list.key(), Value::Array(vec![value.clone()]));
+            let whole = object(list.key(), &[&*value]);
             add(&mut self.ops, pointer("/spec"), whole);
         }
         let spec = self.pod.spec.get_or_insert_with(SpecView::default);
@@ -387,7 +384,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             (!created).then_some(&mut self.ops),
         );
         let index = items.as_ref().map_or(0, |l| l.0.len() - 1);
-        self.stubs.push((list, index, id));
+        self.stubs.push((list, index, container));
         true
     }
 
@@ -395,8 +392,8 @@ impl<'a> PodEdit for WorkingSet<'a> {
         if self.has_volume(&volume.name) {
             return false;
         }
-        let value = to_json(volume);
-        let whole = || Value::Array(vec![value.clone()]);
+        let value = json(volume);
+        let whole = || json(&[&*value]);
         let (spec, ops, created) = self.spec_for("volumes", whole);
         let named = Named {
             name: Some(owned(&volume.name)),
@@ -434,58 +431,42 @@ impl<'a> PodEdit for WorkingSet<'a> {
 
 /// Folds `op` into an earlier operation on the same path or an `add` above
 /// it; gives it back when there is none. Few operations per pod: a linear
-/// scan beats hashing pointers.
-fn fold_into(
-    out: &mut [PatchOperation],
-    op: PatchOperation,
-    deferred: &mut Deferred,
-) -> Option<PatchOperation> {
-    let path = op.path().as_str();
-    let inside = |earlier: &PatchOperation| {
-        let a = earlier.path().as_str();
-        matches!(earlier, PatchOperation::Add(_))
+/// scan beats hashing pointers. Folding parses the earlier value, which
+/// only a write inside something added in the same pass needs.
+fn fold_into(out: &mut [Op], op: Op) -> Option<Op> {
+    let path = op.path.as_str();
+    let inside = |earlier: &Op| {
+        let a = earlier.path.as_str();
+        earlier.kind == OpKind::Add
             && path.len() > a.len()
             && path.starts_with(a)
             && path.as_bytes()[a.len()] == b'/'
     };
-    let Some(at) = out
-        .iter()
-        .rposition(|e| e.path().as_str() == path || inside(e))
-    else {
+    let Some(at) = (out.iter()).rposition(|e| e.path.as_str() == path || inside(e)) else {
         return Some(op);
     };
-    let value = match &op {
-        PatchOperation::Add(o) => &o.value,
-        PatchOperation::Replace(o) => &o.value,
-        _ => return Some(op),
-    };
-    let rest = &path[out[at].path().as_str().len()..];
-    let target = match &mut out[at] {
-        PatchOperation::Add(o) => &mut o.value,
-        PatchOperation::Replace(o) => &mut o.value,
-        _ => return Some(op),
-    };
+    let rest = &path[out[at].path.as_str().len()..];
     if rest.is_empty() {
-        *target = value.clone();
+        out[at].value = op.value;
         return None;
     }
-    // The write lands inside a container added whole: it becomes JSON.
-    deferred.resolve(target);
-    let Ok(rest) = PointerBuf::parse(rest) else {
+    let parse = |raw: &RawValue| serde_json::from_str::<Value>(raw.get());
+    let (Ok(mut target), Ok(value), Ok(rest)) = (
+        parse(&out[at].value),
+        parse(&op.value),
+        PointerBuf::parse(rest),
+    ) else {
         return Some(op);
     };
-    let inner = match &op {
-        PatchOperation::Replace(o) => PatchOperation::Replace(ReplaceOperation {
-            path: rest,
-            value: o.value.clone(),
-        }),
-        _ => PatchOperation::Add(AddOperation {
-            path: rest,
-            value: value.clone(),
-        }),
+    let inner = match op.kind {
+        OpKind::Replace => PatchOperation::Replace(ReplaceOperation { path: rest, value }),
+        OpKind::Add => PatchOperation::Add(AddOperation { path: rest, value }),
     };
-    match json_patch::patch(target, &[inner]) {
-        Ok(()) => None,
+    match json_patch::patch(&mut target, &[inner]) {
+        Ok(()) => {
+            out[at].value = json(&target);
+            None
+        }
         Err(_) => Some(op),
     }
 }
@@ -577,7 +558,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             &mut self.c.volume_mounts,
             item,
             &path,
-            to_json(mount),
+            json(mount),
             Some(self.ops),
         );
         true
@@ -593,7 +574,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             value_from: var.value_from.clone().map(Box::new),
         };
         let path = self.at("env");
-        push_entry(&mut self.c.env, item, &path, to_json(var), Some(self.ops));
+        push_entry(&mut self.c.env, item, &path, json(var), Some(self.ops));
         true
     }
 
@@ -610,8 +591,8 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             let path = || child(&self.path, ["env".into(), index.into(), "value".into()]);
             match &entry.value {
                 Some(now) if now.as_str() == value => continue,
-                Some(_) => replace(self.ops, path(), value.into()),
-                None => add(self.ops, path(), value.into()),
+                Some(_) => replace(self.ops, path(), json(value)),
+                None => add(self.ops, path(), json(value)),
             }
             entry.value = Some(owned(value));
         }
@@ -635,13 +616,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             container_port: Some(port.container_port),
         };
         let path = self.at("ports");
-        push_entry(
-            &mut self.c.ports,
-            item,
-            &path,
-            to_json(port),
-            Some(self.ops),
-        );
+        push_entry(&mut self.c.ports, item, &path, json(port), Some(self.ops));
         true
     }
 
@@ -652,14 +627,14 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 run_as_user: Some(uid),
                 ..Default::default()
             }));
-            add(self.ops, path, object("runAsUser", uid.into()));
+            add(self.ops, path, object("runAsUser", &uid));
             return;
         };
         let at = || child(&path, ["runAsUser".into()]);
         match ctx.run_as_user {
             Some(now) if now == uid => return,
-            Some(_) => replace(self.ops, at(), uid.into()),
-            None => add(self.ops, at(), uid.into()),
+            Some(_) => replace(self.ops, at(), json(&uid)),
+            None => add(self.ops, at(), json(&uid)),
         }
         ctx.run_as_user = Some(uid);
     }
@@ -671,7 +646,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 &mut self.c.args,
                 owned(arg),
                 &path,
-                Value::from(*arg),
+                json(arg),
                 Some(self.ops),
             );
         }
