@@ -10,6 +10,7 @@ pub mod config_file;
 pub mod constants;
 pub mod env;
 pub mod injectors;
+pub mod json_text;
 pub mod lookups;
 pub mod mutation;
 pub mod patch;

@@ -5,6 +5,7 @@
 //! byte at a time, while patch text is almost all plain ASCII.
 
 use super::{Answer, ReviewError};
+use crate::json_text::write_str;
 use crate::pod::Op;
 use std::io::Write;
 
@@ -18,11 +19,14 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
     // The patch first, so the answer's buffer is allocated once, at its size.
     let mut json = Vec::new();
     if let Some(ops) = &answer.patch {
-        json.reserve(ops.iter().map(|op| op.value.get().len() + 64).sum());
+        json.reserve(ops.iter().map(|op| op.value.len() + 64).sum());
         write_ops(&mut json, ops).map_err(fail)?;
     }
     let mut out = Vec::with_capacity(256 + json.len().div_ceil(3) * 4);
-    let string = |out: &mut Vec<u8>, text: &str| write_str(out, text).map_err(fail);
+    let string = |out: &mut Vec<u8>, text: &str| -> Result<(), ReviewError> {
+        write_str(out, text);
+        Ok(())
+    };
     out.extend_from_slice(b"{\"apiVersion\":");
     string(&mut out, api_version)?;
     out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
@@ -60,42 +64,11 @@ pub(super) fn write_ops(out: &mut Vec<u8>, ops: &[Op]) -> serde_json::Result<()>
         out.extend_from_slice(b"{\"op\":\"");
         out.extend_from_slice(op.name().as_bytes());
         out.extend_from_slice(b"\",\"path\":");
-        write_str(out, op.path.as_str())?;
+        write_str(out, op.path.as_str());
         out.extend_from_slice(b",\"value\":");
-        out.extend_from_slice(op.value.get().as_bytes());
+        out.extend_from_slice(op.value.as_bytes());
         out.push(b'}');
     }
     out.push(b']');
     Ok(())
 }
-
-/// A JSON string: copied as is when nothing in it needs escaping, else
-/// serde_json's escaping.
-pub(super) fn write_str(out: &mut Vec<u8>, text: &str) -> serde_json::Result<()> {
-    if needs_escape(text.as_bytes()) {
-        return serde_json::to_writer(&mut *out, text);
-    }
-    out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
-    Ok(())
-}
-
-/// Whether any byte is a control character, `"` or `\\`.
-fn needs_escape(bytes: &[u8]) -> bool {
-    bytes.iter().any(|&b| ESCAPED[b as usize])
-}
-
-/// The bytes JSON escapes in a string.
-const ESCAPED: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};

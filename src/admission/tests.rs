@@ -1,4 +1,4 @@
-use super::encode::{write_ops, write_str};
+use super::encode::write_ops;
 use super::*;
 use crate::config::Config;
 use base64::Engine;
@@ -502,7 +502,7 @@ fn hand_written_ops_are_json_patch_operations() {
     let op = |kind, path: &str, value: Value| Op {
         kind,
         path: jsonptr::PointerBuf::parse(path).unwrap(),
-        value: serde_json::value::to_raw_value(&value).unwrap(),
+        value: value.to_string(),
     };
     let ops = [
         op(
@@ -518,17 +518,4 @@ fn hand_written_ops_are_json_patch_operations() {
     let written: Value = serde_json::from_slice(&out).unwrap();
     let patch: Vec<_> = ops.iter().map(Op::to_patch).collect();
     assert_eq!(written, serde_json::to_value(&patch).unwrap());
-}
-
-#[test]
-fn strings_are_written_exactly_as_serde_json_writes_them() {
-    for text in ["", "\"", "\\", "\u{0}", "\u{1f}", " ", "~", "\u{7f}\u{80}"] {
-        let mut out = Vec::new();
-        write_str(&mut out, text).expect("writes");
-        assert_eq!(
-            out,
-            serde_json::to_vec(text).expect("serde_json"),
-            "{text:?}"
-        );
-    }
 }

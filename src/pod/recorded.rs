@@ -8,7 +8,6 @@
 use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
 use jsonptr::PointerBuf;
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,17 +16,12 @@ pub enum OpKind {
     Replace,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Op {
     pub kind: OpKind,
     pub path: PointerBuf,
-    pub value: Box<RawValue>,
-}
-
-impl PartialEq for Op {
-    fn eq(&self, other: &Self) -> bool {
-        self.kind == other.kind && self.path == other.path && self.value.get() == other.value.get()
-    }
+    /// The value as JSON text, written by [`crate::json_text`].
+    pub value: String,
 }
 
 impl Op {
@@ -42,7 +36,7 @@ impl Op {
     pub fn to_patch(&self) -> PatchOperation {
         let path = self.path.clone();
         // Our own text, written by serde_json: it parses.
-        let value = serde_json::from_str(self.value.get()).unwrap_or(Value::Null);
+        let value = serde_json::from_str(&self.value).unwrap_or(Value::Null);
         match self.kind {
             OpKind::Add => PatchOperation::Add(AddOperation { path, value }),
             OpKind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
@@ -53,6 +47,27 @@ impl Op {
 /// `value` as JSON text. Our values are k8s-openapi types, strings, numbers,
 /// booleans and JSON trees: they serialise infallibly (string keys, no
 /// custom errors), so the fallback `null` is never written.
-pub(crate) fn json(value: &(impl Serialize + ?Sized)) -> Box<RawValue> {
-    serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned())
+pub(crate) fn json(value: &(impl Serialize + ?Sized)) -> String {
+    crate::json_text::to_string(value).unwrap_or_else(|_| "null".to_string())
+}
+
+/// `[item]`, from the item's JSON text.
+pub(crate) fn array_of(item: &str) -> String {
+    let mut out = String::with_capacity(item.len() + 2);
+    out.push('[');
+    out.push_str(item);
+    out.push(']');
+    out
+}
+
+/// `{key: value}`, from the value's JSON text.
+pub(crate) fn object(key: &str, value: &str) -> String {
+    let mut out = Vec::with_capacity(key.len() + value.len() + 5);
+    out.push(b'{');
+    crate::json_text::write_str(&mut out, key);
+    out.push(b':');
+    out.extend_from_slice(value.as_bytes());
+    out.push(b'}');
+    // Pieces of UTF-8 text, joined with ASCII.
+    String::from_utf8(out).unwrap_or_else(|_| "null".to_string())
 }

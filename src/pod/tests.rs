@@ -956,7 +956,7 @@ fn an_added_container_is_found_by_name_and_written_whole_into_the_patch() {
     assert_eq!(op.path.as_str(), "/spec/containers/1");
     // The whole container, written once as JSON when it was added.
     let whole = serde_json::to_string(&container("agent")).expect("serialises");
-    assert_eq!(op.value.get(), whole);
+    assert_eq!(op.value, whole);
 }
 
 #[test]

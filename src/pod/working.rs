@@ -8,7 +8,7 @@
 //! when the pod has it, so indices and "create the list" decisions are the
 //! pod's own; the oracle ([`super::TreeDoc`]) checks that on every test pod.
 
-use super::recorded::{json, Op, OpKind};
+use super::recorded::{array_of, json, object, Op, OpKind};
 use super::{child, child_of, Annotations, ContainerEdit, List, PodEdit};
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
@@ -19,11 +19,8 @@ use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, SecurityContext, Volume, VolumeMount,
 };
-use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 pub struct WorkingSet<'a> {
     pod: PodView<'a>,
@@ -34,7 +31,7 @@ pub struct WorkingSet<'a> {
     /// their entry in the view holds the name only. The typical pod's agent
     /// copies queue-proxy's 33 variables; writing them into the view as
     /// well, for nothing to read, was a sixth of the edits.
-    stubs: Vec<(List, usize, Container)>,
+    stubs: Vec<(List, usize, Box<Container>)>,
 }
 
 type Ops = Vec<Op>;
@@ -52,19 +49,14 @@ fn pointer(text: &'static str) -> PointerBuf {
     unsafe { PointerBuf::new_unchecked(text) }
 }
 
-fn add(ops: &mut Ops, path: PointerBuf, value: Box<RawValue>) {
+fn add(ops: &mut Ops, path: PointerBuf, value: String) {
     let kind = OpKind::Add;
     ops.push(Op { kind, path, value });
 }
 
-fn replace(ops: &mut Ops, path: PointerBuf, value: Box<RawValue>) {
+fn replace(ops: &mut Ops, path: PointerBuf, value: String) {
     let kind = OpKind::Replace;
     ops.push(Op { kind, path, value });
-}
-
-/// `{key: value}` as JSON.
-fn object<V: Serialize + ?Sized>(key: &str, value: &V) -> Box<RawValue> {
-    json(&BTreeMap::from([(key, value)]))
 }
 
 /// Appends `item` to the list at `path` (`value` is its JSON), creating the
@@ -74,7 +66,7 @@ fn push_entry<T>(
     list: &mut Option<Capped<T>>,
     item: T,
     path: &PointerBuf,
-    value: Box<RawValue>,
+    value: String,
     ops: Option<&mut Ops>,
 ) {
     match list {
@@ -87,7 +79,7 @@ fn push_entry<T>(
         None => {
             *list = Some(Capped(vec![item]));
             if let Some(ops) = ops {
-                add(ops, path.clone(), json(&[&*value]));
+                add(ops, path.clone(), array_of(&value));
             }
         }
     }
@@ -105,7 +97,7 @@ fn set_entry<'a>(
     let Some(entries) = map else {
         *map = Some(StrMap(vec![(owned(key), owned(value))]));
         if let Some(ops) = ops {
-            add(ops, pointer(path), object(key, value));
+            add(ops, pointer(path), object(key, &json(value)));
         }
         return;
     };
@@ -168,11 +160,11 @@ impl<'a> WorkingSet<'a> {
     fn metadata_for(
         &mut self,
         key: &str,
-        value: impl FnOnce() -> Box<RawValue>,
+        value: impl FnOnce() -> String,
     ) -> (&mut MetaView<'a>, &mut Ops, bool) {
         let created = self.pod.metadata.is_none();
         if created {
-            add(&mut self.ops, pointer("/metadata"), object(key, &*value()));
+            add(&mut self.ops, pointer("/metadata"), object(key, &value()));
         }
         let meta = self.pod.metadata.get_or_insert_with(MetaView::default);
         (meta, &mut self.ops, created)
@@ -182,11 +174,11 @@ impl<'a> WorkingSet<'a> {
     fn spec_for(
         &mut self,
         key: &str,
-        value: impl FnOnce() -> Box<RawValue>,
+        value: impl FnOnce() -> String,
     ) -> (&mut SpecView<'a>, &mut Ops, bool) {
         let created = self.pod.spec.is_none();
         if created {
-            add(&mut self.ops, pointer("/spec"), object(key, &*value()));
+            add(&mut self.ops, pointer("/spec"), object(key, &value()));
         }
         let spec = self.pod.spec.get_or_insert_with(SpecView::default);
         (spec, &mut self.ops, created)
@@ -309,7 +301,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_annotation(&mut self, key: &str, value: &str) {
-        let (meta, ops, created) = self.metadata_for("annotations", || object(key, value));
+        let (meta, ops, created) = self.metadata_for("annotations", || object(key, &json(value)));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut meta.annotations,
@@ -333,7 +325,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_node_selector(&mut self, key: &str, value: &str) {
-        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, value));
+        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, &json(value)));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut spec.node_selector,
@@ -368,7 +360,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         let path = child(&PointerBuf::new(), ["spec".into(), list.key().into()]);
         let created = self.pod.spec.is_none();
         if created {
-            let whole = object(list.key(), &[&*value]);
+            let whole = object(list.key(), &array_of(&value));
             add(&mut self.ops, pointer("/spec"), whole);
         }
         let spec = self.pod.spec.get_or_insert_with(SpecView::default);
@@ -384,7 +376,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             (!created).then_some(&mut self.ops),
         );
         let index = items.as_ref().map_or(0, |l| l.0.len() - 1);
-        self.stubs.push((list, index, container));
+        self.stubs.push((list, index, Box::new(container)));
         true
     }
 
@@ -393,7 +385,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             return false;
         }
         let value = json(volume);
-        let whole = || json(&[&*value]);
+        let whole = || array_of(&value);
         let (spec, ops, created) = self.spec_for("volumes", whole);
         let named = Named {
             name: Some(owned(&volume.name)),
@@ -450,7 +442,7 @@ fn fold_into(out: &mut [Op], op: Op) -> Option<Op> {
         out[at].value = op.value;
         return None;
     }
-    let parse = |raw: &RawValue| serde_json::from_str::<Value>(raw.get());
+    let parse = |text: &str| serde_json::from_str::<Value>(text);
     let (Ok(mut target), Ok(value), Ok(rest)) = (
         parse(&out[at].value),
         parse(&op.value),
@@ -627,7 +619,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 run_as_user: Some(uid),
                 ..Default::default()
             }));
-            add(self.ops, path, object("runAsUser", &uid));
+            add(self.ops, path, object("runAsUser", &json(&uid)));
             return;
         };
         let at = || child(&path, ["runAsUser".into()]);

@@ -1,0 +1,397 @@
+//! Compact JSON text of any `Serialize` value, byte for byte as
+//! `serde_json::to_string` writes it, into a plain buffer. Hand-written
+//! because serde_json escapes every string, and every struct key, a byte
+//! at a time through its formatter and writer, while what we write (the
+//! containers and volumes we add, field names) is almost all plain ASCII:
+//! serialising the two containers of the 1 KB review was a fifth of its
+//! instructions. A string with nothing to escape is copied whole; one that
+//! needs escaping, and every float, goes through serde_json itself, so the
+//! output stays serde_json's.
+
+use serde::ser::{self, Serialize};
+use std::fmt::Display;
+
+/// The JSON text of `value`.
+pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(128);
+    value.serialize(&mut Writer { out: &mut out })?;
+    // Every byte written is ASCII punctuation, digits, or copied from a
+    // `&str` (or serde_json's output, which is UTF-8).
+    String::from_utf8(out).map_err(ser::Error::custom)
+}
+
+/// Appends `text` as a JSON string.
+pub fn write_str(out: &mut Vec<u8>, text: &str) {
+    if text.bytes().any(|b| ESCAPED[b as usize]) {
+        // serde_json cannot fail writing a string into a Vec.
+        let _ = serde_json::to_writer(&mut *out, text);
+        return;
+    }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
+}
+
+/// The bytes JSON escapes in a string.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+struct Writer<'o> {
+    out: &'o mut Vec<u8>,
+}
+
+impl Writer<'_> {
+    fn int(&mut self, n: impl itoa::Integer) {
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    }
+
+    fn float(&mut self, v: impl Serialize) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(&mut *self.out, &v)
+    }
+}
+
+/// A list, map or struct being written: whether the next item is the first.
+pub struct Compound<'w, 'o> {
+    writer: &'w mut Writer<'o>,
+    first: bool,
+    /// What closes it: `]`, `}` or, for an enum variant, `}}`.
+    close: &'static [u8],
+}
+
+impl Compound<'_, '_> {
+    fn separate(&mut self) {
+        if !std::mem::replace(&mut self.first, false) {
+            self.writer.out.push(b',');
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.separate();
+        write_str(self.writer.out, key);
+        self.writer.out.push(b':');
+    }
+
+    fn finish(self) -> Result<(), serde_json::Error> {
+        self.writer.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    type SerializeSeq = Compound<'w, 'o>;
+    type SerializeTuple = Compound<'w, 'o>;
+    type SerializeTupleStruct = Compound<'w, 'o>;
+    type SerializeTupleVariant = Compound<'w, 'o>;
+    type SerializeMap = Compound<'w, 'o>;
+    type SerializeStruct = Compound<'w, 'o>;
+    type SerializeStructVariant = Compound<'w, 'o>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
+        self.out
+            .extend_from_slice(if v { b"true" } else { b"false" });
+        Ok(())
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Self::Error> {
+        self.int(v);
+        Ok(())
+    }
+    fn serialize_f32(self, v: f32) -> Result<(), Self::Error> {
+        self.float(v)
+    }
+    fn serialize_f64(self, v: f64) -> Result<(), Self::Error> {
+        self.float(v)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Self::Error> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Self::Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Self::Error> {
+        use ser::SerializeSeq;
+        let mut seq = self.serialize_seq(Some(v.len()))?;
+        for byte in v {
+            seq.serialize_element(byte)?;
+        }
+        seq.end()
+    }
+    fn serialize_none(self) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(self) -> Result<(), Self::Error> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Self::Error> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: Serialize + ?Sized>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+        value.serialize(&mut *self)?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
+        self.out.push(b'[');
+        Ok(Compound {
+            writer: self,
+            first: true,
+            close: b"]",
+        })
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Self::Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Self::Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.extend_from_slice(b":[");
+        Ok(Compound {
+            writer: self,
+            first: true,
+            close: b"]}",
+        })
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
+        self.out.push(b'{');
+        Ok(Compound {
+            writer: self,
+            first: true,
+            close: b"}",
+        })
+    }
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, Self::Error> {
+        self.serialize_map(Some(len))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Self::Error> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.extend_from_slice(b":{");
+        Ok(Compound {
+            writer: self,
+            first: true,
+            close: b"}}",
+        })
+    }
+    fn collect_str<T: Display + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
+        self.serialize_str(&value.to_string())
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        self.separate();
+        value.serialize(&mut *self.writer)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        ser::SerializeSeq::serialize_element(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeMap for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), Self::Error> {
+        self.separate();
+        let start = self.writer.out.len();
+        key.serialize(&mut *self.writer)?;
+        // JSON keys are strings; like serde_json, a number or boolean key is
+        // written quoted and anything else is refused.
+        match self.writer.out.get(start) {
+            Some(b'"') => {}
+            Some(b'[' | b'{' | b'n') | None => {
+                self.writer.out.truncate(start);
+                return Err(ser::Error::custom("key must be a string"));
+            }
+            Some(_) => {
+                self.writer.out.insert(start, b'"');
+                self.writer.out.push(b'"');
+            }
+        }
+        self.writer.out.push(b':');
+        Ok(())
+    }
+    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
+        value.serialize(&mut *self.writer)
+    }
+    fn serialize_entry<K: Serialize + ?Sized, V: Serialize + ?Sized>(
+        &mut self,
+        key: &K,
+        value: &V,
+    ) -> Result<(), Self::Error> {
+        ser::SerializeMap::serialize_key(self, key)?;
+        ser::SerializeMap::serialize_value(self, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        self.key(key);
+        value.serialize(&mut *self.writer)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_, '_> {
+    type Ok = ();
+    type Error = serde_json::Error;
+    fn serialize_field<T: Serialize + ?Sized>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Self::Error> {
+        ser::SerializeStruct::serialize_field(self, key, value)
+    }
+    fn end(self) -> Result<(), Self::Error> {
+        self.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;
