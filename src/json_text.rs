@@ -22,7 +22,7 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
 
 /// Appends `text` as a JSON string.
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
-    if text.bytes().any(|b| ESCAPED[b as usize]) {
+    if needs_escape(text.as_bytes()) {
         // serde_json cannot fail writing a string into a Vec.
         let _ = serde_json::to_writer(&mut *out, text);
         return;
@@ -31,6 +31,26 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
     out.extend_from_slice(text.as_bytes());
     out.push(b'"');
+}
+
+/// Whether any byte is a control character, `"` or `\\`: eight bytes at a
+/// time (a byte-wise table lookup was a tenth of the 1 KB review).
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Some byte of `v` is zero, or (with `n` for 1) below `n`: exact tests
+    // for whether any byte qualifies, from "Bit Twiddling Hacks".
+    let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_ne_bytes(word);
+        if below(v, 0x20) || below(v ^ (ONES * 0x22), 1) || below(v ^ (ONES * 0x5c), 1) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| ESCAPED[b as usize])
 }
 
 /// The bytes JSON escapes in a string.

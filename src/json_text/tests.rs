@@ -145,3 +145,22 @@ fn a_key_that_is_not_a_string_or_number_is_refused_like_serde_json() {
         serde_json::to_string(&map).is_err()
     );
 }
+
+#[test]
+fn the_escape_check_finds_every_escaped_byte_at_every_position() {
+    for len in 0..20 {
+        for at in 0..len {
+            for b in (0u8..=0x7f).chain([0x80, 0xc3]) {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = b;
+                let expected = b < 0x20 || b == b'"' || b == b'\\';
+                assert_eq!(
+                    needs_escape(&bytes),
+                    expected,
+                    "byte {b:#x} at {at} of {len}"
+                );
+            }
+        }
+    }
+    assert!(!needs_escape("é\u{2028}😀\u{7f}~/".as_bytes()));
+}
