@@ -358,23 +358,12 @@ impl<'a> PodEdit for WorkingSet<'a> {
         };
         let value = json(&container);
         let path = child(&PointerBuf::new(), ["spec".into(), list.key().into()]);
-        let created = self.pod.spec.is_none();
-        if created {
-            let whole = object(list.key(), &array_of(&value));
-            add(&mut self.ops, pointer("/spec"), whole);
-        }
-        let spec = self.pod.spec.get_or_insert_with(SpecView::default);
+        let (spec, ops, created) = self.spec_for(list.key(), || array_of(&value));
         let items = match list {
             List::Containers => &mut spec.containers,
             List::InitContainers => &mut spec.init_containers,
         };
-        push_entry(
-            items,
-            view,
-            &path,
-            value,
-            (!created).then_some(&mut self.ops),
-        );
+        push_entry(items, view, &path, value, (!created).then_some(ops));
         let index = items.as_ref().map_or(0, |l| l.0.len() - 1);
         self.stubs.push((list, index, Box::new(container)));
         true
