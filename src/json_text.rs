@@ -15,9 +15,11 @@ use std::fmt::Display;
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut out = Vec::with_capacity(128);
     value.serialize(&mut Writer { out: &mut out })?;
-    // Every byte written is ASCII punctuation, digits, or copied from a
-    // `&str` (or serde_json's output, which is UTF-8).
-    String::from_utf8(out).map_err(ser::Error::custom)
+    // SAFETY: the writer appends only ASCII (punctuation, `itoa` digits,
+    // literals), whole `&str`s, and serde_json's own output for strings that
+    // need escaping and for floats, which is UTF-8: the buffer is UTF-8.
+    // (Checking it again was 1.5% of the 1 KB review.)
+    Ok(unsafe { String::from_utf8_unchecked(out) })
 }
 
 /// Appends `text` as a JSON string.

@@ -160,7 +160,11 @@ fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> Pointer
 
 /// [`child`] of a pointer given as text, which must be a valid pointer.
 fn child_of<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> PointerBuf {
-    let mut text = String::with_capacity(path.len() + 32);
+    let room = |step: &Step| match step {
+        Step::Key(key) => key.len() + 4,
+        Step::Index(_) => 21,
+    };
+    let mut text = String::with_capacity(path.len() + steps.iter().map(room).sum::<usize>());
     text.push_str(path);
     for step in steps {
         text.push('/');

@@ -9,24 +9,24 @@ use k8s_openapi::api::core::v1::ContainerPort;
 
 pub const NAME: &str = "metrics-aggregator";
 
-/// The annotation's value, written from config when absent.
-fn annotation_or_default(pod: &mut dyn PodEdit, key: &str, default: &str) -> String {
+/// Whether the annotation says "true"; written from config when absent.
+fn enabled(pod: &mut dyn PodEdit, key: &str, default: &str) -> bool {
     match pod.annotation(key) {
-        Some(v) => v.to_string(),
+        Some(v) => v == "true",
         None => {
             pod.set_annotation(key, default);
-            default.to_string()
+            default == "true"
         }
     }
 }
 
 pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     let config = &env.config.metrics_aggregator;
-    let aggregate = annotation_or_default(
+    let aggregate = enabled(
         pod,
         ENABLE_METRIC_AGGREGATION_ANNOTATION,
         &config.enable_metric_aggregation,
-    ) == "true";
+    );
     if aggregate {
         let port = pod
             .annotation(KSERVE_PROMETHEUS_PORT_ANNOTATION)
@@ -51,11 +51,11 @@ pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
             });
         }
     }
-    let scrape = annotation_or_default(
+    let scrape = enabled(
         pod,
         ENABLE_PROMETHEUS_SCRAPING_ANNOTATION,
         &config.enable_prometheus_scraping,
-    ) == "true";
+    );
     if scrape {
         let port = if aggregate {
             AGGREGATE_METRICS_PORT
