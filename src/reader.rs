@@ -162,7 +162,46 @@ impl ReadError {
 /// readers both read back as the same value: strings such as `yes`, `on`,
 /// `0755` or `null` come out quoted.
 pub fn to_yaml(value: &Value) -> Result<String, String> {
-    serde_saphyr::to_string(value).map_err(|e| e.to_string())
+    serde_saphyr::to_string(&Quoting(value)).map_err(|e| e.to_string())
+}
+
+/// A value written so that it reads back the same: serde-saphyr leaves a
+/// string with leading or trailing non-ASCII whitespace (`"\u{2002}8"`)
+/// plain, and its reader trims that whitespace when resolving the scalar's
+/// type, so it came back as the number 8 (found by the `reader` fuzz
+/// target). Such strings are written double-quoted.
+struct Quoting<'v>(&'v Value);
+
+/// serde-saphyr quotes ASCII whitespace at the ends itself.
+fn non_ascii_space_at_an_end(text: &str) -> bool {
+    let odd = |c: Option<char>| c.is_some_and(|c| c.is_whitespace() && !c.is_ascii());
+    odd(text.chars().next()) || odd(text.chars().next_back())
+}
+
+impl serde::Serialize for Quoting<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::String(text) if non_ascii_space_at_an_end(text) => {
+                serde_saphyr::DoubleQuoted(text.as_str()).serialize(s)
+            }
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Quoting(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut out = s.serialize_map(Some(map.len()))?;
+                for (key, item) in map {
+                    out.serialize_entry(key, &Quoting(item))?;
+                }
+                out.end()
+            }
+            other => other.serialize(s),
+        }
+    }
 }
 
 /// Why YAML could not be written.
@@ -190,7 +229,7 @@ pub fn write_yaml(out: &mut impl std::io::Write, value: &Value) -> Result<(), Wr
         }
     }
     let mut adapter = Adapter { out, failed: None };
-    match serde_saphyr::to_fmt_writer(&mut adapter, value) {
+    match serde_saphyr::to_fmt_writer(&mut adapter, &Quoting(value)) {
         Ok(()) => Ok(()),
         Err(e) => Err(match adapter.failed.take() {
             Some(io) => WriteError::Io(io),

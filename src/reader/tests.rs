@@ -120,3 +120,32 @@ fn yaml_output_reads_back_as_the_same_value_in_yaml_1_1_and_1_2() {
         );
     }
 }
+
+#[test]
+fn strings_with_unicode_space_at_an_end_read_back_as_strings() {
+    // Found by the `reader` fuzz target: written plain, "\u{2002}8" read
+    // back as the number 8.
+    let tricky = [
+        "\u{2002}8",
+        "8\u{2002}",
+        "\u{a0}8",
+        "\u{3000}1.5",
+        "\u{2002}true",
+        "x\u{85}",
+    ];
+    let value = json!({"strings": tricky, "key\u{2002}": tricky[0]});
+    let text = to_yaml(&value).unwrap();
+    assert_eq!(read(&text).unwrap(), [value.clone()], "{text}");
+    let mut streamed = Vec::new();
+    write_yaml(&mut streamed, &value).unwrap();
+    assert_eq!(String::from_utf8(streamed).unwrap(), text);
+    // Strings without such edges keep serde-saphyr's own style.
+    assert_eq!(
+        to_yaml(&json!(["8", " 8"])).unwrap(),
+        to_yaml_plain(&json!(["8", " 8"]))
+    );
+}
+
+fn to_yaml_plain(value: &serde_json::Value) -> String {
+    serde_saphyr::to_string(value).unwrap()
+}
