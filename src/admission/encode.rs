@@ -14,23 +14,18 @@ use std::io::Write;
 /// (kube-rs #1781); the API documents a base64 string, which is written here
 /// as the patch is serialised.
 pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError> {
-    let fail = |e: serde_json::Error| ReviewError::Json(e.to_string());
     let io = |e: std::io::Error| ReviewError::Json(e.to_string());
     // The patch first, so the answer's buffer is allocated once, at its size.
     let mut json = Vec::new();
     if let Some(ops) = &answer.patch {
         json.reserve(ops.iter().map(|op| op.value.len() + 64).sum());
-        write_ops(&mut json, ops).map_err(fail)?;
+        write_ops(&mut json, ops);
     }
     let mut out = Vec::with_capacity(256 + json.len().div_ceil(3) * 4);
-    let string = |out: &mut Vec<u8>, text: &str| -> Result<(), ReviewError> {
-        write_str(out, text);
-        Ok(())
-    };
     out.extend_from_slice(b"{\"apiVersion\":");
-    string(&mut out, api_version)?;
+    write_str(&mut out, api_version);
     out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
-    string(&mut out, answer.uid)?;
+    write_str(&mut out, answer.uid);
     write!(
         out,
         ",\"allowed\":{},\"status\":{{\"code\":{}",
@@ -39,7 +34,7 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
     .map_err(io)?;
     if let Some(message) = &answer.message {
         out.extend_from_slice(b",\"message\":");
-        string(&mut out, message)?;
+        write_str(&mut out, message);
     }
     out.push(b'}');
     if answer.patch.is_some() {
@@ -55,7 +50,7 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
 
 /// RFC 6902 operations as JSON, written directly: each value is already
 /// JSON text.
-pub(super) fn write_ops(out: &mut Vec<u8>, ops: &[Op]) -> serde_json::Result<()> {
+pub(super) fn write_ops(out: &mut Vec<u8>, ops: &[Op]) {
     out.push(b'[');
     for (i, op) in ops.iter().enumerate() {
         if i > 0 {
@@ -70,5 +65,4 @@ pub(super) fn write_ops(out: &mut Vec<u8>, ops: &[Op]) -> serde_json::Result<()>
         out.push(b'}');
     }
     out.push(b']');
-    Ok(())
 }

@@ -514,7 +514,7 @@ fn hand_written_ops_are_json_patch_operations() {
         op(OpKind::Add, "/metadata/labels/x\"y", json!(1)),
     ];
     let mut out = Vec::new();
-    write_ops(&mut out, &ops).unwrap();
+    write_ops(&mut out, &ops);
     let written: Value = serde_json::from_slice(&out).unwrap();
     let patch: Vec<_> = ops.iter().map(Op::to_patch).collect();
     assert_eq!(written, serde_json::to_value(&patch).unwrap());
