@@ -5,6 +5,13 @@
 //! peak RSS (`VmHWM`) is its own; the table gives the wall time of the call,
 //! the peak RSS before the call (input built) and after it.
 //!
+//! Then the same bodies through the binary, as users meet them:
+//! `kserve-injector mutate FILE` (the pod file, and the AdmissionReview
+//! file), and `kserve-injector serve` answering them over HTTPS (sent with
+//! curl). For these the table gives the wall time of the command or the
+//! request, and the process's peak RSS (`ru_maxrss` of the CLI; the
+//! server's `VmHWM` after the request, and before any request).
+//!
 //! `cargo bench --bench hostile`
 //!
 //! Targets: answered in < 1 s with peak RSS < 100 MiB. The answers
@@ -17,8 +24,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use kserve_injector::admission::review;
 use kserve_injector::{mutate, Env};
 use serde_json::Value;
-use std::process::Command;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 const CASES: [(&str, usize, bool); 6] = [
     ("review 300k {} labelled", 300_000, true),
@@ -55,15 +63,7 @@ fn review_body(pod: &str) -> Vec<u8> {
 
 /// Peak resident set size of this process so far, in KiB.
 fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    peak_rss_of("self").unwrap_or(0)
 }
 
 fn run_case(name: &str) {
@@ -135,4 +135,148 @@ fn main() {
             std::process::exit(1);
         }
     }
+    if let Err(e) = through_the_binary() {
+        eprintln!("the binary's cases failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+type Error = Box<dyn std::error::Error>;
+
+/// The hostile bodies through `kserve-injector mutate` and `serve`.
+fn through_the_binary() -> Result<(), Error> {
+    let bin = env!("CARGO_BIN_EXE_kserve-injector");
+    let dir = tempfile::tempdir()?;
+    let mut files = Vec::new();
+    for (label, n) in [("300k", 300_000), ("1M", 1_000_000)] {
+        let pod = pod_json(n, true);
+        let pod_file = dir.path().join(format!("pod-{label}.json"));
+        let review_file = dir.path().join(format!("review-{label}.json"));
+        // A file the CLI reads names its kind.
+        let manifest = format!(r#"{{"apiVersion":"v1","kind":"Pod",{}"#, &pod[1..]);
+        std::fs::write(&pod_file, manifest)?;
+        std::fs::write(&review_file, review_body(&pod))?;
+        files.push((label, pod_file, review_file));
+    }
+    for (label, pod_file, review_file) in &files {
+        for (what, file) in [("pod", pod_file), ("review", review_file)] {
+            cli_case(bin, &format!("cli mutate {what} {label}"), file)?;
+        }
+    }
+    serve_cases(bin, dir.path(), &files)
+}
+
+/// `kserve-injector mutate FILE`: wall time, exit code and peak RSS.
+fn cli_case(bin: &str, name: &str, file: &Path) -> Result<(), Error> {
+    let start = Instant::now();
+    let child = Command::new(bin)
+        .arg("mutate")
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.ok_or("no stderr")?, &mut stderr)?;
+    let (mut status, mut usage) = (0, unsafe { std::mem::zeroed::<libc::rusage>() });
+    // SAFETY: `pid` is our child, not yet reaped; both pointers are valid.
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } != pid {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let elapsed = start.elapsed();
+    let bytes = std::fs::metadata(file)?.len();
+    let answer: String = format!("exit {}: {}", libc::WEXITSTATUS(status), stderr.trim())
+        .chars()
+        .take(90)
+        .collect();
+    println!(
+        "{name:<28} {bytes:>9} {:>10.1} {:>12} {:>12.1}  {answer}",
+        elapsed.as_secs_f64() * 1000.0,
+        "",
+        usage.ru_maxrss as f64 / 1024.0,
+    );
+    Ok(())
+}
+
+/// `kserve-injector serve --self-signed`, each review POSTed with curl.
+fn serve_cases(bin: &str, dir: &Path, files: &[(&str, PathBuf, PathBuf)]) -> Result<(), Error> {
+    let port = |()| -> Result<u16, Error> {
+        Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port())
+    };
+    let (webhook, admin) = (port(())?, port(())?);
+    let ca = dir.join("ca.crt");
+    let mut server = Command::new(bin)
+        .args(["serve", "--self-signed", "--cluster-lookups", "off"])
+        .arg("--self-signed-ca-file")
+        .arg(&ca)
+        .args(["--addr", &format!("127.0.0.1:{webhook}")])
+        .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
+        .args(["--shutdown-delay", "0s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let result = (|| {
+        let healthz = format!("http://127.0.0.1:{admin}/healthz");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !curl(&["-sf", "-o", "/dev/null", &healthz])?.0 {
+            if Instant::now() > deadline {
+                return Err("the server did not come up".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let before = peak_rss_of(&server.id().to_string())?;
+        let url = format!("https://127.0.0.1:{webhook}/mutate-pods");
+        for (label, _, review_file) in files {
+            let (ok, out) = curl(&[
+                "-s",
+                "--cacert",
+                &ca.to_string_lossy(),
+                "-H",
+                "content-type: application/json",
+                "--data-binary",
+                &format!("@{}", review_file.display()),
+                "-w",
+                "\n%{http_code} %{time_total}",
+                &url,
+            ])?;
+            let (body, timing) = out.rsplit_once('\n').ok_or("no timing from curl")?;
+            let (code, seconds) = timing.split_once(' ').ok_or("no timing from curl")?;
+            let seconds: f64 = seconds.trim().parse()?;
+            let answer: String = format!("{code} {body}").chars().take(90).collect();
+            println!(
+                "{:<28} {:>9} {:>10.1} {:>12.1} {:>12.1}  {answer}",
+                format!("serve review {label}"),
+                std::fs::metadata(review_file)?.len(),
+                seconds * 1000.0,
+                before as f64 / 1024.0,
+                peak_rss_of(&server.id().to_string())? as f64 / 1024.0,
+            );
+            if !ok {
+                return Err(format!("curl failed: {out}").into());
+            }
+        }
+        Ok(())
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}
+
+/// Runs curl; whether it succeeded, and its stdout.
+fn curl(args: &[&str]) -> Result<(bool, String), Error> {
+    let out = Command::new("curl").args(args).output()?;
+    Ok((
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+/// Peak RSS of a process (a pid, or "self") so far, in KiB.
+fn peak_rss_of(process: &str) -> Result<u64, Error> {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"));
+    let kib = line.and_then(|l| l.split_whitespace().nth(1));
+    Ok(kib.ok_or("no VmHWM")?.parse()?)
 }
