@@ -5,10 +5,10 @@ use super::args::ServeArgs;
 use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
-use super::reload::{Source, Trigger};
 use super::self_signed;
 use super::tls::{self, ServingPair, Tls};
 use crate::config_file::Snapshot;
+use crate::reload::{Source, Trigger};
 use rustls::crypto::CryptoProvider;
 use std::sync::Arc;
 use tracing::info;
@@ -82,17 +82,25 @@ pub(crate) fn load(
     let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
     if let Some(loaded) = serving_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        loaded.watch(shutdown, move |pair: ServingPair| {
-            metrics.cert_loaded(SERVING, pair.not_after);
-            tls.set_pair(pair);
-        });
+        loaded.watch(
+            &shutdown.kill,
+            &shutdown.background,
+            move |pair: ServingPair| {
+                metrics.cert_loaded(SERVING, pair.not_after);
+                tls.set_pair(pair);
+            },
+        );
     }
     if let Some(loaded) = client_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        loaded.watch(shutdown, move |(verifier, not_after)| {
-            metrics.cert_loaded(CLIENT_CA, not_after);
-            tls.set_client_ca(verifier);
-        });
+        loaded.watch(
+            &shutdown.kill,
+            &shutdown.background,
+            move |(verifier, not_after)| {
+                metrics.cert_loaded(CLIENT_CA, not_after);
+                tls.set_client_ca(verifier);
+            },
+        );
     }
     Ok((tls, self_signed_ca))
 }

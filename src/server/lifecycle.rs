@@ -8,11 +8,11 @@ use super::args::ServeArgs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics, CONFIG};
-use super::reload::{Source, Trigger};
 use super::routes::{self, App, Summary};
 use super::{certs, self_signed, tls};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{resolve_client, ClusterObjects, Environment, LookupOptions, Lookups};
+use crate::reload::{Source, Trigger};
 use crate::{Config, Env};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
@@ -121,7 +121,7 @@ fn load_config(
     info!(config = shown, "inferenceservice-config loaded");
     let env = Arc::new(ArcSwap::new(make_env(config)));
     let (target, metrics) = (env.clone(), metrics.clone());
-    loaded.watch(shutdown, move |config| {
+    loaded.watch(&shutdown.kill, &shutdown.background, move |config| {
         target.store(make_env(config));
         metrics.config_last_reload.set(unix_now());
     });

@@ -5,6 +5,7 @@
 //! per series.
 
 use crate::injectors::INJECTOR_NAMES;
+use crate::reload::ReloadCounters;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -57,13 +58,6 @@ fn latency_histogram() -> Histogram {
         0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
         1.0, 2.5, 5.0,
     ])
-}
-
-/// A reloaded source's success and failure counters.
-#[derive(Debug, Clone)]
-pub(crate) struct ReloadCounters {
-    pub ok: Counter,
-    pub failed: Counter,
 }
 
 #[derive(Debug, Default)]

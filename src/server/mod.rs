@@ -14,7 +14,6 @@ mod error;
 mod lifecycle;
 mod logging;
 mod metrics;
-mod reload;
 mod routes;
 mod self_signed;
 mod signals;
