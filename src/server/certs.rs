@@ -5,8 +5,8 @@ use super::args::ServeArgs;
 use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
-use super::self_signed;
-use super::tls::{self, ServingPair, Tls};
+use super::tls::Tls;
+use crate::certs::{self, ServingPair};
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};
 use rustls::crypto::CryptoProvider;
@@ -29,7 +29,7 @@ pub(crate) fn load(
     // start and an alert on their rate works before the first rotation.
     let counters = metrics.reload_counters(SERVING);
     let (pair, serving_watch, self_signed_ca) = if args.self_signed {
-        let made = self_signed::generate(&args.dns_names, provider)?;
+        let made = certs::self_signed(&args.dns_names, provider)?;
         info!(names = ?made.names, "serving a self-signed certificate");
         (made.pair, None, Some(made.ca_pem))
     } else {
@@ -43,7 +43,7 @@ pub(crate) fn load(
             counters,
         };
         let provider = provider.clone();
-        let parse = move |snap: &Snapshot| tls::load_pair(snap, &cert, &key, &provider);
+        let parse = move |snap: &Snapshot| certs::load_pair(snap, &cert, &key, &provider);
         let (pair, loaded) = source.load(parse).map_err(|e| {
             if args.tls_cert_file.is_none() && !args.cert_dir.exists() {
                 ServeError::Args(format!(
@@ -71,7 +71,7 @@ pub(crate) fn load(
                 counters,
             };
             let provider = provider.clone();
-            let parse = move |snap: &Snapshot| tls::client_verifier(snap, &path, &provider);
+            let parse = move |snap: &Snapshot| certs::client_verifier(snap, &path, &provider);
             let ((verifier, not_after), loaded) = source.load(parse)?;
             metrics.cert_loaded(CLIENT_CA, not_after);
             info!("client certificates required");

@@ -5,11 +5,11 @@
 //! exits. Each stage is a token of [`Shutdown`].
 
 use super::args::ServeArgs;
+use super::certs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics, CONFIG};
 use super::routes::{self, App, Summary};
-use super::{certs, self_signed, tls};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{resolve_client, ClusterObjects, Environment, LookupOptions, Lookups};
 use crate::reload::{Source, Trigger};
@@ -168,6 +168,16 @@ async fn cluster_objects(
     })
 }
 
+fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
+    let failed = |source| ServeError::Write {
+        path: path.clone(),
+        source,
+    };
+    crate::certs::write_ca(&path, pem).map_err(failed)?;
+    info!(ca_file = %path.display(), "trust the self-signed certificate with: curl --cacert {}", path.display());
+    Ok(path)
+}
+
 fn bind(
     what: &'static str,
     addr: SocketAddr,
@@ -225,13 +235,15 @@ impl Server {
         // Until startup succeeds, an early return stops what was spawned.
         let started = shutdown.kill.clone().drop_guard();
         let env = load_config(&args, &metrics, &shutdown)?;
-        let (tls, self_signed_ca) = certs::load(&args, &tls::provider(), &metrics, &shutdown)?;
+        let (tls, self_signed_ca) =
+            certs::load(&args, &crate::certs::provider(), &metrics, &shutdown)?;
 
         let (webhook_listener, local_addr) = bind("webhook", args.addr)?;
         let (admin_listener, admin_addr) = bind("admin", args.admin_addr)?;
         let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
-        let ca_file = self_signed_ca.as_deref();
-        let ca_file = ca_file.map(|pem| self_signed::write_ca(args.ca_out_file(), pem));
+        // Only now that both ports are bound, so an instance that fails to
+        // start never replaces a running one's CA.
+        let ca_file = self_signed_ca.map(|pem| write_ca(args.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
         let app = Arc::new(App {

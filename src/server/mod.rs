@@ -15,12 +15,12 @@ mod lifecycle;
 mod logging;
 mod metrics;
 mod routes;
-mod self_signed;
 mod signals;
 mod tls;
 
+pub use crate::certs::CertError;
 pub use args::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
-pub use error::{CertError, ServeError};
+pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use routes::MAX_BODY_BYTES;
 
