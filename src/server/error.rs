@@ -26,9 +26,7 @@ pub enum ServeError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
-    Lookups(#[from] crate::lookups::ModeError),
-    #[error("--objects {path}: {message}")]
-    Objects { path: PathBuf, message: String },
+    Lookups(#[from] crate::lookups::ObjectsError),
     #[error("cannot set up logging: {0}")]
     Logging(String),
     #[error("cannot install signal handlers: {0}")]

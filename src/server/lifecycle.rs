@@ -11,7 +11,7 @@ use super::error::ServeError;
 use super::metrics::{unix_now, Metrics, CONFIG};
 use super::routes::{self, App, Summary};
 use crate::config_file::{self, Snapshot};
-use crate::lookups::{resolve_client, ClusterObjects, Environment, LookupOptions, Lookups};
+use crate::lookups::{ClusterObjects, Environment, LookupOptions};
 use crate::reload::{Source, Trigger};
 use crate::{Config, Env};
 use arc_swap::ArcSwap;
@@ -128,46 +128,6 @@ fn load_config(
     Ok(env)
 }
 
-/// `--objects`, else the watch caches when `--cluster-lookups` resolves to
-/// a cluster, else nothing.
-async fn cluster_objects(
-    args: &ServeArgs,
-    metrics: &mut Metrics,
-) -> Result<ClusterObjects, ServeError> {
-    if let Some(path) = &args.objects {
-        let failed = |message: String| ServeError::Objects {
-            path: path.clone(),
-            message,
-        };
-        let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
-        let data = crate::cli::load_objects(&mut std::io::BufReader::new(file))
-            .map_err(|e| failed(e.to_string()))?;
-        info!(objects = data.len(), file = %path.display(), "cluster objects from a file; no cluster lookups");
-        return Ok(ClusterObjects::Static(data));
-    }
-    let environment = Environment::from_process(args.kubeconfig.clone());
-    let client =
-        resolve_client(args.cluster_lookups, &environment, args.context.as_deref()).await?;
-    Ok(match client {
-        Some(_) if args.lookup_timeout >= args.request_timeout => {
-            let message = "--lookup-timeout must be shorter than --request-timeout";
-            return Err(ServeError::Args(message.into()));
-        }
-        Some(client) => {
-            let options = LookupOptions {
-                get_timeout: args.lookup_timeout,
-                watched: args.watch_kinds.clone(),
-            };
-            ClusterObjects::Live(Box::new(Lookups::start(
-                client,
-                metrics.register_lookups(),
-                &options,
-            )))
-        }
-        None => ClusterObjects::Off,
-    })
-}
-
 fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
     let failed = |source| ServeError::Write {
         path: path.clone(),
@@ -229,7 +189,21 @@ impl Server {
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
-        let objects = Arc::new(cluster_objects(&args, &mut metrics).await?);
+        let environment = Environment::from_process(args.kubeconfig.clone());
+        let options = LookupOptions {
+            get_timeout: args.lookup_timeout,
+            watched: args.watch_kinds.clone(),
+        };
+        let objects = ClusterObjects::start(
+            args.objects.as_deref(),
+            args.cluster_lookups,
+            &environment,
+            args.context.as_deref(),
+            &options,
+            args.request_timeout,
+            || metrics.register_lookups(),
+        );
+        let objects = Arc::new(objects.await?);
         let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
         // Until startup succeeds, an early return stops what was spawned.
