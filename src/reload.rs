@@ -26,7 +26,7 @@ use tracing::{debug, error, info, warn};
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// A reloaded source's success and failure counters.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ReloadCounters {
     pub ok: Counter,
     pub failed: Counter,

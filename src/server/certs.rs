@@ -27,7 +27,7 @@ pub(crate) fn load(
     };
     // Taken even when nothing is reloaded, so the series exist at 0 from the
     // start and an alert on their rate works before the first rotation.
-    let counters = metrics.reload_counters(SERVING);
+    let counters = metrics.cert_reloads(SERVING);
     let (pair, serving_watch, self_signed_ca) = if args.self_signed {
         let made = certs::self_signed(&args.dns_names, provider)?;
         info!(names = ?made.names, "serving a self-signed certificate");
@@ -58,12 +58,11 @@ pub(crate) fn load(
         (pair, Some(loaded), None)
     };
     metrics.cert_loaded(SERVING, pair.not_after);
-
     let client_ca = match args.client_ca_file.clone() {
         None => None,
         Some(path) => {
             let (paths, what) = (vec![path.clone()], "client CA");
-            let counters = metrics.reload_counters(CLIENT_CA);
+            let counters = metrics.cert_reloads(CLIENT_CA);
             let source = Source {
                 what,
                 paths,
@@ -80,27 +79,20 @@ pub(crate) fn load(
     };
     let (verifier, client_watch) = client_ca.unzip();
     let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
+    let (stop, tasks) = (&shutdown.kill, &shutdown.background);
     if let Some(loaded) = serving_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        loaded.watch(
-            &shutdown.kill,
-            &shutdown.background,
-            move |pair: ServingPair| {
-                metrics.cert_loaded(SERVING, pair.not_after);
-                tls.set_pair(pair);
-            },
-        );
+        loaded.watch(stop, tasks, move |pair: ServingPair| {
+            metrics.cert_loaded(SERVING, pair.not_after);
+            tls.set_pair(pair);
+        });
     }
     if let Some(loaded) = client_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        loaded.watch(
-            &shutdown.kill,
-            &shutdown.background,
-            move |(verifier, not_after)| {
-                metrics.cert_loaded(CLIENT_CA, not_after);
-                tls.set_client_ca(verifier);
-            },
-        );
+        loaded.watch(stop, tasks, move |(verifier, not_after)| {
+            metrics.cert_loaded(CLIENT_CA, not_after);
+            tls.set_client_ca(verifier);
+        });
     }
     Ok((tls, self_signed_ca))
 }

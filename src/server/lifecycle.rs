@@ -8,7 +8,7 @@ use super::args::ServeArgs;
 use super::certs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
-use super::metrics::{unix_now, Metrics, CONFIG};
+use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Summary};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment, LookupOptions};
@@ -92,28 +92,24 @@ fn load_config(
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Env>>, ServeError> {
     let namespace = args.resolved_controller_namespace();
-    let make_env = move |config: Config| {
-        let controller_namespace = namespace.clone();
-        Arc::new(Env {
-            controller_namespace,
-            ..Env::new(config)
-        })
+    let make_env = move |config| {
+        let mut env = Env::new(config);
+        env.controller_namespace = namespace.clone();
+        Arc::new(env)
     };
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!("using KServe's default inferenceservice-config");
         return Ok(Arc::new(ArcSwap::new(make_env(Config::default()))));
     };
-    let trigger = Trigger {
-        watch: args.config_watch,
-        poll: args.config_poll_interval,
-    };
-    let (paths, counters) = (vec![path.clone()], metrics.reload_counters(CONFIG));
     let source = Source {
         what: "inferenceservice-config",
-        paths,
-        trigger,
-        counters,
+        paths: vec![path.clone()],
+        trigger: Trigger {
+            watch: args.config_watch,
+            poll: args.config_poll_interval,
+        },
+        counters: metrics.config_reloads.clone(),
     };
     let shown = path.display().to_string();
     let parse = move |snap: &Snapshot| config_file::parse(&path, snap);
