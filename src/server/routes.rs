@@ -242,9 +242,8 @@ async fn read_body(
             continue;
         };
         if declared.is_none() {
-            held.merge(reserve(
-                u32::try_from(data.len()).map_err(|_| too_large())?,
-            )?);
+            let len = u32::try_from(data.len()).map_err(|_| too_large())?;
+            held.merge(reserve(len)?);
         }
         buffer.extend_from_slice(&data);
     }
