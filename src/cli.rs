@@ -1,5 +1,6 @@
-//! The offline `mutate` command: documents in, mutated documents (or patches,
-//! or AdmissionReview responses) out, through the same core as the webhook.
+//! The CLI's library side: the offline `mutate` command (documents in,
+//! mutated documents, patches or AdmissionReview responses out, through the
+//! same core as the webhook), and the flags of `serve` ([`serve_args`]).
 
 use crate::admission;
 use crate::cluster::keys::PodFacts;
@@ -337,6 +338,8 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
     })?;
     out.write_all(b"\n").map_err(write_error)
 }
+
+pub mod serve_args;
 
 #[cfg(test)]
 mod tests;

@@ -1,11 +1,11 @@
 //! The serving certificate and the client CA: loaded at startup, then kept
 //! current by the reloader.
 
-use super::args::ServeArgs;
 use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::tls::Tls;
+use super::ServeArgs;
 use crate::certs::{self, ServingPair};
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};

@@ -4,12 +4,12 @@
 //! the listener closes, then in-flight requests finish, then the process
 //! exits. Each stage is a token of [`Shutdown`].
 
-use super::args::ServeArgs;
 use super::certs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Summary};
+use super::ServeArgs;
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment, LookupOptions};
 use crate::reload::{Source, Trigger};

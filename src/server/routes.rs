@@ -5,9 +5,9 @@
 //! holds only the admission handler and the byte budget, which no layer
 //! provides (a limit on the bytes buffered across all requests).
 
-use super::args::ServeArgs;
 use super::metrics::{unix_now, Metrics};
 use super::tls::Tls;
+use super::ServeArgs;
 use crate::admission::{self, Reviewed};
 use crate::lookups::ClusterObjects;
 use crate::Env;

@@ -3,8 +3,8 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
-use super::routes::MAX_BODY_BYTES;
 use crate::lookups::{ClusterLookups, Kind};
+use crate::server::MAX_BODY_BYTES;
 use clap::builder::RangedU64ValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
