@@ -18,7 +18,7 @@ mod signals;
 mod tls;
 
 pub use crate::certs::CertError;
-pub use crate::cli::serve_args::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
+pub use crate::cli::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use routes::MAX_BODY_BYTES;
