@@ -1,12 +1,17 @@
 //! The one certificate generator (rcgen): a CA, and serving certificates it
-//! signs. `serve --self-signed` keeps the pair in memory; `kserve-injector
-//! certs` writes it for the `static-certs` install (see `files`). Pure apart
-//! from key generation's randomness: the caller passes the validity window, so
-//! no clock is read here.
+//! signs. `serve --self-signed` keeps the pair in memory (see `serving`,
+//! which also parses and checks the certificate files `serve` reads);
+//! `kserve-injector certs` writes it for the `static-certs` install (see
+//! `files`). Pure apart from key generation's randomness: the caller passes
+//! the validity window, so no clock is read here.
 
 mod files;
+mod serving;
 
-pub use files::{write_certs, CertFiles, CertsRequest, Written};
+pub use files::{write_ca, write_certs, CertFiles, CertsRequest, Written};
+pub use serving::{
+    client_verifier, load_pair, provider, self_signed, CertError, SelfSigned, ServingPair, Verifier,
+};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

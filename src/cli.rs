@@ -1,5 +1,6 @@
-//! The offline `mutate` command: documents in, mutated documents (or patches,
-//! or AdmissionReview responses) out, through the same core as the webhook.
+//! The CLI's library side: the offline `mutate` command (documents in,
+//! mutated documents, patches or AdmissionReview responses out, through the
+//! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
 use crate::admission;
 use crate::cluster::keys::PodFacts;
@@ -9,6 +10,8 @@ use crate::mutation::{mutate, mutate_template, Env, MutationError};
 use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
+
+pub use serve_args::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
 /// objects of `--objects` are a [`ClusterData`]; a live cluster
@@ -337,6 +340,8 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
     })?;
     out.write_all(b"\n").map_err(write_error)
 }
+
+mod serve_args;
 
 #[cfg(test)]
 mod tests;

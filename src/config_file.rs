@@ -1,5 +1,5 @@
 //! Adapter: the one reader of on-disk sources, used by the CLI (`mutate
-//! --config`) and by the server's reloader (config, certificates). A source
+//! --config`) and by `reload` (`serve`'s config and certificates). A source
 //! is a file, or a directory laid out the way kubelet projects a ConfigMap or
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 

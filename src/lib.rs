@@ -18,6 +18,7 @@ pub mod pod;
 pub mod probe_json;
 pub mod quantity;
 pub mod reader;
+pub mod reload;
 pub mod server;
 pub mod view;
 

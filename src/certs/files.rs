@@ -145,3 +145,15 @@ fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), CertsErr
     file.sync_all().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)
 }
+
+/// `serve --self-signed`'s CA, where `curl --cacert` will read it: written to
+/// a temporary file in the same directory (named after the process, so two
+/// servers starting at once do not share it), then renamed over the target,
+/// so a reader never sees half a file.
+pub fn write_ca(path: &Path, pem: &str) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, pem)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| drop(std::fs::remove_file(&tmp)))
+}

@@ -2,10 +2,14 @@
 //! off), a fixed snapshot (`serve --objects FILE`, for trying the webhook
 //! out and for tests), or the watch caches with a fallback GET.
 
-use super::{LookupError, Lookups};
+use super::{resolve_client, ClusterLookups, Environment, LookupError, LookupMetrics};
+use super::{LookupOptions, Lookups, ModeError};
 use crate::cluster::keys::PodFacts;
 use crate::cluster::ClusterData;
 use crate::config::Config;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tracing::info;
 
 pub enum ClusterObjects {
     /// Every object is "not found".
@@ -16,7 +20,52 @@ pub enum ClusterObjects {
     Live(Box<Lookups>),
 }
 
+/// Why `serve` cannot start with the cluster objects it was asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectsError {
+    #[error("--objects {path}: {message}")]
+    File { path: PathBuf, message: String },
+    /// Worded as `serve`'s other flag errors.
+    #[error("invalid flags: --lookup-timeout must be shorter than --request-timeout")]
+    LookupTimeout,
+    #[error(transparent)]
+    Mode(#[from] ModeError),
+}
+
 impl ClusterObjects {
+    /// `serve`'s objects: `file` (`--objects`), else the watch caches when
+    /// `mode` resolves to a cluster, else nothing. `metrics` is called only
+    /// when there are lookups, so only then are their series exported.
+    pub async fn start(
+        file: Option<&Path>,
+        mode: ClusterLookups,
+        environment: &Environment,
+        context: Option<&str>,
+        options: &LookupOptions,
+        request_timeout: Duration,
+        metrics: impl FnOnce() -> LookupMetrics,
+    ) -> Result<Self, ObjectsError> {
+        if let Some(path) = file {
+            let failed = |message: String| ObjectsError::File {
+                path: path.to_path_buf(),
+                message,
+            };
+            let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+            let data = crate::cli::load_objects(&mut std::io::BufReader::new(file))
+                .map_err(|e| failed(e.to_string()))?;
+            info!(objects = data.len(), file = %path.display(), "cluster objects from a file; no cluster lookups");
+            return Ok(Self::Static(data));
+        }
+        match resolve_client(mode, environment, context).await? {
+            Some(_) if options.get_timeout >= request_timeout => Err(ObjectsError::LookupTimeout),
+            Some(client) => {
+                let lookups = Lookups::start(client, metrics(), options);
+                Ok(Self::Live(Box::new(lookups)))
+            }
+            None => Ok(Self::Off),
+        }
+    }
+
     /// The objects one pod's mutation may read.
     pub async fn snapshot(
         &self,

@@ -1,14 +1,14 @@
 //! The serving certificate and the client CA: loaded at startup, then kept
 //! current by the reloader.
 
-use super::args::ServeArgs;
 use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
-use super::reload::{Source, Trigger};
-use super::self_signed;
-use super::tls::{self, ServingPair, Tls};
+use super::tls::Tls;
+use super::ServeArgs;
+use crate::certs::{self, ServingPair};
 use crate::config_file::Snapshot;
+use crate::reload::{Source, Trigger};
 use rustls::crypto::CryptoProvider;
 use std::sync::Arc;
 use tracing::info;
@@ -27,9 +27,9 @@ pub(crate) fn load(
     };
     // Taken even when nothing is reloaded, so the series exist at 0 from the
     // start and an alert on their rate works before the first rotation.
-    let counters = metrics.reload_counters(SERVING);
+    let counters = metrics.cert_reloads(SERVING);
     let (pair, serving_watch, self_signed_ca) = if args.self_signed {
-        let made = self_signed::generate(&args.dns_names, provider)?;
+        let made = certs::self_signed(&args.dns_names, provider)?;
         info!(names = ?made.names, "serving a self-signed certificate");
         (made.pair, None, Some(made.ca_pem))
     } else {
@@ -43,7 +43,7 @@ pub(crate) fn load(
             counters,
         };
         let provider = provider.clone();
-        let parse = move |snap: &Snapshot| tls::load_pair(snap, &cert, &key, &provider);
+        let parse = move |snap: &Snapshot| certs::load_pair(snap, &cert, &key, &provider);
         let (pair, loaded) = source.load(parse).map_err(|e| {
             if args.tls_cert_file.is_none() && !args.cert_dir.exists() {
                 ServeError::Args(format!(
@@ -58,12 +58,11 @@ pub(crate) fn load(
         (pair, Some(loaded), None)
     };
     metrics.cert_loaded(SERVING, pair.not_after);
-
     let client_ca = match args.client_ca_file.clone() {
         None => None,
         Some(path) => {
             let (paths, what) = (vec![path.clone()], "client CA");
-            let counters = metrics.reload_counters(CLIENT_CA);
+            let counters = metrics.cert_reloads(CLIENT_CA);
             let source = Source {
                 what,
                 paths,
@@ -71,7 +70,7 @@ pub(crate) fn load(
                 counters,
             };
             let provider = provider.clone();
-            let parse = move |snap: &Snapshot| tls::client_verifier(snap, &path, &provider);
+            let parse = move |snap: &Snapshot| certs::client_verifier(snap, &path, &provider);
             let ((verifier, not_after), loaded) = source.load(parse)?;
             metrics.cert_loaded(CLIENT_CA, not_after);
             info!("client certificates required");
@@ -80,16 +79,17 @@ pub(crate) fn load(
     };
     let (verifier, client_watch) = client_ca.unzip();
     let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
+    let (stop, tasks) = (&shutdown.kill, &shutdown.background);
     if let Some(loaded) = serving_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        loaded.watch(shutdown, move |pair: ServingPair| {
+        loaded.watch(stop, tasks, move |pair: ServingPair| {
             metrics.cert_loaded(SERVING, pair.not_after);
             tls.set_pair(pair);
         });
     }
     if let Some(loaded) = client_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
-        loaded.watch(shutdown, move |(verifier, not_after)| {
+        loaded.watch(stop, tasks, move |(verifier, not_after)| {
             metrics.cert_loaded(CLIENT_CA, not_after);
             tls.set_client_ca(verifier);
         });

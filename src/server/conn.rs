@@ -5,9 +5,9 @@
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
 //! idleness, and the drain.
 
-use super::args::ServeArgs;
 use super::metrics::Metrics;
 use super::tls::Tls;
+use super::ServeArgs;
 use axum::body::Body;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, Version};

@@ -1,31 +1,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// Why a certificate, key or CA bundle could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum CertError {
-    /// A file of the pair could not be read (the reader's message names it).
-    #[error("{0}")]
-    Read(String),
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
-    #[error("certificate {cert} and key {key} do not form a usable pair: {source}")]
-    Pair {
-        cert: PathBuf,
-        key: PathBuf,
-        source: rustls::Error,
-    },
-    #[error("{path}: the certificate is valid from {not_before} to {not_after}, not now ({now}); refusing it")]
-    OutsideValidity {
-        path: PathBuf,
-        not_before: String,
-        not_after: String,
-        now: String,
-    },
-    #[error("cannot generate the self-signed certificate: {0}")]
-    Generate(#[from] rcgen::Error),
-}
-
 /// Why `serve` could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -34,7 +9,7 @@ pub enum ServeError {
     #[error(transparent)]
     Config(#[from] crate::config_file::LoadError),
     #[error(transparent)]
-    Cert(#[from] CertError),
+    Cert(#[from] crate::certs::CertError),
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
     #[error("cannot listen on {addr} ({what}): {source}")]
@@ -51,9 +26,7 @@ pub enum ServeError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
-    Lookups(#[from] crate::lookups::ModeError),
-    #[error("--objects {path}: {message}")]
-    Objects { path: PathBuf, message: String },
+    Lookups(#[from] crate::lookups::ObjectsError),
     #[error("cannot set up logging: {0}")]
     Logging(String),
     #[error("cannot install signal handlers: {0}")]

@@ -4,15 +4,15 @@
 //! the listener closes, then in-flight requests finish, then the process
 //! exits. Each stage is a token of [`Shutdown`].
 
-use super::args::ServeArgs;
+use super::certs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
-use super::metrics::{unix_now, Metrics, CONFIG};
-use super::reload::{Source, Trigger};
+use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Summary};
-use super::{certs, self_signed, tls};
+use super::ServeArgs;
 use crate::config_file::{self, Snapshot};
-use crate::lookups::{resolve_client, ClusterObjects, Environment, LookupOptions, Lookups};
+use crate::lookups::{ClusterObjects, Environment, LookupOptions};
+use crate::reload::{Source, Trigger};
 use crate::{Config, Env};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
@@ -92,28 +92,24 @@ fn load_config(
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Env>>, ServeError> {
     let namespace = args.resolved_controller_namespace();
-    let make_env = move |config: Config| {
-        let controller_namespace = namespace.clone();
-        Arc::new(Env {
-            controller_namespace,
-            ..Env::new(config)
-        })
+    let make_env = move |config| {
+        let mut env = Env::new(config);
+        env.controller_namespace = namespace.clone();
+        Arc::new(env)
     };
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!("using KServe's default inferenceservice-config");
         return Ok(Arc::new(ArcSwap::new(make_env(Config::default()))));
     };
-    let trigger = Trigger {
-        watch: args.config_watch,
-        poll: args.config_poll_interval,
-    };
-    let (paths, counters) = (vec![path.clone()], metrics.reload_counters(CONFIG));
     let source = Source {
         what: "inferenceservice-config",
-        paths,
-        trigger,
-        counters,
+        paths: vec![path.clone()],
+        trigger: Trigger {
+            watch: args.config_watch,
+            poll: args.config_poll_interval,
+        },
+        counters: metrics.config_reloads.clone(),
     };
     let shown = path.display().to_string();
     let parse = move |snap: &Snapshot| config_file::parse(&path, snap);
@@ -121,51 +117,21 @@ fn load_config(
     info!(config = shown, "inferenceservice-config loaded");
     let env = Arc::new(ArcSwap::new(make_env(config)));
     let (target, metrics) = (env.clone(), metrics.clone());
-    loaded.watch(shutdown, move |config| {
+    loaded.watch(&shutdown.kill, &shutdown.background, move |config| {
         target.store(make_env(config));
         metrics.config_last_reload.set(unix_now());
     });
     Ok(env)
 }
 
-/// `--objects`, else the watch caches when `--cluster-lookups` resolves to
-/// a cluster, else nothing.
-async fn cluster_objects(
-    args: &ServeArgs,
-    metrics: &mut Metrics,
-) -> Result<ClusterObjects, ServeError> {
-    if let Some(path) = &args.objects {
-        let failed = |message: String| ServeError::Objects {
-            path: path.clone(),
-            message,
-        };
-        let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
-        let data = crate::cli::load_objects(&mut std::io::BufReader::new(file))
-            .map_err(|e| failed(e.to_string()))?;
-        info!(objects = data.len(), file = %path.display(), "cluster objects from a file; no cluster lookups");
-        return Ok(ClusterObjects::Static(data));
-    }
-    let environment = Environment::from_process(args.kubeconfig.clone());
-    let client =
-        resolve_client(args.cluster_lookups, &environment, args.context.as_deref()).await?;
-    Ok(match client {
-        Some(_) if args.lookup_timeout >= args.request_timeout => {
-            let message = "--lookup-timeout must be shorter than --request-timeout";
-            return Err(ServeError::Args(message.into()));
-        }
-        Some(client) => {
-            let options = LookupOptions {
-                get_timeout: args.lookup_timeout,
-                watched: args.watch_kinds.clone(),
-            };
-            ClusterObjects::Live(Box::new(Lookups::start(
-                client,
-                metrics.register_lookups(),
-                &options,
-            )))
-        }
-        None => ClusterObjects::Off,
-    })
+fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
+    let failed = |source| ServeError::Write {
+        path: path.clone(),
+        source,
+    };
+    crate::certs::write_ca(&path, pem).map_err(failed)?;
+    info!(ca_file = %path.display(), "trust the self-signed certificate with: curl --cacert {}", path.display());
+    Ok(path)
 }
 
 fn bind(
@@ -219,19 +185,35 @@ impl Server {
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
-        let objects = Arc::new(cluster_objects(&args, &mut metrics).await?);
+        let environment = Environment::from_process(args.kubeconfig.clone());
+        let options = LookupOptions {
+            get_timeout: args.lookup_timeout,
+            watched: args.watch_kinds.clone(),
+        };
+        let objects = ClusterObjects::start(
+            args.objects.as_deref(),
+            args.cluster_lookups,
+            &environment,
+            args.context.as_deref(),
+            &options,
+            args.request_timeout,
+            || metrics.register_lookups(),
+        );
+        let objects = Arc::new(objects.await?);
         let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
         // Until startup succeeds, an early return stops what was spawned.
         let started = shutdown.kill.clone().drop_guard();
         let env = load_config(&args, &metrics, &shutdown)?;
-        let (tls, self_signed_ca) = certs::load(&args, &tls::provider(), &metrics, &shutdown)?;
+        let (tls, self_signed_ca) =
+            certs::load(&args, &crate::certs::provider(), &metrics, &shutdown)?;
 
         let (webhook_listener, local_addr) = bind("webhook", args.addr)?;
         let (admin_listener, admin_addr) = bind("admin", args.admin_addr)?;
         let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
-        let ca_file = self_signed_ca.as_deref();
-        let ca_file = ca_file.map(|pem| self_signed::write_ca(args.ca_out_file(), pem));
+        // Only now that both ports are bound, so an instance that fails to
+        // start never replaces a running one's CA.
+        let ca_file = self_signed_ca.map(|pem| write_ca(args.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
         let app = Arc::new(App {

@@ -2,8 +2,8 @@
 //! in a cluster's log pipeline; each admission is one event carrying its
 //! span's fields (uid, namespace, name, ...).
 
-use super::args::LogFormat;
 use super::error::ServeError;
+use super::LogFormat;
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber. `filter` uses RUST_LOG syntax; without

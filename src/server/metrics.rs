@@ -5,6 +5,7 @@
 //! per series.
 
 use crate::injectors::INJECTOR_NAMES;
+use crate::reload::ReloadCounters;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -15,13 +16,11 @@ use prometheus_client::registry::{Registry, Unit};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The webhook paths; anything else is reported as "other".
-pub(crate) const PATHS: [&str; 3] = ["/mutate-pods", "/mutate", "other"];
+const PATHS: [&str; 3] = ["/mutate-pods", "/mutate", "other"];
 const CODES: [u16; 9] = [200, 400, 404, 405, 413, 415, 500, 503, 504];
 /// Which certificate a certificate metric is about.
 pub(crate) const SERVING: &str = "serving";
 pub(crate) const CLIENT_CA: &str = "client_ca";
-/// The inferenceservice-config, as a reloaded source.
-pub(crate) const CONFIG: &str = "config";
 
 /// Now as Unix seconds, the unit of the timestamp gauges.
 pub(crate) fn unix_now() -> i64 {
@@ -59,28 +58,20 @@ fn latency_histogram() -> Histogram {
     ])
 }
 
-/// A reloaded source's success and failure counters.
-#[derive(Debug, Clone)]
-pub(crate) struct ReloadCounters {
-    pub ok: Counter,
-    pub failed: Counter,
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     registry: Registry,
     /// `requests` resolved per PATHS × CODES (other codes are looked up),
     /// `request_duration` per PATHS.
-    hot_requests: Vec<Vec<Counter>>,
+    hot_requests: [[Counter; CODES.len()]; PATHS.len()],
     hot_duration: Vec<Histogram>,
     /// `injections` per INJECTOR_NAMES × [injected, unchanged]: all there is.
-    hot_injections: Vec<[Counter; 2]>,
+    hot_injections: [[Counter; 2]; INJECTOR_NAMES.len()],
     requests: Family<RequestLabels, Counter>,
     cert_reloads: Family<CertLabels, Counter>,
     cert_reload_errors: Family<CertLabels, Counter>,
     cert_not_after: Family<CertLabels, Gauge>,
-    config_reloads: Counter,
-    config_reload_errors: Counter,
+    pub config_reloads: ReloadCounters,
     pub in_flight: Gauge,
     pub open_connections: Gauge,
     pub connection_deadlines: Counter,
@@ -122,30 +113,20 @@ impl Metrics {
             "certificate_reloads", "Certificates loaded after a change on disk", m.cert_reloads;
             "certificate_reload_errors", "Changed certificates that could not be loaded (the previous one kept serving)", m.cert_reload_errors;
             "certificate_not_after_timestamp_seconds", "Expiry (Unix time) of the certificate in use; for client_ca the earliest in the bundle", m.cert_not_after;
-            "config_reloads", "inferenceservice-config loads after a change on disk", m.config_reloads;
-            "config_reload_errors", "Changed configs that could not be loaded (the previous one stayed in use)", m.config_reload_errors;
+            "config_reloads", "inferenceservice-config loads after a change on disk", m.config_reloads.ok;
+            "config_reload_errors", "Changed configs that could not be loaded (the previous one stayed in use)", m.config_reloads.failed;
             "config_last_reload_success_timestamp_seconds", "When the config in use was loaded (Unix time)", m.config_last_reload;
         }
-        m.hot_requests = PATHS
-            .map(|path| {
-                let labels = CODES.map(|code| RequestLabels { path, code });
-                labels
-                    .iter()
-                    .map(|l| m.requests.get_or_create(l).clone())
-                    .collect()
-            })
-            .to_vec();
+        m.hot_requests = PATHS.map(|path| CODES.map(|code| m.request_counter(path, code)));
         m.hot_duration = PATHS
             .map(|path| duration.get_or_create(&PathLabels { path }).clone())
             .to_vec();
-        m.hot_injections = INJECTOR_NAMES
-            .map(|injector| {
-                ["injected", "unchanged"].map(|outcome| {
-                    let labels = InjectionLabels { injector, outcome };
-                    injections.get_or_create(&labels).clone()
-                })
-            })
-            .to_vec();
+        let injection = |injector, outcome| {
+            let labels = InjectionLabels { injector, outcome };
+            injections.get_or_create(&labels).clone()
+        };
+        m.hot_injections =
+            INJECTOR_NAMES.map(|name| ["injected", "unchanged"].map(|o| injection(name, o)));
         m
     }
 
@@ -160,15 +141,14 @@ impl Metrics {
     pub(crate) fn record_request(&self, path: usize, code: u16, seconds: f64) {
         match CODES.iter().position(|c| *c == code) {
             Some(i) => self.hot_requests[path][i].inc(),
-            None => self
-                .requests
-                .get_or_create(&RequestLabels {
-                    path: PATHS[path],
-                    code,
-                })
-                .inc(),
+            None => self.request_counter(PATHS[path], code).inc(),
         };
         self.hot_duration[path].observe(seconds);
+    }
+
+    fn request_counter(&self, path: &'static str, code: u16) -> Counter {
+        let labels = RequestLabels { path, code };
+        self.requests.get_or_create(&labels).clone()
     }
 
     pub(crate) fn record_injection(&self, injector: &str, outcome: &str) {
@@ -177,27 +157,20 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn reload_counters(&self, source: &'static str) -> ReloadCounters {
-        if source == CONFIG {
-            let (ok, failed) = (&self.config_reloads, &self.config_reload_errors);
-            return ReloadCounters {
-                ok: ok.clone(),
-                failed: failed.clone(),
-            };
-        }
-        let labels = CertLabels { cert: source };
-        ReloadCounters {
-            ok: self.cert_reloads.get_or_create(&labels).clone(),
-            failed: self.cert_reload_errors.get_or_create(&labels).clone(),
-        }
+    /// [`SERVING`]'s or [`CLIENT_CA`]'s reload counters.
+    pub(crate) fn cert_reloads(&self, cert: &'static str) -> ReloadCounters {
+        let labels = CertLabels { cert };
+        let ok = self.cert_reloads.get_or_create(&labels).clone();
+        let failed = self.cert_reload_errors.get_or_create(&labels).clone();
+        ReloadCounters { ok, failed }
     }
 
-    /// The OpenMetrics text exposition, which Prometheus scrapes natively.
     /// The cluster lookups' families, registered on this registry.
     pub(crate) fn register_lookups(&mut self) -> crate::lookups::LookupMetrics {
         crate::lookups::LookupMetrics::register(&mut self.registry)
     }
 
+    /// The OpenMetrics text exposition, which Prometheus scrapes natively.
     pub(crate) fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;

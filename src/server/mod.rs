@@ -7,21 +7,19 @@
 //! [`Server::start`] with [`ServeArgs::try_parse_from`], then
 //! [`RunningServer::shutdown`] and [`RunningServer::wait`].
 
-mod args;
 mod certs;
 mod conn;
 mod error;
 mod lifecycle;
 mod logging;
 mod metrics;
-mod reload;
 mod routes;
-mod self_signed;
 mod signals;
 mod tls;
 
-pub use args::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
-pub use error::{CertError, ServeError};
+pub use crate::certs::CertError;
+pub use crate::cli::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
+pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use routes::MAX_BODY_BYTES;
 

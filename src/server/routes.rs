@@ -5,9 +5,9 @@
 //! holds only the admission handler and the byte budget, which no layer
 //! provides (a limit on the bytes buffered across all requests).
 
-use super::args::ServeArgs;
 use super::metrics::{unix_now, Metrics};
 use super::tls::Tls;
+use super::ServeArgs;
 use crate::admission::{self, Reviewed};
 use crate::lookups::ClusterObjects;
 use crate::Env;
@@ -242,9 +242,8 @@ async fn read_body(
             continue;
         };
         if declared.is_none() {
-            held.merge(reserve(
-                u32::try_from(data.len()).map_err(|_| too_large())?,
-            )?);
+            let len = u32::try_from(data.len()).map_err(|_| too_large())?;
+            held.merge(reserve(len)?);
         }
         buffer.extend_from_slice(&data);
     }

@@ -4,6 +4,8 @@
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
 use crate::lookups::{ClusterLookups, Kind};
+use crate::server::MAX_BODY_BYTES;
+use clap::builder::RangedU64ValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -53,7 +55,7 @@ pub struct ServeArgs {
     pub context: Option<String>,
     /// Bound on one direct GET for an object the watch cache does not hold
     /// yet; keep it below --request-timeout.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = nonzero_duration)]
     pub lookup_timeout: Duration,
     /// Kinds read through watch caches (comma-separated); a kind left out is
     /// read with one GET per admission that needs it (less memory, more API
@@ -103,25 +105,25 @@ pub struct ServeArgs {
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub cert_watch: bool,
     /// How often the certificate files are re-read and compared.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub cert_poll_interval: Duration,
     /// Watch the config path for changes (in addition to polling).
     #[arg(long, default_value_t = true,
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub config_watch: bool,
     /// How often the config is re-read and compared.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub config_poll_interval: Duration,
     /// Budget for reading and answering one admission request (then 504).
     /// Keep it below the webhook's timeoutSeconds.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = nonzero_duration)]
     pub request_timeout: Duration,
     /// HTTP/1 connections that do not send a complete request head within
     /// this time are closed; this also bounds idle keep-alive connections.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub header_read_timeout: Duration,
     /// Connections that do not finish the TLS handshake within this time are closed.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub handshake_timeout: Duration,
     /// After SIGTERM, keep serving (with /readyz at 503) this long so the
     /// endpoint is withdrawn before the listener closes.
@@ -131,23 +133,23 @@ pub struct ServeArgs {
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
     /// Concurrent streams one HTTP/2 connection may open.
-    #[arg(long, default_value_t = 250)]
+    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..))]
     pub http2_max_concurrent_streams: u32,
     /// Connections that have not sent a complete first request (HTTP/1
     /// head, or HTTP/2 preface and HEADERS) this long after the handshake
     /// are closed.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub first_request_timeout: Duration,
     /// Connections with no request in flight for this long are closed
     /// (HTTP/2 with GOAWAY).
-    #[arg(long, default_value = "90s", value_parser = parse_duration)]
+    #[arg(long, default_value = "90s", value_parser = nonzero_duration)]
     pub idle_timeout: Duration,
     /// Open webhook connections; above it the listener stops accepting until
     /// one closes. Default: 4096, or less when `ulimit -n` is lower (3/4 of it).
-    #[arg(long)]
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_concurrent_requests: usize,
     /// Request body bytes held in memory across all requests; a request that
     /// would go above it gets 503 with Retry-After.
@@ -155,7 +157,7 @@ pub struct ServeArgs {
     pub max_buffered_bytes: usize,
     /// How often the info-level admission summary is logged (each review is
     /// logged at debug).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub log_summary_interval: Duration,
     /// Log format.
     #[arg(long, value_enum, default_value = "json")]
@@ -216,75 +218,48 @@ impl ServeArgs {
     /// so the cap is reached before accept() starts failing with EMFILE.
     pub fn resolved_max_connections(&self) -> usize {
         self.max_connections.unwrap_or_else(|| {
-            let soft_limit = std::fs::read_to_string("/proc/self/limits")
-                .ok()
-                .and_then(|limits| {
-                    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-                    line.split_whitespace().nth(3)?.parse::<usize>().ok()
-                });
-            soft_limit.map_or(4096, |n| (n * 3 / 4).clamp(16, 4096))
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit only writes the struct it is given.
+            if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+                return 4096;
+            }
+            (limit.rlim_cur.saturating_mul(3) / 4).clamp(16, 4096) as usize
         })
     }
 
     /// Flag, then KServe's POD_NAMESPACE convention, then KServe's default.
     pub fn resolved_controller_namespace(&self) -> String {
-        self.controller_namespace
-            .clone()
-            .filter(|ns| !ns.is_empty())
-            .or_else(|| {
-                std::env::var("POD_NAMESPACE")
-                    .ok()
-                    .filter(|ns| !ns.is_empty())
-            })
+        let pod_namespace = std::env::var("POD_NAMESPACE").ok();
+        [self.controller_namespace.clone(), pod_namespace]
+            .into_iter()
+            .flatten()
+            .find(|ns| !ns.is_empty())
             .unwrap_or_else(|| crate::constants::DEFAULT_CONTROLLER_NAMESPACE.to_string())
     }
 
-    /// Rejects values that would make the server useless rather than merely slow.
+    /// What clap cannot check while parsing (values that would make the
+    /// server useless rather than merely slow are refused there).
     pub fn validate(&self) -> Result<(), String> {
-        let nonzero = [
-            ("--request-timeout", self.request_timeout),
-            ("--header-read-timeout", self.header_read_timeout),
-            ("--handshake-timeout", self.handshake_timeout),
-            ("--cert-poll-interval", self.cert_poll_interval),
-            ("--config-poll-interval", self.config_poll_interval),
-            ("--first-request-timeout", self.first_request_timeout),
-            ("--idle-timeout", self.idle_timeout),
-            ("--log-summary-interval", self.log_summary_interval),
-            ("--lookup-timeout", self.lookup_timeout),
-        ];
-        for (flag, value) in nonzero {
-            if value.is_zero() {
-                return Err(format!("{flag} must be greater than zero"));
-            }
-        }
         if self.objects.is_some() && self.cluster_lookups == ClusterLookups::On {
             return Err(
                 "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
             );
         }
-        if self.max_connections == Some(0) || self.max_concurrent_requests == 0 {
-            return Err(
-                "--max-connections and --max-concurrent-requests must be at least 1".into(),
-            );
-        }
-        if self.max_buffered_bytes < crate::server::MAX_BODY_BYTES {
+        if self.max_buffered_bytes < MAX_BODY_BYTES {
             return Err(format!(
-                "--max-buffered-bytes must be at least {} (one maximal request)",
-                crate::server::MAX_BODY_BYTES
+                "--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)"
             ));
         }
-        if self.http2_max_concurrent_streams == 0 {
-            return Err("--http2-max-concurrent-streams must be at least 1".into());
+        match &self.config {
+            Some(path) if !path.exists() => Err(format!(
+                "--config {}: no such file or directory",
+                path.display()
+            )),
+            _ => Ok(()),
         }
-        if let Some(path) = &self.config {
-            if !path.exists() {
-                return Err(format!(
-                    "--config {}: no such file or directory",
-                    path.display()
-                ));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -297,4 +272,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("{text:?} is not a duration ({e}; examples: 500ms, 5s, 2m)"))
+}
+
+/// [`parse_duration`], refusing zero: a zero timeout or interval would make
+/// the server useless rather than merely slow.
+fn nonzero_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        zero if zero.is_zero() => Err("must be greater than zero".into()),
+        duration => Ok(duration),
+    }
 }

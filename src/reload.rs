@@ -1,5 +1,5 @@
-//! The one reloader, for the serving certificate, the client CA and the
-//! config: load at startup (an error is fatal: better than serving with
+//! Adapter: the one reloader, for `serve`'s serving certificate, client CA
+//! and config: load at startup (an error is fatal: better than serving with
 //! nothing), then re-read on change and swap in what parses; what does not
 //! parse is logged at ERROR and counted, and the last good value stays.
 //!
@@ -9,31 +9,39 @@
 //! periodic re-read that compares bytes (for filesystems where inotify events
 //! never arrive).
 
-use super::conn::Shutdown;
-use super::metrics::ReloadCounters;
 use crate::config_file::Snapshot;
+use prometheus_client::metrics::counter::Counter;
 use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
 
 /// Events come in bursts (kubelet writes a directory, then swaps a link);
 /// waiting this long after the first reads the end state once.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
+/// A reloaded source's success and failure counters.
+#[derive(Debug, Clone, Default)]
+pub struct ReloadCounters {
+    pub ok: Counter,
+    pub failed: Counter,
+}
+
 /// How to look for changes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Trigger {
+pub struct Trigger {
     pub watch: bool,
     pub poll: Duration,
 }
 
 /// A reloaded source: what it is called in logs, the paths it reads, how to
 /// look for changes, and its success and failure counters.
-pub(crate) struct Source {
+pub struct Source {
     pub what: &'static str,
     pub paths: Vec<PathBuf>,
     pub trigger: Trigger,
@@ -41,7 +49,7 @@ pub(crate) struct Source {
 }
 
 /// A source loaded once, ready to be watched.
-pub(crate) struct Loaded<P> {
+pub struct Loaded<P> {
     source: Source,
     last: Snapshot,
     parse: P,
@@ -50,7 +58,7 @@ pub(crate) struct Loaded<P> {
 impl Source {
     /// Reads and parses the source now; the caller builds its shared state
     /// from the value, then calls [`Loaded::watch`] with how to replace it.
-    pub(crate) fn load<T, E, P>(self, parse: P) -> Result<(T, Loaded<P>), E>
+    pub fn load<T, E, P>(self, parse: P) -> Result<(T, Loaded<P>), E>
     where
         P: Fn(&Snapshot) -> Result<T, E>,
     {
@@ -69,17 +77,17 @@ impl Source {
 }
 
 impl<P> Loaded<P> {
-    /// Until `shutdown.kill`, parses every changed snapshot and applies what parses.
-    /// A snapshot that failed is remembered too, so a bad file is reported
-    /// once, not at every poll.
-    pub(crate) fn watch<T, E, A>(mut self, shutdown: &Shutdown, apply: A)
+    /// Until `stop`, parses every changed snapshot and applies what parses,
+    /// on a task of `tasks`. A snapshot that failed is remembered too, so a
+    /// bad file is reported once, not at every poll.
+    pub fn watch<T, E, A>(mut self, stop: &CancellationToken, tasks: &TaskTracker, apply: A)
     where
         P: Fn(&Snapshot) -> Result<T, E> + Send + 'static,
         A: Fn(T) + Send + 'static,
         E: Display,
     {
-        let stop = shutdown.kill.clone();
-        shutdown.background.spawn(async move {
+        let stop = stop.clone();
+        tasks.spawn(async move {
             let Source { what, trigger, .. } = self.source;
             let changed = Arc::new(Notify::new());
             // Kept alive as long as the loop runs; dropping it ends the watch.
