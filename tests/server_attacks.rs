@@ -99,9 +99,17 @@ async fn the_connection_cap_pauses_accepting_until_one_closes() -> TestResult {
     ];
     let (server, ca) = start_self_signed(tmp.path(), &flags).await?;
     let (addr, admin) = (server.local_addr(), server.admin_addr());
+    let (_, review) = sample_review()?;
+    // Clients that have been answered, idle on keep-alive: not silent ones,
+    // which would give up their slots at the cap (the next test).
     let mut held = Vec::new();
     for _ in 0..4 {
-        held.push(tls_connect(addr, client_config(&ca, Http::H1)?).await?);
+        let mut client = Client::open(addr, &ca, Http::H1).await?;
+        let (status, _) = client.post_json("/mutate-pods", review.clone()).await?;
+        ensure(status == StatusCode::OK, || {
+            format!("held client: {status}")
+        })?;
+        held.push(client);
     }
     let config = client_config(&ca, Http::H1)?;
     let fifth = tokio::spawn(async move {
@@ -125,7 +133,6 @@ async fn the_connection_cap_pauses_accepting_until_one_closes() -> TestResult {
         handshaken.saturating_duration_since(freed)
     );
     drop(stream);
-    let (_, review) = sample_review()?;
     let (status, _) = Client::open(addr, &ca, Http::H1)
         .await?
         .post_json("/mutate-pods", review)
@@ -134,6 +141,58 @@ async fn the_connection_cap_pauses_accepting_until_one_closes() -> TestResult {
         format!("after the cap: {status}")
     })?;
     drop(held);
+    stop(server).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_give_their_slots_to_real_clients_at_the_cap() -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    let flags = [
+        "--shutdown-delay",
+        "0s",
+        "--max-connections",
+        "4",
+        "--first-request-timeout",
+        "60s",
+        "--handshake-timeout",
+        "60s",
+    ];
+    let (server, ca) = start_self_signed(tmp.path(), &flags).await?;
+    let addr = server.local_addr();
+    // Two that never start TLS, two that never send a request after it.
+    let mut silent_tcp = Vec::new();
+    for _ in 0..2 {
+        silent_tcp.push(tokio::net::TcpStream::connect(addr).await?);
+    }
+    let mut silent_tls = Vec::new();
+    for _ in 0..2 {
+        silent_tls.push(tls_connect(addr, client_config(&ca, Http::H2)?).await?);
+    }
+    let (_, review) = sample_review()?;
+    let started = Instant::now();
+    let (status, _) = Client::open(addr, &ca, Http::H2)
+        .await?
+        .post_json("/mutate-pods", review)
+        .await?;
+    let took = started.elapsed();
+    ensure(status == StatusCode::OK, || {
+        format!("a real request at the cap: {status}")
+    })?;
+    // The silent ones get a second at the cap, not the 60 s deadlines.
+    ensure(took < Duration::from_secs(10), || {
+        format!("the real request waited {took:?}")
+    })?;
+    eprintln!(
+        "figure: --max-connections 4 held by 2 silent TCP and 2 silent TLS connections \
+         (60 s deadlines): a real h2 request answered {status} after {took:.2?}"
+    );
+    let closed = metric_now(
+        server.admin_addr(),
+        "kserve_injector_connection_deadlines_total",
+    )
+    .await?;
+    ensure(closed >= 1.0, || format!("deadline closes = {closed}"))?;
+    drop((silent_tcp, silent_tls));
     stop(server).await
 }
 

@@ -3,7 +3,10 @@
 //! builder (pinned to the protocol ALPN chose, so a silent client cannot park
 //! in version sniffing) serving the axum router, and a watchdog for what
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
-//! idleness, and the drain.
+//! idleness, and the drain. At the cap, connections that have sent no
+//! request yet give up their slots after [`SILENT_AT_CAP`], so silent
+//! clients cannot keep real ones (the API server) waiting for the whole
+//! first-request timeout.
 
 use super::metrics::Metrics;
 use super::tls::Tls;
@@ -32,6 +35,10 @@ use tracing::{debug, warn};
 /// After the listener closes, how long a connection that has not sent its
 /// first request yet is kept for it.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// At the connection cap, how long a connection may stay without sending a
+/// request: a real client sends its first one right after the handshake.
+const SILENT_AT_CAP: Duration = Duration::from_secs(1);
 
 /// The connection-limit and accept-failure warnings come at most this often.
 const THROTTLE: Duration = Duration::from_secs(10);
@@ -124,6 +131,8 @@ pub(crate) struct Webhook {
     handshake_timeout: Duration,
     first_request_timeout: Duration,
     idle_timeout: Duration,
+    /// Told whenever the accept loop waits at the connection cap.
+    at_cap: Notify,
 }
 
 impl Webhook {
@@ -161,6 +170,7 @@ impl Webhook {
             handshake_timeout: args.handshake_timeout,
             first_request_timeout: args.first_request_timeout,
             idle_timeout: args.idle_timeout,
+            at_cap: Notify::new(),
         }
     }
 
@@ -180,6 +190,7 @@ impl Webhook {
             if slots.available_permits() == 0 {
                 let message = "connection limit reached: accepting again when one closes";
                 throttle.warn(message, &max);
+                self.at_cap.notify_waiters();
             }
             // Never closed, so acquiring fails only if that changes.
             let slot = tokio::select! {
@@ -210,26 +221,31 @@ impl Webhook {
 
     async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
         self.metrics.open_connections.inc();
-        let handshake = tokio::time::timeout(
-            self.handshake_timeout,
-            TlsAcceptor::from(self.tls.config.load_full()).accept(tcp),
-        );
-        let tls = tokio::select! {
-            _ = self.shutdown.kill.cancelled() => None,
-            result = handshake => match result {
-                Ok(Ok(tls)) => Some(tls),
-                Ok(Err(e)) => {
-                    self.metrics.tls_handshake_errors.inc();
-                    debug!(%peer, error = %e, "TLS handshake failed");
-                    None
+        let accepted = Instant::now();
+        let mut deadline = accepted + self.handshake_timeout;
+        let handshake = TlsAcceptor::from(self.tls.config.load_full()).accept(tcp);
+        tokio::pin!(handshake);
+        let tls = loop {
+            tokio::select! {
+                _ = self.shutdown.kill.cancelled() => break None,
+                result = &mut handshake => match result {
+                    Ok(tls) => break Some(tls),
+                    Err(e) => {
+                        self.metrics.tls_handshake_errors.inc();
+                        debug!(%peer, error = %e, "TLS handshake failed");
+                        break None;
+                    }
+                },
+                _ = self.at_cap.notified() => {
+                    deadline = deadline.min(Instant::now().max(accepted + SILENT_AT_CAP));
                 }
-                Err(_) => {
+                _ = tokio::time::sleep_until(deadline.into()) => {
                     self.metrics.tls_handshake_errors.inc();
                     self.metrics.connection_deadlines.inc();
                     debug!(%peer, "TLS handshake timed out");
-                    None
+                    break None;
                 }
-            },
+            }
         };
         if let Some(tls) = tls {
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
@@ -306,11 +322,15 @@ impl Webhook {
                 }
                 _ = drain.cancelled(), if h2 && !graceful && started => {}
                 _ = activity.first.notified(), if !started => {}
+                _ = self.at_cap.notified(), if !started => {
+                    let by = Instant::now().max(epoch + SILENT_AT_CAP);
+                    close_by = Some(close_by.map_or(by, |earlier: Instant| earlier.min(by)));
+                }
                 _ = tokio::time::sleep_until(deadline.into()) => {
                     if activity.started.load(Ordering::Relaxed) == 0 {
                         // No preface or request head in time: there is nothing to drain.
                         self.metrics.connection_deadlines.inc();
-                        debug!(%peer, "no request within the first-request timeout");
+                        debug!(%peer, "no request in time (first-request timeout, or silent at the cap)");
                         return;
                     }
                     let idle = activity.idle_since(epoch);
