@@ -10,7 +10,9 @@
 #   - CPU per request: the server process's utime+stime (/proc/<pid>/stat)
 #     over the measured run, divided by the requests it answered;
 #   - admin p99 under load (ours): /healthz fetched every PROBE_MS by a fresh
-#     curl connection during the max-rate run, as kubelet would;
+#     curl connection, as kubelet would, during a second max-rate run of ours
+#     (not the measured one: starting ~20 curl processes a second costs CPU
+#     on the shared cores, which the baseline's run would not pay);
 #   - half rate (ours): our max rate / 2 paced over HALF_CONNS connections,
 #     p50/p99 from h2load's per-request log;
 #   - peak RSS (ours) from VmHWM.
@@ -140,11 +142,13 @@ round() { # n -> "base_rps base_cpu ours_rps ours_cpu admin_p99_ms half_rps half
   local pid=$!
   pids+=("$pid")
   wait_for "$url" >/dev/null
+  read -r rps cpu bad < <(max_rate "$pid" "$url" "$work/ours-$n")
   touch "$work/probing"
   : >"$work/admin-$n.txt"
   probe_admin "http://127.0.0.1:$ADMIN_PORT/healthz" "$work/admin-$n.txt" "$work/probing" &
   local probe=$!
-  read -r rps cpu bad < <(max_rate "$pid" "$url" "$work/ours-$n")
+  local abad
+  read -r _ _ abad < <(h2 "$work/admin-load-$n" "$url" -c "$CONNS" -m "$STREAMS" -D "$DURATION")
   rm -f "$work/probing"
   wait "$probe" || true
   local admin_p99
@@ -159,7 +163,7 @@ round() { # n -> "base_rps base_cpu ours_rps ours_cpu admin_p99_ms half_rps half
   rss=$(peak_rss_kib "$pid")
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
-  echo "$brps $bcpu $rps $cpu $admin_p99 $hrps $(percentile "$work/half-$n.ms" 50) $(percentile "$work/half-$n.ms" 99) $rss $((bad + hbad))"
+  echo "$brps $bcpu $rps $cpu $admin_p99 $hrps $(percentile "$work/half-$n.ms" 50) $(percentile "$work/half-$n.ms" 99) $rss $((bad + abad + hbad))"
 }
 
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), loopback; h2load shares the cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
