@@ -35,3 +35,37 @@ fn defaults_match_the_issue() -> Result<(), clap::Error> {
     assert_eq!(args.cert_poll_interval, Duration::from_millis(250));
     Ok(())
 }
+
+#[test]
+fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
+    let refused = |flags: &[&str]| match ServeArgs::try_parse_from(flags) {
+        Ok(_) => format!("{flags:?} accepted"),
+        Err(e) => e.to_string(),
+    };
+    for flag in [
+        "--max-connections",
+        "--max-concurrent-requests",
+        "--http2-max-concurrent-streams",
+    ] {
+        let message = refused(&[flag, "0"]);
+        assert!(
+            message.contains("must be a whole number, at least 1"),
+            "{message}"
+        );
+        let message = refused(&[flag, "many"]);
+        assert!(
+            message.contains("must be a whole number, at least 1"),
+            "{message}"
+        );
+    }
+    for flag in [
+        "--request-timeout",
+        "--idle-timeout",
+        "--cert-poll-interval",
+    ] {
+        let message = refused(&[flag, "0s"]);
+        assert!(message.contains("must be greater than zero"), "{message}");
+    }
+    let args = ServeArgs::try_parse_from(["--max-connections", "1", "--shutdown-delay", "0s"]);
+    assert!(args.is_ok_and(|a| a.max_connections == Some(1)));
+}

@@ -5,7 +5,6 @@
 
 use crate::lookups::{ClusterLookups, Kind};
 use crate::server::MAX_BODY_BYTES;
-use clap::builder::RangedU64ValueParser;
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -133,7 +132,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
     /// Concurrent streams one HTTP/2 connection may open.
-    #[arg(long, default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 250, value_parser = at_least_one::<u32>)]
     pub http2_max_concurrent_streams: u32,
     /// Connections that have not sent a complete first request (HTTP/1
     /// head, or HTTP/2 preface and HEADERS) this long after the handshake
@@ -146,10 +145,10 @@ pub struct ServeArgs {
     pub idle_timeout: Duration,
     /// Open webhook connections; above it the listener stops accepting until
     /// one closes. Default: 4096, or less when `ulimit -n` is lower (3/4 of it).
-    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
-    #[arg(long, default_value_t = 512, value_parser = RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, default_value_t = 512, value_parser = at_least_one::<usize>)]
     pub max_concurrent_requests: usize,
     /// Request body bytes held in memory across all requests; a request that
     /// would go above it gets 503 with Retry-After.
@@ -272,6 +271,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("{text:?} is not a duration ({e}; examples: 500ms, 5s, 2m)"))
+}
+
+/// A count that must be at least 1 (a limit of zero would refuse everything).
+fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(text: &str) -> Result<T, String> {
+    match text.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        _ => Err("must be a whole number, at least 1".into()),
+    }
 }
 
 /// [`parse_duration`], refusing zero: a zero timeout or interval would make
