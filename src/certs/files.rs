@@ -120,17 +120,27 @@ fn read(path: &Path) -> Result<String, CertsError> {
     })
 }
 
-/// Written to a temporary name, then renamed over the target, so a reader
-/// never sees half a file; keys are readable by the owner only.
+/// A certificate or key file; keys are readable by the owner only.
 fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), CertsError> {
-    use std::io::Write;
-    let io = |source| CertsError::Io {
+    let mode = if secret { 0o600 } else { 0o644 };
+    write_atomically(path, contents, mode).map_err(|source| CertsError::Io {
         path: path.to_owned(),
         source,
-    };
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
+    })
+}
+
+/// `serve --self-signed`'s CA, where `curl --cacert` will read it.
+pub fn write_ca(path: &Path, pem: &str) -> std::io::Result<()> {
+    write_atomically(path, pem.as_bytes(), 0o644)
+}
+
+/// Written to a temporary file beside the target (named after the process,
+/// so two writers never share it), synced, then renamed over the target, so
+/// a reader never sees half a file; the temporary file is removed on failure.
+fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     // A leftover from an interrupted run would keep its old permissions.
     let _ = std::fs::remove_file(&tmp);
     let mut options = std::fs::OpenOptions::new();
@@ -138,22 +148,15 @@ fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), CertsErr
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(if secret { 0o600 } else { 0o644 });
+        options.mode(mode);
     }
-    let mut file = options.open(&tmp).map_err(io)?;
-    file.write_all(contents).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
-}
-
-/// `serve --self-signed`'s CA, where `curl --cacert` will read it: written to
-/// a temporary file in the same directory (named after the process, so two
-/// servers starting at once do not share it), then renamed over the target,
-/// so a reader never sees half a file.
-pub fn write_ca(path: &Path, pem: &str) -> std::io::Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, pem)
+    #[cfg(not(unix))]
+    let _ = mode;
+    let written = options.open(&tmp).and_then(|mut file| {
+        file.write_all(contents)?;
+        file.sync_all()
+    });
+    written
         .and_then(|()| std::fs::rename(&tmp, path))
         .inspect_err(|_| drop(std::fs::remove_file(&tmp)))
 }
