@@ -48,6 +48,19 @@ fn secret_value(data: &ClusterData, name: &str, key: &str) -> Option<String> {
     data.secret(NS, name)?.get(key).cloned()
 }
 
+/// Per kind: objects cached, watch errors, fallback GETs (for failure messages).
+fn watch_state(lookups: &Lookups) -> String {
+    let kinds = Kind::ALL.iter().map(|k| {
+        let m = lookups.metrics().kind(*k);
+        let (errors, gets) = (m.watch_errors.get(), m.fallback_gets.get());
+        format!(
+            "{k:?}: {} cached, {errors} watch errors, {gets} GETs",
+            lookups.cached(*k)
+        )
+    });
+    kinds.collect::<Vec<_>>().join("; ")
+}
+
 fn fallback_gets(lookups: &Lookups) -> u64 {
     Kind::ALL
         .iter()
@@ -107,6 +120,14 @@ async fn rss_with_10k_secrets_and_service_accounts_cached() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookups_against_a_real_api_server() {
+    // The caches' own logs, when asked for (RUST_LOG=kserve_injector=debug).
+    if std::env::var_os("RUST_LOG").is_some() {
+        let filter = tracing_subscriber::EnvFilter::from_default_env();
+        let logs = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer();
+        let _ = logs.try_init();
+    }
     let server = ApiServer::from_env();
     if !present(&server) {
         return;
@@ -288,20 +309,31 @@ async fn lookups_against_a_real_api_server() {
     .await;
     let stored = secrets.get("s3-creds").await.unwrap();
     let stored_endpoint = String::from_utf8(stored.data.unwrap()["S3_ENDPOINT"].0.clone()).unwrap();
-    eventually(
-        "the caches recover after the restart",
-        Duration::from_secs(60),
-        || async {
-            let before = fallback_gets(&lookups);
-            let after = lookups.snapshot(&s3_pod("sa-after"), &config).await.ok()?;
-            let fresh = lookups.snapshot(&s3_pod("sa-s3"), &config).await.ok()?;
-            let from_cache = fallback_gets(&lookups) == before;
-            let current = secret_value(&fresh, "s3-creds", "S3_ENDPOINT")? == stored_endpoint;
-            let found = secret_value(&after, "after-restart", "S3_ENDPOINT")? == "after:9000";
-            (from_cache && current && found).then_some(())
-        },
-    )
+    let last = std::sync::Mutex::new(String::from("no attempt yet"));
+    let recovered = eventually_or(Duration::from_secs(60), || async {
+        let before = fallback_gets(&lookups);
+        let after = lookups.snapshot(&s3_pod("sa-after"), &config).await;
+        let fresh = lookups.snapshot(&s3_pod("sa-s3"), &config).await;
+        let from_cache = fallback_gets(&lookups) == before;
+        let current = fresh.as_ref().ok().and_then(|f| secret_value(f, "s3-creds", "S3_ENDPOINT"));
+        let found = after.as_ref().ok().and_then(|a| secret_value(a, "after-restart", "S3_ENDPOINT"));
+        let ok = from_cache
+            && current.as_deref() == Some(stored_endpoint.as_str())
+            && found.as_deref() == Some("after:9000");
+        *last.lock().unwrap() = format!(
+            "from_cache {from_cache}, s3-creds {current:?} (stored {stored_endpoint:?}), after-restart {found:?}, errors {:?} / {:?}, {}",
+            after.err().map(|e| e.to_string()),
+            fresh.err().map(|e| e.to_string()),
+            watch_state(&lookups)
+        );
+        ok.then_some(())
+    })
     .await;
+    assert!(
+        recovered.is_some(),
+        "the caches did not recover within 60 s of the restart; last attempt: {}",
+        last.lock().unwrap()
+    );
     assert!(lookups.ready());
     assert!(lookups.metrics().kind(Kind::Secrets).watch_errors.get() > watch_errors_before);
     eprintln!(

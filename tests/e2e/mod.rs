@@ -196,7 +196,8 @@ pub async fn apply_cluster(admin: &Client, objects: &str) {
     apply(admin, &read(objects)).await;
 }
 
-pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut attempt: F) -> T
+/// Retries `attempt` until it gives a value or `limit` passes (then `None`).
+pub async fn eventually_or<T, F, Fut>(limit: Duration, mut attempt: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -204,13 +205,23 @@ where
     let deadline = Instant::now() + limit;
     loop {
         if let Some(found) = attempt().await {
-            return found;
+            return Some(found);
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {limit:?}: {what}"
-        );
+        if Instant::now() >= deadline {
+            return None;
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn eventually<T, F, Fut>(what: &str, limit: Duration, attempt: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    match eventually_or(limit, attempt).await {
+        Some(found) => found,
+        None => panic!("timed out after {limit:?}: {what}"),
     }
 }
 
