@@ -1,5 +1,5 @@
 //! One watch cache: kube-runtime's `watcher` (list, then watch from the
-//! list's resourceVersion, with backoff; no streaming list) feeding a map of
+//! list's resourceVersion; no streaming list) feeding a map of
 //! already-reduced objects. kube-runtime's `Store` would hold the API
 //! objects themselves (for Secrets: their data); converting at the event
 //! keeps only what the core reads, and the map is keyed by the core's own
@@ -8,7 +8,6 @@
 use super::metrics::KindMetrics;
 use futures::StreamExt;
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use std::collections::HashMap;
@@ -18,13 +17,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
-/// Consecutive watch errors after which the watch is dropped and rebuilt
-/// from a fresh LIST. kube-runtime keeps retrying a failed watch start from
-/// the last resourceVersion, which never succeeds when the API server's
-/// storage was reset (the version is "too large"); a relist always does.
-const RELIST_AFTER_ERRORS: u32 = 3;
-/// Pause before rebuilding, so a persistent error (e.g. RBAC) does not spin.
+/// After any watch error the watch is dropped and rebuilt from a fresh LIST.
+/// kube-runtime would resume from the last resourceVersion, and when the API
+/// server's storage was reset (etcd restored or re-created) that version
+/// either fails forever ("too large") or, once the new storage has passed
+/// it, succeeds and silently skips every object written before: the cache
+/// would stay wrong with no further error. A relist is always right.
+///
+/// The pause before a rebuild starts here and doubles up to
+/// [`RELIST_PAUSE_MAX`] while rebuilds keep failing, so a persistent error
+/// (RBAC, an API server that is down) does not spin; a completed LIST
+/// resets it.
 const RELIST_PAUSE: Duration = Duration::from_secs(1);
+const RELIST_PAUSE_MAX: Duration = Duration::from_secs(30);
 
 /// Reduced objects by key, and whether a full LIST has been applied yet.
 #[derive(Debug)]
@@ -104,41 +109,41 @@ pub async fn run<O, R>(
     R: Reduce<O>,
 {
     let kind = R::KIND;
+    let mut pause = RELIST_PAUSE;
     loop {
-        let stream = watcher::watcher(api.clone(), config.clone()).default_backoff();
+        let stream = watcher::watcher(api.clone(), config.clone());
         let mut stream = std::pin::pin!(stream);
         let mut listing: Option<HashMap<R::Key, R::Value>> = None;
-        let mut consecutive_errors = 0;
         while let Some(item) = stream.next().await {
             match item {
-                Ok(event) => {
-                    consecutive_errors = 0;
-                    match event {
-                        Event::Init => listing = Some(HashMap::new()),
-                        Event::InitApply(o) => {
-                            let (k, v) = (reduce.key(&o), reduce.value(&o));
-                            drop(o);
-                            listing.get_or_insert_with(HashMap::new).insert(k, v);
-                        }
-                        Event::InitDone => {
-                            cache.replace_all(listing.take().unwrap_or_default());
-                            tracing::debug!(kind, objects = cache.len(), "watch cache listed");
-                        }
-                        Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value(&o)),
-                        Event::Delete(o) => cache.remove(&reduce.key(&o)),
+                Ok(event) => match event {
+                    Event::Init => listing = Some(HashMap::new()),
+                    Event::InitApply(o) => {
+                        let (k, v) = (reduce.key(&o), reduce.value(&o));
+                        drop(o);
+                        listing.get_or_insert_with(HashMap::new).insert(k, v);
                     }
-                }
+                    Event::InitDone => {
+                        pause = RELIST_PAUSE;
+                        cache.replace_all(listing.take().unwrap_or_default());
+                        tracing::debug!(kind, objects = cache.len(), "watch cache listed");
+                    }
+                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value(&o)),
+                    Event::Delete(o) => cache.remove(&reduce.key(&o)),
+                },
                 Err(error) => {
                     cache.metrics.watch_errors.inc();
-                    consecutive_errors += 1;
-                    tracing::warn!(kind, %error, consecutive_errors, "cluster watch error");
-                    if consecutive_errors >= RELIST_AFTER_ERRORS {
-                        break;
-                    }
+                    tracing::warn!(kind, %error, "cluster watch error");
+                    break;
                 }
             }
         }
-        tracing::info!(kind, "rebuilding the cluster watch from a fresh list");
-        tokio::time::sleep(RELIST_PAUSE).await;
+        tracing::info!(
+            kind,
+            pause_ms = pause.as_millis() as u64,
+            "rebuilding the cluster watch from a fresh list"
+        );
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(RELIST_PAUSE_MAX);
     }
 }

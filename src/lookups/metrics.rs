@@ -27,7 +27,7 @@ pub struct KindMetrics {
     pub fallback_gets: Counter,
     /// Lookups that failed: API error, timeout or an unusable object.
     pub lookup_errors: Counter,
-    /// Errors the watch reported (it retries with backoff, then relists).
+    /// Errors the watch reported (each one rebuilds it from a fresh LIST).
     pub watch_errors: Counter,
 }
 
@@ -72,7 +72,7 @@ impl LookupMetrics {
             ),
             (
                 "cluster_watch_errors",
-                "Errors reported by the watches (retried with backoff)",
+                "Errors reported by the watches (each rebuilds the watch from a fresh list after a growing pause)",
                 Family::default(),
             ),
         ];
