@@ -89,7 +89,13 @@ pub struct Compound<'w, 'o> {
     first: bool,
     /// What closes it: `]`, `}` or, for an enum variant, `}}`.
     close: &'static [u8],
+    /// A `serde_json::Number`: with `arbitrary_precision` it serialises as
+    /// a one-field struct holding its text, which is written bare.
+    number: bool,
 }
+
+/// The struct name serde_json gives a `Number` under `arbitrary_precision`.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 impl Compound<'_, '_> {
     fn separate(&mut self) {
@@ -236,6 +242,7 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
             writer: self,
             first: true,
             close: b"]",
+            number: false,
         })
     }
     fn serialize_tuple(self, len: usize) -> Result<Self::SerializeTuple, Self::Error> {
@@ -262,6 +269,7 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
             writer: self,
             first: true,
             close: b"]}",
+            number: false,
         })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
@@ -270,13 +278,22 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
             writer: self,
             first: true,
             close: b"}",
+            number: false,
         })
     }
     fn serialize_struct(
         self,
-        _name: &'static str,
+        name: &'static str,
         len: usize,
     ) -> Result<Self::SerializeStruct, Self::Error> {
+        if name == NUMBER_TOKEN {
+            return Ok(Compound {
+                writer: self,
+                first: true,
+                close: b"",
+                number: true,
+            });
+        }
         self.serialize_map(Some(len))
     }
     fn serialize_struct_variant(
@@ -293,6 +310,7 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
             writer: self,
             first: true,
             close: b"}}",
+            number: false,
         })
     }
     fn collect_str<T: Display + ?Sized>(self, value: &T) -> Result<(), Self::Error> {
@@ -392,6 +410,12 @@ impl ser::SerializeStruct for Compound<'_, '_> {
         key: &'static str,
         value: &T,
     ) -> Result<(), Self::Error> {
+        if self.number {
+            if let serde_json::Value::String(text) = serde_json::to_value(value)? {
+                self.writer.out.extend_from_slice(text.as_bytes());
+            }
+            return Ok(());
+        }
         self.key(key);
         value.serialize(&mut *self.writer)
     }

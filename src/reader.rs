@@ -6,18 +6,14 @@
 //!   values, as `kubectl get -o json` or `jq -c` print) and goes through
 //!   `serde_json`, so every JSON escape (surrogate pairs included) and every
 //!   raw character (U+2028 included) reads exactly as JSON defines it.
-//! - Anything else is YAML, read with `serde-saphyr`. Of `serde_yaml`'s
-//!   successors it is the one written in Rust end to end (no libyaml port,
-//!   no `unsafe-libyaml`), actively released, built to never panic on input,
-//!   and it streams a multi-document `Read` one document at a time while
-//!   enforcing a budget (nesting depth, node and event counts, alias
-//!   expansion) as it parses, so hostile input fails in milliseconds instead
-//!   of after building a tree. It expands merge keys (`<<: *anchor`) as
-//!   kubectl does. The forks that keep `serde_yaml`'s code (`serde_yaml_ng`,
-//!   `serde_norway`) keep its libyaml port and its whole-document loading.
-//!   Scalars resolve the way kubectl resolves them (YAML 1.1: `yes`/`on` are
-//!   booleans, `0644` is octal), so the pod we mutate is the pod kubectl
-//!   would send.
+//! - Anything else is YAML, read from `granit-parser`'s events by
+//!   [`yaml`]: each scalar keeps its source text, so a number comes back as
+//!   written (`memory: 1e9`, 2^64+1), and plain scalars resolve the way
+//!   kubectl resolves them (go-yaml v2: `yes`/`on` are booleans, `0644` is
+//!   octal), so the pod we mutate is the pod kubectl would send. Merge keys
+//!   (`<<: *anchor`) are expanded as kubectl does.
+//! - Numbers are `serde_json::Number`s holding their text (serde_json's
+//!   `arbitrary_precision`), and both writers print that text.
 //!
 //! Limits per YAML document: [`MAX_DEPTH`] levels of nesting, [`MAX_NODES`]
 //! nodes, 64 MiB of scalar text. JSON: serde_json's 128 levels.
@@ -77,24 +73,6 @@ pub fn sniff(input: &mut impl BufRead) -> std::io::Result<Syntax> {
     }
 }
 
-fn yaml_options() -> serde_saphyr::Options {
-    let mut budget = serde_saphyr::Budget::default();
-    // The stream is read incrementally; size is bounded per document below.
-    budget.max_reader_input_bytes = None;
-    budget.max_depth = MAX_DEPTH;
-    budget.flow_nesting_limit = MAX_DEPTH;
-    budget.max_nodes = MAX_NODES;
-    budget.max_events = 4 * MAX_NODES;
-    let mut options = serde_saphyr::Options::default();
-    options.budget = Some(budget);
-    // Scalars resolve as kubectl reads them (go-yaml v2, YAML 1.1): `yes`,
-    // `on` are booleans and `0644` is octal (a volume's defaultMode).
-    options.strict_booleans = false;
-    options.legacy_octal_numbers = true;
-    options.emit_comments = false;
-    options
-}
-
 /// The documents of `input`, one at a time; empty and `null` documents are
 /// skipped. After an error the iterator ends.
 pub fn documents<'a, R: BufRead + 'a>(
@@ -120,11 +98,14 @@ pub fn documents<'a, R: BufRead + 'a>(
                 .map_while(numbered),
         ),
         Syntax::Yaml => Box::new(
-            serde_saphyr::read_with_options::<_, Value>(input, yaml_options())
+            yaml::YamlDocuments::new(input)
                 .map(|r| {
-                    r.map_err(|e| ReadError::Yaml {
-                        document: 0,
-                        message: e.to_string(),
+                    r.map_err(|e| match e {
+                        yaml::YamlError::Io(e) => ReadError::Io(e),
+                        yaml::YamlError::Syntax(message) => ReadError::Yaml {
+                            document: 0,
+                            message,
+                        },
                     })
                 })
                 .map_while(numbered),
@@ -160,22 +141,104 @@ impl ReadError {
 
 /// Renders one document as YAML that kubectl (YAML 1.1) and YAML 1.2
 /// readers both read back as the same value: strings such as `yes`, `on`,
-/// `0755` or `null` come out quoted.
+/// `0755` or `null` come out quoted, numbers as their text.
 pub fn to_yaml(value: &Value) -> Result<String, String> {
-    serde_saphyr::to_string(&Quoting(value)).map_err(|e| e.to_string())
+    let numbers = Verbatim::for_value(value);
+    let text = serde_saphyr::to_string(&Quoting(value, &numbers)).map_err(|e| e.to_string())?;
+    Ok(numbers.restore(text))
 }
 
-/// A value written so that it reads back the same: serde-saphyr leaves a
-/// string with leading or trailing non-ASCII whitespace (`"\u{2002}8"`)
-/// plain, and its reader trims that whitespace when resolving the scalar's
-/// type, so it came back as the number 8 (found by the `reader` fuzz
-/// target). Such strings are written double-quoted.
-struct Quoting<'v>(&'v Value);
+/// A value written so that it reads back the same.
+///
+/// - serde-saphyr leaves a string with leading or trailing non-ASCII
+///   whitespace (`"\u{2002}8"`) plain, and YAML readers trim that
+///   whitespace when resolving the scalar's type, so it came back as the
+///   number 8 (found by the `reader` fuzz target). Such strings are written
+///   double-quoted.
+/// - A number is written as its text. serde-saphyr prints integers that fit
+///   128 bits as written, but a float only as its shortest `f64` form
+///   (`1e9` as `1000000000.0`), and it has no way to emit a plain scalar
+///   verbatim; such a number is written as a placeholder word that
+///   [`Verbatim::restore`] swaps for its text afterwards.
+struct Quoting<'v>(&'v Value, &'v Verbatim);
 
 /// serde-saphyr quotes ASCII whitespace at the ends itself.
 fn non_ascii_space_at_an_end(text: &str) -> bool {
     let odd = |c: Option<char>| c.is_some_and(|c| c.is_whitespace() && !c.is_ascii());
     odd(text.chars().next()) || odd(text.chars().next_back())
+}
+
+/// The numbers of one document that serde-saphyr cannot print as written,
+/// each behind a placeholder word no string of the document contains.
+struct Verbatim {
+    marker: String,
+    texts: std::cell::RefCell<Vec<String>>,
+}
+
+impl Verbatim {
+    fn for_value(value: &Value) -> Self {
+        let mut seed =
+            std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), 0u8);
+        loop {
+            let marker = format!("kserve-injector-number-{seed:016x}-");
+            if !contains_text(value, &marker) {
+                return Self {
+                    marker,
+                    texts: Default::default(),
+                };
+            }
+            seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    /// The placeholder for `text`.
+    fn word(&self, text: String) -> String {
+        let mut texts = self.texts.borrow_mut();
+        texts.push(text);
+        format!("{}{}x", self.marker, texts.len() - 1)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.texts.borrow().is_empty()
+    }
+
+    /// `yaml` with every placeholder replaced by its number's text.
+    fn restore(&self, yaml: String) -> String {
+        let texts = self.texts.borrow();
+        if texts.is_empty() {
+            return yaml;
+        }
+        let mut out = String::with_capacity(yaml.len());
+        let mut rest = yaml.as_str();
+        while let Some(at) = rest.find(&self.marker) {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + self.marker.len()..];
+            let end = after.find('x').unwrap_or(after.len());
+            match after[..end]
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| texts.get(i))
+            {
+                Some(text) => out.push_str(text),
+                None => out.push_str(&rest[at..at + self.marker.len() + end]),
+            }
+            rest = after.get(end + 1..).unwrap_or("");
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// Whether `needle` occurs in any key or string of `value`.
+fn contains_text(value: &Value, needle: &str) -> bool {
+    match value {
+        Value::String(s) => s.contains(needle),
+        Value::Array(items) => items.iter().any(|v| contains_text(v, needle)),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k.contains(needle) || contains_text(v, needle)),
+        _ => false,
+    }
 }
 
 impl serde::Serialize for Quoting<'_> {
@@ -185,17 +248,28 @@ impl serde::Serialize for Quoting<'_> {
             Value::String(text) if non_ascii_space_at_an_end(text) => {
                 serde_saphyr::DoubleQuoted(text.as_str()).serialize(s)
             }
+            Value::Number(n) => {
+                let text = n.to_string();
+                if let Some(v) = text.parse::<u128>().ok().filter(|v| v.to_string() == text) {
+                    s.serialize_u128(v)
+                } else if let Some(v) = text.parse::<i128>().ok().filter(|v| v.to_string() == text)
+                {
+                    s.serialize_i128(v)
+                } else {
+                    s.serialize_str(&self.1.word(text))
+                }
+            }
             Value::Array(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
                 for item in items {
-                    seq.serialize_element(&Quoting(item))?;
+                    seq.serialize_element(&Quoting(item, self.1))?;
                 }
                 seq.end()
             }
             Value::Object(map) => {
                 let mut out = s.serialize_map(Some(map.len()))?;
                 for (key, item) in map {
-                    out.serialize_entry(key, &Quoting(item))?;
+                    out.serialize_entry(key, &Quoting(item, self.1))?;
                 }
                 out.end()
             }
@@ -213,7 +287,8 @@ pub enum WriteError {
     Yaml(String),
 }
 
-/// [`to_yaml`] streamed into `out`, so a large document is not held twice.
+/// [`to_yaml`] streamed into `out`, so a large document is not held twice
+/// (unless it holds a number that needs a placeholder).
 pub fn write_yaml(out: &mut impl std::io::Write, value: &Value) -> Result<(), WriteError> {
     /// Keeps the io::Error that fmt::Write has no room for.
     struct Adapter<'w, W> {
@@ -228,15 +303,46 @@ pub fn write_yaml(out: &mut impl std::io::Write, value: &Value) -> Result<(), Wr
             })
         }
     }
-    let mut adapter = Adapter { out, failed: None };
-    match serde_saphyr::to_fmt_writer(&mut adapter, &Quoting(value)) {
-        Ok(()) => Ok(()),
-        Err(e) => Err(match adapter.failed.take() {
+    let numbers = Verbatim::for_value(value);
+    let mut buffered = String::new();
+    let result = {
+        let mut adapter = Adapter {
+            out: &mut *out,
+            failed: None,
+        };
+        let written = serde_saphyr::to_fmt_writer(
+            &mut PlaceholderAware(&mut adapter, &mut buffered, &numbers),
+            &Quoting(value, &numbers),
+        );
+        written.map_err(|e| match adapter.failed.take() {
             Some(io) => WriteError::Io(io),
             None => WriteError::Yaml(e.to_string()),
-        }),
+        })
+    };
+    result?;
+    if !buffered.is_empty() {
+        out.write_all(numbers.restore(buffered).as_bytes())
+            .map_err(WriteError::Io)?;
+    }
+    Ok(())
+}
+
+/// Streams to `.0` until the first placeholder is written; from then on
+/// the rest of the document is kept in `.1`, to be restored and written
+/// at the end.
+struct PlaceholderAware<'a, W>(&'a mut W, &'a mut String, &'a Verbatim);
+
+impl<W: std::fmt::Write> std::fmt::Write for PlaceholderAware<'_, W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.1.is_empty() && self.2.is_empty() {
+            return self.0.write_str(s);
+        }
+        self.1.push_str(s);
+        Ok(())
     }
 }
+
+mod yaml;
 
 #[cfg(test)]
 mod tests;

@@ -149,3 +149,152 @@ fn strings_with_unicode_space_at_an_end_read_back_as_strings() {
 fn to_yaml_plain(value: &serde_json::Value) -> String {
     serde_saphyr::to_string(value).unwrap()
 }
+
+fn texts(doc: &Value) -> Vec<String> {
+    doc["a"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| match v {
+            Value::String(s) => format!("str:{s}"),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn yaml_numbers_keep_their_text() {
+    let docs =
+        read("a: [1e9, 1.50, 6.02E23, 18446744073709551617, -18446744073709551617, 0.5, 12, -3]\n")
+            .unwrap();
+    assert_eq!(
+        texts(&docs[0]),
+        [
+            "1e9",
+            "1.50",
+            "6.02E23",
+            "18446744073709551617",
+            "-18446744073709551617",
+            "0.5",
+            "12",
+            "-3"
+        ]
+    );
+    // What the writers print is that text.
+    let yaml = to_yaml(&docs[0]).unwrap();
+    assert_eq!(
+        yaml,
+        "a:\n- 1e9\n- 1.50\n- 6.02E23\n- 18446744073709551617\n- -18446744073709551617\n- 0.5\n- 12\n- -3\n"
+    );
+    assert_eq!(
+        serde_json::to_string(&docs[0]).unwrap(),
+        r#"{"a":[1e9,1.50,6.02E23,18446744073709551617,-18446744073709551617,0.5,12,-3]}"#
+    );
+    assert_eq!(read(&yaml).unwrap(), docs);
+}
+
+#[test]
+fn yaml_only_number_spellings_become_the_decimal_kubectl_sends() {
+    // go-yaml v2: strconv.ParseInt(text without "_", 0, 64), else its float form.
+    let docs =
+        read("a: [0644, 0x1F, 0o17, 0b101, +5, 1_000, -0x10, .5, 1., +1.5e3, 08]\n").unwrap();
+    assert_eq!(
+        texts(&docs[0]),
+        ["420", "31", "15", "5", "5", "1000", "-16", "0.5", "1.0", "1500.0", "8.0"]
+    );
+}
+
+#[test]
+fn yaml_scalars_that_are_not_numbers_stay_strings() {
+    let docs = read(
+        "a: [0x, 1e, 1.2.3, .inf, -.Inf, .nan, 2001-01-01, 1:20, 0xFFFFFFFFFFFFFFFFFF, '12', \"1e9\", yEs, ~, null, Null, y, N, On]\n",
+    )
+    .unwrap();
+    assert_eq!(
+        texts(&docs[0]),
+        [
+            "str:0x",
+            "str:1e",
+            "str:1.2.3",
+            "str:.inf",
+            "str:-.Inf",
+            "str:.nan",
+            "str:2001-01-01",
+            "str:1:20",
+            "str:0xFFFFFFFFFFFFFFFFFF",
+            "str:12",
+            "str:1e9",
+            "str:yEs",
+            "null",
+            "null",
+            "null",
+            "true",
+            "false",
+            "true"
+        ]
+    );
+}
+
+#[test]
+fn yaml_core_tags_decide_the_type() {
+    let docs = read("a: [!!str 12, !!int '12', !!float '1', !!bool 'yes', !!null '', !!binary aGVsbG8=, !custom 5]\n").unwrap();
+    assert_eq!(
+        texts(&docs[0]),
+        ["str:12", "12", "1", "true", "null", "str:hello", "5"]
+    );
+    let err = read("a: !!int twelve\n").unwrap_err().to_string();
+    assert!(err.contains("is not a valid !!int"), "{err}");
+}
+
+#[test]
+fn yaml_merge_lists_aliases_and_duplicates() {
+    let text = "a: &a {x: 1, y: 1}\nb: &b {y: 2, z: 2}\nc:\n  <<: [*a, *b]\n  x: 0\nd: *a\n";
+    let docs = read(text).unwrap();
+    assert_eq!(docs[0]["c"], json!({"x": 0, "y": 1, "z": 2}));
+    assert_eq!(docs[0]["d"], json!({"x": 1, "y": 1}));
+    let err = read("a: 1\na: 2\n").unwrap_err().to_string();
+    assert!(err.contains("mapping key \"a\" already defined"), "{err}");
+    let err = read("a: {<<: 5}\n").unwrap_err().to_string();
+    assert!(err.contains("merge key needs a mapping"), "{err}");
+    let err = read("? [a]\n: 1\n").unwrap_err().to_string();
+    assert!(err.contains("a mapping key must be a scalar"), "{err}");
+}
+
+#[test]
+fn an_alias_bomb_is_refused_by_the_node_budget() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let prev = format!("*a{}", i - 1);
+        text.push_str(&format!("a{i}: &a{i} [{}]\n", vec![prev; 10].join(", ")));
+    }
+    let started = std::time::Instant::now();
+    let err = read(&text).unwrap_err().to_string();
+    assert!(err.contains("more than 1000000 nodes"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn yaml_that_is_not_utf8_is_refused_and_a_character_split_across_reads_is_not() {
+    let err = read_bytes(b"a: \xff\xfe\n").unwrap_err().to_string();
+    assert!(err.contains("not valid UTF-8"), "{err}");
+    // One byte at a time: every multi-byte character is split across reads.
+    let text = "a: \"é😀\u{2028}\"\n".as_bytes().to_vec();
+    let mut input = std::io::BufReader::with_capacity(1, Cursor::new(text));
+    let docs: Result<Vec<_>, _> = documents(&mut input).unwrap().collect();
+    assert_eq!(docs.unwrap(), [json!({"a": "é😀\u{2028}"})]);
+}
+
+fn read_bytes(bytes: &[u8]) -> Result<Vec<Value>, ReadError> {
+    let mut input = Cursor::new(bytes.to_vec());
+    let docs = documents(&mut input)?.collect();
+    docs
+}
+
+#[test]
+fn json_numbers_keep_their_digits_and_serde_json_spells_the_exponent() {
+    let docs = read(r#"{"a": [1.50, 18446744073709551617, -0.000001, 1E9, 2e-3]}"#).unwrap();
+    assert_eq!(
+        texts(&docs[0]),
+        ["1.50", "18446744073709551617", "-0.000001", "1e+9", "2e-3"]
+    );
+}

@@ -1,0 +1,555 @@
+//! YAML documents as JSON values, built from `granit-parser`'s events.
+//!
+//! Why not `serde-saphyr`'s deserializer (which drives the same parser)?
+//! It hands a typeless target a number as an `f64`, so `memory: 1e9` came
+//! back as `1000000000.0`, `1.50` as `1.5` and 2^64+1 as
+//! `1.8446744073709552e19`. Here every scalar keeps its source text, and a
+//! number becomes a `serde_json::Number` holding that text (the crate is
+//! built with `arbitrary_precision`), so the CLI writes back exactly what it
+//! read.
+//!
+//! Plain scalars resolve as kubectl resolves them (go-yaml v2, which
+//! `sigs.k8s.io/yaml` uses): its null, boolean, integer (`strconv.ParseInt`
+//! with base prefixes, `_` ignored) and float forms. Where a number's text
+//! is not valid JSON (`0644`, `0x1F`, `+5`, `1_000`, `.5`), it is written as
+//! the decimal value kubectl sends; an integer too wide for 64 bits keeps
+//! its digits, where go-yaml would round it to a float. `.inf` and `.nan`
+//! stay strings (JSON has no such numbers). Merge keys (`<<`) merge as YAML
+//! 1.1 defines; a duplicate key is an error, as in go-yaml.
+
+use super::{MAX_DEPTH, MAX_NODES};
+use granit_parser::{
+    ErrorKind, Event, FallibleBufferedInput, InputIoError, Parser, ScalarStyle, ScanError, Span,
+    Tag,
+};
+use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
+use std::io::BufRead;
+
+/// Most bytes of scalar text in one document.
+const MAX_SCALAR_BYTES: usize = 64 << 20;
+
+const CORE_TAG: &str = "tag:yaml.org,2002:";
+
+/// Why a YAML document could not be read.
+#[derive(Debug)]
+pub(super) enum YamlError {
+    Io(std::io::Error),
+    Syntax(String),
+}
+
+/// The documents of a YAML stream, one at a time; empty and `null`
+/// documents are skipped. After an error the iterator ends.
+pub(super) struct YamlDocuments<R: BufRead> {
+    parser: Parser<'static, FallibleBufferedInput<Utf8Chars<R>>>,
+    done: bool,
+}
+
+impl<R: BufRead> YamlDocuments<R> {
+    pub(super) fn new(input: R) -> Self {
+        let mut options = granit_parser::Options::default();
+        // The builder refuses depth past MAX_DEPTH with a clear message;
+        // the parser's own limits only bound its state stack.
+        options.flow_nesting_limit = MAX_DEPTH + 1;
+        options.block_nesting_limit = MAX_DEPTH + 1;
+        let chars = Utf8Chars {
+            input,
+            carry: Vec::new(),
+            decoded: Vec::new().into_iter(),
+        };
+        Self {
+            parser: Parser::new_from_fallible_iter_with_options(chars, options),
+            done: false,
+        }
+    }
+
+    fn next_document(&mut self) -> Result<Option<Value>, YamlError> {
+        let mut doc = Builder::default();
+        loop {
+            let Some(event) = self.parser.next_event() else {
+                return Ok(None);
+            };
+            let (event, span) = event.map_err(scan_error)?;
+            match event {
+                Event::StreamEnd => return Ok(None),
+                Event::DocumentStart(..) => doc = Builder::default(),
+                Event::DocumentEnd => match doc.root.take() {
+                    None | Some(Value::Null) => continue,
+                    Some(value) => return Ok(Some(value)),
+                },
+                other => doc.event(other, span).map_err(YamlError::Syntax)?,
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for YamlDocuments<R> {
+    type Item = Result<Value, YamlError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = self.next_document().transpose();
+        self.done = !matches!(item, Some(Ok(_)));
+        item
+    }
+}
+
+fn scan_error(e: ScanError) -> YamlError {
+    match e.kind() {
+        ErrorKind::InputIo { error } => YamlError::Io(std::io::Error::other(error.message())),
+        _ => YamlError::Syntax(e.to_string()),
+    }
+}
+
+fn at(span: &Span, message: impl std::fmt::Display) -> String {
+    format!(
+        "{message} at line {} column {}",
+        span.start.line(),
+        span.start.col() + 1
+    )
+}
+
+/// A mapping key waiting for its value.
+enum Key {
+    Name(String),
+    Merge,
+}
+
+enum Frame {
+    Seq {
+        items: Vec<Value>,
+        anchor: usize,
+        nodes_before: usize,
+    },
+    Map {
+        map: Map<String, Value>,
+        key: Option<Key>,
+        merges: Vec<Value>,
+        anchor: usize,
+        nodes_before: usize,
+    },
+}
+
+/// One document under construction, with its anchors and budget.
+#[derive(Default)]
+struct Builder {
+    root: Option<Value>,
+    stack: Vec<Frame>,
+    /// Anchored nodes with the number of nodes each holds.
+    anchors: HashMap<usize, (Value, usize)>,
+    nodes: usize,
+    scalar_bytes: usize,
+}
+
+impl Builder {
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), String> {
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                self.count(1, &span)?;
+                self.scalar_bytes += text.len();
+                if self.scalar_bytes > MAX_SCALAR_BYTES {
+                    return Err(at(&span, "more than 64 MiB of text in one document"));
+                }
+                if self.expects_key() {
+                    let merge = style == ScalarStyle::Plain && text == "<<"
+                        || tag.as_deref().is_some_and(|t| is_core(t, "merge"));
+                    let key = if merge {
+                        Key::Merge
+                    } else {
+                        Key::Name(text.into_owned())
+                    };
+                    if anchor > 0 {
+                        let name = match &key {
+                            Key::Name(n) => n.clone(),
+                            Key::Merge => "<<".to_string(),
+                        };
+                        self.anchors.insert(anchor, (Value::String(name), 1));
+                    }
+                    return self.set_key(key);
+                }
+                let value = resolve(&text, style, tag.as_deref()).map_err(|m| at(&span, m))?;
+                if anchor > 0 {
+                    self.anchors.insert(anchor, (value.clone(), 1));
+                }
+                self.push(value, &span)
+            }
+            Event::Alias(id) => {
+                let (value, nodes) = self
+                    .anchors
+                    .get(&id)
+                    .ok_or_else(|| at(&span, "an alias to an unknown anchor"))?;
+                let (value, nodes) = (value.clone(), *nodes);
+                self.count(nodes, &span)?;
+                if self.expects_key() {
+                    return match value {
+                        Value::String(name) => self.set_key(Key::Name(name)),
+                        _ => Err(at(&span, "a mapping key must be a scalar")),
+                    };
+                }
+                self.push(value, &span)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                self.open(&span)?;
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    anchor,
+                    nodes_before: self.nodes,
+                });
+                Ok(())
+            }
+            Event::MappingStart(_, anchor, _) => {
+                self.open(&span)?;
+                self.stack.push(Frame::Map {
+                    map: Map::new(),
+                    key: None,
+                    merges: Vec::new(),
+                    anchor,
+                    nodes_before: self.nodes,
+                });
+                Ok(())
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let (value, anchor, nodes_before) = match self.stack.pop() {
+                    Some(Frame::Seq {
+                        items,
+                        anchor,
+                        nodes_before,
+                    }) => (Value::Array(items), anchor, nodes_before),
+                    Some(Frame::Map {
+                        mut map,
+                        merges,
+                        anchor,
+                        nodes_before,
+                        ..
+                    }) => {
+                        for source in merges {
+                            merge_into(&mut map, source).map_err(|m| at(&span, m))?;
+                        }
+                        (Value::Object(map), anchor, nodes_before)
+                    }
+                    None => return Err(at(&span, "a collection ends that never started")),
+                };
+                if anchor > 0 {
+                    let nodes = self.nodes - nodes_before;
+                    self.anchors.insert(anchor, (value.clone(), nodes));
+                }
+                self.push(value, &span)
+            }
+            // Comments are not requested; stream and document events are
+            // handled by the caller.
+            _ => Ok(()),
+        }
+    }
+
+    fn count(&mut self, nodes: usize, span: &Span) -> Result<(), String> {
+        self.nodes = self.nodes.saturating_add(nodes);
+        if self.nodes > MAX_NODES {
+            return Err(at(
+                span,
+                format!("more than {MAX_NODES} nodes in one document"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A collection starts: it is a node, and it nests one level deeper.
+    fn open(&mut self, span: &Span) -> Result<(), String> {
+        if self.expects_key() {
+            return Err(at(span, "a mapping key must be a scalar"));
+        }
+        self.count(1, span)?;
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(at(span, format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(())
+    }
+
+    fn expects_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
+    fn set_key(&mut self, key: Key) -> Result<(), String> {
+        if let Some(Frame::Map { key: slot, .. }) = self.stack.last_mut() {
+            *slot = Some(key);
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, value: Value, span: &Span) -> Result<(), String> {
+        match self.stack.last_mut() {
+            None => self.root = Some(value),
+            Some(Frame::Seq { items, .. }) => items.push(value),
+            Some(Frame::Map {
+                map, key, merges, ..
+            }) => match key.take() {
+                Some(Key::Merge) => merges.push(value),
+                Some(Key::Name(name)) => {
+                    if map.contains_key(&name) {
+                        return Err(at(span, format!("mapping key {name:?} already defined")));
+                    }
+                    map.insert(name, value);
+                }
+                None => return Err(at(span, "a mapping key must be a scalar")),
+            },
+        }
+        Ok(())
+    }
+}
+
+/// YAML 1.1 merge: keys the mapping does not have yet, from one mapping or
+/// from each of a list of mappings in order (the earlier wins).
+fn merge_into(map: &mut Map<String, Value>, source: Value) -> Result<(), String> {
+    let sources = match source {
+        Value::Object(m) => vec![m],
+        Value::Array(items) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::Object(m) => Ok(m),
+                _ => Err("a merge key's list may hold only mappings".to_string()),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err("a merge key needs a mapping or a list of mappings".to_string()),
+    };
+    for source in sources {
+        for (k, v) in source {
+            map.entry(k).or_insert(v);
+        }
+    }
+    Ok(())
+}
+
+fn is_core(tag: &Tag, suffix: &str) -> bool {
+    tag.handle() == CORE_TAG && tag.suffix() == suffix
+}
+
+/// A scalar's value: quoted and block scalars are strings, plain ones
+/// resolve as go-yaml v2 resolves them; a core-schema tag forces its type.
+fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
+    let core = tag.filter(|t| t.handle() == CORE_TAG).map(Tag::suffix);
+    let typed =
+        |what: &str, v: Option<Value>| v.ok_or_else(|| format!("{text:?} is not a valid !!{what}"));
+    match core {
+        Some("str") | Some("timestamp") => Ok(Value::String(text.to_string())),
+        Some("null") => Ok(Value::Null),
+        Some("bool") => typed("bool", go_bool(text).map(Value::Bool)),
+        Some("int") => typed("int", go_int(text)),
+        Some("float") => typed("float", go_int(text).or_else(|| go_float(text))),
+        Some("binary") => binary(text),
+        _ if style != ScalarStyle::Plain => Ok(Value::String(text.to_string())),
+        _ => Ok(resolve_plain(text)),
+    }
+}
+
+fn resolve_plain(text: &str) -> Value {
+    if matches!(text, "" | "~" | "null" | "Null" | "NULL") {
+        return Value::Null;
+    }
+    if let Some(b) = go_bool(text) {
+        return Value::Bool(b);
+    }
+    go_int(text)
+        .or_else(|| go_float(text))
+        .unwrap_or_else(|| Value::String(text.to_string()))
+}
+
+/// go-yaml v2's boolean words.
+fn go_bool(text: &str) -> Option<bool> {
+    match text {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            Some(true)
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+/// `strconv.ParseInt(text without "_", 0, 64)`, then `ParseUint`: an
+/// optional sign, then `0x`, `0o`, `0b` or a leading `0` (octal), or
+/// decimal. A decimal integer too wide for 64 bits keeps its digits.
+fn go_int(text: &str) -> Option<Value> {
+    let plain = text.replace('_', "");
+    let (negative, unsigned) = match plain.as_bytes().first()? {
+        b'-' => (true, &plain[1..]),
+        b'+' => (false, &plain[1..]),
+        _ => (false, plain.as_str()),
+    };
+    let (radix, digits) = match unsigned.as_bytes() {
+        [b'0', b'x' | b'X', ..] => (16, &unsigned[2..]),
+        [b'0', b'o' | b'O', ..] => (8, &unsigned[2..]),
+        [b'0', b'b' | b'B', ..] => (2, &unsigned[2..]),
+        [b'0', _, ..] => (8, &unsigned[1..]),
+        _ => (10, unsigned),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = match u64::from_str_radix(digits, radix) {
+        Ok(m) => m,
+        // Wider than 64 bits: keep a plain decimal's digits exactly.
+        Err(_) if radix == 10 && is_json_number(text) => return Some(exact(text)),
+        Err(_) => return None,
+    };
+    if !negative {
+        return Some(Value::from(magnitude));
+    }
+    let value = i64::try_from(magnitude)
+        .map(|m| -m)
+        .ok()
+        .or((magnitude == 1 << 63).then_some(i64::MIN))?;
+    Some(Value::from(value))
+}
+
+/// go-yaml v2's float form `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
+/// (after dropping `_`). Text that is already a JSON number is kept as
+/// written; other spellings become the value's shortest decimal.
+fn go_float(text: &str) -> Option<Value> {
+    let plain = text.replace('_', "");
+    let body = plain.strip_prefix(['-', '+']).unwrap_or(&plain);
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], Some(&body[i + 1..])),
+        None => (body, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some(("", frac)) => digits(frac),
+        Some((int, frac)) => digits(int) && (frac.is_empty() || digits(frac)),
+        None => digits(mantissa),
+    };
+    let exponent_ok = exponent.is_none_or(|e| digits(e.strip_prefix(['-', '+']).unwrap_or(e)));
+    if !mantissa_ok || !exponent_ok {
+        return None;
+    }
+    if is_json_number(text) {
+        return Some(exact(text));
+    }
+    let value: f64 = plain.parse().ok()?;
+    Number::from_f64(value).map(Value::Number)
+}
+
+/// A number spelled exactly as `text`, which must match JSON's number
+/// grammar. Parsing would respell it (serde_json writes `1e9` as `1e+9`);
+/// `from_string_unchecked` is serde_json's own constructor for the text of
+/// an `arbitrary_precision` number, hidden from its docs but kept for this
+/// use; a unit test pins that it keeps the text.
+fn exact(text: &str) -> Value {
+    debug_assert!(is_json_number(text));
+    Value::Number(Number::from_string_unchecked(text.to_string()))
+}
+
+/// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?`.
+pub(super) fn is_json_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            digits(&mut i);
+        }
+        _ => return false,
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        if !digits(&mut i) {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// `!!binary`: base64 (line breaks allowed), which must decode to UTF-8 to
+/// be a JSON string.
+fn binary(text: &str) -> Result<Value, String> {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    let bytes = base64_simd::STANDARD
+        .decode_to_vec(compact.as_bytes())
+        .map_err(|_| "a !!binary scalar is not valid base64".to_string())?;
+    String::from_utf8(bytes)
+        .map(Value::String)
+        .map_err(|_| "a !!binary scalar does not decode to UTF-8 text".to_string())
+}
+
+/// The characters of a UTF-8 byte stream, read a buffer at a time.
+pub(super) struct Utf8Chars<R> {
+    input: R,
+    /// The start of a character split across two reads.
+    carry: Vec<u8>,
+    decoded: std::vec::IntoIter<char>,
+}
+
+impl<R: BufRead> Utf8Chars<R> {
+    fn refill(&mut self) -> Result<bool, ErrorKind> {
+        let io = |e: std::io::Error| ErrorKind::InputIo {
+            error: InputIoError::from_io(e),
+        };
+        let buf = loop {
+            match self.input.fill_buf() {
+                Ok(buf) => break buf,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io(e)),
+            }
+        };
+        if buf.is_empty() {
+            if self.carry.is_empty() {
+                return Ok(false);
+            }
+            self.carry.clear();
+            return Err(not_utf8());
+        }
+        let mut bytes = std::mem::take(&mut self.carry);
+        bytes.extend_from_slice(buf);
+        let consumed = buf.len();
+        self.input.consume(consumed);
+        let valid = match std::str::from_utf8(&bytes) {
+            Ok(text) => text.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(_) => return Err(not_utf8()),
+        };
+        self.carry = bytes.split_off(valid);
+        let text = std::str::from_utf8(&bytes).map_err(|_| not_utf8())?;
+        self.decoded = text.chars().collect::<Vec<_>>().into_iter();
+        Ok(true)
+    }
+}
+
+fn not_utf8() -> ErrorKind {
+    ErrorKind::InputDecoding {
+        message: "the input is not valid UTF-8".to_string(),
+    }
+}
+
+impl<R: BufRead> Iterator for Utf8Chars<R> {
+    type Item = Result<char, ErrorKind>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(c) = self.decoded.next() {
+                return Some(Ok(c));
+            }
+            match self.refill() {
+                Ok(true) => continue,
+                Ok(false) => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}
