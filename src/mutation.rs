@@ -108,22 +108,17 @@ struct WholePod {
 /// The CLI's check: the whole pod against the Pod schema, so a hand-written
 /// file is refused with the path of its first bad field, even in a field no
 /// injector reads. (The webhook checks only what the injectors read.)
-fn validate(pod: &Value) -> Result<(), MutationError> {
-    if !pod.is_object() {
-        return Err(MutationError::Decode {
-            path: ".".into(),
-            message: "a Pod must be a JSON object".into(),
-        });
-    }
+fn validate(raw: &str) -> Result<(), MutationError> {
     // Path tracking allocates at every field, so it runs only to explain a failure.
-    if WholePod::deserialize(pod).is_ok() {
+    if serde_json::from_str::<WholePod>(raw).is_ok() {
         return Ok(());
     }
-    match serde_path_to_error::deserialize::<_, WholePod>(pod) {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    match serde_path_to_error::deserialize::<_, WholePod>(&mut de) {
         Ok(_) => Ok(()),
         Err(e) => Err(MutationError::Decode {
             path: e.path().to_string(),
-            message: e.inner().to_string(),
+            message: view::message_of(e.inner()),
         }),
     }
 }
@@ -151,10 +146,13 @@ fn mutate_inner(
     write_namespace: bool,
     env: &Env,
 ) -> Result<Mutation, MutationError> {
+    // The pod is read from its JSON text, as the webhook reads a request, so
+    // both paths decode (and explain a bad field) the same way.
+    let raw = api_decoding::quantities_as_text(pod).to_string();
     // The view first: its caps refuse a hostile pod before the whole-pod
     // check decodes every field of it.
-    let view = view::pod_from_value(pod)?;
-    validate(pod)?;
+    let view = view::pod_from_str(&raw)?;
+    validate(&raw)?;
     let edits = edit(view, namespace, write_namespace, env)?;
     let outcomes = edits.outcomes.clone();
     let patch = json_patch::Patch(edits.resolved());
@@ -172,6 +170,8 @@ fn mutate_inner(
         outcomes,
     })
 }
+
+mod api_decoding;
 
 #[cfg(test)]
 mod tests;

@@ -631,7 +631,7 @@ pub struct ViewError {
 
 /// serde_json's message without its " at line L column C" suffix, so that
 /// the same error reads the same whether it came from bytes or from a tree.
-fn message_of(e: &serde_json::Error) -> String {
+pub(crate) fn message_of(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
     match text.strip_suffix(&suffix) {
