@@ -4,7 +4,7 @@
 
 use crate::admission;
 use crate::cluster::keys::PodFacts;
-use crate::cluster::ClusterData;
+use crate::cluster::{ClusterData, LoadedObjects};
 use crate::config::Config;
 use crate::mutation::{mutate, mutate_template, Env, MutationError};
 use crate::reader;
@@ -316,13 +316,14 @@ pub fn run_mutate(
 }
 
 /// Loads `--objects`: ServiceAccounts, Secrets, ClusterStorageContainers and
-/// InferenceServices, as multi-document YAML/JSON or Lists.
-pub fn load_objects(input: &mut impl BufRead) -> Result<ClusterData, CliError> {
+/// InferenceServices, as multi-document YAML/JSON or Lists; documents of
+/// other kinds are counted in [`LoadedObjects::ignored`].
+pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedObjects, CliError> {
     let mut docs = Vec::new();
     for doc in reader::documents(input).map_err(read_error)? {
         docs.push(doc.map_err(read_error)?);
     }
-    ClusterData::from_documents(docs).map_err(|e| CliError::Input(e.to_string()))
+    ClusterData::load(docs).map_err(|e| CliError::Input(e.to_string()))
 }
 
 fn read_error(e: reader::ReadError) -> CliError {

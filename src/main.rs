@@ -205,7 +205,12 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
             .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
             .and_then(|file| load_objects(&mut BufReader::new(file)))
             .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
-            .map(|data| Box::new(data) as Box<dyn ClusterSource>),
+            .map(|loaded| {
+                for line in loaded.ignored_lines() {
+                    eprintln!("kserve-injector: --objects {}: {line}", path.display());
+                }
+                Box::new(loaded.data) as Box<dyn ClusterSource>
+            }),
         (None, Some(path)) => LiveCluster::connect(path, args.context.as_deref())
             .map(|live| Box::new(live) as Box<dyn ClusterSource>),
         (None, None) => Ok(Box::new(ClusterData::default())),

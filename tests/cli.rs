@@ -292,7 +292,7 @@ fn objects_flag_reads_cluster_objects_and_names_a_bad_document() {
     let wrong = write_temp(
         dir.path(),
         "wrong.yaml",
-        "---\n---\n{apiVersion: v1, kind: Pod, metadata: {name: p}}\n",
+        "---\n---\n{apiVersion: v1, metadata: {name: p}}\n",
     );
     let out = run(
         &["mutate", "--objects", wrong.to_str().unwrap(), "-"],
@@ -301,7 +301,52 @@ fn objects_flag_reads_cluster_objects_and_names_a_bad_document() {
     assert_eq!(out.status.code(), Some(2));
     let message = stderr(&out);
     assert!(
-        message.contains("--objects") && message.contains("unsupported kind \"Pod\""),
+        message.contains("--objects") && message.contains("document 1: no kind"),
         "{message}"
+    );
+}
+
+#[test]
+fn objects_flag_takes_a_namespace_dump_and_says_what_it_passed_over() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pod = OCI_POD.replace(
+        "oci://registry.example.com/models/sklearn:v1",
+        "gs://models/sklearn",
+    );
+    let dump = write_temp(
+        dir.path(),
+        "dump.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - {apiVersion: v1, kind: ServiceAccount, metadata: {name: default, namespace: default}, secrets: [{name: gcs}]}\n\
+         - {apiVersion: v1, kind: Secret, metadata: {name: gcs, namespace: default}, data: {gcloud-application-credentials.json: e30=}}\n\
+         - {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: default}, data: {k: v}}\n\
+         - {apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: default}}\n\
+         ---\n{apiVersion: apps/v1, kind: Deployment, metadata: {name: d, namespace: default}}\n",
+    );
+    let out = run(
+        &[
+            "mutate",
+            "-o",
+            "json",
+            "--objects",
+            dump.to_str().unwrap(),
+            "-",
+        ],
+        Some(&pod),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mutated: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(
+        mutated["spec"]["volumes"][1],
+        serde_json::json!({"name": "user-gcp-sa", "secret": {"secretName": "gcs"}})
+    );
+    let lines: Vec<String> = stderr(&out).lines().map(str::to_string).collect();
+    let prefix = format!("kserve-injector: --objects {}: ", dump.display());
+    assert_eq!(
+        lines,
+        [
+            format!("{prefix}ignored 2 ConfigMap documents (only ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them are read)"),
+            format!("{prefix}ignored 1 Deployment document (only ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them are read)"),
+        ]
     );
 }

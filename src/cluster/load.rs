@@ -1,5 +1,9 @@
 //! The `--objects` loader: parsed documents (multi-document YAML/JSON, or a
 //! List) in, a [`ClusterData`] out. Pure: the CLI reads and splits the file.
+//!
+//! The file a user has is a dump of a namespace (`kubectl get
+//! sa,secret,configmap -o yaml`), so documents of kinds the mutator never
+//! reads are passed over and counted, not refused.
 
 use super::objects::{
     ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
@@ -18,6 +22,24 @@ const SERVING_V1BETA1: &str = "serving.kserve.io/v1beta1";
 const SUPPORTED: &str =
     "ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them";
 
+/// What an objects file held: the snapshot, and how many documents of each
+/// other kind were passed over.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadedObjects {
+    pub data: ClusterData,
+    pub ignored: BTreeMap<String, usize>,
+}
+
+impl LoadedObjects {
+    /// One line per ignored kind, for the user's stderr or the log.
+    pub fn ignored_lines(&self) -> impl Iterator<Item = String> + '_ {
+        self.ignored.iter().map(|(kind, n)| {
+            let documents = if *n == 1 { "document" } else { "documents" };
+            format!("ignored {n} {kind} {documents} (only {SUPPORTED} are read)")
+        })
+    }
+}
+
 /// A document that cannot be used; `at` names it ("document 2", "document
 /// 2, item 5").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,17 +52,26 @@ pub struct ObjectsError {
 impl ClusterData {
     /// Loads ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices (or Lists of them); documents are numbered from 1.
-    /// Empty documents (`null`) are skipped; any other kind, a wrong
-    /// apiVersion, a missing name or namespace, or the same object twice is
-    /// an error naming the document. Secrets are reduced on load.
-    pub fn from_documents(docs: Vec<Value>) -> Result<Self, ObjectsError> {
-        let mut data = Self::default();
+    /// Empty documents (`null`) are skipped, documents of other kinds are
+    /// counted in [`LoadedObjects::ignored`]. A document without a kind, a
+    /// kind we read with a wrong apiVersion, a wrong type inside it, a
+    /// missing name or namespace, or the same object twice is an error
+    /// naming the document. Secrets are reduced on load.
+    pub fn load(docs: Vec<Value>) -> Result<LoadedObjects, ObjectsError> {
+        let mut loaded = LoadedObjects::default();
         for (i, doc) in docs.iter().enumerate() {
-            data.add(doc, &format!("document {}", i + 1))?;
+            loaded.add(doc, &format!("document {}", i + 1))?;
         }
-        Ok(data)
+        Ok(loaded)
     }
 
+    /// [`Self::load`] for callers that hold only objects we read.
+    pub fn from_documents(docs: Vec<Value>) -> Result<Self, ObjectsError> {
+        Self::load(docs).map(|loaded| loaded.data)
+    }
+}
+
+impl LoadedObjects {
     fn add(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsError> {
         let fail = |message: String| ObjectsError {
             at: at.to_string(),
@@ -68,9 +99,8 @@ impl ClusterData {
             "InferenceService" => SERVING_V1BETA1,
             "" => return Err(fail(format!("no kind; expected {SUPPORTED}"))),
             other => {
-                return Err(fail(format!(
-                    "unsupported kind {other:?}; expected {SUPPORTED}"
-                )))
+                *self.ignored.entry(other.to_string()).or_default() += 1;
+                return Ok(());
             }
         };
         if api_version != expected {
@@ -87,26 +117,27 @@ impl ClusterData {
         if kind != "ClusterStorageContainer" && namespace.is_empty() {
             return Err(fail(format!("{kind} {name:?} has no metadata.namespace")));
         }
+        let data = &mut self.data;
         let duplicate = match kind {
             "ServiceAccount" => {
                 let sa: api::ServiceAccount = parse(doc).map_err(describe)?;
                 let sa = ServiceAccount::from_api(&sa, namespace);
-                self.service_accounts.insert(sa.object_ref(), sa).is_some()
+                data.service_accounts.insert(sa.object_ref(), sa).is_some()
             }
             "Secret" => {
                 let secret: api::Secret = parse(doc).map_err(describe)?;
                 let secret = Secret::from_api(&secret, namespace);
-                self.secrets.insert(secret.object_ref(), secret).is_some()
+                data.secrets.insert(secret.object_ref(), secret).is_some()
             }
             "ClusterStorageContainer" => {
                 let csc = storage_container(doc, name).map_err(fail)?;
-                self.storage_containers
+                data.storage_containers
                     .insert(name.to_string(), csc)
                     .is_some()
             }
             _ => {
                 let isvc = inference_service(doc, namespace, name).map_err(describe)?;
-                self.inference_services
+                data.inference_services
                     .insert(isvc.object_ref(), isvc)
                     .is_some()
             }

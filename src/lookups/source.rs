@@ -9,7 +9,7 @@ use crate::cluster::ClusterData;
 use crate::config::Config;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tracing::info;
+use tracing::{info, warn};
 
 pub enum ClusterObjects {
     /// Every object is "not found".
@@ -51,8 +51,12 @@ impl ClusterObjects {
                 message,
             };
             let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
-            let data = crate::cli::load_objects(&mut std::io::BufReader::new(file))
+            let loaded = crate::cli::load_objects(&mut std::io::BufReader::new(file))
                 .map_err(|e| failed(e.to_string()))?;
+            for line in loaded.ignored_lines() {
+                warn!(file = %path.display(), "{line}");
+            }
+            let data = loaded.data;
             info!(objects = data.len(), file = %path.display(), "cluster objects from a file; no cluster lookups");
             return Ok(Self::Static(data));
         }

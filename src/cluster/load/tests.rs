@@ -71,16 +71,42 @@ fn error(docs: Vec<Value>) -> String {
 }
 
 #[test]
-fn unsupported_kinds_name_the_document() {
+fn other_kinds_are_counted_and_passed_over() {
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team"}});
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [secret_doc(), pod.clone(), cm.clone()]});
+    let loaded = ClusterData::load(vec![sa_doc(), list, cm, pod]).unwrap();
+    assert!(loaded.data.secret("default", "s3-secret").is_some());
+    assert_eq!(loaded.data.len(), 2);
     assert_eq!(
-        error(vec![sa_doc(), pod.clone()]),
-        "document 2: unsupported kind \"Pod\"; expected ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them"
+        loaded.ignored,
+        [("ConfigMap".to_string(), 2), ("Pod".to_string(), 2)].into()
     );
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": [secret_doc(), pod]});
-    assert!(error(vec![list]).starts_with("document 1, item 2: unsupported kind \"Pod\""));
+    let lines: Vec<String> = loaded.ignored_lines().collect();
+    assert_eq!(
+        lines[0],
+        "ignored 2 ConfigMap documents (only ServiceAccount, Secret, ClusterStorageContainer, InferenceService or a List of them are read)"
+    );
+}
+
+#[test]
+fn documents_without_a_kind_stay_errors() {
     assert!(error(vec![json!({"metadata": {}})]).starts_with("document 1: no kind"));
     assert!(error(vec![json!("text")]).starts_with("document 1: no kind"));
+    let list =
+        json!({"apiVersion": "v1", "kind": "List", "items": [secret_doc(), {"metadata": {}}]});
+    assert!(error(vec![list]).starts_with("document 1, item 2: no kind"));
+}
+
+#[test]
+fn a_wrong_type_inside_a_kind_we_read_stays_an_error() {
+    let mut secret = secret_doc();
+    secret["data"] = json!(["not", "a", "map"]);
+    let message = error(vec![secret]);
+    assert!(
+        message.starts_with("document 1: invalid Secret \"s3-secret\""),
+        "{message}"
+    );
 }
 
 #[test]
