@@ -9,9 +9,17 @@
 //! AdmissionReview path), and the golden: `expected.yaml` (the mutated pod) or
 //! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
 //! test --test golden` rewrites the goldens from the CLI's output.
+//!
+//! A case holding `cli-only` (its one line says why) is a file only a user
+//! writes, never what the API server sends a webhook (`cpu: 2`, a number
+//! wider than 64 bits): it runs through the CLI alone, and its golden is
+//! also `expected-stdout.yaml`, `mutate -o yaml`'s output byte for byte.
+//!
+//! Goldens are read and written with the CLI's own reader and writer, so
+//! numbers compare by their text.
 
 use base64::Engine;
-use kserve_injector::{admission, cli, config_file, Config, Env};
+use kserve_injector::{admission, cli, config_file, reader, Config, Env};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,8 +40,17 @@ fn regenerate() -> bool {
 }
 
 fn yaml(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut input = text.as_slice();
+    let mut docs =
+        reader::documents(&mut input).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    docs.next()
+        .unwrap_or_else(|| panic!("{}: no document", path.display()))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn to_yaml(value: &Value) -> String {
+    reader::to_yaml(value).expect("a JSON value renders as YAML")
 }
 
 fn env_for(case: &Path) -> Env {
@@ -47,7 +64,8 @@ fn env_for(case: &Path) -> Env {
     if objects.is_file() {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
         env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
-            .unwrap_or_else(|e| panic!("{}: {e}", objects.display()));
+            .unwrap_or_else(|e| panic!("{}: {e}", objects.display()))
+            .data;
     }
     env
 }
@@ -57,19 +75,21 @@ enum Outcome {
     Denied(String),
 }
 
-fn run_cli(case: &Path) -> Outcome {
+fn cli_command(case: &Path, format: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kserve-injector"));
-    cmd.arg("mutate").arg("-o").arg("json");
+    cmd.arg("mutate").arg("-o").arg(format);
     if case.join("config.yaml").is_file() {
         cmd.arg("--config").arg(case.join("config.yaml"));
     }
     if case.join("cluster.yaml").is_file() {
         cmd.arg("--objects").arg(case.join("cluster.yaml"));
     }
-    let out = cmd
-        .arg(case.join("input.yaml"))
-        .output()
-        .expect("binary runs");
+    cmd.arg(case.join("input.yaml"));
+    cmd
+}
+
+fn run_cli(case: &Path) -> Outcome {
+    let out = cli_command(case, "json").output().expect("binary runs");
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.code() {
         Some(0) => Outcome::Pod(serde_json::from_slice(&out.stdout).expect("CLI prints JSON")),
@@ -146,15 +166,22 @@ fn check_case(case: &Path) -> Result<(), String> {
     let expected_error = case.join("expected-error.txt");
     let cli = run_cli(case);
     if regenerate() {
-        let _ = std::fs::remove_file(&expected_pod);
-        let _ = std::fs::remove_file(&expected_error);
-        match &cli {
-            Outcome::Pod(pod) => {
-                std::fs::write(&expected_pod, serde_yaml::to_string(pod).expect("yaml"))
+        // A golden whose value still holds keeps its file (and its layout).
+        let stale = match &cli {
+            Outcome::Pod(pod) => !expected_pod.is_file() || &yaml(&expected_pod) != pod,
+            Outcome::Denied(msg) => {
+                std::fs::read_to_string(&expected_error).map_or(true, |text| text.trim() != msg)
             }
-            Outcome::Denied(msg) => std::fs::write(&expected_error, format!("{msg}\n")),
+        };
+        if stale {
+            let _ = std::fs::remove_file(&expected_pod);
+            let _ = std::fs::remove_file(&expected_error);
+            match &cli {
+                Outcome::Pod(pod) => std::fs::write(&expected_pod, to_yaml(pod)),
+                Outcome::Denied(msg) => std::fs::write(&expected_error, format!("{msg}\n")),
+            }
+            .expect("golden written");
         }
-        .expect("golden written");
     }
     let golden = if expected_pod.is_file() {
         Outcome::Pod(yaml(&expected_pod))
@@ -170,25 +197,30 @@ fn check_case(case: &Path) -> Result<(), String> {
             "{name}: no expected.yaml or expected-error.txt (run with REGENERATE_GOLDENS=1)"
         ));
     };
-    for (path, outcome) in [
-        ("CLI", cli),
-        (
+    let cli_only = case.join("cli-only").is_file();
+    if cli_only {
+        check_stdout(case, &name)?;
+    }
+    let mut outcomes = vec![("CLI", cli)];
+    if !cli_only {
+        outcomes.push((
             "AdmissionReview v1",
             run_review(&input, &env, "admission.k8s.io/v1"),
-        ),
-        (
+        ));
+        outcomes.push((
             "AdmissionReview v1beta1",
             run_review(&input, &env, "admission.k8s.io/v1beta1"),
-        ),
-    ] {
+        ));
+    }
+    for (path, outcome) in outcomes {
         match (&golden, &outcome) {
             (Outcome::Pod(want), Outcome::Pod(got)) if want == got => {}
             (Outcome::Denied(want), Outcome::Denied(got)) if want == got => {}
             (Outcome::Pod(want), Outcome::Pod(got)) => {
                 return Err(format!(
                     "{name}: {path} output differs from the golden (stale? REGENERATE_GOLDENS=1 rewrites it)\n--- golden\n{}\n--- got\n{}",
-                    serde_yaml::to_string(want).unwrap_or_default(),
-                    serde_yaml::to_string(got).unwrap_or_default()
+                    to_yaml(want),
+                    to_yaml(got)
                 ))
             }
             (Outcome::Denied(want), Outcome::Denied(got)) => {
@@ -201,7 +233,7 @@ fn check_case(case: &Path) -> Result<(), String> {
         }
     }
     // Reinvocation: our own output goes through again unchanged.
-    if let Outcome::Pod(want) = &golden {
+    if let (Outcome::Pod(want), false) = (&golden, cli_only) {
         match run_review(want, &env, "admission.k8s.io/v1") {
             Outcome::Pod(again) if &again == want => {}
             Outcome::Pod(_) => return Err(format!("{name}: a second pass changed the pod")),
@@ -211,6 +243,30 @@ fn check_case(case: &Path) -> Result<(), String> {
                 ))
             }
         }
+    }
+    Ok(())
+}
+
+/// `mutate -o yaml`'s exact output against `expected-stdout.yaml`.
+fn check_stdout(case: &Path, name: &str) -> Result<(), String> {
+    let out = cli_command(case, "yaml").output().expect("binary runs");
+    if !out.status.success() {
+        return Err(format!(
+            "{name}: mutate -o yaml failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let golden = case.join("expected-stdout.yaml");
+    if regenerate() {
+        std::fs::write(&golden, &out.stdout).expect("golden written");
+    }
+    let want = std::fs::read(&golden).map_err(|e| format!("{name}: {}: {e}", golden.display()))?;
+    if want != out.stdout {
+        return Err(format!(
+            "{name}: mutate -o yaml differs from expected-stdout.yaml byte for byte\n--- golden\n{}\n--- got\n{}",
+            String::from_utf8_lossy(&want),
+            String::from_utf8_lossy(&out.stdout)
+        ));
     }
     Ok(())
 }
