@@ -1,6 +1,10 @@
-//! S3 settings as env: KServe's `BuildS3EnvVars`, used for an S3 Secret and
-//! for an IRSA ServiceAccount. Each value comes from an annotation, else the
-//! Secret's data key of the env's own name, else the `credentials.s3` config.
+//! S3 settings as env: KServe's `BuildS3EnvVars` (`pkg/credentials/s3`),
+//! used for an S3 Secret (`BuildSecretEnvs`, after the two key refs) and
+//! for an IRSA ServiceAccount (`BuildServiceAccountEnvs`, from the
+//! ServiceAccount's annotations). Each value comes from an annotation
+//! (present counts, even empty), else the Secret's data key of the env's
+//! own name, else the `credentials.s3` config (`getEnvValue`). Values are
+//! copied as they are, except the endpoint (see [`s3_env`]).
 
 use super::objects::Secret;
 use crate::config::S3Config;
@@ -40,10 +44,13 @@ fn config_value<'a>(config: &'a S3Config, env: &str) -> &'a str {
     }
 }
 
+/// A variable with a literal value; an empty one is written without
+/// `value`, as Go's `omitempty` writes KServe's (`S3_ENDPOINT` of a blank
+/// endpoint, an empty `AWS_CA_BUNDLE_CONFIGMAP` of a storage-spec entry).
 pub(super) fn literal(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
-        value: Some(value.to_string()),
+        value: (!value.is_empty()).then(|| value.to_string()),
         value_from: None,
     }
 }
@@ -65,38 +72,33 @@ fn setting(
     config_value(config, env).to_string()
 }
 
-/// The S3 env in KServe's order: `S3_USE_HTTPS`, `S3_ENDPOINT`,
-/// `AWS_ENDPOINT_URL`, then [`SETTINGS`]; empty values are left out. An
-/// endpoint given with a scheme decides `S3_USE_HTTPS` and is used as the
-/// URL as given; without one the URL gets `http://` when `S3_USE_HTTPS` is
-/// `0` and `https://` otherwise.
+/// The S3 env in KServe's order (`BuildS3EnvVars`): the endpoint block,
+/// then [`SETTINGS`], each left out when its value is empty.
+///
+/// The endpoint block follows `getEndpointConfiguration`: it exists only
+/// when the selected endpoint is not empty *before* trimming (an annotation
+/// of `""` is present, so it hides data and config and there is no block).
+/// Only the endpoint is then trimmed (`strings.TrimSpace`, whatever its
+/// source). An `https://` or `http://` prefix, in any case, decides
+/// `S3_USE_HTTPS` (`1`/`0`) and the URL is the trimmed endpoint as given;
+/// without one `S3_USE_HTTPS` is the selected setting as written (left out
+/// when empty) and the URL is `http://` only for exactly `0`. A blank
+/// endpoint still gives `S3_ENDPOINT` (empty) and a bare scheme as URL.
 pub(super) fn s3_env(
     annotations: &BTreeMap<String, String>,
     data: Option<&Secret>,
     config: &S3Config,
 ) -> Vec<EnvVar> {
     let get = |annotation: &str, env: &str| setting(annotations, data, config, annotation, env);
-    let mut use_https = get("s3-usehttps", S3_USE_HTTPS);
-    let mut endpoint = get("s3-endpoint", S3_ENDPOINT);
-    let url;
-    if let Some(host) = endpoint.strip_prefix("https://") {
-        use_https = "1".to_string();
-        url = endpoint.clone();
-        endpoint = host.to_string();
-    } else if let Some(host) = endpoint.strip_prefix("http://") {
-        use_https = "0".to_string();
-        url = endpoint.clone();
-        endpoint = host.to_string();
-    } else {
-        let scheme = if use_https == "0" { "http" } else { "https" };
-        url = format!("{scheme}://{endpoint}");
-    }
     let mut env = Vec::new();
-    if !use_https.is_empty() {
-        env.push(literal(S3_USE_HTTPS, &use_https));
-    }
-    if !endpoint.is_empty() {
-        env.push(literal(S3_ENDPOINT, &endpoint));
+    let configured = get("s3-endpoint", S3_ENDPOINT);
+    if !configured.is_empty() {
+        let (use_https, endpoint, url) =
+            endpoint_configuration(configured.trim(), || get("s3-usehttps", S3_USE_HTTPS));
+        if !use_https.is_empty() {
+            env.push(literal(S3_USE_HTTPS, &use_https));
+        }
+        env.push(literal(S3_ENDPOINT, endpoint));
         env.push(literal(AWS_ENDPOINT_URL, &url));
     }
     for (annotation, name) in SETTINGS {
@@ -106,6 +108,30 @@ pub(super) fn s3_env(
         }
     }
     env
+}
+
+/// `(S3_USE_HTTPS, S3_ENDPOINT, AWS_ENDPOINT_URL)` for a trimmed endpoint;
+/// `use_https` is read only when the endpoint has no scheme.
+fn endpoint_configuration(
+    endpoint: &str,
+    use_https: impl FnOnce() -> String,
+) -> (String, &str, String) {
+    for (scheme, flag) in [("https://", "1"), ("http://", "0")] {
+        let has_scheme = endpoint
+            .get(..scheme.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(scheme));
+        if has_scheme {
+            return (
+                flag.to_string(),
+                &endpoint[scheme.len()..],
+                endpoint.to_string(),
+            );
+        }
+    }
+    let use_https = use_https();
+    let scheme = if use_https == "0" { "http" } else { "https" };
+    let url = format!("{scheme}://{endpoint}");
+    (use_https, endpoint, url)
 }
 
 #[cfg(test)]
@@ -213,5 +239,78 @@ mod tests {
     #[test]
     fn empty_everything_gives_no_env() {
         assert!(s3_env(&BTreeMap::new(), None, &S3Config::default()).is_empty());
+    }
+
+    fn annotated(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (format!("serving.kserve.io/{k}"), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_endpoint_alone_is_trimmed_after_its_emptiness_test() {
+        let config = S3Config::default();
+        let env = s3_env(
+            &annotated(&[("s3-endpoint", " s3.example "), ("s3-region", " r ")]),
+            None,
+            &config,
+        );
+        assert_eq!(
+            names_values(&env),
+            pairs(&[
+                ("S3_ENDPOINT", "s3.example"),
+                ("AWS_ENDPOINT_URL", "https://s3.example"),
+                ("AWS_DEFAULT_REGION", " r "),
+            ])
+        );
+        let blank = s3_env(&annotated(&[("s3-endpoint", "   ")]), None, &config);
+        assert_eq!(
+            names_values(&blank),
+            pairs(&[("S3_ENDPOINT", ""), ("AWS_ENDPOINT_URL", "https://")])
+        );
+        assert_eq!(blank[0].value, None);
+    }
+
+    #[test]
+    fn use_https_appears_only_with_an_endpoint() {
+        let config = S3Config {
+            use_https: "0".into(),
+            ..S3Config::default()
+        };
+        assert!(s3_env(&BTreeMap::new(), None, &config).is_empty());
+        let hidden = S3Config {
+            endpoint: "from-config".into(),
+            ..config.clone()
+        };
+        // A present but empty annotation hides the config's endpoint.
+        assert!(s3_env(&annotated(&[("s3-endpoint", "")]), None, &hidden).is_empty());
+    }
+
+    #[test]
+    fn the_scheme_is_matched_in_any_case_and_kept_in_the_url() {
+        let env = s3_env(
+            &annotated(&[
+                ("s3-endpoint", "  HTTP://Host:9000/p "),
+                ("s3-usehttps", "1"),
+            ]),
+            None,
+            &S3Config::default(),
+        );
+        assert_eq!(
+            names_values(&env),
+            pairs(&[
+                ("S3_USE_HTTPS", "0"),
+                ("S3_ENDPOINT", "Host:9000/p"),
+                ("AWS_ENDPOINT_URL", "HTTP://Host:9000/p"),
+            ])
+        );
+        let raw = s3_env(
+            &annotated(&[("s3-endpoint", "h"), ("s3-usehttps", "false")]),
+            None,
+            &S3Config::default(),
+        );
+        assert_eq!(raw[0], literal("S3_USE_HTTPS", "false"));
+        assert_eq!(raw[2], literal("AWS_ENDPOINT_URL", "https://h"));
     }
 }
