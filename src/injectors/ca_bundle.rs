@@ -9,14 +9,21 @@ use crate::env::Env;
 use crate::pod::build::env_var;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, EnvVar, Volume, VolumeMount};
 
-fn env_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
+/// The value of the last variable named `name` (`""` for one set by
+/// `valueFrom`), as the injector's loop over the env leaves it; `None`
+/// when there is none.
+fn last_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
     env.iter()
+        .rev()
         .find(|e| e.name == name)
-        .and_then(|e| e.value.as_deref())
+        .map(|e| e.value.as_deref().unwrap_or_default())
 }
 
 /// The volume, its mount, and the env to add to an init container, when a
-/// bundle is configured or named by `AWS_CA_BUNDLE_CONFIGMAP` in `init_env`.
+/// bundle is configured or a variable `AWS_CA_BUNDLE_CONFIGMAP` is in
+/// `init_env`, whatever its value (KServe's `needCaBundleMount`). The last
+/// `AWS_CA_BUNDLE_CONFIGMAP` names the ConfigMap and the directory of the
+/// last `AWS_CA_BUNDLE` is the mount path (`CommonStorageInitialization`).
 /// `from_credentials` is false where KServe uses only the config (fetch mode).
 pub(crate) fn plan(
     env: &Env,
@@ -26,7 +33,7 @@ pub(crate) fn plan(
 ) -> Option<(Volume, VolumeMount, [EnvVar; 2])> {
     let config = &env.config.storage_initializer;
     let aws_configmap =
-        env_value(init_env, AWS_CA_BUNDLE_CONFIGMAP_ENV).filter(|_| from_credentials);
+        last_value(init_env, AWS_CA_BUNDLE_CONFIGMAP_ENV).filter(|_| from_credentials);
     if config.ca_bundle_config_map_name.is_empty() && aws_configmap.is_none() {
         return None;
     }
@@ -42,7 +49,7 @@ pub(crate) fn plan(
     } else {
         config.ca_bundle_volume_mount_path.clone()
     };
-    if let Some(file) = env_value(init_env, "AWS_CA_BUNDLE").filter(|_| from_credentials) {
+    if let Some(file) = last_value(init_env, "AWS_CA_BUNDLE").filter(|_| from_credentials) {
         path = parent_dir(file);
     }
     let volume = Volume {
@@ -66,12 +73,36 @@ pub(crate) fn plan(
     Some((volume, mount, vars))
 }
 
-/// Go's `filepath.Dir`.
+/// Go's `filepath.Dir` on Unix: everything before the last `/`, cleaned
+/// as `filepath.Clean` does. Hand-written: Rust's `Path::parent` neither
+/// cleans nor answers `.` for a bare name.
 fn parent_dir(path: &str) -> String {
-    match path.trim_end_matches('/').rfind('/') {
-        Some(0) => "/".to_string(),
-        Some(i) => path[..i].to_string(),
-        None => ".".to_string(),
+    let cut = path.rfind('/').map_or(0, |i| i + 1);
+    go_clean(&path[..cut])
+}
+
+/// Go's `filepath.Clean` on Unix.
+fn go_clean(path: &str) -> String {
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if rooted => {}
+                _ => parts.push(".."),
+            },
+            part => parts.push(part),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_string(),
+        (false, false) => joined,
     }
 }
 
@@ -87,5 +118,10 @@ mod tests {
         );
         assert_eq!(parent_dir("/ca.crt"), "/");
         assert_eq!(parent_dir("ca.crt"), ".");
+        assert_eq!(parent_dir(""), ".");
+        assert_eq!(parent_dir("/a/b/"), "/a/b");
+        assert_eq!(parent_dir("a//b"), "a");
+        assert_eq!(parent_dir("/x/../../y/./c.crt"), "/y");
+        assert_eq!(parent_dir("../../c.crt"), "../..");
     }
 }
