@@ -94,7 +94,7 @@ fn nameless_overlay_keeps_the_base_name() {
 }
 
 #[test]
-fn s31_s32_user_env_survives_the_merge() {
+fn s31_s32_user_env_survives_the_merge_after_the_csc_env() {
     let mut with_env = base();
     with_env.env = Some(vec![lit("A", "1")]);
     let csc = overlay(json!({"name": "storage-initializer", "env": [
@@ -103,11 +103,11 @@ fn s31_s32_user_env_survives_the_merge() {
     ]}));
     let merged = merge_storage_container(&with_env, &csc).unwrap();
     let env = merged.env.unwrap();
-    assert_eq!(env[0], lit("A", "1"));
-    assert_eq!(env[1], lit("HF_HUB_ENABLE_HF_TRANSFER", "0"));
-    assert_eq!(env[2].value, None);
+    assert_eq!(env[0], lit("HF_HUB_ENABLE_HF_TRANSFER", "0"));
+    assert_eq!(env[1].value, None);
+    assert_eq!(env[2], lit("A", "1"));
     assert_eq!(
-        env[2].value_from.as_ref().unwrap().config_map_key_ref,
+        env[1].value_from.as_ref().unwrap().config_map_key_ref,
         Some(ConfigMapKeySelector {
             name: "hf-config".into(),
             key: "transfer-enabled".into(),
@@ -202,4 +202,129 @@ fn csc_quantities_are_canonical() {
     let limits = csc.resources.unwrap().limits.unwrap();
     assert_eq!(limits["cpu"].0, "500m");
     assert_eq!(limits["memory"].0, "1Gi");
+}
+
+/// apimachinery's ordering, checked against its own code (the base's
+/// values end in 0, the patch's in 1).
+#[test]
+fn env_order_follows_strategic_merge() {
+    let cases: [(&[&str], &[&str], &[&str]); 16] = [
+        (
+            &["A", "B", "C"],
+            &["X", "Y"],
+            &["X1", "Y1", "A0", "B0", "C0"],
+        ),
+        (&["A", "B", "C"], &["B", "X"], &["A0", "B1", "X1", "C0"]),
+        (&["A", "B", "C"], &["X", "B"], &["X1", "A0", "B1", "C0"]),
+        (&["A", "B", "C"], &["C", "A"], &["B0", "C1", "A1"]),
+        (&["A", "B"], &["X", "X"], &["X1", "A0", "B0"]),
+        (&[], &["X", "X"], &["X1", "X1"]),
+        (&["A", "B"], &[], &["A0", "B0"]),
+        (
+            &["A", "B", "C"],
+            &["Y", "X"],
+            &["Y1", "X1", "A0", "B0", "C0"],
+        ),
+        (&["A", "B", "C"], &["B", "A"], &["B1", "A1", "C0"]),
+        (&["A", "B", "C"], &["A", "X"], &["A1", "X1", "B0", "C0"]),
+        (&["A", "B", "C"], &["C", "X"], &["A0", "B0", "C1", "X1"]),
+        (
+            &["A", "B", "C"],
+            &["B", "X", "Y"],
+            &["A0", "B1", "X1", "Y1", "C0"],
+        ),
+        (
+            &["A", "B", "C"],
+            &["C", "X", "A"],
+            &["B0", "C1", "X1", "A1"],
+        ),
+        (
+            &["A", "B", "C", "D"],
+            &["X", "C", "Y"],
+            &["X1", "A0", "B0", "C1", "Y1", "D0"],
+        ),
+        (&["A", "B"], &["B", "X", "B"], &["A0", "B1", "X1"]),
+        (&["A", "B", "A"], &["X"], &["X1", "A0", "A0", "B0"]),
+    ];
+    for (original, patch, want) in cases {
+        let mut with_env = base();
+        with_env.env = (!original.is_empty())
+            .then(|| original.iter().map(|n| lit(n, &format!("{n}0"))).collect());
+        let csc_env: Vec<_> = patch
+            .iter()
+            .map(|n| json!({"name": n, "value": format!("{n}1")}))
+            .collect();
+        let merged =
+            merge_storage_container(&with_env, &overlay(json!({"name": "", "env": csc_env})))
+                .unwrap();
+        let got: Vec<String> = merged
+            .env
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| e.value.unwrap_or_default())
+            .collect();
+        assert_eq!(got, want, "{original:?} + {patch:?}");
+    }
+}
+
+#[test]
+fn a_mount_path_in_both_takes_the_csc_volume_and_csc_mounts_come_first() {
+    let mut two = base();
+    two.volume_mounts.as_mut().unwrap().push(VolumeMount {
+        name: "user-gcp-sa".into(),
+        mount_path: "/var/secrets/".into(),
+        read_only: Some(true),
+        ..Default::default()
+    });
+    let csc = overlay(json!({"name": "", "volumeMounts": [
+        {"name": "cache", "mountPath": "/cache", "readOnly": false},
+        {"name": "mine", "mountPath": "/mnt/models"},
+    ]}));
+    let mounts = merge_storage_container(&two, &csc)
+        .unwrap()
+        .volume_mounts
+        .unwrap();
+    let got: Vec<_> = mounts
+        .iter()
+        .map(|m| (m.name.as_str(), m.mount_path.as_str(), m.read_only))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("cache", "/cache", None),
+            ("mine", "/mnt/models", None),
+            ("user-gcp-sa", "/var/secrets/", Some(true)),
+        ]
+    );
+}
+
+#[test]
+fn zero_values_in_the_csc_do_not_override_and_empty_args_keep_the_built_ones() {
+    let csc = overlay(json!({"name": "", "args": [], "image": "", "env": [
+        {"name": "AWS_ACCESS_KEY_ID", "value": ""},
+    ]}));
+    let mut with_env = base();
+    with_env.env = Some(vec![from_secret("AWS_ACCESS_KEY_ID", "s", "k")]);
+    let merged = merge_storage_container(&with_env, &csc).unwrap();
+    assert_eq!(merged.args, base().args);
+    assert_eq!(merged.image, base().image);
+    assert_eq!(
+        merged.env.unwrap(),
+        [from_secret("AWS_ACCESS_KEY_ID", "s", "k")]
+    );
+}
+
+#[test]
+fn crd_defaults_are_applied_to_a_csc_read_from_a_file() {
+    let csc = overlay(json!({"name": "c", "ports": [{"containerPort": 8080}],
+        "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"key": "k"}}}]}));
+    assert_eq!(
+        csc.ports.unwrap()[0],
+        ContainerPort {
+            container_port: 8080,
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        }
+    );
+    assert_eq!(csc.env.unwrap()[0], from_secret("T", "", "k"));
 }
