@@ -21,6 +21,7 @@ use kserve_injector::Config;
 use kube::api::{Patch, PatchParams};
 use kube::Api;
 use prometheus_client::registry::Registry;
+use serde::Deserialize;
 use std::time::{Duration, Instant};
 
 const OBJECTS: &str = "tests/e2e/lookups-objects.yaml";
@@ -49,6 +50,17 @@ fn secret_value(data: &ClusterData, name: &str, key: &str) -> Option<String> {
 }
 
 /// Per kind: objects cached, watch errors, fallback GETs (for failure messages).
+/// The objects file as `mutate --objects` reads it.
+fn objects_from_file(path: &str) -> ClusterData {
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap();
+    let docs = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_json::Value::deserialize(d).unwrap())
+        .filter(|d| !d.is_null())
+        .collect();
+    ClusterData::load(docs).unwrap().data
+}
+
 fn watch_state(lookups: &Lookups) -> String {
     let kinds = Kind::ALL.iter().map(|k| {
         let m = lookups.metrics().kind(*k);
@@ -170,6 +182,18 @@ async fn lookups_against_a_real_api_server() {
     assert_eq!(
         csc.container.image.as_deref(),
         Some("example.com/custom-initializer:1")
+    );
+    // The API server filled the CRD's defaults; `--objects` reading the
+    // same file fills them too, so both paths hand the injector one CSC.
+    let from_file = objects_from_file(OBJECTS);
+    assert_eq!(
+        Some(csc),
+        from_file.storage_container("custom-prefix"),
+        "the watch cache and --objects read the CSC differently"
+    );
+    assert_eq!(
+        csc.container.ports.as_ref().unwrap()[0].protocol.as_deref(),
+        Some("TCP")
     );
     assert_eq!(fallback_gets(&lookups), 0);
     assert_eq!(lookups.metrics().kind(Kind::Secrets).hits.get(), 1);

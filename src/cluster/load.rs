@@ -183,6 +183,7 @@ pub(crate) fn storage_container(
     if let Some(obj) = container.as_object_mut() {
         obj.entry("name").or_insert(Value::String(String::new()));
     }
+    apply_crd_defaults(&mut container);
     canonicalize_resources(&mut container)
         .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: {e}"))?;
     let container = Container::deserialize(container)
@@ -209,6 +210,46 @@ pub(crate) fn storage_container(
         disabled,
         supports_multi_model_download: spec.supports_multi_model_download,
     })
+}
+
+/// The `default:` values of the ClusterStorageContainer CRD's container
+/// schema (`serving.kserve.io_clusterstoragecontainers.yaml`), which the
+/// API server writes into every CSC it stores: a file given to `--objects`
+/// then reads as the watch cache does. Applying them twice changes nothing.
+fn apply_crd_defaults(container: &mut Value) {
+    fn default(object: Option<&mut Value>, field: &str, value: Value) {
+        if let Some(Value::Object(map)) = object {
+            map.entry(field).or_insert(value);
+        }
+    }
+    fn items<'a>(container: &'a mut Value, list: &str) -> impl Iterator<Item = &'a mut Value> {
+        container
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+    }
+    for port in items(container, "ports") {
+        default(Some(port), "protocol", Value::from("TCP"));
+    }
+    for var in items(container, "env") {
+        let Some(source) = var.get_mut("valueFrom") else {
+            continue;
+        };
+        for selector in ["configMapKeyRef", "secretKeyRef"] {
+            default(source.get_mut(selector), "name", Value::from(""));
+        }
+        default(source.get_mut("fileKeyRef"), "optional", Value::from(false));
+    }
+    for source in items(container, "envFrom") {
+        for reference in ["configMapRef", "secretRef"] {
+            default(source.get_mut(reference), "name", Value::from(""));
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        let grpc = container.get_mut(probe).and_then(|p| p.get_mut("grpc"));
+        default(grpc, "service", Value::from(""));
+    }
 }
 
 fn canonicalize_resources(container: &mut Value) -> Result<(), String> {
