@@ -158,6 +158,15 @@ def namespaces(rendered, namespace):
                 ns = hook["clientConfig"]["service"].get("namespace")
                 if ns != namespace:
                     errors.append(f"webhook {hook['name']}: service namespace is {ns!r}")
+            for hook in doc.get("webhooks", []):
+                checked += 1
+                excluded = set()
+                for expr in (hook.get("namespaceSelector") or {}).get("matchExpressions", []):
+                    if expr.get("key") == "kubernetes.io/metadata.name" and expr.get("operator") == "NotIn":
+                        excluded.update(expr.get("values", []))
+                for must in ("kube-system", namespace):
+                    if must not in excluded:
+                        errors.append(f"webhook {hook['name']}: the namespaceSelector does not exclude {must!r}")
             inject = (meta.get("annotations") or {}).get("cert-manager.io/inject-ca-from")
             if inject is not None:
                 checked += 1
