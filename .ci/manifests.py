@@ -172,6 +172,13 @@ def namespaces(rendered, namespace):
                 checked += 1
                 if inject.split("/")[0] != namespace:
                     errors.append(f"{ident(doc)}: inject-ca-from is {inject!r}")
+        if kind in ("ClusterRoleBinding", "RoleBinding"):
+            for subject in doc.get("subjects", []):
+                if subject.get("kind") == "ServiceAccount" and subject.get("name") == SERVICE:
+                    checked += 1
+                    if subject.get("namespace") != namespace:
+                        errors.append(f"{ident(doc)}: subject ServiceAccount {SERVICE} "
+                                      f"in namespace {subject.get('namespace')!r}")
         if kind == "Certificate":
             for name in doc["spec"].get("dnsNames", []):
                 checked += 1
