@@ -364,6 +364,16 @@ EOF
   cp "$b/k.yaml" "$tmp/alt/cases/other-namespace/kustomization.yaml"
   check_render "$tmp/alt/cases/other-namespace" "$b/nofollow.yaml"
   expect_fail "namespaces (namespace: $ALT_NS overlay without follow-namespace)" check_namespaces "$b/nofollow.yaml" "$ALT_NS"
+  # the lookups' ClusterRoleBinding still names the ServiceAccount in kserve
+  "$venv/bin/python" - "$tmp/out/other-namespace.yaml" "$b/subject.yaml" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "ClusterRoleBinding":
+        d["subjects"][0]["namespace"] = "kserve"
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+EOF
+  expect_fail "namespaces (ClusterRoleBinding subject left in kserve, deployed in $ALT_NS)" check_namespaces "$b/subject.yaml" "$ALT_NS"
   # the webhook's namespaceSelector no longer excludes its own namespace
   sed 's/^      - kserve$/      - kserve-old/' "$tmp/out/base.yaml" > "$b/own-ns.yaml"
   grep -q '^      - kserve-old$' "$b/own-ns.yaml" || die "self-test: the excluded namespace kserve was not found"
