@@ -10,7 +10,6 @@ openssl and curl. Under CI=true nothing is skipped: a missing kube-apiserver
 tool or server binary fails instead.
 """
 
-import base64
 import importlib.util
 import json
 import os
@@ -238,10 +237,6 @@ def injector_bin():
     if not Path(path).is_file():
         need(f"no server binary at {path} (cargo build, or KSERVE_INJECTOR_BIN)")
     return Path(path)
-
-
-def b64(path):
-    return base64.b64encode(Path(path).read_bytes()).decode()
 
 
 def copy_tree(src, dst):

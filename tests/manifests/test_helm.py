@@ -13,8 +13,8 @@ supported) where the check does not need a cluster.
 
 import base64
 import json
+import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -23,8 +23,8 @@ import kubernetes_validate.utils
 import pytest
 import yaml
 
-from conftest import (CHART, ROOT, by_kind, copy_tree, docs_of, make_certs, normalized, one,
-                      run)
+from conftest import (CHART, ROOT, by_kind, copy_tree, docs_of, free_port, make_certs, normalized,
+                      one, run)
 
 OLDEST_K8S = "1.27.0"
 NEWEST_K8S = kubernetes_validate.utils.latest_version()
@@ -518,7 +518,6 @@ def test_self_signed_certificate_is_served(tools, injector_bin, tmp_path):
     bundle = tmp_path / "bundle.crt"
     bundle.write_bytes(base64.b64decode(
         one(docs, "MutatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"]))
-    from conftest import free_port
     port, admin = free_port(), free_port()
     server = subprocess.Popen(
         [injector_bin, "serve", "--cert-dir", certs, "--addr", f"127.0.0.1:{port}",
@@ -602,6 +601,49 @@ def test_replace_kserve_mutator_hooks(cluster, tools):
     assert failed.returncode != 0 and "timed out" in failed.stderr, failed.stderr
     server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))  # KServe upgraded
     as_hook(guard_sa, guard)
+
+
+# ---------------------------------------------------------------- KServe's chart, post-rendered
+
+def fake_kserve_chart(path, swapped=False):
+    """A chart whose templates are fixtures/install's rendering of KServe's
+    chart (optionally with KServe's two webhooks in the other order)."""
+    (path / "templates").mkdir(parents=True)
+    (path / "Chart.yaml").write_text("apiVersion: v2\nname: kserve\nversion: 0.15.2\n")
+    docs = docs_of((ROOT / "fixtures" / "install" / "kserve-helm-rendered.yaml").read_text())
+    if swapped:
+        for doc in docs:
+            if doc["kind"] == "MutatingWebhookConfiguration":
+                doc["webhooks"].reverse()
+    (path / "templates" / "kserve.yaml").write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_post_renderer_on_kserves_chart(any_tools, checks, swapped, tmp_path):
+    """manifests/helm-post-renderer.sh on KServe's chart: by path with Helm 3,
+    as the postrenderer plugin manifests/helm-post-renderer-plugin with Helm 4
+    (which takes plugins only). It removes only the pod mutator, and fails
+    the render when KServe's layout changed."""
+    chart = fake_kserve_chart(tmp_path / "kserve", swapped)
+    env = dict(os.environ, KUBECTL=str(any_tools.kubectl),
+               HELM_DATA_HOME=str(tmp_path / "data"), HELM_CONFIG_HOME=str(tmp_path / "config"),
+               HELM_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("HELM_PLUGINS", None)
+    if any_tools.helm_version.startswith("v3."):
+        renderer = ROOT / "manifests" / "helm-post-renderer.sh"
+    else:
+        run([any_tools.helm, "plugin", "install", ROOT / "manifests" / "helm-post-renderer-plugin"], env=env)
+        renderer = "kserve-replace-mutator"
+    proc = run([any_tools.helm, "template", "kserve", chart, "--namespace", "kserve",
+                "--post-renderer", renderer], env=env, check=False)
+    if swapped:
+        assert proc.returncode != 0, proc.stdout[:500]
+        return
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out.yaml"
+    out.write_text(proc.stdout)
+    checks.replaced(str(out))
 
 
 # ---------------------------------------------------------------- package
