@@ -186,6 +186,17 @@ def test_the_everything_set_reaches_the_objects(tools):
     assert len(by_kind(docs, "Job")) == 2
 
 
+def test_only_the_webhook_pods_match_its_selectors(tools):
+    """The hook Jobs' pods never join the webhook's Service, PDB or spread."""
+    docs = docs_of(render_set(tools, "everything")[1])
+    selector = one(docs, "Service", "kserve-injector")["spec"]["selector"]
+    templates = [(d["kind"], d["metadata"]["name"], d["spec"]["template"]["metadata"]["labels"])
+                 for d in docs if d["kind"] in ("Deployment", "Job")]
+    assert len(templates) == 3
+    matching = [(k, n) for k, n, labels in templates if selector.items() <= labels.items()]
+    assert matching == [("Deployment", "kserve-injector")], matching
+
+
 def test_no_lookups_drops_rbac_and_token(tools):
     docs = docs_of(render_set(tools, "no-lookups")[1])
     assert not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding")
