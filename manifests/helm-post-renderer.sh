@@ -8,6 +8,9 @@
 #   helm upgrade --install kserve oci://ghcr.io/kserve/charts/kserve --version v0.15.2 \
 #     --namespace kserve --post-renderer ./manifests/helm-post-renderer.sh
 #
+# That is Helm 3; Helm 4 takes post-renderer plugins only: ../helm-post-renderer-plugin
+# wraps this script (helm plugin install, then --post-renderer kserve-replace-mutator).
+#
 # Fails (non-zero, message on stderr, nothing on stdout) when the chart's
 # layout is not the one the component checks for. Needs kubectl >= 1.27.
 set -euo pipefail

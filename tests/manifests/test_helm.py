@@ -1,0 +1,672 @@
+"""The Helm chart (charts/kserve-injector) with the real tools: helm lint
+--strict; helm template under several value sets, each validated against the
+Kubernetes schemas and tests/schemas like the kustomize renders; the chart
+equal to the kustomize install; the HA defaults of both installs; broken
+values refused; helm install --dry-run=server and kubectl apply
+--dry-run=server on kube-apiserver 1.20; the self-signed certificates reused
+on upgrade and served by the binary; the replaceKServeMutator hooks run
+against the API server with their own RBAC; helm package.
+
+helm v4.1.4 + kubectl v1.35.2, and helm v3.12.1 + kubectl v1.27.1 (the oldest
+supported) where the check does not need a cluster.
+"""
+
+import base64
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import kubernetes_validate
+import kubernetes_validate.utils
+import pytest
+import yaml
+
+from conftest import (CHART, ROOT, by_kind, copy_tree, docs_of, free_port, make_certs, normalized,
+                      one, run)
+
+OLDEST_K8S = "1.27.0"
+NEWEST_K8S = kubernetes_validate.utils.latest_version()
+ALT_NS = "models-infra"
+KSERVE_CONFIG = "inferenceservice.serving.kserve.io"
+KSERVE_POD_MUTATOR = "inferenceservice.kserve-webhook-server.pod-mutator"
+KSERVE_DEFAULTER = "inferenceservice.kserve-webhook-server.defaulter"
+
+# Value sets rendered, linted and validated: name -> (namespace, --set values).
+VALUE_SETS = {
+    "default": ("kserve", []),
+    "ha": ("kserve", [
+        "replicas=3",
+        "priorityClassName=system-cluster-critical",
+        "topologySpreadConstraints[0].maxSkew=1",
+        "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
+        "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+        "topologySpreadConstraints[1].maxSkew=1",
+        "topologySpreadConstraints[1].topologyKey=topology.kubernetes.io/zone",
+        "topologySpreadConstraints[1].whenUnsatisfiable=ScheduleAnyway",
+        "resources.requests.cpu=200m",
+        "resources.limits.memory=256Mi",
+    ]),
+    "self-signed": ("kserve", ["certificates.mode=self-signed"]),
+    "no-lookups": ("kserve", ["clusterLookups.enabled=false"]),
+    "other-namespace": (ALT_NS, []),
+    "everything": ("kserve", [
+        "image.repository=registry.example.com/kserve-injector",
+        "image.digest=sha256:" + "0" * 64,
+        "imagePullSecrets[0].name=registry",
+        "certificates.certManager.issuerRef.name=my-ca",
+        "certificates.certManager.issuerRef.kind=ClusterIssuer",
+        "clusterLookups.watchKinds={serviceaccounts,clusterstoragecontainers}",
+        "server.requestTimeout=2500ms",
+        "server.lookupTimeout=1s",
+        "server.logFormat=text",
+        "server.logLevel=kserve_injector=debug",
+        "server.shutdownDelay=3s",
+        "server.drainTimeout=15s",
+        "server.maxConcurrentRequests=256",
+        "server.maxConnections=2048",
+        "server.extraArgs={--idle-timeout=60s}",
+        "metrics.serviceMonitor.enabled=true",
+        "metrics.serviceMonitor.labels.release=prometheus",
+        "replaceKServeMutator=true",
+        "podDisruptionBudget.minAvailable=1",
+        "nodeSelector.kubernetes\\.io/os=linux",
+        "tolerations[0].key=dedicated",
+        "tolerations[0].operator=Exists",
+        "podAnnotations.example\\.com/a=b",
+        "webhook.annotations.example\\.com/owner=ml-platform",
+        "webhook.excludedNamespaces={kube-system,istio-system}",
+    ]),
+}
+
+
+def provided_args(certs):
+    return ["certificates.mode=provided"], [
+        f"certificates.provided.caCrt={certs}/ca.crt",
+        f"certificates.provided.tlsCrt={certs}/tls.crt",
+        f"certificates.provided.tlsKey={certs}/tls.key",
+    ]
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory):
+    return make_certs(tmp_path_factory.mktemp("certs"), "kserve")
+
+
+def render_set(tools, name, certs=None):
+    if name == "provided":
+        sets, files = provided_args(certs)
+        return "kserve", tools.template(sets, files=files)
+    namespace, sets = VALUE_SETS[name]
+    return namespace, tools.template(sets, namespace=namespace)
+
+
+ALL_SETS = list(VALUE_SETS) + ["provided"]
+
+
+# ---------------------------------------------------------------- lint
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_lint_strict(any_tools, name, certs):
+    cmd = [any_tools.helm, "lint", "--strict", CHART]
+    if name == "provided":
+        sets, files = provided_args(certs)
+        cmd += ["--set", ",".join(sets)] + [a for f in files for a in ("--set-file", f)]
+    else:
+        namespace, sets = VALUE_SETS[name]
+        cmd += ["--namespace", namespace] + [a for s in sets for a in ("--set", s)]
+    out = run(cmd).stdout
+    assert "0 chart(s) failed" in out, out
+    assert "[WARNING]" not in out and "[ERROR]" not in out, out
+
+
+# ---------------------------------------------------------------- renders
+
+def validate(docs, checks, path):
+    """kubernetes-validate --strict for 1.27 and the newest known version;
+    the cert-manager and ServiceMonitor objects against tests/schemas."""
+    custom = []
+    for doc in docs:
+        if checks.is_builtin(doc):
+            for version in (OLDEST_K8S, NEWEST_K8S):
+                try:
+                    kubernetes_validate.validate(doc, version, strict=True)
+                except Exception as e:  # ValidationError, SchemaNotFoundError
+                    raise AssertionError(f"{checks.ident(doc)} against {version}: {e}") from e
+        else:
+            custom.append(doc)
+    if custom:
+        custom_path = Path(path).with_suffix(".custom.yaml")
+        custom_path.write_text(yaml.safe_dump_all(custom))
+        checks.schemas(str(custom_path), str(ROOT / "tests" / "schemas"))
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_render_is_valid(tools, checks, name, certs, tmp_path):
+    namespace, text = render_set(tools, name, certs)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    docs = docs_of(text)
+    validate(docs, checks, path)
+    checks.size(str(path))  # every object under 262,144 bytes as JSON
+    checks.namespaces(str(path), namespace)  # also: static certificates chain and name the Service
+    checks.timeouts(str(path))
+
+
+def test_the_everything_set_reaches_the_objects(tools):
+    """The named values end up where they should (a typo in a template that
+    drops a value would pass every schema)."""
+    docs = docs_of(render_set(tools, "everything")[1])
+    dep = one(docs, "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert args == ["serve", "--config=/etc/kserve-injector/config", "--request-timeout=2500ms",
+                    "--cluster-lookups=on", "--watch-kinds=serviceaccounts,clusterstoragecontainers",
+                    "--lookup-timeout=1s", "--log-format=text", "--log=kserve_injector=debug",
+                    "--shutdown-delay=3s", "--drain-timeout=15s", "--max-concurrent-requests=256",
+                    "--max-connections=2048", "--idle-timeout=60s"]
+    assert pod["containers"][0]["image"] == "registry.example.com/kserve-injector@sha256:" + "0" * 64
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert dep["spec"]["template"]["metadata"]["annotations"] == {"example.com/a": "b"}
+    assert one(docs, "PodDisruptionBudget")["spec"] == {
+        "minAvailable": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": "kserve-injector"}}}
+    assert one(docs, "ServiceMonitor")["metadata"]["labels"]["release"] == "prometheus"
+    hook = one(docs, "MutatingWebhookConfiguration")
+    assert hook["metadata"]["annotations"] == {
+        "example.com/owner": "ml-platform",
+        "cert-manager.io/inject-ca-from": "kserve/kserve-injector-serving",
+        "kserve-injector.kserve.io/replaces": KSERVE_CONFIG}
+    exprs = hook["webhooks"][0]["namespaceSelector"]["matchExpressions"]
+    assert exprs[-1]["values"] == ["kube-system", "istio-system", "kserve"]
+    assert not by_kind(docs, "Issuer")
+    assert one(docs, "Certificate")["spec"]["issuerRef"] == {"name": "my-ca", "kind": "ClusterIssuer"}
+    assert len(by_kind(docs, "Job")) == 2
+
+
+def test_only_the_webhook_pods_match_its_selectors(tools):
+    """The hook Jobs' pods never join the webhook's Service, PDB or spread."""
+    docs = docs_of(render_set(tools, "everything")[1])
+    selector = one(docs, "Service", "kserve-injector")["spec"]["selector"]
+    templates = [(d["kind"], d["metadata"]["name"], d["spec"]["template"]["metadata"]["labels"])
+                 for d in docs if d["kind"] in ("Deployment", "Job")]
+    assert len(templates) == 3
+    matching = [(k, n) for k, n, labels in templates if selector.items() <= labels.items()]
+    assert matching == [("Deployment", "kserve-injector")], matching
+
+
+def test_no_lookups_drops_rbac_and_token(tools):
+    docs = docs_of(render_set(tools, "no-lookups")[1])
+    assert not by_kind(docs, "ClusterRole") and not by_kind(docs, "ClusterRoleBinding")
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert "--cluster-lookups=off" in pod["containers"][0]["args"]
+
+
+# ---------------------------------------------------------------- equal to kustomize
+
+def kustomize_cases(tree, certs_dir):
+    """name -> (kustomization dir, namespace, helm --set, helm --set-file)."""
+    cases = tree / "cases"
+    (cases / "other-namespace").mkdir(parents=True)
+    (cases / "other-namespace" / "kustomization.yaml").write_text(f"""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {ALT_NS}
+resources:
+  - ../../manifests
+transformers:
+  - ../../manifests/follow-namespace
+""")
+    (cases / "prometheus").mkdir()
+    (cases / "prometheus" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/prometheus
+transformers:
+  - ../../manifests/follow-namespace
+""")
+    static = tree / "manifests" / "overlays" / "static-certs" / "certs"
+    static.mkdir(exist_ok=True)
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        (static / name).write_bytes((certs_dir / name).read_bytes())
+    sets, files = provided_args(certs_dir)
+    return {
+        "default": (tree / "manifests", "kserve", [], []),
+        "other-namespace": (cases / "other-namespace", ALT_NS, [], []),
+        "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
+        "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
+    }
+
+
+@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "static-certs"])
+def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
+    """`helm template` and `kubectl kustomize` give the same objects, compared
+    as data after dropping Helm's own labels: the default install, a namespace
+    other than kserve, the prometheus component, and static-certs against
+    certificates.mode=provided with the same files."""
+    tree = tmp_path / "tree"
+    copy_tree(ROOT / "manifests", tree / "manifests")
+    directory, namespace, sets, files = kustomize_cases(tree, certs)[case]
+    kustomized = normalized(docs_of(any_tools.kustomize(directory)))
+    helmed = normalized(docs_of(any_tools.template(sets, namespace=namespace, files=files)))
+    only_k = sorted(set(kustomized) - set(helmed))
+    only_h = sorted(set(helmed) - set(kustomized))
+    assert not only_k and not only_h, f"only in kustomize: {only_k}; only in helm: {only_h}"
+    for key in kustomized:
+        a = yaml.safe_dump(kustomized[key], sort_keys=True)
+        b = yaml.safe_dump(helmed[key], sort_keys=True)
+        assert a == b, f"{key} differs (kustomize, then helm):\n{a}\n---\n{b}"
+
+
+def test_equality_sees_a_difference(tools, tmp_path):
+    """The comparison above fails when one install drifts: a kustomize tree
+    with one replica more is not equal to the chart."""
+    tree = copy_tree(ROOT / "manifests", tmp_path / "manifests")
+    dep = tree / "base" / "deployment.yaml"
+    dep.write_text(dep.read_text().replace("replicas: 2", "replicas: 3", 1))
+    kustomized = normalized(docs_of(tools.kustomize(tree)))
+    helmed = normalized(docs_of(tools.template()))
+    assert kustomized != helmed
+    key = ("apps/v1", "Deployment", "kserve", "kserve-injector")
+    assert kustomized[key]["spec"]["replicas"] == 3 and helmed[key]["spec"]["replicas"] == 2
+
+
+# ---------------------------------------------------------------- HA defaults
+
+def assert_ha(docs, namespace, checks, path):
+    dep = one(docs, "Deployment", "kserve-injector")
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert dep["spec"]["replicas"] >= 2, "at least 2 replicas"
+    assert dep["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
+
+    pdb = one(docs, "PodDisruptionBudget", "kserve-injector")
+    assert pdb["spec"].get("maxUnavailable") == 1 and "minAvailable" not in pdb["spec"]
+    selector = pdb["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= pod_labels.items(), "the PDB selects the webhook's pods"
+
+    spread = dep["spec"]["template"]["spec"].get("topologySpreadConstraints") or []
+    hostname = [c for c in spread if c["topologyKey"] == "kubernetes.io/hostname"]
+    assert hostname, "spread over hostnames"
+    assert hostname[0]["whenUnsatisfiable"] == "ScheduleAnyway", "soft spread"
+    assert hostname[0]["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+
+    hook = one(docs, "MutatingWebhookConfiguration", "kserve-injector")["webhooks"][0]
+    assert hook["failurePolicy"] == "Fail"
+    assert hook["objectSelector"] == {"matchExpressions": [
+        {"key": "serving.kserve.io/inferenceservice", "operator": "Exists"}]}, \
+        "Fail only for InferenceService pods"
+    excluded = set()
+    for expr in hook["namespaceSelector"]["matchExpressions"]:
+        if expr["key"] == "kubernetes.io/metadata.name" and expr["operator"] == "NotIn":
+            excluded.update(expr["values"])
+    assert {"kube-system", namespace} <= excluded, f"excluded: {excluded}"
+    assert hook["timeoutSeconds"] == 5
+    assert hook["reinvocationPolicy"] == "IfNeeded"
+    checks.timeouts(str(path))  # --request-timeout at least 2 s below timeoutSeconds
+
+
+@pytest.mark.parametrize("install", ["helm", "kustomize"])
+@pytest.mark.parametrize("namespace", ["kserve", ALT_NS])
+def test_ha_defaults(tools, checks, install, namespace, tmp_path):
+    if install == "helm":
+        text = tools.template(namespace=namespace)
+    else:
+        copy_tree(ROOT / "manifests", tmp_path / "manifests")
+        case = tmp_path / "case"
+        case.mkdir()
+        (case / "kustomization.yaml").write_text(f"""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {namespace}
+resources: [../manifests]
+transformers: [../manifests/follow-namespace]
+""")
+        text = tools.kustomize(case)
+    path = tmp_path / "rendered.yaml"
+    path.write_text(text)
+    assert_ha(docs_of(text), namespace, checks, path)
+
+
+def test_priority_class_value(tools):
+    docs = docs_of(tools.template(["priorityClassName=system-cluster-critical"]))
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert "priorityClassName" not in one(docs_of(tools.template()), "Deployment")["spec"]["template"]["spec"]
+
+
+def test_ha_check_fails_on_a_broken_default(tools, checks, tmp_path):
+    """assert_ha fails on a render without the PDB and with a hard spread."""
+    text = tools.template(["podDisruptionBudget.enabled=false"])
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    with pytest.raises(AssertionError, match="expected one PodDisruptionBudget"):
+        assert_ha(docs_of(text), "kserve", checks, path)
+    text = tools.template(["topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+                           "topologySpreadConstraints[0].maxSkew=1",
+                           "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname"])
+    path.write_text(text)
+    with pytest.raises(AssertionError, match="soft spread"):
+        assert_ha(docs_of(text), "kserve", checks, path)
+
+
+# ---------------------------------------------------------------- broken values
+
+BROKEN = {
+    "a misspelt top-level value (replica)": (["replica=3"], "replica"),
+    "a misspelt nested value (webhook.timeoutSecond)": (["webhook.timeoutSecond=5"], "timeoutSecond"),
+    "a misspelt mode (cert-manger)": (["certificates.mode=cert-manger"], "mode"),
+    "a wrong type (replicas=two)": (["replicas=two"], "replicas"),
+    "timeoutSeconds 4 with requestTimeout 3s": (
+        ["webhook.timeoutSeconds=4"], "must stay at least 2s below webhook.timeoutSeconds"),
+    "requestTimeout 4s with timeoutSeconds 5": (
+        ["server.requestTimeout=4s"], "must stay at least 2s below webhook.timeoutSeconds"),
+    "a request timeout without a unit": (["server.requestTimeout=3"], "requestTimeout"),
+    "lookupTimeout not below requestTimeout": (
+        ["server.lookupTimeout=3s"], "must stay below server.requestTimeout"),
+    "a named flag in extraArgs": (
+        ["server.extraArgs={--request-timeout=1s}"], "set requestTimeout instead"),
+    "timeoutSeconds above 30": (["webhook.timeoutSeconds=31"], "timeoutSeconds"),
+    "provided without caCrt": (["certificates.mode=provided"], "certificates.provided.caCrt"),
+    "provided without a serving pair": (
+        ["certificates.mode=provided", "certificates.provided.caCrt=x"], "existingSecret, or tlsCrt and tlsKey"),
+    "an unknown failurePolicy": (["webhook.failurePolicy=Never"], "failurePolicy"),
+}
+
+
+@pytest.mark.parametrize("what", list(BROKEN))
+def test_broken_values_fail(any_tools, what):
+    sets, message = BROKEN[what]
+    proc = any_tools.template(sets, check=False)
+    assert proc.returncode != 0, f"{what}: helm template succeeded:\n{proc.stdout[:500]}"
+    assert message in proc.stderr, f"{what}: {proc.stderr}"
+
+
+def test_kube_version_floor(tools):
+    proc = tools.template(extra=["--kube-version", "1.26.9"], check=False)
+    assert proc.returncode != 0 and "kubeVersion" in proc.stderr, proc.stderr
+
+
+def test_a_values_file_with_a_typo_fails(tools, tmp_path):
+    values = tmp_path / "values.yaml"
+    values.write_text("webhook:\n  failurePolicy: Fail\n  timeoutseconds: 5\n")
+    proc = tools.template(values_files=[values], check=False)
+    assert proc.returncode != 0 and "timeoutseconds" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------- kube-apiserver 1.20
+
+# What kube-apiserver 1.20 lacks, left out of the dry-runs: policy/v1
+# PodDisruptionBudget (1.21+), and the chart's kubeVersion floor (>= 1.27),
+# removed from a copy of Chart.yaml. cert-manager's and Prometheus Operator's
+# kinds are stand-in CRDs that accept any object (their content is checked
+# against tests/schemas above).
+STUB_CRDS = [
+    ("cert-manager.io", "Certificate", "certificates"),
+    ("cert-manager.io", "Issuer", "issuers"),
+    ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+]
+
+
+@pytest.fixture(scope="session")
+def cluster(apiserver, tools, tmp_path_factory):
+    crds = []
+    for group, kind, plural in STUB_CRDS:
+        crds.append({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                               "listKind": kind + "List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                         "openAPIV3Schema": {"type": "object",
+                                             "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    apiserver.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
+    for group, kind, plural in STUB_CRDS:
+        apiserver.kubectl("wait", "--for=condition=Established", f"crd/{plural}.{group}", "--timeout=60s")
+    for ns in ("kserve", ALT_NS):
+        apiserver.kubectl("create", "namespace", ns)
+    chart = copy_tree(CHART, tmp_path_factory.mktemp("chart-1.20") / "kserve-injector")
+    chart_yaml = chart / "Chart.yaml"
+    chart_yaml.write_text("".join(line for line in chart_yaml.read_text().splitlines(True)
+                                  if not line.startswith("kubeVersion:")))
+    return apiserver, chart
+
+
+@pytest.mark.parametrize("name", ALL_SETS)
+def test_dry_run_server(cluster, tools, name, certs, tmp_path):
+    """helm install --dry-run=server (the server's kinds and OpenAPI schema,
+    lookups against it), then kubectl apply --dry-run=server of the same
+    render (the API server's own validation and admission)."""
+    server, chart = cluster
+    if name == "provided":
+        namespace = "kserve"
+        sets, files = provided_args(certs)
+    else:
+        namespace, sets = VALUE_SETS[name]
+        files = []
+    sets = sets + ["podDisruptionBudget.enabled=false"]
+    cmd = [tools.helm, "install", "kserve-injector", chart, "--namespace", namespace,
+           "--kubeconfig", server.kubeconfig, "--dry-run=server"]
+    cmd += [a for s in sets for a in ("--set", s)] + [a for f in files for a in ("--set-file", f)]
+    out = run(cmd).stdout
+    assert "STATUS: pending-install" in out
+    rendered = tools.template(sets, namespace=namespace, chart=chart, files=files)
+    assert not [d for d in docs_of(rendered) if d["apiVersion"] == "policy/v1"]
+    server.kubectl("apply", "--dry-run=server", "-f", "-", stdin=rendered)
+
+
+def test_dry_run_server_fails_on_a_bad_object(cluster, tools, tmp_path):
+    """The server-side dry-run refuses what every schema passes: a Service
+    port out of range."""
+    server, chart = cluster
+    rendered = tools.template(["podDisruptionBudget.enabled=false"], chart=chart)
+    broken = rendered.replace("port: 443", "port: 70000", 1)
+    assert broken != rendered
+    proc = server.kubectl("apply", "--dry-run=server", "-f", "-", stdin=broken, check=False)
+    assert proc.returncode != 0 and "70000" in proc.stderr, proc.stderr
+
+
+def secret_data(server, namespace, name):
+    out = server.kubectl("get", "secret", name, "-n", namespace, "-o", "json").stdout
+    secret = json.loads(out)
+    return ({k: base64.b64decode(v) for k, v in secret["data"].items()},
+            secret["metadata"].get("annotations") or {})
+
+
+def ca_bundle(server):
+    out = server.kubectl("get", "mutatingwebhookconfiguration", "kserve-injector", "-o", "json").stdout
+    return base64.b64decode(json.loads(out)["webhooks"][0]["clientConfig"]["caBundle"])
+
+
+def test_self_signed_reused_on_upgrade(cluster, tools, tmp_path):
+    """certificates.mode=self-signed: a real helm install, then an upgrade
+    keeps the CA, the caBundle and the serving pair; an upgrade within
+    renewDaysBefore of the expiry renews the serving pair under the same CA."""
+    server, chart = cluster
+    ns = "self-signed"
+    server.kubectl("create", "namespace", ns)
+    base = [tools.helm, "--kubeconfig", server.kubeconfig, "--namespace", ns]
+    sets = ["--set", "certificates.mode=self-signed,podDisruptionBudget.enabled=false"]
+    try:
+        run(base + ["install", "kserve-injector", chart] + sets)
+        first, first_notes = secret_data(server, ns, "kserve-injector-serving-cert")
+        ca, _ = secret_data(server, ns, "kserve-injector-self-signed-ca")
+        assert ca_bundle(server) == first["ca.crt"] == ca["tls.crt"]
+
+        run(base + ["upgrade", "kserve-injector", chart] + sets)
+        second, second_notes = secret_data(server, ns, "kserve-injector-serving-cert")
+        assert second == first and second_notes == first_notes, "rotated on a plain upgrade"
+        assert ca_bundle(server) == first["ca.crt"]
+
+        run(base + ["upgrade", "kserve-injector", chart] + sets
+            + ["--set", "certificates.selfSigned.renewDaysBefore=400"])
+        third, third_notes = secret_data(server, ns, "kserve-injector-serving-cert")
+        assert third["tls.crt"] != first["tls.crt"], "not renewed within renewDaysBefore"
+        assert third["ca.crt"] == first["ca.crt"] and ca_bundle(server) == first["ca.crt"]
+        assert third_notes["kserve-injector.kserve.io/not-after"] >= first_notes["kserve-injector.kserve.io/not-after"]
+        (tmp_path / "ca.crt").write_bytes(third["ca.crt"])
+        (tmp_path / "tls.crt").write_bytes(third["tls.crt"])
+        run(["openssl", "verify", "-CAfile", tmp_path / "ca.crt", tmp_path / "tls.crt"])
+    finally:
+        run(base + ["uninstall", "kserve-injector"], check=False)
+
+
+def test_self_signed_certificate_is_served(tools, injector_bin, tmp_path):
+    """The pair the chart generates (RSA, Sprig) loads in `serve`, and a client
+    trusting the webhook's caBundle reaches kserve-injector.kserve.svc."""
+    docs = docs_of(tools.template(["certificates.mode=self-signed"]))
+    secret = one(docs, "Secret", "kserve-injector-serving-cert")
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    for key, value in secret["data"].items():
+        (certs / key).write_bytes(base64.b64decode(value))
+    bundle = tmp_path / "bundle.crt"
+    bundle.write_bytes(base64.b64decode(
+        one(docs, "MutatingWebhookConfiguration")["webhooks"][0]["clientConfig"]["caBundle"]))
+    port, admin = free_port(), free_port()
+    server = subprocess.Popen(
+        [injector_bin, "serve", "--cert-dir", certs, "--addr", f"127.0.0.1:{port}",
+         "--admin-addr", f"127.0.0.1:{admin}", "--shutdown-delay", "0s", "--log-format", "text"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(100):
+            if run(["curl", "-fsS", f"http://127.0.0.1:{admin}/readyz"], check=False).returncode == 0:
+                break
+            assert server.poll() is None, server.communicate()[0]
+            time.sleep(0.1)
+        out = run(["curl", "-fsS", "--cacert", bundle,
+                   "--resolve", f"kserve-injector.kserve.svc:{port}:127.0.0.1",
+                   "-H", "content-type: application/json",
+                   "--data", f"@{ROOT / 'benches' / 'inputs' / 'minimal-oci.json'}",
+                   f"https://kserve-injector.kserve.svc:{port}/mutate-pods"]).stdout
+        assert json.loads(out)["response"]["allowed"] is True
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def hook_args(docs, job, container):
+    spec = one(docs, "Job", job)["spec"]["template"]["spec"]
+    for c in spec.get("initContainers", []) + spec["containers"]:
+        if c["name"] == container:
+            return spec["serviceAccountName"], c["args"]
+    raise AssertionError(f"no container {container} in {job}")
+
+
+def kserve_webhooks(server):
+    out = server.kubectl("get", "mutatingwebhookconfiguration", KSERVE_CONFIG, "-o", "json").stdout
+    return [h["name"] for h in json.loads(out)["webhooks"]]
+
+
+def test_replace_kserve_mutator_hooks(cluster, tools):
+    """The hook Jobs' kubectl commands, run as the hooks' ServiceAccount with
+    the hooks' RBAC on kube-apiserver 1.20: wait for the rollout, delete only
+    KServe's pod-mutator entry (again: no change), nothing else may be
+    patched, and the uninstall guard fails until the entry is back."""
+    server, chart = cluster
+    ns = "hooks"
+    server.kubectl("create", "namespace", ns)
+    docs = docs_of(tools.template(["replaceKServeMutator=true", "podDisruptionBudget.enabled=false",
+                                   "certificates.mode=self-signed"], namespace=ns, chart=chart))
+    kserve = [d for d in docs_of((ROOT / "fixtures" / "install" / "kserve-helm-rendered.yaml").read_text())
+              if d["kind"] == "MutatingWebhookConfiguration"]
+    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))
+    assert kserve_webhooks(server) == [KSERVE_DEFAULTER, KSERVE_POD_MUTATOR]
+    # everything the chart renders, hooks included, as helm would create it
+    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    # no controller-manager: report the Deployment rolled out by hand
+    server.kubectl("patch", "deployment", "kserve-injector", "-n", ns, "--subresource=status",
+                   "--type=merge", "-p", json.dumps({"status": {
+                       "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
+                       "readyReplicas": 2, "availableReplicas": 2}}))
+
+    def as_hook(sa, args, check=True):
+        return server.kubectl(f"--as=system:serviceaccount:{ns}:{sa}", *args, check=check)
+
+    sa, args = hook_args(docs, "kserve-injector-replace-kserve-mutator", "wait-for-injector")
+    as_hook(sa, args)
+    guard_sa, guard = hook_args(docs, "kserve-injector-check-kserve-mutator", "require-kserve-pod-mutator")
+    guard = [a if not a.startswith("--timeout=") else "--timeout=2s" for a in guard]
+    as_hook(guard_sa, guard)  # KServe's entry is there: uninstall may go on
+
+    sa, args = hook_args(docs, "kserve-injector-replace-kserve-mutator", "remove-kserve-pod-mutator")
+    as_hook(sa, args)
+    assert kserve_webhooks(server) == [KSERVE_DEFAULTER]
+    out = as_hook(sa, args).stdout  # post-upgrade: already gone
+    assert "no change" in out, out
+    assert kserve_webhooks(server) == [KSERVE_DEFAULTER]
+
+    denied = as_hook(sa, ["patch", "mutatingwebhookconfiguration", "kserve-injector", "--type=merge",
+                          "-p", '{"metadata":{"labels":{"x":"y"}}}'], check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
+    denied = as_hook(sa, ["get", "secrets", "-n", ns], check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
+
+    failed = as_hook(guard_sa, guard, check=False)
+    assert failed.returncode != 0 and "timed out" in failed.stderr, failed.stderr
+    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))  # KServe upgraded
+    as_hook(guard_sa, guard)
+
+
+# ---------------------------------------------------------------- KServe's chart, post-rendered
+
+def fake_kserve_chart(path, swapped=False):
+    """A chart whose templates are fixtures/install's rendering of KServe's
+    chart (optionally with KServe's two webhooks in the other order)."""
+    (path / "templates").mkdir(parents=True)
+    (path / "Chart.yaml").write_text("apiVersion: v2\nname: kserve\nversion: 0.15.2\n")
+    docs = docs_of((ROOT / "fixtures" / "install" / "kserve-helm-rendered.yaml").read_text())
+    if swapped:
+        for doc in docs:
+            if doc["kind"] == "MutatingWebhookConfiguration":
+                doc["webhooks"].reverse()
+    (path / "templates" / "kserve.yaml").write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_post_renderer_on_kserves_chart(any_tools, checks, swapped, tmp_path):
+    """manifests/helm-post-renderer.sh on KServe's chart: by path with Helm 3,
+    as the postrenderer plugin manifests/helm-post-renderer-plugin with Helm 4
+    (which takes plugins only). It removes only the pod mutator, and fails
+    the render when KServe's layout changed."""
+    chart = fake_kserve_chart(tmp_path / "kserve", swapped)
+    env = dict(os.environ, KUBECTL=str(any_tools.kubectl),
+               HELM_DATA_HOME=str(tmp_path / "data"), HELM_CONFIG_HOME=str(tmp_path / "config"),
+               HELM_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("HELM_PLUGINS", None)
+    if any_tools.helm_version.startswith("v3."):
+        renderer = ROOT / "manifests" / "helm-post-renderer.sh"
+    else:
+        run([any_tools.helm, "plugin", "install", ROOT / "manifests" / "helm-post-renderer-plugin"], env=env)
+        renderer = "kserve-replace-mutator"
+    proc = run([any_tools.helm, "template", "kserve", chart, "--namespace", "kserve",
+                "--post-renderer", renderer], env=env, check=False)
+    if swapped:
+        assert proc.returncode != 0, proc.stdout[:500]
+        return
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out.yaml"
+    out.write_text(proc.stdout)
+    checks.replaced(str(out))
+
+
+# ---------------------------------------------------------------- package
+
+def test_package(tools, tmp_path):
+    out = run([tools.helm, "package", CHART, "--destination", tmp_path]).stdout
+    archive = tmp_path / "kserve-injector-0.1.0.tgz"
+    assert archive.is_file(), out
+    names = run(["tar", "-tzf", archive]).stdout.split()
+    for name in ("kserve-injector/Chart.yaml", "kserve-injector/values.yaml",
+                 "kserve-injector/values.schema.json", "kserve-injector/templates/webhook.yaml"):
+        assert name in names, names
+    assert tools.template(chart=archive) == tools.template()
+    lint = run([tools.helm, "lint", "--strict", archive]).stdout
+    assert "0 chart(s) failed" in lint
