@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Build: docker build -t registry.example.com/kserve-injector:0.1.0 .
 # Base images are build arguments; the defaults are the ones this file is
-# checked with. The build stage needs Rust >= 1.85 (Cargo.toml rust-version)
+# checked with. The build stage needs Rust >= 1.89 (Cargo.toml rust-version)
 # and a C compiler (ring, mimalloc), both in the official rust image.
 ARG RUST_IMAGE=docker.io/library/rust:1.95-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
@@ -14,15 +14,17 @@ ENV CARGO_PROFILE_RELEASE_STRIP=symbols
 # Dependencies first, against placeholder sources, so that editing src/
 # rebuilds only this crate (the dependency layer stays cached).
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src benches \
+COPY core/Cargo.toml ./core/Cargo.toml
+RUN mkdir -p src benches core/src \
  && echo 'fn main() {}' > src/main.rs \
- && touch src/lib.rs \
- && echo 'fn main() {}' > benches/review.rs \
+ && touch src/lib.rs core/src/lib.rs \
+ && for b in review lookups hostile; do echo 'fn main() {}' > benches/$b.rs; done \
  && cargo build --release --locked --bin kserve-injector \
- && rm -rf src benches
+ && rm -rf src benches core/src
+COPY core/src ./core/src
 COPY src ./src
-COPY benches/review.rs ./benches/review.rs
-RUN touch src/main.rs src/lib.rs \
+COPY benches ./benches
+RUN touch src/main.rs src/lib.rs core/src/lib.rs \
  && cargo build --release --locked --bin kserve-injector \
  && cp target/release/kserve-injector /kserve-injector
 

@@ -16,7 +16,7 @@
 //!
 //! Targets: answered in < 1 s with peak RSS < 100 MiB. The answers
 //! themselves (a 400 naming the cap) are checked by unit tests in
-//! `src/admission/tests.rs` and `src/mutation/tests.rs`.
+//! `core/src/admission/tests.rs` and `core/src/mutation/tests.rs`.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

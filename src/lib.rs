@@ -1,28 +1,22 @@
-//! kserve-injector: KServe's pod mutator as pure functions (config in, pod
-//! and JSON Patch out), plus the thin adapters the binary wires around them.
+#![deny(unsafe_code)]
+//! Layer: the adapters around `kserve-injector-core`: the HTTPS webhook
+//! ([`server`]), the CLI ([`cli`]), the cluster caches ([`lookups`]), the
+//! config and certificate sources ([`config_file`], [`reload`], [`certs`]).
+//! The core's modules are re-exported under their own names, so
+//! `kserve_injector::mutate` is the core function the CLI and the webhook
+//! both call.
 
-pub mod admission;
+pub use kserve_injector_core::{
+    admission, cluster, config, constants, env, injectors, json_text, mutation, patch, pod,
+    probe_json, quantity, reader, view,
+};
+pub use kserve_injector_core::{
+    mutate, ClusterData, Config, ConfigError, Env, Mutation, MutationError,
+};
+
 pub mod certs;
 pub mod cli;
-pub mod cluster;
-pub mod config;
 pub mod config_file;
-pub mod constants;
-pub mod env;
-pub mod injectors;
-pub mod json_text;
 pub mod lookups;
-pub mod mutation;
-pub mod patch;
-pub mod pod;
-pub mod probe_json;
-pub mod quantity;
-pub mod reader;
 pub mod reload;
 pub mod server;
-pub mod view;
-
-pub use cluster::ClusterData;
-pub use config::{Config, ConfigError};
-pub use env::Env;
-pub use mutation::{mutate, Mutation, MutationError};

@@ -215,6 +215,8 @@ impl ServeArgs {
 
     /// `--max-connections`, else 4096 capped at 3/4 of the open-file limit,
     /// so the cap is reached before accept() starts failing with EMFILE.
+    /// (std has no getrlimit, hence the one libc call.)
+    #[allow(unsafe_code)]
     pub fn resolved_max_connections(&self) -> usize {
         self.max_connections.unwrap_or_else(|| {
             let mut limit = libc::rlimit {

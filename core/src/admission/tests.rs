@@ -447,7 +447,7 @@ fn a_pod_at_the_caps_is_still_mutated() {
 
 #[test]
 fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/inputs");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/inputs");
     for name in ["minimal-oci", "typical", "containers-50"] {
         let body = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
         let inline = inline::parse(std::str::from_utf8(&body).unwrap()).expect("one pass");
@@ -501,7 +501,7 @@ fn hand_written_ops_are_json_patch_operations() {
     use crate::pod::{Op, OpKind};
     let op = |kind, path: &str, value: Value| Op {
         kind,
-        path: jsonptr::PointerBuf::parse(path).unwrap(),
+        path: path.to_string(),
         value: value.to_string(),
     };
     let ops = [
@@ -513,9 +513,9 @@ fn hand_written_ops_are_json_patch_operations() {
         op(OpKind::Replace, "/metadata/annotations/a~1b", json!("v")),
         op(OpKind::Add, "/metadata/labels/x\"y", json!(1)),
     ];
-    let mut out = Vec::new();
+    let mut out = String::new();
     write_ops(&mut out, &ops);
-    let written: Value = serde_json::from_slice(&out).unwrap();
+    let written: Value = serde_json::from_str(&out).unwrap();
     let patch: Vec<_> = ops.iter().map(Op::to_patch).collect();
     assert_eq!(written, serde_json::to_value(&patch).unwrap());
 }

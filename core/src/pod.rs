@@ -152,14 +152,11 @@ impl From<usize> for Step<'_> {
     }
 }
 
-/// `path` with `steps` appended. Built as text: jsonptr's `push_back`
-/// allocates a token per step, which was a tenth of a small review.
-fn child<'s, const N: usize>(path: &PointerBuf, steps: [Step<'s>; N]) -> PointerBuf {
-    child_of(path.as_str(), steps)
-}
-
-/// [`child`] of a pointer given as text, which must be a valid pointer.
-fn child_of<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> PointerBuf {
+/// `path` (pointer text) with `steps` appended, as RFC 6901 text: keys
+/// with `~` or `/` escaped. Text rather than jsonptr's `PointerBuf`: its
+/// `push_back` allocates a token per step and its `parse` scans again what
+/// is valid by construction, a tenth and a twentieth of a small review.
+fn child<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> String {
     let room = |step: &Step| match step {
         Step::Key(key) => key.len() + 4,
         Step::Index(_) => 21,
@@ -176,9 +173,19 @@ fn child_of<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> PointerBuf 
             Step::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
         }
     }
-    // SAFETY: `path` is a valid pointer and every appended token starts
-    // with '/' and has '~' and '/' escaped, so the text is a valid pointer.
-    unsafe { PointerBuf::new_unchecked(text) }
+    text
+}
+
+/// [`child`] as a jsonptr pointer, for the reference tree.
+fn child_pointer<'s, const N: usize>(path: &jsonptr::Pointer, steps: [Step<'s>; N]) -> PointerBuf {
+    let mut pointer = path.to_buf();
+    for step in steps {
+        match step {
+            Step::Key(key) => pointer.push_back(jsonptr::Token::new(key)),
+            Step::Index(index) => pointer.push_back(index),
+        }
+    }
+    pointer
 }
 
 pub mod build;

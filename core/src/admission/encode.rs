@@ -7,62 +7,62 @@
 use super::{Answer, ReviewError};
 use crate::json_text::write_str;
 use crate::pod::Op;
-use std::io::Write;
+use std::fmt::Write;
 
 /// Writes the AdmissionReview answer into one buffer. kube's `with_patch`
 /// stores the patch as bytes that serialise as an array of numbers
 /// (kube-rs #1781); the API documents a base64 string, which is written here
 /// as the patch is serialised.
 pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError> {
-    let io = |e: std::io::Error| ReviewError::Json(e.to_string());
+    let fmt = |e: std::fmt::Error| ReviewError::Json(e.to_string());
     // The patch first, so the answer's buffer is allocated once, at its size.
-    let mut json = Vec::new();
+    let mut json = String::new();
     if let Some(ops) = &answer.patch {
         json.reserve(ops.iter().map(|op| op.value.len() + 64).sum());
         write_ops(&mut json, ops);
     }
-    let mut out = Vec::with_capacity(256 + json.len().div_ceil(3) * 4);
-    out.extend_from_slice(b"{\"apiVersion\":");
+    let mut out = String::with_capacity(256 + json.len().div_ceil(3) * 4);
+    out.push_str("{\"apiVersion\":");
     write_str(&mut out, api_version);
-    out.extend_from_slice(b",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+    out.push_str(",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
     write_str(&mut out, answer.uid);
     write!(
         out,
         ",\"allowed\":{},\"status\":{{\"code\":{}",
         answer.allowed, answer.code
     )
-    .map_err(io)?;
+    .map_err(fmt)?;
     if let Some(message) = &answer.message {
-        out.extend_from_slice(b",\"message\":");
+        out.push_str(",\"message\":");
         write_str(&mut out, message);
     }
-    out.push(b'}');
+    out.push('}');
     if answer.patch.is_some() {
-        out.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        out.push_str(",\"patchType\":\"JSONPatch\",\"patch\":\"");
         // Encoded in one call at the end of the buffer: one call beats an
         // encoding writer fed many small writes.
         base64_simd::STANDARD.encode_append(&json, &mut out);
-        out.push(b'"');
+        out.push('"');
     }
-    out.extend_from_slice(b"}}");
-    Ok(out)
+    out.push_str("}}");
+    Ok(out.into_bytes())
 }
 
 /// RFC 6902 operations as JSON, written directly: each value is already
 /// JSON text.
-pub(super) fn write_ops(out: &mut Vec<u8>, ops: &[Op]) {
-    out.push(b'[');
+pub(super) fn write_ops(out: &mut String, ops: &[Op]) {
+    out.push('[');
     for (i, op) in ops.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.push(',');
         }
-        out.extend_from_slice(b"{\"op\":\"");
-        out.extend_from_slice(op.name().as_bytes());
-        out.extend_from_slice(b"\",\"path\":");
+        out.push_str("{\"op\":\"");
+        out.push_str(op.name());
+        out.push_str("\",\"path\":");
         write_str(out, op.path.as_str());
-        out.extend_from_slice(b",\"value\":");
-        out.extend_from_slice(op.value.as_bytes());
-        out.push(b'}');
+        out.push_str(",\"value\":");
+        out.push_str(&op.value);
+        out.push('}');
     }
-    out.push(b']');
+    out.push(']');
 }

@@ -19,7 +19,8 @@ pub enum OpKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
     pub kind: OpKind,
-    pub path: PointerBuf,
+    /// RFC 6901 text, built from escaped tokens (see `pod::child`).
+    pub path: String,
     /// The value as JSON text, written by [`crate::json_text`].
     pub value: String,
 }
@@ -34,7 +35,10 @@ impl Op {
 
     /// The operation with its value as a JSON tree, for applying it.
     pub fn to_patch(&self) -> PatchOperation {
-        let path = self.path.clone();
+        // Valid by construction; a text that were not would stay one key,
+        // so applying the operation fails rather than writing elsewhere.
+        let path = PointerBuf::parse(self.path.as_str())
+            .unwrap_or_else(|_| PointerBuf::from_tokens([self.path.as_str()]));
         // Our own text, written by serde_json: it parses.
         let value = serde_json::from_str(&self.value).unwrap_or(Value::Null);
         match self.kind {
@@ -62,12 +66,11 @@ pub(crate) fn array_of(item: &str) -> String {
 
 /// `{key: value}`, from the value's JSON text.
 pub(crate) fn object(key: &str, value: &str) -> String {
-    let mut out = Vec::with_capacity(key.len() + value.len() + 5);
-    out.push(b'{');
+    let mut out = String::with_capacity(key.len() + value.len() + 5);
+    out.push('{');
     crate::json_text::write_str(&mut out, key);
-    out.push(b':');
-    out.extend_from_slice(value.as_bytes());
-    out.push(b'}');
-    // Pieces of UTF-8 text, joined with ASCII.
-    String::from_utf8(out).unwrap_or_else(|_| "null".to_string())
+    out.push(':');
+    out.push_str(value);
+    out.push('}');
+    out
 }

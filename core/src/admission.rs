@@ -15,7 +15,7 @@ use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Env, MutationError};
 use crate::view::{self, PodView, Str, ViewError};
 use encode::encode;
-use kube::core::admission::Operation;
+use kube_core::admission::Operation;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -172,10 +172,7 @@ struct CscUriFormat {
 
 /// Parses a CSC; its container's quantities are canonicalised as Go's
 /// typed decode and re-encode would, and an invalid one is an error here.
-pub(crate) fn storage_container(
-    doc: &Value,
-    name: &str,
-) -> Result<ClusterStorageContainer, String> {
+pub fn storage_container(doc: &Value, name: &str) -> Result<ClusterStorageContainer, String> {
     let spec = doc.get("spec").cloned().unwrap_or(Value::Null);
     let spec: CscSpec = CscSpec::deserialize(spec)
         .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: spec: {e}"))?;
@@ -308,7 +305,7 @@ struct StorageDoc {
     service_account_name: Option<String>,
 }
 
-pub(crate) fn inference_service(
+pub fn inference_service(
     doc: &Value,
     namespace: &str,
     name: &str,

@@ -9,7 +9,7 @@
 //! pod's own; the oracle ([`super::TreeDoc`]) checks that on every test pod.
 
 use super::recorded::{array_of, json, object, Op, OpKind};
-use super::{child, child_of, Annotations, ContainerEdit, List, PodEdit};
+use super::{child, Annotations, ContainerEdit, List, PodEdit};
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
     SpecView, Str, StrMap,
@@ -41,20 +41,12 @@ fn owned(s: &str) -> Str<'static> {
     Str(Cow::Owned(s.to_string()))
 }
 
-/// One of the constant pointers below, not parsed again at each write.
-fn pointer(text: &'static str) -> PointerBuf {
-    debug_assert!(jsonptr::Pointer::parse(text).is_ok());
-    // SAFETY: callers pass constant pointers, each a valid RFC 6901 pointer
-    // (checked above in debug builds, and by the tests that reach them).
-    unsafe { PointerBuf::new_unchecked(text) }
-}
-
-fn add(ops: &mut Ops, path: PointerBuf, value: String) {
+fn add(ops: &mut Ops, path: String, value: String) {
     let kind = OpKind::Add;
     ops.push(Op { kind, path, value });
 }
 
-fn replace(ops: &mut Ops, path: PointerBuf, value: String) {
+fn replace(ops: &mut Ops, path: String, value: String) {
     let kind = OpKind::Replace;
     ops.push(Op { kind, path, value });
 }
@@ -65,7 +57,7 @@ fn replace(ops: &mut Ops, path: PointerBuf, value: String) {
 fn push_entry<T>(
     list: &mut Option<Capped<T>>,
     item: T,
-    path: &PointerBuf,
+    path: &str,
     value: String,
     ops: Option<&mut Ops>,
 ) {
@@ -79,7 +71,7 @@ fn push_entry<T>(
         None => {
             *list = Some(Capped(vec![item]));
             if let Some(ops) = ops {
-                add(ops, path.clone(), array_of(&value));
+                add(ops, path.to_string(), array_of(&value));
             }
         }
     }
@@ -97,11 +89,11 @@ fn set_entry<'a>(
     let Some(entries) = map else {
         *map = Some(StrMap(vec![(owned(key), owned(value))]));
         if let Some(ops) = ops {
-            add(ops, pointer(path), object(key, &json(value)));
+            add(ops, path.to_string(), object(key, &json(value)));
         }
         return;
     };
-    let at = || child_of(path, [key.into()]);
+    let at = || child(path, [key.into()]);
     match entries.0.iter_mut().rev().find(|(k, _)| k.as_str() == key) {
         Some((_, v)) if v.as_str() == value => {}
         Some((_, v)) => {
@@ -164,7 +156,11 @@ impl<'a> WorkingSet<'a> {
     ) -> (&mut MetaView<'a>, &mut Ops, bool) {
         let created = self.pod.metadata.is_none();
         if created {
-            add(&mut self.ops, pointer("/metadata"), object(key, &value()));
+            add(
+                &mut self.ops,
+                "/metadata".to_string(),
+                object(key, &value()),
+            );
         }
         let meta = self.pod.metadata.get_or_insert_with(MetaView::default);
         (meta, &mut self.ops, created)
@@ -178,7 +174,7 @@ impl<'a> WorkingSet<'a> {
     ) -> (&mut SpecView<'a>, &mut Ops, bool) {
         let created = self.pod.spec.is_none();
         if created {
-            add(&mut self.ops, pointer("/spec"), object(key, &value()));
+            add(&mut self.ops, "/spec".to_string(), object(key, &value()));
         }
         let spec = self.pod.spec.get_or_insert_with(SpecView::default);
         (spec, &mut self.ops, created)
@@ -314,7 +310,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
 
     fn set_namespace(&mut self, namespace: &str) {
         let (meta, ops, created) = self.metadata_for("namespace", || json(namespace));
-        let path = || pointer("/metadata/namespace");
+        let path = || "/metadata/namespace".to_string();
         match &meta.namespace {
             _ if created => {}
             Some(ns) if ns.as_str() == namespace => {}
@@ -338,7 +334,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
 
     fn set_share_process_namespace(&mut self, on: bool) {
         let (spec, ops, created) = self.spec_for("shareProcessNamespace", || json(&on));
-        let path = || pointer("/spec/shareProcessNamespace");
+        let path = || "/spec/shareProcessNamespace".to_string();
         match spec.share_process_namespace {
             _ if created => {}
             Some(now) if now == on => {}
@@ -357,7 +353,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             ..Default::default()
         };
         let value = json(&container);
-        let path = child(&PointerBuf::new(), ["spec".into(), list.key().into()]);
+        let path = child("", ["spec".into(), list.key().into()]);
         let (spec, ops, created) = self.spec_for(list.key(), || array_of(&value));
         let items = match list {
             List::Containers => &mut spec.containers,
@@ -379,7 +375,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         let named = Named {
             name: Some(owned(&volume.name)),
         };
-        let path = pointer("/spec/volumes");
+        let path = "/spec/volumes".to_string();
         push_entry(
             &mut spec.volumes,
             named,
@@ -398,10 +394,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             List::InitContainers => spec.init_containers.as_mut()?,
         };
         let c = items.0.get_mut(index)?;
-        let path = child(
-            &PointerBuf::new(),
-            ["spec".into(), list.key().into(), index.into()],
-        );
+        let path = child("", ["spec".into(), list.key().into(), index.into()]);
         Some(Box::new(TypedContainer {
             c,
             path,
@@ -488,7 +481,7 @@ fn view_of(c: &Container) -> ContainerView<'static> {
 struct TypedContainer<'w, 'a> {
     c: &'w mut ContainerView<'a>,
     /// Where this container is in the pod.
-    path: PointerBuf,
+    path: String,
     ops: &'w mut Ops,
 }
 
@@ -502,7 +495,7 @@ impl TypedContainer<'_, '_> {
             .find(|e| e.name.as_ref().map(Str::as_str) == Some(name))
     }
 
-    fn at(&self, key: &str) -> PointerBuf {
+    fn at(&self, key: &str) -> String {
         child(&self.path, [key.into()])
     }
 }

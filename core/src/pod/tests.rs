@@ -1220,3 +1220,14 @@ fn an_added_container_reads_back_whole_on_both_backends() {
         c.set_env("A", "2");
     });
 }
+
+#[test]
+fn pointer_text_escapes_keys_and_parses_to_the_token_built_pointer() {
+    let base = jsonptr::PointerBuf::parse("/metadata/annotations").expect("pointer");
+    for key in ["plain", "a/b", "~0", "x~1/y", ""] {
+        let text = super::child(base.as_str(), [key.into(), 3.into()]);
+        let built = super::child_pointer(&base, [key.into(), 3.into()]);
+        let parsed = jsonptr::PointerBuf::parse(text.as_str()).ok();
+        assert_eq!(parsed, Some(built), "{key:?}");
+    }
+}

@@ -4,7 +4,7 @@
 //! views from the tree, with every list, so a field the view leaves out
 //! that an injector turns out to read shows up as a difference.
 
-use super::{child, name_of, to_json, Annotations, ContainerEdit, List, PodEdit};
+use super::{child_pointer as child, name_of, to_json, Annotations, ContainerEdit, List, PodEdit};
 use crate::view::{self, ContainerView};
 use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
 use jsonptr::PointerBuf;

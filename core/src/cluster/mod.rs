@@ -15,7 +15,7 @@ pub mod container_merge;
 pub mod credentials;
 mod go_json;
 pub mod keys;
-pub(crate) mod load;
+pub mod load;
 pub mod logger;
 pub mod objects;
 mod s3;

@@ -13,26 +13,22 @@ use std::fmt::Display;
 
 /// The JSON text of `value`.
 pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
-    let mut out = Vec::with_capacity(128);
+    let mut out = String::with_capacity(128);
     value.serialize(&mut Writer { out: &mut out })?;
-    // SAFETY: the writer appends only ASCII (punctuation, `itoa` digits,
-    // literals), whole `&str`s, and serde_json's own output for strings that
-    // need escaping and for floats, which is UTF-8: the buffer is UTF-8.
-    // (Checking it again was 1.5% of the 1 KB review.)
-    Ok(unsafe { String::from_utf8_unchecked(out) })
+    Ok(out)
 }
 
 /// Appends `text` as a JSON string.
-pub fn write_str(out: &mut Vec<u8>, text: &str) {
+pub fn write_str(out: &mut String, text: &str) {
     if needs_escape(text.as_bytes()) {
-        // serde_json cannot fail writing a string into a Vec.
-        let _ = serde_json::to_writer(&mut *out, text);
+        // serde_json cannot fail serialising a string.
+        out.push_str(&serde_json::to_string(text).unwrap_or_default());
         return;
     }
     out.reserve(text.len() + 2);
-    out.push(b'"');
-    out.extend_from_slice(text.as_bytes());
-    out.push(b'"');
+    out.push('"');
+    out.push_str(text);
+    out.push('"');
 }
 
 /// Whether any byte is a control character, `"` or `\\`: eight bytes at a
@@ -69,17 +65,17 @@ const ESCAPED: [bool; 256] = {
 };
 
 struct Writer<'o> {
-    out: &'o mut Vec<u8>,
+    out: &'o mut String,
 }
 
 impl Writer<'_> {
     fn int(&mut self, n: impl itoa::Integer) {
-        self.out
-            .extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        self.out.push_str(itoa::Buffer::new().format(n));
     }
 
     fn float(&mut self, v: impl Serialize) -> Result<(), serde_json::Error> {
-        serde_json::to_writer(&mut *self.out, &v)
+        self.out.push_str(&serde_json::to_string(&v)?);
+        Ok(())
     }
 }
 
@@ -88,7 +84,7 @@ pub struct Compound<'w, 'o> {
     writer: &'w mut Writer<'o>,
     first: bool,
     /// What closes it: `]`, `}` or, for an enum variant, `}}`.
-    close: &'static [u8],
+    close: &'static str,
     /// A `serde_json::Number`: with `arbitrary_precision` it serialises as
     /// a one-field struct holding its text, which is written bare.
     number: bool,
@@ -100,18 +96,18 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 impl Compound<'_, '_> {
     fn separate(&mut self) {
         if !std::mem::replace(&mut self.first, false) {
-            self.writer.out.push(b',');
+            self.writer.out.push(',');
         }
     }
 
     fn key(&mut self, key: &str) {
         self.separate();
         write_str(self.writer.out, key);
-        self.writer.out.push(b':');
+        self.writer.out.push(':');
     }
 
     fn finish(self) -> Result<(), serde_json::Error> {
-        self.writer.out.extend_from_slice(self.close);
+        self.writer.out.push_str(self.close);
         Ok(())
     }
 }
@@ -128,8 +124,7 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
     type SerializeStructVariant = Compound<'w, 'o>;
 
     fn serialize_bool(self, v: bool) -> Result<(), Self::Error> {
-        self.out
-            .extend_from_slice(if v { b"true" } else { b"false" });
+        self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
     fn serialize_i8(self, v: i8) -> Result<(), Self::Error> {
@@ -201,7 +196,7 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
         value.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Self::Error> {
-        self.out.extend_from_slice(b"null");
+        self.out.push_str("null");
         Ok(())
     }
     fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Self::Error> {
@@ -229,19 +224,19 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Self::Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.push(b':');
+        self.out.push(':');
         value.serialize(&mut *self)?;
-        self.out.push(b'}');
+        self.out.push('}');
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Self::Error> {
-        self.out.push(b'[');
+        self.out.push('[');
         Ok(Compound {
             writer: self,
             first: true,
-            close: b"]",
+            close: "]",
             number: false,
         })
     }
@@ -262,22 +257,22 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Self::SerializeTupleVariant, Self::Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.extend_from_slice(b":[");
+        self.out.push_str(":[");
         Ok(Compound {
             writer: self,
             first: true,
-            close: b"]}",
+            close: "]}",
             number: false,
         })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Self::Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         Ok(Compound {
             writer: self,
             first: true,
-            close: b"}",
+            close: "}",
             number: false,
         })
     }
@@ -290,7 +285,7 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
             return Ok(Compound {
                 writer: self,
                 first: true,
-                close: b"",
+                close: "",
                 number: true,
             });
         }
@@ -303,13 +298,13 @@ impl<'w, 'o> ser::Serializer for &'w mut Writer<'o> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Self::SerializeStructVariant, Self::Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_str(self.out, variant);
-        self.out.extend_from_slice(b":{");
+        self.out.push_str(":{");
         Ok(Compound {
             writer: self,
             first: true,
-            close: b"}}",
+            close: "}}",
             number: false,
         })
     }
@@ -372,18 +367,18 @@ impl ser::SerializeMap for Compound<'_, '_> {
         key.serialize(&mut *self.writer)?;
         // JSON keys are strings; like serde_json, a number or boolean key is
         // written quoted and anything else is refused.
-        match self.writer.out.get(start) {
+        match self.writer.out.as_bytes().get(start) {
             Some(b'"') => {}
             Some(b'[' | b'{' | b'n') | None => {
                 self.writer.out.truncate(start);
                 return Err(ser::Error::custom("key must be a string"));
             }
             Some(_) => {
-                self.writer.out.insert(start, b'"');
-                self.writer.out.push(b'"');
+                self.writer.out.insert(start, '"');
+                self.writer.out.push('"');
             }
         }
-        self.writer.out.push(b':');
+        self.writer.out.push(':');
         Ok(())
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Self::Error> {
@@ -412,7 +407,7 @@ impl ser::SerializeStruct for Compound<'_, '_> {
     ) -> Result<(), Self::Error> {
         if self.number {
             if let serde_json::Value::String(text) = serde_json::to_value(value)? {
-                self.writer.out.extend_from_slice(text.as_bytes());
+                self.writer.out.push_str(&text);
             }
             return Ok(());
         }

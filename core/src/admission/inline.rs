@@ -10,7 +10,7 @@
 
 use super::{GroupVersionKind, GroupVersionResource, RequestView, ReviewView};
 use crate::view::{PodView, Str};
-use kube::core::admission::Operation;
+use kube_core::admission::Operation;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;

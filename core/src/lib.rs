@@ -1,0 +1,28 @@
+#![forbid(unsafe_code)]
+//! Layer: the pure core. KServe's pod mutator as functions from data to
+//! data: the `inferenceservice-config` parsed ([`config`]), the pod read
+//! ([`reader`], [`view`]), the injectors run on a working set ([`pod`],
+//! [`injectors`]) against a plain snapshot of cluster objects
+//! ([`cluster`]), and the result given as a JSON Patch ([`mutation`],
+//! [`admission`]). Nothing here does I/O, reads a clock or holds a global;
+//! the adapters (server, CLI, caches, watchers) are in `kserve-injector`.
+
+pub mod admission;
+pub mod cluster;
+pub mod config;
+pub mod constants;
+pub mod env;
+pub mod injectors;
+pub mod json_text;
+pub mod mutation;
+pub mod patch;
+pub mod pod;
+pub mod probe_json;
+pub mod quantity;
+pub mod reader;
+pub mod view;
+
+pub use cluster::ClusterData;
+pub use config::{Config, ConfigError};
+pub use env::Env;
+pub use mutation::{mutate, Mutation, MutationError};
