@@ -11,7 +11,10 @@ use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
-pub use serve_args::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
+pub use serve_args::{
+    parse_duration, ConfigArgs, LimitArgs, ListenArgs, LogFormat, LoggingArgs, LookupArgs,
+    ServeArgs, ShutdownArgs, TlsArgs, DEFAULT_CERT_DIR,
+};
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
 /// objects of `--objects` are a [`ClusterData`]; a live cluster

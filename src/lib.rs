@@ -17,6 +17,7 @@ pub use kserve_injector_core::{
 pub mod certs;
 pub mod cli;
 pub mod config_file;
+pub mod limits;
 pub mod lookups;
 pub mod reload;
 pub mod server;

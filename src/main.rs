@@ -48,7 +48,7 @@ AdmissionReview (whose response is still printed), 2 unreadable input or
 config, or output that cannot be written.")]
     Mutate(MutateArgs),
     /// Serve the admission webhook over HTTPS.
-    Serve(Box<server::ServeArgs>),
+    Serve(Box<kserve_injector::cli::ServeArgs>),
     /// Sleep, then exit 0: a preStop hook for images without a shell.
     #[command(after_help = "Example (preStop): command: [\"/kserve-injector\", \"sleep\", \"5\"]")]
     Sleep {

@@ -1,6 +1,6 @@
 //! `serve`'s flags: durations (humantime, bare seconds) and defaults.
 
-use kserve_injector::server::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
+use kserve_injector::cli::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
 use std::path::Path;
 use std::time::Duration;
 
@@ -19,20 +19,23 @@ fn durations() {
 #[test]
 fn defaults_match_the_issue() -> Result<(), clap::Error> {
     let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
-    assert_eq!(args.addr.port(), 9443);
-    assert_eq!(args.admin_addr.port(), 8081);
+    assert_eq!(args.listen.addr.port(), 9443);
+    assert_eq!(args.listen.admin_addr.port(), 8081);
     assert_eq!(
-        args.cert_file(),
+        args.tls.cert_file(),
         Path::new(DEFAULT_CERT_DIR).join("tls.crt")
     );
-    assert_eq!(args.key_file(), Path::new(DEFAULT_CERT_DIR).join("tls.key"));
-    assert!(args.cert_watch);
-    assert_eq!(args.shutdown_delay, Duration::from_secs(5));
-    assert_eq!(args.drain_timeout, Duration::from_secs(20));
-    assert_eq!(args.request_timeout, Duration::from_secs(5));
+    assert_eq!(
+        args.tls.key_file(),
+        Path::new(DEFAULT_CERT_DIR).join("tls.key")
+    );
+    assert!(args.tls.cert_watch);
+    assert_eq!(args.shutdown.shutdown_delay, Duration::from_secs(5));
+    assert_eq!(args.shutdown.drain_timeout, Duration::from_secs(20));
+    assert_eq!(args.limits.request_timeout, Duration::from_secs(5));
     let args = ServeArgs::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
-    assert!(!args.cert_watch);
-    assert_eq!(args.cert_poll_interval, Duration::from_millis(250));
+    assert!(!args.tls.cert_watch);
+    assert_eq!(args.tls.cert_poll_interval, Duration::from_millis(250));
     Ok(())
 }
 
@@ -67,5 +70,5 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
         assert!(message.contains("must be greater than zero"), "{message}");
     }
     let args = ServeArgs::try_parse_from(["--max-connections", "1", "--shutdown-delay", "0s"]);
-    assert!(args.is_ok_and(|a| a.max_connections == Some(1)));
+    assert!(args.is_ok_and(|a| a.limits.max_connections == Some(1)));
 }

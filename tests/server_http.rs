@@ -94,7 +94,7 @@ async fn bad_requests_get_precise_statuses_and_json_errors() -> TestResult {
     let (server, ca) = start_self_signed(tmp.path(), &["--shutdown-delay", "0s"]).await?;
     let addr = server.local_addr();
     let (mut pod, review) = sample_review()?;
-    let too_big = vec![b' '; kserve_injector::server::MAX_BODY_BYTES + 1];
+    let too_big = vec![b' '; kserve_injector::limits::MAX_BODY_BYTES + 1];
     // Large but legal (an object near etcd's limit): reviewed off the async workers.
     pod["metadata"]["annotations"]["example.com/blob"] = Value::String("x".repeat(1024 * 1024));
     let large = review_request(&pod, "admission.k8s.io/v1", "large")?;
@@ -221,7 +221,7 @@ async fn bad_requests_get_precise_statuses_and_json_errors() -> TestResult {
     // HTTP/1.1: the declared length alone earns the 413, before any body byte.
     let head = format!(
         "POST /mutate-pods HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        kserve_injector::server::MAX_BODY_BYTES + 1
+        kserve_injector::limits::MAX_BODY_BYTES + 1
     );
     let answer = raw_exchange(addr, &ca, head.as_bytes(), PATIENCE).await?;
     ensure(answer.starts_with("HTTP/1.1 413"), || {

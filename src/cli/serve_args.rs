@@ -3,8 +3,8 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
-use crate::lookups::{ClusterLookups, Kind};
-use crate::server::MAX_BODY_BYTES;
+use crate::limits::MAX_BODY_BYTES;
+use crate::lookups::{ClusterLookups, Kind, LookupOptions};
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -21,7 +21,8 @@ pub enum LogFormat {
     Text,
 }
 
-/// Flags of `kserve-injector serve`.
+/// Flags of `kserve-injector serve`, in groups (each a `--help` heading);
+/// an adapter takes only the group it needs.
 #[derive(Debug, Clone, clap::Args)]
 #[command(mut_args = env_var, after_help = "Examples:
   kserve-injector serve --self-signed                 # local try-out; prints the CA path
@@ -31,16 +32,59 @@ pub enum LogFormat {
 
 Durations take a unit: 500ms, 5s, 2m.")]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub listen: ListenArgs,
+    #[command(flatten)]
+    pub inference_config: ConfigArgs,
+    #[command(flatten)]
+    pub lookups: LookupArgs,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
+    pub shutdown: ShutdownArgs,
+    #[command(flatten)]
+    pub logging: LoggingArgs,
+}
+
+/// The two listeners: the webhook's and the admin (probes, metrics) one.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Listeners")]
+pub struct ListenArgs {
     /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
     #[arg(long, default_value = "0.0.0.0:9443")]
     pub addr: SocketAddr,
     /// Plain-HTTP admin listener: /healthz, /readyz, /metrics.
     #[arg(long, default_value = "0.0.0.0:8081")]
     pub admin_addr: SocketAddr,
+}
+
+/// The inferenceservice-config and how it is reloaded.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Config")]
+pub struct ConfigArgs {
     /// inferenceservice-config: a ConfigMap manifest or the directory it is
     /// mounted at; reloaded when it changes. Default: KServe's shipped values.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// Watch the config path for changes (in addition to polling).
+    #[arg(long, default_value_t = true,
+          action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub config_watch: bool,
+    /// How often the config is re-read and compared.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
+    pub config_poll_interval: Duration,
+    /// Namespace KServe's controller runs in. Falls back to POD_NAMESPACE,
+    /// then "kserve".
+    #[arg(long)]
+    pub controller_namespace: Option<String>,
+}
+
+/// Where the cluster objects an admission reads come from.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Cluster lookups")]
+pub struct LookupArgs {
     /// Read ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices from the cluster (watch caches). auto: on when
     /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
@@ -71,10 +115,12 @@ pub struct ServeArgs {
     /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     pub objects: Option<PathBuf>,
-    /// Namespace KServe's controller runs in. Falls back to POD_NAMESPACE,
-    /// then "kserve".
-    #[arg(long)]
-    pub controller_namespace: Option<String>,
+}
+
+/// The serving certificate, the client CA, and how they are reloaded.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "TLS")]
+pub struct TlsArgs {
     /// Directory holding tls.crt and tls.key (a mounted Secret).
     #[arg(long, default_value = DEFAULT_CERT_DIR)]
     pub cert_dir: PathBuf,
@@ -106,13 +152,12 @@ pub struct ServeArgs {
     /// How often the certificate files are re-read and compared.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub cert_poll_interval: Duration,
-    /// Watch the config path for changes (in addition to polling).
-    #[arg(long, default_value_t = true,
-          action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    pub config_watch: bool,
-    /// How often the config is re-read and compared.
-    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
-    pub config_poll_interval: Duration,
+}
+
+/// Timeouts and the bounds on connections, streams, requests and bytes.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
     /// Budget for reading and answering one admission request (then 504).
     /// Keep it below the webhook's timeoutSeconds.
     #[arg(long, default_value = "5s", value_parser = nonzero_duration)]
@@ -124,13 +169,6 @@ pub struct ServeArgs {
     /// Connections that do not finish the TLS handshake within this time are closed.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub handshake_timeout: Duration,
-    /// After SIGTERM, keep serving (with /readyz at 503) this long so the
-    /// endpoint is withdrawn before the listener closes.
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
-    pub shutdown_delay: Duration,
-    /// Then wait at most this long for in-flight requests.
-    #[arg(long, default_value = "20s", value_parser = parse_duration)]
-    pub drain_timeout: Duration,
     /// Concurrent streams one HTTP/2 connection may open.
     #[arg(long, default_value_t = 250, value_parser = at_least_one::<u32>)]
     pub http2_max_concurrent_streams: u32,
@@ -154,6 +192,25 @@ pub struct ServeArgs {
     /// would go above it gets 503 with Retry-After.
     #[arg(long, default_value_t = 64 << 20)]
     pub max_buffered_bytes: usize,
+}
+
+/// The graceful shutdown after SIGTERM.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Shutdown")]
+pub struct ShutdownArgs {
+    /// After SIGTERM, keep serving (with /readyz at 503) this long so the
+    /// endpoint is withdrawn before the listener closes.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+    /// Then wait at most this long for in-flight requests.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub drain_timeout: Duration,
+}
+
+/// Log format, filter and the periodic admission summary.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Logging")]
+pub struct LoggingArgs {
     /// How often the info-level admission summary is logged (each review is
     /// logged at debug).
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
@@ -195,6 +252,31 @@ impl ServeArgs {
         Standalone::try_parse_from(flags).map(|s| s.args)
     }
 
+    /// What clap cannot check while parsing (values that would make the
+    /// server useless rather than merely slow are refused there).
+    pub fn validate(&self) -> Result<(), String> {
+        let lookups = &self.lookups;
+        if lookups.objects.is_some() && lookups.cluster_lookups == ClusterLookups::On {
+            return Err(
+                "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
+            );
+        }
+        if self.limits.max_buffered_bytes < MAX_BODY_BYTES {
+            return Err(format!(
+                "--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)"
+            ));
+        }
+        match &self.inference_config.config {
+            Some(path) if !path.exists() => Err(format!(
+                "--config {}: no such file or directory",
+                path.display()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl TlsArgs {
     pub fn cert_file(&self) -> PathBuf {
         self.tls_cert_file
             .clone()
@@ -212,7 +294,9 @@ impl ServeArgs {
             .clone()
             .unwrap_or_else(|| std::env::temp_dir().join("kserve-injector-ca.crt"))
     }
+}
 
+impl LimitArgs {
     /// `--max-connections`, else 4096 capped at 3/4 of the open-file limit,
     /// so the cap is reached before accept() starts failing with EMFILE.
     /// (std has no getrlimit, hence the one libc call.)
@@ -230,7 +314,9 @@ impl ServeArgs {
             (limit.rlim_cur.saturating_mul(3) / 4).clamp(16, 4096) as usize
         })
     }
+}
 
+impl ConfigArgs {
     /// Flag, then KServe's POD_NAMESPACE convention, then KServe's default.
     pub fn resolved_controller_namespace(&self) -> String {
         let pod_namespace = std::env::var("POD_NAMESPACE").ok();
@@ -240,26 +326,14 @@ impl ServeArgs {
             .find(|ns| !ns.is_empty())
             .unwrap_or_else(|| crate::constants::DEFAULT_CONTROLLER_NAMESPACE.to_string())
     }
+}
 
-    /// What clap cannot check while parsing (values that would make the
-    /// server useless rather than merely slow are refused there).
-    pub fn validate(&self) -> Result<(), String> {
-        if self.objects.is_some() && self.cluster_lookups == ClusterLookups::On {
-            return Err(
-                "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
-            );
-        }
-        if self.max_buffered_bytes < MAX_BODY_BYTES {
-            return Err(format!(
-                "--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)"
-            ));
-        }
-        match &self.config {
-            Some(path) if !path.exists() => Err(format!(
-                "--config {}: no such file or directory",
-                path.display()
-            )),
-            _ => Ok(()),
+impl LookupArgs {
+    /// The options of the watch caches and the fallback GETs.
+    pub fn options(&self) -> LookupOptions {
+        LookupOptions {
+            get_timeout: self.lookup_timeout,
+            watched: self.watch_kinds.clone(),
         }
     }
 }

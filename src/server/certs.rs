@@ -5,8 +5,8 @@ use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::tls::Tls;
-use super::ServeArgs;
 use crate::certs::{self, ServingPair};
+use crate::cli::TlsArgs;
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};
 use rustls::crypto::CryptoProvider;
@@ -16,24 +16,24 @@ use tracing::info;
 /// The TLS configuration, kept current until `shutdown.kill`, and
 /// `--self-signed`'s CA (written by the caller once both ports are bound).
 pub(crate) fn load(
-    args: &ServeArgs,
+    tls_args: &TlsArgs,
     provider: &Arc<CryptoProvider>,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<(Arc<Tls>, Option<String>), ServeError> {
     let trigger = Trigger {
-        watch: args.cert_watch,
-        poll: args.cert_poll_interval,
+        watch: tls_args.cert_watch,
+        poll: tls_args.cert_poll_interval,
     };
     // Taken even when nothing is reloaded, so the series exist at 0 from the
     // start and an alert on their rate works before the first rotation.
     let counters = metrics.cert_reloads(SERVING);
-    let (pair, serving_watch, self_signed_ca) = if args.self_signed {
-        let made = certs::self_signed(&args.dns_names, provider)?;
+    let (pair, serving_watch, self_signed_ca) = if tls_args.self_signed {
+        let made = certs::self_signed(&tls_args.dns_names, provider)?;
         info!(names = ?made.names, "serving a self-signed certificate");
         (made.pair, None, Some(made.ca_pem))
     } else {
-        let (cert, key) = (args.cert_file(), args.key_file());
+        let (cert, key) = (tls_args.cert_file(), tls_args.key_file());
         let paths = vec![cert.clone(), key.clone()];
         let what = "serving certificate";
         let source = Source {
@@ -45,10 +45,10 @@ pub(crate) fn load(
         let provider = provider.clone();
         let parse = move |snap: &Snapshot| certs::load_pair(snap, &cert, &key, &provider);
         let (pair, loaded) = source.load(parse).map_err(|e| {
-            if args.tls_cert_file.is_none() && !args.cert_dir.exists() {
+            if tls_args.tls_cert_file.is_none() && !tls_args.cert_dir.exists() {
                 ServeError::Args(format!(
                     "{e} (mount the serving certificate Secret at {}, point --cert-dir at it, or try --self-signed)",
-                    args.cert_dir.display()
+                    tls_args.cert_dir.display()
                 ))
             } else {
                 ServeError::Cert(e)
@@ -58,7 +58,7 @@ pub(crate) fn load(
         (pair, Some(loaded), None)
     };
     metrics.cert_loaded(SERVING, pair.not_after);
-    let client_ca = match args.client_ca_file.clone() {
+    let client_ca = match tls_args.client_ca_file.clone() {
         None => None,
         Some(path) => {
             let (paths, what) = (vec![path.clone()], "client CA");

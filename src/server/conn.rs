@@ -10,7 +10,7 @@
 
 use super::metrics::Metrics;
 use super::tls::Tls;
-use super::ServeArgs;
+use crate::cli::LimitArgs;
 use axum::body::Body;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, Version};
@@ -137,7 +137,7 @@ pub(crate) struct Webhook {
 
 impl Webhook {
     pub(crate) fn new(
-        args: &ServeArgs,
+        limits: &LimitArgs,
         tls: Arc<Tls>,
         router: Router,
         metrics: &Arc<Metrics>,
@@ -147,14 +147,14 @@ impl Webhook {
         builder
             .http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(args.header_read_timeout)
+            .header_read_timeout(limits.header_read_timeout)
             .max_headers(100);
         // The limits that came with the rapid-reset fixes: a client that
         // keeps opening and cancelling streams gets a GOAWAY, not free work.
         builder
             .http2()
             .timer(TokioTimer::new())
-            .max_concurrent_streams(args.http2_max_concurrent_streams)
+            .max_concurrent_streams(limits.http2_max_concurrent_streams)
             .max_pending_accept_reset_streams(20)
             .max_local_error_reset_streams(256)
             .max_header_list_size(64 * 1024)
@@ -167,9 +167,9 @@ impl Webhook {
             shutdown: shutdown.clone(),
             h1: builder.clone().http1_only(),
             h2: builder.http2_only(),
-            handshake_timeout: args.handshake_timeout,
-            first_request_timeout: args.first_request_timeout,
-            idle_timeout: args.idle_timeout,
+            handshake_timeout: limits.handshake_timeout,
+            first_request_timeout: limits.first_request_timeout,
+            idle_timeout: limits.idle_timeout,
             at_cap: Notify::new(),
         }
     }

@@ -9,9 +9,9 @@ use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Summary};
-use super::ServeArgs;
+use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
-use crate::lookups::{ClusterObjects, Environment, LookupOptions};
+use crate::lookups::{ClusterObjects, Environment};
 use crate::reload::{Source, Trigger};
 use crate::{Config, Env};
 use arc_swap::ArcSwap;
@@ -87,7 +87,7 @@ impl RunningServer {
 
 /// The inferenceservice-config, reloaded like the certificates.
 fn load_config(
-    args: &ServeArgs,
+    args: &ConfigArgs,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Env>>, ServeError> {
@@ -185,18 +185,16 @@ impl Server {
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
-        let environment = Environment::from_process(args.kubeconfig.clone());
-        let options = LookupOptions {
-            get_timeout: args.lookup_timeout,
-            watched: args.watch_kinds.clone(),
-        };
+        let lookups = &args.lookups;
+        let environment = Environment::from_process(lookups.kubeconfig.clone());
+        let options = lookups.options();
         let objects = ClusterObjects::start(
-            args.objects.as_deref(),
-            args.cluster_lookups,
+            lookups.objects.as_deref(),
+            lookups.cluster_lookups,
             &environment,
-            args.context.as_deref(),
+            lookups.context.as_deref(),
             &options,
-            args.request_timeout,
+            args.limits.request_timeout,
             || metrics.register_lookups(),
         );
         let objects = Arc::new(objects.await?);
@@ -204,41 +202,41 @@ impl Server {
         let shutdown = Shutdown::new();
         // Until startup succeeds, an early return stops what was spawned.
         let started = shutdown.kill.clone().drop_guard();
-        let env = load_config(&args, &metrics, &shutdown)?;
+        let env = load_config(&args.inference_config, &metrics, &shutdown)?;
         let (tls, self_signed_ca) =
-            certs::load(&args, &crate::certs::provider(), &metrics, &shutdown)?;
+            certs::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
 
-        let (webhook_listener, local_addr) = bind("webhook", args.addr)?;
-        let (admin_listener, admin_addr) = bind("admin", args.admin_addr)?;
+        let (webhook_listener, local_addr) = bind("webhook", args.listen.addr)?;
+        let (admin_listener, admin_addr) = bind("admin", args.listen.admin_addr)?;
         let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
         // Only now that both ports are bound, so an instance that fails to
         // start never replaces a running one's CA.
-        let ca_file = self_signed_ca.map(|pem| write_ca(args.ca_out_file(), &pem));
+        let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
         let app = Arc::new(App {
             env,
             objects: objects.clone(),
             metrics: metrics.clone(),
-            body_budget: Arc::new(Semaphore::new(args.max_buffered_bytes)),
+            body_budget: Arc::new(Semaphore::new(args.limits.max_buffered_bytes)),
             summary: Summary::default(),
         });
-        let router = routes::webhook(app.clone(), &args);
-        let webhook = Webhook::new(&args, tls.clone(), router, &metrics, &shutdown);
+        let router = routes::webhook(app.clone(), &args.limits);
+        let webhook = Webhook::new(&args.limits, tls.clone(), router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
         let admin_router = routes::admin(metrics, shutdown.drain.clone(), tls, objects);
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
         let connections = TaskTracker::new();
-        let max_connections = args.resolved_max_connections();
+        let max_connections = args.limits.resolved_max_connections();
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());
         let accept = tokio::spawn(accept);
-        let (summary_interval, stop) = (args.log_summary_interval, shutdown.kill.clone());
+        let (summary_interval, stop) = (args.logging.log_summary_interval, shutdown.kill.clone());
         let summary = async move { app.summary.log_every(summary_interval, stop).await };
         shutdown.background.spawn(summary);
         info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
 
-        let (delay, drain) = (args.shutdown_delay, args.drain_timeout);
+        let (delay, drain) = (args.shutdown.shutdown_delay, args.shutdown.drain_timeout);
         let token = shutdown.drain.clone();
         started.disarm();
         let task = tokio::spawn(async move {

@@ -3,12 +3,13 @@
 //! span's fields (uid, namespace, name, ...).
 
 use super::error::ServeError;
-use super::LogFormat;
+use crate::cli::{LogFormat, LoggingArgs};
 use tracing_subscriber::EnvFilter;
 
-/// Installs the global subscriber. `filter` uses RUST_LOG syntax; without
+/// Installs the global subscriber. `--log` uses RUST_LOG syntax; without
 /// it RUST_LOG applies, else "info".
-pub fn init(format: LogFormat, filter: Option<&str>) -> Result<(), ServeError> {
+pub fn init(logging: &LoggingArgs) -> Result<(), ServeError> {
+    let (format, filter) = (logging.log_format, logging.log_filter.as_deref());
     let filter = match filter {
         Some(text) => EnvFilter::try_new(text)
             .map_err(|e| ServeError::Logging(format!("invalid log filter {text:?}: {e}")))?,

@@ -4,7 +4,7 @@
 //! serving, and a graceful drain on SIGTERM.
 //!
 //! Embedding (as the integration tests do):
-//! [`Server::start`] with [`ServeArgs::try_parse_from`], then
+//! [`Server::start`] with [`crate::cli::ServeArgs::try_parse_from`], then
 //! [`RunningServer::shutdown`] and [`RunningServer::wait`].
 
 mod certs;
@@ -18,11 +18,9 @@ mod signals;
 mod tls;
 
 pub use crate::certs::CertError;
-pub use crate::cli::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
+use crate::cli::ServeArgs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
-pub use routes::MAX_BODY_BYTES;
-
 use std::time::Duration;
 
 /// Connection tasks still running after the drain get this long to notice
@@ -32,7 +30,7 @@ const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
 /// `kserve-injector serve`: runs until SIGTERM/SIGINT and the drain that
 /// follows, then returns.
 pub fn run(args: ServeArgs) -> Result<(), ServeError> {
-    logging::init(args.log_format, args.log_filter.as_deref())?;
+    logging::init(&args.logging)?;
     logging::log_panics();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

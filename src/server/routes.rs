@@ -7,8 +7,9 @@
 
 use super::metrics::{unix_now, Metrics};
 use super::tls::Tls;
-use super::ServeArgs;
 use crate::admission::{self, Reviewed};
+use crate::cli::LimitArgs;
+use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::ClusterObjects;
 use crate::Env;
 use arc_swap::ArcSwap;
@@ -32,10 +33,6 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tracing::{debug, error, info};
-
-/// controller-runtime's limit: etcd stores objects up to 1.5 MiB, JSON can
-/// roughly double that, and an UPDATE carries object and oldObject.
-pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
 
 /// Bodies up to this size are reviewed on the async worker: that takes tens
 /// of microseconds, less than a hand-off to the blocking pool. Larger ones
@@ -80,7 +77,7 @@ pub(crate) struct App {
 /// The webhook router with its middleware, outermost first: metrics and
 /// JSON errors, panic catching, load shedding above the concurrency limit,
 /// the body limit, the request timeout.
-pub(crate) fn webhook(app: Arc<App>, args: &ServeArgs) -> Router {
+pub(crate) fn webhook(app: Arc<App>, limits: &LimitArgs) -> Router {
     let metrics = app.metrics.clone();
     let panics = move |panic: Box<dyn std::any::Any + Send>| {
         metrics.panics.inc();
@@ -93,11 +90,11 @@ pub(crate) fn webhook(app: Arc<App>, args: &ServeArgs) -> Router {
         .layer(CatchPanicLayer::custom(panics))
         .layer(axum::error_handling::HandleErrorLayer::new(overloaded))
         .load_shed()
-        .concurrency_limit(args.max_concurrent_requests)
+        .concurrency_limit(limits.max_concurrent_requests)
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,
-            args.request_timeout,
+            limits.request_timeout,
         ));
     Router::new()
         .route("/mutate-pods", post(mutate))

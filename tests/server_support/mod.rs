@@ -10,7 +10,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::{http1, http2};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kserve_injector::server::{RunningServer, ServeArgs, Server};
+use kserve_injector::cli::ServeArgs;
+use kserve_injector::server::{RunningServer, Server};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair,
