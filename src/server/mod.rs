@@ -5,7 +5,9 @@
 //!
 //! Embedding (as the integration tests do):
 //! [`Server::start`] with [`ServeArgs::try_parse_from`], then
-//! [`RunningServer::shutdown`] and [`RunningServer::wait`].
+//! [`RunningServer::shutdown`] and [`RunningServer::wait`]. Or, without
+//! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
+//! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
 mod certs;
 mod conn;
@@ -21,7 +23,8 @@ pub use crate::certs::CertError;
 pub use crate::cli::{parse_duration, LogFormat, ServeArgs, DEFAULT_CERT_DIR};
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
-pub use routes::MAX_BODY_BYTES;
+pub use metrics::Metrics;
+pub use routes::{Limits, RouterInputs, MAX_BODY_BYTES};
 
 use std::time::Duration;
 
