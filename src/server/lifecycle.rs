@@ -8,7 +8,7 @@ use super::certs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
-use super::routes::{self, App, Summary};
+use super::routes::{self, App, Limits, RouterInputs};
 use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment};
@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
@@ -214,17 +213,21 @@ impl Server {
         let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
-        let app = Arc::new(App {
+        let inputs = RouterInputs {
             env,
-            objects: objects.clone(),
+            objects,
             metrics: metrics.clone(),
-            body_budget: Arc::new(Semaphore::new(args.limits.max_buffered_bytes)),
-            summary: Summary::default(),
-        });
-        let router = routes::webhook(app.clone(), &args.limits);
-        let webhook = Webhook::new(&args.limits, tls.clone(), router, &metrics, &shutdown);
+            limits: Limits::from(&args.limits),
+            draining: shutdown.drain.clone(),
+            cert_not_after: tls.not_after_cell(),
+        };
+        // The router `RouterInputs::webhook_router` builds, keeping the App
+        // for its log summary.
+        let app = App::new(&inputs);
+        let router = routes::webhook(app.clone(), &inputs.limits);
+        let webhook = Webhook::new(&args.limits, tls, router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
-        let admin_router = routes::admin(metrics, shutdown.drain.clone(), tls, objects);
+        let admin_router = inputs.admin_router();
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
         let connections = TaskTracker::new();

@@ -58,8 +58,11 @@ fn latency_histogram() -> Histogram {
     ])
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Metrics {
+/// The Prometheus registry and the series the server records into; `/metrics`
+/// on the admin router encodes it. Build it with [`Metrics::new`] (or
+/// `default()`, the same).
+#[derive(Debug)]
+pub struct Metrics {
     registry: Registry,
     /// `requests` resolved per PATHS × CODES (other codes are looked up),
     /// `request_duration` per PATHS.
@@ -71,21 +74,45 @@ pub(crate) struct Metrics {
     cert_reloads: Family<CertLabels, Counter>,
     cert_reload_errors: Family<CertLabels, Counter>,
     cert_not_after: Family<CertLabels, Gauge>,
-    pub config_reloads: ReloadCounters,
-    pub in_flight: Gauge,
-    pub open_connections: Gauge,
-    pub connection_deadlines: Counter,
-    pub denials: Counter,
-    pub panics: Counter,
-    pub tls_handshake_errors: Counter,
-    pub config_last_reload: Gauge,
+    pub(crate) config_reloads: ReloadCounters,
+    pub(crate) in_flight: Gauge,
+    pub(crate) open_connections: Gauge,
+    pub(crate) connection_deadlines: Counter,
+    pub(crate) denials: Counter,
+    pub(crate) panics: Counter,
+    pub(crate) tls_handshake_errors: Counter,
+    pub(crate) config_last_reload: Gauge,
+}
+
+/// Unlike a derived `Default`, registers and resolves every series: a
+/// `Metrics` with an empty `hot_duration` would panic on the first request.
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Metrics {
-    pub(crate) fn new() -> Self {
+    /// Every series registered (the lookups' are added by `serve` when it
+    /// has lookups), all at zero.
+    pub fn new() -> Self {
         let mut m = Self {
             registry: Registry::with_prefix("kserve_injector"),
-            ..Self::default()
+            hot_requests: Default::default(),
+            hot_duration: Vec::new(),
+            hot_injections: Default::default(),
+            requests: Family::default(),
+            cert_reloads: Family::default(),
+            cert_reload_errors: Family::default(),
+            cert_not_after: Family::default(),
+            config_reloads: ReloadCounters::default(),
+            in_flight: Gauge::default(),
+            open_connections: Gauge::default(),
+            connection_deadlines: Counter::default(),
+            denials: Counter::default(),
+            panics: Counter::default(),
+            tls_handshake_errors: Counter::default(),
+            config_last_reload: Gauge::default(),
         };
         let duration = Family::<_, _, fn() -> Histogram>::new_with_constructor(latency_histogram);
         let injections = Family::<InjectionLabels, Counter>::default();
@@ -171,7 +198,7 @@ impl Metrics {
     }
 
     /// The OpenMetrics text exposition, which Prometheus scrapes natively.
-    pub(crate) fn encode(&self) -> Result<String, std::fmt::Error> {
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::with_capacity(8 * 1024);
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)

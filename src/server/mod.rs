@@ -5,7 +5,9 @@
 //!
 //! Embedding (as the integration tests do):
 //! [`Server::start`] with [`crate::cli::ServeArgs::try_parse_from`], then
-//! [`RunningServer::shutdown`] and [`RunningServer::wait`].
+//! [`RunningServer::shutdown`] and [`RunningServer::wait`]. Or, without
+//! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
+//! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
 mod certs;
 mod conn;
@@ -21,6 +23,8 @@ pub use crate::certs::CertError;
 use crate::cli::ServeArgs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
+pub use metrics::Metrics;
+pub use routes::{Limits, RouterInputs};
 use std::time::Duration;
 
 /// Connection tasks still running after the drain get this long to notice

@@ -1,4 +1,5 @@
-//! Both routers. The webhook side never panics the process and always
+//! Both routers, and [`RouterInputs`], the plain inputs they are built
+//! from (no socket, no TLS), so they can be called in-process. The webhook side never panics the process and always
 //! answers: malformed requests get a 4xx, overload a 503 with Retry-After, a
 //! bug a 500, a stalled request a 504, every error as `{"error": ...}`
 //! through [`ApiError`]. The limits are tower/tower-http layers; this file
@@ -6,7 +7,6 @@
 //! provides (a limit on the bytes buffered across all requests).
 
 use super::metrics::{unix_now, Metrics};
-use super::tls::Tls;
 use crate::admission::{self, Reviewed};
 use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
@@ -23,7 +23,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError};
 use hyper::body::Body as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -64,6 +64,79 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The request limits the webhook router enforces itself (the connection
+/// limits live in the listener). The body size limit is [`MAX_BODY_BYTES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Requests served at once; above it they are shed with 503
+    /// (`--max-concurrent-requests`).
+    pub max_concurrent_requests: usize,
+    /// Request body bytes buffered across all requests; above it requests
+    /// are shed with 503 (`--max-buffered-bytes`).
+    pub max_buffered_bytes: usize,
+    /// From the request head to the response; past it, 504
+    /// (`--request-timeout`).
+    pub request_timeout: Duration,
+}
+
+impl From<&LimitArgs> for Limits {
+    fn from(args: &LimitArgs) -> Self {
+        Self {
+            max_concurrent_requests: args.max_concurrent_requests,
+            max_buffered_bytes: args.max_buffered_bytes,
+            request_timeout: args.request_timeout,
+        }
+    }
+}
+
+/// What the two routers are built from, without sockets or TLS.
+/// `Server::start` fills it from its flags, config and certificate; an
+/// embedder or a test can fill it by hand and call the routers with
+/// `tower::ServiceExt::oneshot`.
+#[derive(Clone)]
+pub struct RouterInputs {
+    /// The config and environment every review reads; swapped whole on a
+    /// config reload.
+    pub env: Arc<ArcSwap<Env>>,
+    /// Where reviews get the cluster objects a pod needs.
+    pub objects: Arc<ClusterObjects>,
+    /// Recorded into by the webhook router, exposed by the admin router.
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    /// Cancelled at the first shutdown signal; `/readyz` answers 503 from then on.
+    pub draining: CancellationToken,
+    /// The serving certificate's notAfter, Unix seconds; `/readyz` answers
+    /// 503 once it is past.
+    pub cert_not_after: Arc<AtomicI64>,
+}
+
+impl RouterInputs {
+    /// `env` with cluster lookups off, fresh metrics, not draining, and a
+    /// certificate that never expires.
+    pub fn new(env: Env, limits: Limits) -> Self {
+        Self {
+            env: Arc::new(ArcSwap::from_pointee(env)),
+            objects: Arc::new(ClusterObjects::Off),
+            metrics: Arc::new(Metrics::new()),
+            limits,
+            draining: CancellationToken::new(),
+            cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
+        }
+    }
+
+    /// The webhook router (`POST /mutate-pods`, `POST /mutate`) with its
+    /// error handling and limits. Each call gets its own concurrency limit
+    /// and body byte budget.
+    pub fn webhook_router(&self) -> Router {
+        webhook(App::new(self), &self.limits)
+    }
+
+    /// The admin router: `/healthz`, `/readyz`, `/metrics`.
+    pub fn admin_router(&self) -> Router {
+        admin(self)
+    }
+}
+
 /// What the webhook routes share.
 pub(crate) struct App {
     pub env: Arc<ArcSwap<Env>>,
@@ -74,10 +147,22 @@ pub(crate) struct App {
     pub summary: Summary,
 }
 
+impl App {
+    pub(crate) fn new(inputs: &RouterInputs) -> Arc<Self> {
+        Arc::new(Self {
+            env: inputs.env.clone(),
+            objects: inputs.objects.clone(),
+            metrics: inputs.metrics.clone(),
+            body_budget: Arc::new(Semaphore::new(inputs.limits.max_buffered_bytes)),
+            summary: Summary::default(),
+        })
+    }
+}
+
 /// The webhook router with its middleware, outermost first: metrics and
 /// JSON errors, panic catching, load shedding above the concurrency limit,
 /// the body limit, the request timeout.
-pub(crate) fn webhook(app: Arc<App>, limits: &LimitArgs) -> Router {
+pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
     let metrics = app.metrics.clone();
     let panics = move |panic: Box<dyn std::any::Any + Send>| {
         metrics.panics.inc();
@@ -336,17 +421,14 @@ impl Summary {
 /// once the certificate is loaded and both listeners are bound; `/readyz`
 /// then fails from the first shutdown signal on (`draining`), while the
 /// served certificate is expired, and until the watch caches have listed.
-pub(crate) fn admin(
-    metrics: Arc<Metrics>,
-    draining: CancellationToken,
-    cert: Arc<Tls>,
-    objects: Arc<ClusterObjects>,
-) -> Router {
+fn admin(inputs: &RouterInputs) -> Router {
+    let (draining, cert_not_after) = (inputs.draining.clone(), inputs.cert_not_after.clone());
+    let (objects, metrics) = (inputs.objects.clone(), inputs.metrics.clone());
     let readyz = move || async move {
         let unavailable = |text| (StatusCode::SERVICE_UNAVAILABLE, text);
         if draining.is_cancelled() {
             unavailable("shutting down\n")
-        } else if unix_now() > cert.not_after() {
+        } else if unix_now() > cert_not_after.load(Ordering::Relaxed) {
             unavailable("the serving certificate has expired\n")
         } else if !objects.ready() {
             unavailable("waiting for the cluster watch caches to list\n")

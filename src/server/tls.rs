@@ -15,7 +15,8 @@ use tracing::error;
 pub(crate) struct Tls {
     provider: Arc<CryptoProvider>,
     parts: Mutex<(ServingPair, Option<Verifier>)>,
-    not_after: AtomicI64,
+    /// Shared with `/readyz` (see [`Tls::not_after_cell`]).
+    not_after: Arc<AtomicI64>,
     pub config: ArcSwap<ServerConfig>,
 }
 
@@ -46,15 +47,16 @@ impl Tls {
         let config = build(&provider, &pair, client_ca.as_ref())?;
         Ok(Self {
             provider,
-            not_after: AtomicI64::new(pair.not_after),
+            not_after: Arc::new(AtomicI64::new(pair.not_after)),
             parts: Mutex::new((pair, client_ca)),
             config: ArcSwap::from_pointee(config),
         })
     }
 
-    /// Serving certificate's notAfter, Unix seconds (for `/readyz`).
-    pub(crate) fn not_after(&self) -> i64 {
-        self.not_after.load(Ordering::Relaxed)
+    /// Serving certificate's notAfter, Unix seconds, kept current across
+    /// reloads: what `/readyz` reads.
+    pub(crate) fn not_after_cell(&self) -> Arc<AtomicI64> {
+        self.not_after.clone()
     }
 
     pub(crate) fn set_pair(&self, pair: ServingPair) {
