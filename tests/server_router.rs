@@ -468,6 +468,14 @@ async fn requests_over_the_concurrency_limit_or_byte_budget_are_shed_with_503() 
         shed.error()?.contains("too many requests in flight"),
         || shed.text(),
     )?;
+    // One limit for the server, not one per path.
+    let other_path = post_json(&router, "/mutate", review.clone()).await?;
+    ensure(other_path.status == StatusCode::SERVICE_UNAVAILABLE, || {
+        format!(
+            "/mutate while /mutate-pods holds the slot: {}",
+            other_path.status
+        )
+    })?;
     drop(hold);
     // The stalled body ends short: not valid JSON.
     let finished = tokio::time::timeout(Duration::from_secs(20), in_flight).await???;

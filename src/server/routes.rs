@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -175,7 +176,11 @@ pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
         .layer(CatchPanicLayer::custom(panics))
         .layer(axum::error_handling::HandleErrorLayer::new(overloaded))
         .load_shed()
-        .concurrency_limit(limits.max_concurrent_requests)
+        // Global: `Router::layer` builds the stack once per route, and a
+        // plain concurrency limit would then be a separate one per path.
+        .layer(GlobalConcurrencyLimitLayer::new(
+            limits.max_concurrent_requests,
+        ))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::GATEWAY_TIMEOUT,
