@@ -32,8 +32,9 @@ use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use reduce::{Parsed, Reduce};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,6 +134,49 @@ const SECRET_PAGE_SIZE: u32 = 100;
 
 type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
 
+/// What every cache can say whatever its key and value types.
+trait CacheState {
+    fn is_synced(&self) -> bool;
+    fn objects(&self) -> usize;
+}
+
+impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
+    fn is_synced(&self) -> bool {
+        self.synced()
+    }
+    fn objects(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Spawns the watch filling `cache`, when the kind is watched (`cache` is
+/// `Some`).
+fn spawn_watch<O, R>(
+    cache: &CacheOf<R::Key, R::Value>,
+    api: impl FnOnce() -> Api<O>,
+    config: watcher::Config,
+    reduce: R,
+) -> Option<tokio::task::JoinHandle<()>>
+where
+    O: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    R: Reduce<O>,
+{
+    let cache = cache.as_ref()?;
+    Some(tokio::spawn(cache::run(
+        api(),
+        config,
+        reduce,
+        cache.clone(),
+    )))
+}
+
+/// Fills `cache`, when the kind is watched, with a complete listing.
+fn preload<K: Hash + Eq, T>(cache: &CacheOf<K, T>, entries: impl IntoIterator<Item = (K, T)>) {
+    if let Some(c) = cache {
+        c.replace_all(entries.into_iter().collect());
+    }
+}
+
 /// The caches and the client for fallback GETs. Dropping it stops the watches.
 pub struct Lookups {
     client: Client,
@@ -182,26 +226,33 @@ impl Lookups {
     pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
         let mut this = Self::unstarted(client, metrics, options);
         let c = &this.client;
-        if let Some(cache) = &this.service_accounts {
-            let api = Api::<api::ServiceAccount>::all(c.clone());
-            let task = cache::run(api, watch_all(), reduce::ServiceAccounts, cache.clone());
-            this.tasks.push(tokio::spawn(task));
-        }
-        if let Some(cache) = &this.secrets {
-            let api = Api::<api::Secret>::all(c.clone());
-            let task = cache::run(api, watch_secrets(), reduce::Secrets, cache.clone());
-            this.tasks.push(tokio::spawn(task));
-        }
-        if let Some(cache) = &this.storage_containers {
-            let api = Api::all_with(c.clone(), &reduce::storage_container_resource());
-            let task = cache::run(api, watch_all(), reduce::StorageContainers, cache.clone());
-            this.tasks.push(tokio::spawn(task));
-        }
-        if let Some(cache) = &this.inference_services {
-            let api = Api::all_with(c.clone(), &reduce::inference_service_resource());
-            let task = cache::run(api, watch_all(), reduce::InferenceServices, cache.clone());
-            this.tasks.push(tokio::spawn(task));
-        }
+        let tasks = [
+            spawn_watch(
+                &this.service_accounts,
+                || Api::<api::ServiceAccount>::all(c.clone()),
+                watch_all(),
+                reduce::ServiceAccounts,
+            ),
+            spawn_watch(
+                &this.secrets,
+                || Api::<api::Secret>::all(c.clone()),
+                watch_secrets(),
+                reduce::Secrets,
+            ),
+            spawn_watch(
+                &this.storage_containers,
+                || Api::all_with(c.clone(), &reduce::storage_container_resource()),
+                watch_all(),
+                reduce::StorageContainers,
+            ),
+            spawn_watch(
+                &this.inference_services,
+                || Api::all_with(c.clone(), &reduce::inference_service_resource()),
+                watch_all(),
+                reduce::InferenceServices,
+            ),
+        ];
+        this.tasks.extend(tasks.into_iter().flatten());
         this
     }
 
@@ -219,41 +270,28 @@ impl Lookups {
     /// of the cache path. `client` still serves misses.
     pub fn preloaded(client: Client, metrics: LookupMetrics, data: ClusterData) -> Self {
         let this = Self::unstarted(client, metrics, &LookupOptions::default());
-        fn by_ref<T>(m: BTreeMap<ObjectRef, T>) -> HashMap<ObjectRef, T> {
-            m.into_iter().collect()
+        preload(&this.service_accounts, data.service_accounts);
+        preload(&this.secrets, data.secrets);
+        fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
+            (k, Ok(v))
         }
-        if let Some(c) = &this.service_accounts {
-            c.replace_all(by_ref(data.service_accounts));
-        }
-        if let Some(c) = &this.secrets {
-            c.replace_all(by_ref(data.secrets));
-        }
-        if let Some(c) = &this.storage_containers {
-            c.replace_all(
-                data.storage_containers
-                    .into_iter()
-                    .map(|(k, v)| (k, Ok(v)))
-                    .collect(),
-            );
-        }
-        if let Some(c) = &this.inference_services {
-            c.replace_all(
-                data.inference_services
-                    .into_iter()
-                    .map(|(k, v)| (k, Ok(v)))
-                    .collect(),
-            );
-        }
+        preload(
+            &this.storage_containers,
+            data.storage_containers.into_iter().map(parsed),
+        );
+        preload(
+            &this.inference_services,
+            data.inference_services.into_iter().map(parsed),
+        );
         this
     }
 
     /// True when every watched cache has applied a complete LIST: `/readyz`
     /// answers 503 until then.
     pub fn ready(&self) -> bool {
-        self.cache_synced(Kind::ServiceAccounts).unwrap_or(true)
-            && self.cache_synced(Kind::Secrets).unwrap_or(true)
-            && self.cache_synced(Kind::StorageContainers).unwrap_or(true)
-            && self.cache_synced(Kind::InferenceServices).unwrap_or(true)
+        Kind::ALL
+            .into_iter()
+            .all(|kind| self.cache_state(kind).is_none_or(|c| c.is_synced()))
     }
 
     /// Waits until [`ready`](Self::ready), at most `limit`; returns whether it is.
@@ -268,24 +306,24 @@ impl Lookups {
         true
     }
 
+    /// The one place a [`Kind`] picks its cache field: the caches' key and
+    /// value types differ, so it hands back what they have in common.
     /// `None` when the kind is not watched.
-    fn cache_synced(&self, kind: Kind) -> Option<bool> {
+    fn cache_state(&self, kind: Kind) -> Option<&dyn CacheState> {
+        fn state<K: Hash + Eq, T>(cache: &CacheOf<K, T>) -> Option<&dyn CacheState> {
+            cache.as_deref().map(|c| c as &dyn CacheState)
+        }
         match kind {
-            Kind::ServiceAccounts => self.service_accounts.as_ref().map(|c| c.synced()),
-            Kind::Secrets => self.secrets.as_ref().map(|c| c.synced()),
-            Kind::StorageContainers => self.storage_containers.as_ref().map(|c| c.synced()),
-            Kind::InferenceServices => self.inference_services.as_ref().map(|c| c.synced()),
+            Kind::ServiceAccounts => state(&self.service_accounts),
+            Kind::Secrets => state(&self.secrets),
+            Kind::StorageContainers => state(&self.storage_containers),
+            Kind::InferenceServices => state(&self.inference_services),
         }
     }
 
     /// Objects a watched cache holds now (0 when not watched).
     pub fn cached(&self, kind: Kind) -> usize {
-        match kind {
-            Kind::ServiceAccounts => self.service_accounts.as_ref().map_or(0, |c| c.len()),
-            Kind::Secrets => self.secrets.as_ref().map_or(0, |c| c.len()),
-            Kind::StorageContainers => self.storage_containers.as_ref().map_or(0, |c| c.len()),
-            Kind::InferenceServices => self.inference_services.as_ref().map_or(0, |c| c.len()),
-        }
+        self.cache_state(kind).map_or(0, |c| c.objects())
     }
 
     pub fn metrics(&self) -> &LookupMetrics {
