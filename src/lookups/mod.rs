@@ -19,7 +19,7 @@ mod source;
 
 pub use metrics::{KindMetrics, LookupMetrics};
 pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeError};
-pub use source::{ClusterObjects, ObjectsError};
+pub use source::{ClusterObjects, ClusterObjectsError};
 
 use crate::cluster::keys::{needed_keys, ObjectKey, PodFacts};
 use crate::cluster::{

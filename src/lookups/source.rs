@@ -22,7 +22,7 @@ pub enum ClusterObjects {
 
 /// Why `serve` cannot start with the cluster objects it was asked for.
 #[derive(Debug, thiserror::Error)]
-pub enum ObjectsError {
+pub enum ClusterObjectsError {
     #[error("--objects {path}: {message}")]
     File { path: PathBuf, message: String },
     /// Worded as `serve`'s other flag errors.
@@ -44,9 +44,9 @@ impl ClusterObjects {
         options: &LookupOptions,
         request_timeout: Duration,
         metrics: impl FnOnce() -> LookupMetrics,
-    ) -> Result<Self, ObjectsError> {
+    ) -> Result<Self, ClusterObjectsError> {
         if let Some(path) = file {
-            let failed = |message: String| ObjectsError::File {
+            let failed = |message: String| ClusterObjectsError::File {
                 path: path.to_path_buf(),
                 message,
             };
@@ -61,7 +61,9 @@ impl ClusterObjects {
             return Ok(Self::Static(data));
         }
         match resolve_client(mode, environment, context).await? {
-            Some(_) if options.get_timeout >= request_timeout => Err(ObjectsError::LookupTimeout),
+            Some(_) if options.get_timeout >= request_timeout => {
+                Err(ClusterObjectsError::LookupTimeout)
+            }
             Some(client) => {
                 let lookups = Lookups::start(client, metrics(), options);
                 Ok(Self::Live(Box::new(lookups)))

@@ -26,7 +26,7 @@ pub enum ServeError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
-    Lookups(#[from] crate::lookups::ObjectsError),
+    Lookups(#[from] crate::lookups::ClusterObjectsError),
     #[error("cannot set up logging: {0}")]
     Logging(String),
     #[error("cannot install signal handlers: {0}")]

@@ -44,7 +44,7 @@ impl LoadedObjects {
 /// 2, item 5").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{at}: {message}")]
-pub struct ObjectsError {
+pub struct ObjectsLoadError {
     pub at: String,
     pub message: String,
 }
@@ -57,7 +57,7 @@ impl ClusterData {
     /// kind we read with a wrong apiVersion, a wrong type inside it, a
     /// missing name or namespace, or the same object twice is an error
     /// naming the document. Secrets are reduced on load.
-    pub fn load(docs: Vec<Value>) -> Result<LoadedObjects, ObjectsError> {
+    pub fn load(docs: Vec<Value>) -> Result<LoadedObjects, ObjectsLoadError> {
         let mut loaded = LoadedObjects::default();
         for (i, doc) in docs.iter().enumerate() {
             loaded.add(doc, &format!("document {}", i + 1))?;
@@ -66,14 +66,14 @@ impl ClusterData {
     }
 
     /// [`Self::load`] for callers that hold only objects we read.
-    pub fn from_documents(docs: Vec<Value>) -> Result<Self, ObjectsError> {
+    pub fn from_documents(docs: Vec<Value>) -> Result<Self, ObjectsLoadError> {
         Self::load(docs).map(|loaded| loaded.data)
     }
 }
 
 impl LoadedObjects {
-    fn add(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsError> {
-        let fail = |message: String| ObjectsError {
+    fn add(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
+        let fail = |message: String| ObjectsLoadError {
             at: at.to_string(),
             message,
         };
