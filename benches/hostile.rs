@@ -22,7 +22,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kserve_injector::admission::review;
-use kserve_injector::{mutate, Env};
+use kserve_injector::{mutate, Inputs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -71,7 +71,7 @@ fn run_case(name: &str) {
         eprintln!("unknown case {name}");
         std::process::exit(2);
     };
-    let env = Env::default();
+    let env = Inputs::default();
     let pod = pod_json(n, labelled);
     let (bytes, before, elapsed, answer) = if name.starts_with("review") {
         let body = review_body(&pod);

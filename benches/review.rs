@@ -33,7 +33,7 @@ use kserve_injector::injectors::run_all;
 use kserve_injector::mutation::edit;
 use kserve_injector::pod::{PodEdit, TreeDoc};
 use kserve_injector::view::pod_from_str;
-use kserve_injector::{mutate, Env};
+use kserve_injector::{mutate, Inputs};
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -76,7 +76,7 @@ fn load(name: &'static str) -> Input {
 
 /// Fails the bench up front if an input does not get a patch: a bench of a
 /// denial or of a no-op would measure the wrong path.
-fn check(input: &Input, env: &Env) {
+fn check(input: &Input, env: &Inputs) {
     let reviewed =
         review(&input.body, env).unwrap_or_else(|e| panic!("{}: review failed: {e}", input.name));
     assert!(
@@ -128,7 +128,7 @@ fn inputs() -> Vec<Input> {
 }
 
 fn bench_review(c: &mut Criterion) {
-    let env = Env::default();
+    let env = Inputs::default();
     let inputs = inputs();
     let mut group = c.benchmark_group("review");
     for input in &inputs {
@@ -150,7 +150,7 @@ fn bench_review(c: &mut Criterion) {
 }
 
 fn bench_mutate(c: &mut Criterion) {
-    let env = Env::default();
+    let env = Inputs::default();
     let mut group = c.benchmark_group("mutate");
     for name in ["minimal-oci", "typical", "containers-50"] {
         let input = load(name);
@@ -175,7 +175,7 @@ struct Request<'a> {
 
 /// The stages of `review` on the typical pod, each on its own.
 fn bench_steps(c: &mut Criterion) {
-    let env = Env::default();
+    let env = Inputs::default();
     let input = load("typical");
     let raw = serde_json::from_slice::<Envelope>(&input.body)
         .expect("an envelope")

@@ -16,7 +16,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kserve_injector::admission::review;
-use kserve_injector::Env;
+use kserve_injector::Inputs;
 use serde::de::IgnoredAny;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let env = Env::default();
+    let env = Inputs::default();
     let start = Instant::now();
     let mut bytes = 0;
     for _ in 0..iterations {

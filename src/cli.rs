@@ -6,7 +6,7 @@ use crate::admission;
 use crate::cluster::keys::PodFacts;
 use crate::cluster::{ClusterData, LoadedObjects};
 use crate::config::Config;
-use crate::mutation::{mutate, mutate_template, Env, MutationError};
+use crate::mutation::{mutate, mutate_template, Inputs, MutationError};
 use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
@@ -32,14 +32,14 @@ impl ClusterSource for ClusterData {
     }
 }
 
-/// The Env for one pod: `env` with the objects that pod needs.
+/// The Inputs for one pod: `env` with the objects that pod needs.
 fn env_for(
     pod: &Value,
     namespace: &str,
-    env: &Env,
+    env: &Inputs,
     cluster: &mut dyn ClusterSource,
     label: &str,
-) -> Result<Env, CliError> {
+) -> Result<Inputs, CliError> {
     let facts = PodFacts::from_pod_value(pod, namespace, &env.config);
     let objects = cluster
         .snapshot(&facts, &env.config)
@@ -136,7 +136,7 @@ fn mutate_object(
     doc: &Value,
     label: &str,
     namespace: Option<&str>,
-    env: &Env,
+    env: &Inputs,
     cluster: &mut dyn ClusterSource,
 ) -> Result<Processed, CliError> {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -177,7 +177,7 @@ fn process(
     doc: &Value,
     index: usize,
     namespace: Option<&str>,
-    env: &Env,
+    env: &Inputs,
     cluster: &mut dyn ClusterSource,
 ) -> Result<Processed, CliError> {
     let label = describe(doc, index);
@@ -254,7 +254,7 @@ pub fn mutate_stream(
     out: &mut impl Write,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Env,
+    env: &Inputs,
     cluster: &mut dyn ClusterSource,
 ) -> Result<(), CliError> {
     let mut index = 0;
@@ -303,7 +303,7 @@ pub fn run_mutate(
     text: &str,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Env,
+    env: &Inputs,
 ) -> Result<String, CliError> {
     let mut out = Vec::new();
     let mut cluster = env.cluster.clone();

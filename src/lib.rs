@@ -7,11 +7,11 @@
 //! both call.
 
 pub use kserve_injector_core::{
-    admission, cluster, config, constants, env, injectors, json_text, mutation, patch, pod,
+    admission, cluster, config, constants, injectors, inputs, json_text, mutation, patch, pod,
     probe_json, quantity, reader, view,
 };
 pub use kserve_injector_core::{
-    mutate, ClusterData, Config, ConfigError, Env, Mutation, MutationError,
+    mutate, ClusterData, Config, ConfigError, Inputs, Mutation, MutationError,
 };
 
 pub mod certs;

@@ -6,7 +6,7 @@ use kserve_injector::lookups::{
     resolve_client, ClusterLookups, Environment, Lookups, DEFAULT_GET_TIMEOUT,
 };
 use kserve_injector::ClusterData;
-use kserve_injector::{certs, config_file, server, Config, Env};
+use kserve_injector::{certs, config_file, server, Config, Inputs};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -224,7 +224,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Ok(cluster) => cluster,
         Err(e) => return fail(&e),
     };
-    let env = Env::new(config);
+    let env = Inputs::new(config);
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {

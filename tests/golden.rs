@@ -5,7 +5,7 @@
 //! `config.yaml` (an inferenceservice-config ConfigMap; KServe's defaults
 //! otherwise) and `cluster.yaml` (the ServiceAccounts, Secrets,
 //! ClusterStorageContainers and InferenceServices the API server would
-//! hold: `mutate --objects` on the CLI path, the Env's snapshot on the
+//! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
 //! AdmissionReview path), and the golden: `expected.yaml` (the mutated pod) or
 //! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
 //! test --test golden` rewrites the goldens from the CLI's output.
@@ -19,7 +19,7 @@
 //! numbers compare by their text.
 
 use base64::Engine;
-use kserve_injector::{admission, cli, config_file, reader, Config, Env};
+use kserve_injector::{admission, cli, config_file, reader, Config, Inputs};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,12 +53,12 @@ fn to_yaml(value: &Value) -> String {
     reader::to_yaml(value).expect("a JSON value renders as YAML")
 }
 
-fn env_for(case: &Path) -> Env {
+fn env_for(case: &Path) -> Inputs {
     let config = case.join("config.yaml");
     let mut env = if config.is_file() {
-        Env::new(config_file::load(&config).unwrap_or_else(|e| panic!("{e}")))
+        Inputs::new(config_file::load(&config).unwrap_or_else(|e| panic!("{e}")))
     } else {
-        Env::new(Config::default())
+        Inputs::new(Config::default())
     };
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
@@ -124,7 +124,7 @@ fn review_request(pod: &Value, api_version: &str) -> Vec<u8> {
 }
 
 /// Runs the AdmissionReview path and applies the returned patch to `pod`.
-fn run_review(pod: &Value, env: &Env, api_version: &str) -> Outcome {
+fn run_review(pod: &Value, env: &Inputs, api_version: &str) -> Outcome {
     let reviewed = admission::review(&review_request(pod, api_version), env).expect("valid review");
     let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON response");
     assert_eq!(response["apiVersion"], api_version);

@@ -23,7 +23,7 @@
 //! and mounts overlap the credential, CA and Hugging Face ones, and CA
 //! settings from the ConfigMap, annotations and Secret data together.
 
-use kserve_injector::{mutate, ClusterData, Config, Env};
+use kserve_injector::{mutate, ClusterData, Config, Inputs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
@@ -326,7 +326,7 @@ impl Case {
         )
     }
 
-    fn env(&self) -> Env {
+    fn env(&self) -> Inputs {
         let mut docs: Vec<Value> = (0..4).map(|i| self.secret_doc(i)).collect();
         if self.sa_exists {
             let annotations = match &self.irsa {
@@ -366,7 +366,7 @@ impl Case {
         } else {
             String::new()
         };
-        let mut env = Env::new(config);
+        let mut env = Inputs::new(config);
         env.controller_namespace = CONTROLLER_NAMESPACE.into();
         env.cluster = ClusterData::from_documents(docs).expect("generated objects load");
         env

@@ -21,7 +21,7 @@
 
 use base64::Engine;
 use kserve_injector::cluster::keys::PodFacts;
-use kserve_injector::{admission, mutate, ClusterData, Config, Env, MutationError};
+use kserve_injector::{admission, mutate, ClusterData, Config, Inputs, MutationError};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
@@ -262,7 +262,7 @@ impl Case {
         ClusterData::from_documents(docs).expect("generated objects load")
     }
 
-    fn env(&self) -> Env {
+    fn env(&self) -> Inputs {
         let mut config = Config::default();
         config.credentials.storage_secret_name_annotation =
             "serving.kserve.io/storageSecretName".into();
@@ -272,7 +272,7 @@ impl Case {
                 ..Default::default()
             });
         }
-        let mut env = Env::new(config);
+        let mut env = Inputs::new(config);
         env.cluster = self.cluster();
         env
     }
@@ -411,7 +411,7 @@ fn no_duplicates(pod: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn via_review(pod: &Value, namespace: &str, env: &Env) -> Result<Value, String> {
+fn via_review(pod: &Value, namespace: &str, env: &Inputs) -> Result<Value, String> {
     let body = serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},

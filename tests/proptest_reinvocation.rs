@@ -42,7 +42,7 @@ use kserve_injector::cluster::Secret;
 use kserve_injector::constants::*;
 use kserve_injector::injectors::InjectorOutcome;
 use kserve_injector::pod::{PodEdit, TreeDoc};
-use kserve_injector::{admission, mutate, Config, Env, Mutation, MutationError};
+use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{
@@ -153,14 +153,14 @@ const ENV_NAMES: [&str; 5] = [
     "defaults + aggregation on, caBundleConfigMapName custom-ca, storage-config secret in team-a",
 ];
 
-fn envs() -> &'static [Env] {
-    static ENVS: OnceLock<Vec<Env>> = OnceLock::new();
+fn envs() -> &'static [Inputs] {
+    static ENVS: OnceLock<Vec<Inputs>> = OnceLock::new();
     ENVS.get_or_init(|| {
         let base = Config::default();
         let edit = |f: &dyn Fn(&mut Config)| {
             let mut config = base.clone();
             f(&mut config);
-            Env::new(config)
+            Inputs::new(config)
         };
         let mut with_secrets = edit(&|c| {
             c.metrics_aggregator.enable_metric_aggregation = "true".into();
@@ -179,7 +179,7 @@ fn envs() -> &'static [Env] {
         ));
         vec![
             // KServe's shipped defaults: modelcar mode, uidModelcar 1010.
-            Env::default(),
+            Inputs::default(),
             edit(&|c| c.storage_initializer.oci_model_mode = "native".into()),
             edit(&|c| {
                 c.storage_initializer.oci_model_mode = "fetch".into();
@@ -1808,7 +1808,7 @@ fn check_unknown(stage: &str, input: &Value, m: &Mutation) -> Result<(), String>
 /// The oracle: the pipeline before the borrowed view and the recorded
 /// patch. The whole pod is cloned into a JSON tree and the injectors edit
 /// the clone; its result is the tree itself.
-fn oracle(input: &Value, namespace: &str, env: &Env) -> Result<Value, String> {
+fn oracle(input: &Value, namespace: &str, env: &Inputs) -> Result<Value, String> {
     let mut whole = input.clone();
     let mut doc = TreeDoc::in_namespace(&mut whole, namespace);
     if doc.label(ISVC_LABEL).is_none() {

@@ -16,7 +16,7 @@ use kserve_injector::cli::ServeArgs;
 use kserve_injector::limits::MAX_BODY_BYTES;
 use kserve_injector::lookups::ClusterObjects;
 use kserve_injector::server::{Limits, RouterInputs};
-use kserve_injector::{Config, Env};
+use kserve_injector::{Config, Inputs};
 use serde_json::Value;
 use server_support::{
     apply_response, ensure, fail, fixture_cases, golden, metric, repo_path, review_request,
@@ -62,7 +62,7 @@ fn inputs() -> Result<RouterInputs, Error> {
 
 fn inputs_with(config: Config) -> Result<RouterInputs, Error> {
     let args = ServeArgs::try_parse_from(Vec::<&str>::new())?;
-    let mut env = Env::new(config);
+    let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
     Ok(RouterInputs::new(env, Limits::from(&args.limits)))
 }
@@ -520,7 +520,7 @@ async fn config_swaps_apply_to_the_next_request() -> TestResult {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("inferenceservice-config.yaml");
     std::fs::write(&file, manifest)?;
-    let mut env = Env::new(kserve_injector::config_file::load(&file)?);
+    let mut env = Inputs::new(kserve_injector::config_file::load(&file)?);
     env.controller_namespace = inputs.env.load().controller_namespace.clone();
     inputs.env.store(Arc::new(env));
     let second = post_json(&router, "/mutate-pods", review).await?;

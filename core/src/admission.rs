@@ -12,7 +12,7 @@ use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::ISVC_LABEL;
 use crate::injectors::InjectorOutcome;
-use crate::mutation::{edit, Env, MutationError};
+use crate::mutation::{edit, Inputs, MutationError};
 use crate::view::{self, PodView, Str, ViewError};
 use encode::encode;
 use kube_core::admission::Operation;
@@ -177,7 +177,7 @@ pub(crate) struct Answer<'a> {
 
 /// Answers one AdmissionReview request body, with the cluster objects in
 /// `env.cluster`.
-pub fn review(body: &[u8], env: &Env) -> Result<Reviewed, ReviewError> {
+pub fn review(body: &[u8], env: &Inputs) -> Result<Reviewed, ReviewError> {
     prepare(body)?.answer(env)
 }
 
@@ -276,7 +276,7 @@ impl Prepared<'_> {
     }
 
     /// Answers with the injectors' edits, or a denial.
-    pub fn answer(self, env: &Env) -> Result<Reviewed, ReviewError> {
+    pub fn answer(self, env: &Inputs) -> Result<Reviewed, ReviewError> {
         let result = match self.pod {
             Some(pod) if self.applies => Some(
                 pod.map_err(MutationError::from)

@@ -11,8 +11,8 @@ pub mod admission;
 pub mod cluster;
 pub mod config;
 pub mod constants;
-pub mod env;
 pub mod injectors;
+pub mod inputs;
 pub mod json_text;
 pub mod mutation;
 pub mod patch;
@@ -24,5 +24,5 @@ pub mod view;
 
 pub use cluster::ClusterData;
 pub use config::{Config, ConfigError};
-pub use env::Env;
+pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};

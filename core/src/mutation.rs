@@ -16,7 +16,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 pub use crate::cluster::ClusterData;
-pub use crate::env::Env;
+pub use crate::inputs::Inputs;
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum MutationError {
@@ -62,7 +62,7 @@ pub fn edit(
     pod: PodView<'_>,
     namespace: &str,
     write_namespace: bool,
-    env: &Env,
+    env: &Inputs,
 ) -> Result<Edits, InjectError> {
     if pod.label(ISVC_LABEL).is_none() {
         return Ok(Edits::default());
@@ -126,7 +126,7 @@ fn validate(raw: &str) -> Result<(), MutationError> {
 /// Mutates `pod` as KServe's pod mutator would for a CREATE in `namespace`:
 /// the patch, and the pod with the patch applied. A pod without the
 /// InferenceService label comes back unchanged.
-pub fn mutate(pod: &Value, namespace: &str, env: &Env) -> Result<Mutation, MutationError> {
+pub fn mutate(pod: &Value, namespace: &str, env: &Inputs) -> Result<Mutation, MutationError> {
     mutate_inner(pod, namespace, true, env)
 }
 
@@ -135,7 +135,7 @@ pub fn mutate(pod: &Value, namespace: &str, env: &Env) -> Result<Mutation, Mutat
 pub fn mutate_template(
     template: &Value,
     namespace: &str,
-    env: &Env,
+    env: &Inputs,
 ) -> Result<Mutation, MutationError> {
     mutate_inner(template, namespace, false, env)
 }
@@ -144,7 +144,7 @@ fn mutate_inner(
     pod: &Value,
     namespace: &str,
     write_namespace: bool,
-    env: &Env,
+    env: &Inputs,
 ) -> Result<Mutation, MutationError> {
     // The pod is read from its JSON text, as the webhook reads a request, so
     // both paths decode (and explain a bad field) the same way.

@@ -6,14 +6,14 @@
 
 use base64::Engine;
 use kserve_injector::admission::review;
-use kserve_injector::Env;
+use kserve_injector::Inputs;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::OnceLock;
 
-fn env() -> &'static Env {
-    static ENV: OnceLock<Env> = OnceLock::new();
-    ENV.get_or_init(Env::default)
+fn env() -> &'static Inputs {
+    static ENV: OnceLock<Inputs> = OnceLock::new();
+    ENV.get_or_init(Inputs::default)
 }
 
 fn patch_of(body: &[u8]) -> Option<json_patch::Patch> {

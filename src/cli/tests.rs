@@ -32,8 +32,8 @@ spec:
   - name: kserve-container
 "#;
 
-fn env() -> Env {
-    Env::default()
+fn env() -> Inputs {
+    Inputs::default()
 }
 
 fn run(text: &str, format: OutputFormat) -> Result<String, CliError> {

@@ -13,7 +13,7 @@ use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment};
 use crate::reload::{Source, Trigger};
-use crate::{Config, Env};
+use crate::{Config, Inputs};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -89,10 +89,10 @@ fn load_config(
     args: &ConfigArgs,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
-) -> Result<Arc<ArcSwap<Env>>, ServeError> {
+) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
     let namespace = args.resolved_controller_namespace();
     let make_env = move |config| {
-        let mut env = Env::new(config);
+        let mut env = Inputs::new(config);
         env.controller_namespace = namespace.clone();
         Arc::new(env)
     };

@@ -11,7 +11,7 @@ use crate::admission::{self, Reviewed};
 use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::ClusterObjects;
-use crate::Env;
+use crate::Inputs;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -98,7 +98,7 @@ impl From<&LimitArgs> for Limits {
 pub struct RouterInputs {
     /// The config and environment every review reads; swapped whole on a
     /// config reload.
-    pub env: Arc<ArcSwap<Env>>,
+    pub env: Arc<ArcSwap<Inputs>>,
     /// Where reviews get the cluster objects a pod needs.
     pub objects: Arc<ClusterObjects>,
     /// Recorded into by the webhook router, exposed by the admin router.
@@ -114,7 +114,7 @@ pub struct RouterInputs {
 impl RouterInputs {
     /// `env` with cluster lookups off, fresh metrics, not draining, and a
     /// certificate that never expires.
-    pub fn new(env: Env, limits: Limits) -> Self {
+    pub fn new(env: Inputs, limits: Limits) -> Self {
         Self {
             env: Arc::new(ArcSwap::from_pointee(env)),
             objects: Arc::new(ClusterObjects::Off),
@@ -140,7 +140,7 @@ impl RouterInputs {
 
 /// What the webhook routes share.
 pub(crate) struct App {
-    pub env: Arc<ArcSwap<Env>>,
+    pub env: Arc<ArcSwap<Inputs>>,
     pub objects: Arc<ClusterObjects>,
     pub metrics: Arc<Metrics>,
     /// One permit per request body byte held in memory.
@@ -284,7 +284,7 @@ async fn mutate(
 /// A lookup that cannot be answered denies the pod (KServe fails it too).
 async fn review(
     body: &[u8],
-    env: &Env,
+    env: &Inputs,
     objects: &ClusterObjects,
 ) -> Result<Reviewed, admission::ReviewError> {
     let prepared = admission::prepare(body)?;

@@ -37,7 +37,7 @@ fn isvc_pod() -> Value {
     })
 }
 
-fn answer(body: &[u8], env: &Env) -> (Reviewed, Value) {
+fn answer(body: &[u8], env: &Inputs) -> (Reviewed, Value) {
     let reviewed = review(body, env).expect("a review");
     let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON body");
     (reviewed, response)
@@ -63,7 +63,7 @@ fn sorted_ops(patch: &Value) -> Vec<Value> {
 fn v1_and_v1beta1_echo_api_version_and_uid() {
     for api_version in ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"] {
         let body = review_body(api_version, request("Pod", "CREATE", isvc_pod()));
-        let (reviewed, response) = answer(&body, &Env::default());
+        let (reviewed, response) = answer(&body, &Inputs::default());
         assert_eq!(response["apiVersion"], api_version);
         assert_eq!(response["kind"], "AdmissionReview");
         assert_eq!(response["response"]["uid"], UID);
@@ -80,13 +80,13 @@ fn v1_and_v1beta1_echo_api_version_and_uid() {
 fn the_patch_is_a_base64_json_patch_that_produces_the_mutated_pod() {
     let pod = isvc_pod();
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
-    let (reviewed, response) = answer(&body, &Env::default());
+    let (reviewed, response) = answer(&body, &Inputs::default());
     assert_eq!(response["response"]["patchType"], "JSONPatch");
     let patch: json_patch::Patch = serde_json::from_value(decoded_patch(&response)).unwrap();
     assert_eq!(reviewed.patch_ops, patch.0.len());
     let mut patched = pod.clone();
     json_patch::patch(&mut patched, &patch).unwrap();
-    let expected = crate::mutation::mutate(&pod, "default", &Env::default())
+    let expected = crate::mutation::mutate(&pod, "default", &Inputs::default())
         .unwrap()
         .pod;
     assert_eq!(patched, expected);
@@ -99,7 +99,7 @@ fn f1_pod_without_the_isvc_label_is_allowed_with_code_200_and_no_patch() {
                      "annotations": {"internal.serving.kserve.io/logger": "true"}},
                      "spec": {"containers": [{"name": "kserve-container"}]}});
     let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
-    let (reviewed, response) = answer(&body, &Env::default());
+    let (reviewed, response) = answer(&body, &Inputs::default());
     assert_eq!(
         response["response"],
         json!({"uid": UID, "allowed": true, "status": {"code": 200}})
@@ -115,7 +115,7 @@ fn f2_config_without_metrics_aggregator_adds_empty_annotations_and_namespace() {
             .and_then(|m| serde_json::from_value(m["data"].clone()).ok())
             .expect("default data");
     data.remove("metricsAggregator");
-    let env = Env::new(Config::from_data(&data).unwrap());
+    let env = Inputs::new(Config::from_data(&data).unwrap());
     let pod = json!({"metadata": {"labels": {"serving.kserve.io/inferenceservice": ""}},
                      "spec": {"containers": [{"name": "kserve-container"}]}});
     let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
@@ -135,11 +135,11 @@ fn f2_config_without_metrics_aggregator_adds_empty_annotations_and_namespace() {
 
 #[test]
 fn an_already_mutated_pod_gets_no_patch_and_no_patch_type() {
-    let first = crate::mutation::mutate(&isvc_pod(), "default", &Env::default())
+    let first = crate::mutation::mutate(&isvc_pod(), "default", &Inputs::default())
         .unwrap()
         .pod;
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", first));
-    let (reviewed, response) = answer(&body, &Env::default());
+    let (reviewed, response) = answer(&body, &Inputs::default());
     assert_eq!(response["response"]["allowed"], true);
     assert!(response["response"].get("patch").is_none());
     assert!(response["response"].get("patchType").is_none());
@@ -168,7 +168,7 @@ fn non_pod_kinds_updates_and_other_operations_are_allowed_untouched() {
     ];
     for req in cases {
         let body = review_body("admission.k8s.io/v1", req.clone());
-        let (reviewed, response) = answer(&body, &Env::default());
+        let (reviewed, response) = answer(&body, &Inputs::default());
         assert_eq!(response["response"]["allowed"], true, "{req}");
         assert!(response["response"].get("patch").is_none(), "{req}");
         assert!(response["response"].get("patchType").is_none(), "{req}");
@@ -180,7 +180,7 @@ fn non_pod_kinds_updates_and_other_operations_are_allowed_untouched() {
 fn update_with_a_malformed_old_object_is_still_answered() {
     let mut req = request("Pod", "UPDATE", isvc_pod());
     req["oldObject"] = json!({"metadata": {"labels": "not-a-map"}});
-    let (_, response) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    let (_, response) = answer(&review_body("admission.k8s.io/v1", req), &Inputs::default());
     assert_eq!(response["response"]["allowed"], true);
 }
 
@@ -189,7 +189,7 @@ fn an_undecodable_pod_is_denied_with_400_and_the_field_path() {
     let mut pod = isvc_pod();
     pod["spec"]["containers"][0]["ports"] = json!([{"containerPort": "abc"}]);
     let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
-    let (reviewed, response) = answer(&body, &Env::default());
+    let (reviewed, response) = answer(&body, &Inputs::default());
     assert_eq!(response["response"]["allowed"], false);
     assert_eq!(response["response"]["status"]["code"], 400);
     let message = response["response"]["status"]["message"].as_str().unwrap();
@@ -206,7 +206,7 @@ fn an_undecodable_pod_is_denied_with_400_and_the_field_path() {
 fn an_undecodable_pod_without_the_label_is_denied_too_like_kserve() {
     let pod = json!({"metadata": {"labels": {"app": 3}}, "spec": {"containers": []}});
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
-    let (_, response) = answer(&body, &Env::default());
+    let (_, response) = answer(&body, &Inputs::default());
     assert_eq!(response["response"]["allowed"], false);
     assert_eq!(response["response"]["status"]["code"], 400);
     assert!(response["response"]["status"]["message"]
@@ -222,13 +222,13 @@ fn non_object_pods_and_missing_objects_are_denied_with_400() {
             "admission.k8s.io/v1",
             request("Pod", "CREATE", object.clone()),
         );
-        let (_, response) = answer(&body, &Env::default());
+        let (_, response) = answer(&body, &Inputs::default());
         assert_eq!(response["response"]["allowed"], false, "{object}");
         assert_eq!(response["response"]["status"]["code"], 400, "{object}");
     }
     let mut req = request("Pod", "CREATE", Value::Null);
     req.as_object_mut().unwrap().remove("object");
-    let (_, response) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    let (_, response) = answer(&review_body("admission.k8s.io/v1", req), &Inputs::default());
     assert_eq!(response["response"]["allowed"], false);
     assert_eq!(response["response"]["status"]["code"], 400);
 }
@@ -241,7 +241,7 @@ fn an_injector_error_is_denied_with_kserve_message_and_500() {
     });
     pod["spec"]["containers"][0]["name"] = json!("some-other-container");
     let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
-    let (reviewed, response) = answer(&body, &Env::default());
+    let (reviewed, response) = answer(&body, &Inputs::default());
     assert_eq!(response["apiVersion"], "admission.k8s.io/v1beta1");
     assert_eq!(response["response"]["uid"], UID);
     assert_eq!(response["response"]["allowed"], false);
@@ -256,7 +256,7 @@ fn an_injector_error_is_denied_with_kserve_message_and_500() {
     let mut puller = isvc_pod();
     puller["metadata"]["annotations"] = json!({"internal.serving.kserve.io/agent": "true"});
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", puller));
-    let (_, response) = answer(&body, &Env::default());
+    let (_, response) = answer(&body, &Inputs::default());
     assert_eq!(
         response["response"]["status"]["message"],
         "can not find internal.serving.kserve.io/configVolumeName label"
@@ -267,7 +267,7 @@ fn an_injector_error_is_denied_with_kserve_message_and_500() {
 fn the_request_namespace_is_written_and_used() {
     let mut req = request("Pod", "CREATE", isvc_pod());
     req["namespace"] = json!("models");
-    let (reviewed, response) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    let (reviewed, response) = answer(&review_body("admission.k8s.io/v1", req), &Inputs::default());
     assert_eq!(reviewed.namespace, "models");
     let ops = decoded_patch(&response);
     assert!(ops
@@ -296,7 +296,7 @@ fn malformed_bodies_are_review_errors_not_panics() {
         b"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":7}}",
     ];
     for body in bodies {
-        let result = review(body, &Env::default());
+        let result = review(body, &Inputs::default());
         assert!(
             result.is_err(),
             "{:?} gave {result:?}",
@@ -304,7 +304,7 @@ fn malformed_bodies_are_review_errors_not_panics() {
         );
     }
     assert!(matches!(
-        review(b"{", &Env::default()),
+        review(b"{", &Inputs::default()),
         Err(ReviewError::Json(_))
     ));
 }
@@ -321,7 +321,7 @@ fn other_kinds_and_api_versions_are_not_a_review() {
             "request": request("Pod", "CREATE", isvc_pod())
         }))
         .unwrap();
-        let err = review(&body, &Env::default()).unwrap_err();
+        let err = review(&body, &Inputs::default()).unwrap_err();
         assert!(matches!(err, ReviewError::NotAReview(_)), "{err}");
     }
 }
@@ -330,7 +330,7 @@ fn other_kinds_and_api_versions_are_not_a_review() {
 fn unknown_operation_is_not_a_review() {
     let body = review_body("admission.k8s.io/v1", request("Pod", "PATCH", isvc_pod()));
     assert!(matches!(
-        review(&body, &Env::default()),
+        review(&body, &Inputs::default()),
         Err(ReviewError::NotAReview(_))
     ));
 }
@@ -345,7 +345,7 @@ fn deeply_nested_objects_are_refused_cleanly() {
         r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"object":{nested}}}}}"#
     );
     assert!(matches!(
-        review(body.as_bytes(), &Env::default()),
+        review(body.as_bytes(), &Inputs::default()),
         Err(ReviewError::NotAReview(_))
     ));
     let unclosed = format!(
@@ -353,7 +353,7 @@ fn deeply_nested_objects_are_refused_cleanly() {
         "[".repeat(depth)
     );
     assert!(matches!(
-        review(unclosed.as_bytes(), &Env::default()),
+        review(unclosed.as_bytes(), &Inputs::default()),
         Err(ReviewError::Json(_))
     ));
     // In a complete review the nested value is a pod that is not an object,
@@ -365,7 +365,7 @@ fn deeply_nested_objects_are_refused_cleanly() {
     let text = String::from_utf8(body)
         .unwrap()
         .replace("\"object\":null", &format!("\"object\":{nested}"));
-    let (_, response) = answer(text.as_bytes(), &Env::default());
+    let (_, response) = answer(text.as_bytes(), &Inputs::default());
     assert_eq!(response["response"]["allowed"], false);
     assert_eq!(response["response"]["status"]["code"], 400);
     req["object"] = isvc_pod();
@@ -373,7 +373,7 @@ fn deeply_nested_objects_are_refused_cleanly() {
     let text = String::from_utf8(review_body("admission.k8s.io/v1", req))
         .unwrap()
         .replace("\"marker\"", &nested);
-    let (reviewed, response) = answer(text.as_bytes(), &Env::default());
+    let (reviewed, response) = answer(text.as_bytes(), &Inputs::default());
     assert_eq!(response["response"]["allowed"], true);
     assert!(reviewed.patch_ops > 0);
 }
@@ -383,7 +383,7 @@ fn dry_run_and_object_names_are_reported() {
     let mut req = request("Pod", "CREATE", isvc_pod());
     req["dryRun"] = json!(true);
     req["object"]["metadata"]["name"] = json!("explicit");
-    let (reviewed, _) = answer(&review_body("admission.k8s.io/v1", req), &Env::default());
+    let (reviewed, _) = answer(&review_body("admission.k8s.io/v1", req), &Inputs::default());
     assert!(reviewed.dry_run);
     assert_eq!(reviewed.name, "explicit");
     assert_eq!(reviewed.kind, "Pod");
@@ -415,7 +415,7 @@ fn hostile_container_counts_are_denied_with_400_naming_the_cap() {
         for labelled in [true, false] {
             let body = hostile_body(n, labelled);
             assert!(body.len() > size, "{}", body.len());
-            let (reviewed, response) = answer(&body, &Env::default());
+            let (reviewed, response) = answer(&body, &Inputs::default());
             assert_eq!(response["response"]["allowed"], false);
             assert_eq!(response["response"]["status"]["code"], 400);
             let message = response["response"]["status"]["message"].as_str().unwrap();
@@ -436,7 +436,7 @@ fn a_pod_at_the_caps_is_still_mutated() {
     containers.extend((1..crate::view::MAX_ENTRIES).map(|i| json!({"name": format!("c{i}")})));
     pod["spec"]["containers"] = json!(containers);
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
-    let (reviewed, response) = answer(&body, &Env::default());
+    let (reviewed, response) = answer(&body, &Inputs::default());
     assert_eq!(
         response["response"]["allowed"], true,
         "{:?}",
@@ -452,7 +452,7 @@ fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
         let body = std::fs::read(dir.join(format!("{name}.json"))).unwrap();
         let inline = inline::parse(std::str::from_utf8(&body).unwrap()).expect("one pass");
         assert!(inline.request.as_ref().unwrap().pod.is_some(), "{name}");
-        let (reviewed, _) = answer(&body, &Env::default());
+        let (reviewed, _) = answer(&body, &Inputs::default());
         assert!(reviewed.allowed && reviewed.patch_ops > 0, "{name}");
         // The same review with `object` before `kind` goes the plain way.
         let mut tree: Value = serde_json::from_slice(&body).unwrap();
@@ -472,7 +472,11 @@ fn bench_inputs_take_the_one_pass_path_and_answer_like_the_plain_one() {
             .unwrap()
             .pod
             .is_none());
-        assert_eq!(review(&plain, &Env::default()).unwrap(), reviewed, "{name}");
+        assert_eq!(
+            review(&plain, &Inputs::default()).unwrap(),
+            reviewed,
+            "{name}"
+        );
     }
 }
 
@@ -489,11 +493,11 @@ fn invalid_utf8_in_a_field_nobody_reads_is_not_json() {
         .expect("the field is in the body");
     body[at] = 0xff;
     assert!(matches!(
-        review(&body, &Env::default()),
+        review(&body, &Inputs::default()),
         Err(ReviewError::Json(_))
     ));
     body[at] = b'x';
-    assert!(review(&body, &Env::default()).is_ok());
+    assert!(review(&body, &Inputs::default()).is_ok());
 }
 
 #[test]

@@ -5,12 +5,12 @@ use super::InjectError;
 use crate::constants::{
     GKE_ACCELERATOR_ANNOTATION, GKE_ACCELERATOR_NODE_SELECTOR, NVIDIA_GPU_RESOURCE,
 };
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::{List, PodEdit};
 
 pub const NAME: &str = "accelerator";
 
-pub fn inject(pod: &mut dyn PodEdit, _env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, _env: &Inputs) -> Result<(), InjectError> {
     let Some(accelerator) = pod
         .annotation(GKE_ACCELERATOR_ANNOTATION)
         .map(str::to_string)

@@ -8,7 +8,7 @@ use crate::cluster::credentials::{
 use crate::cluster::logger::{effective_logger, logger_service_account};
 use crate::config::LoggerConfig;
 use crate::constants::*;
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
 use crate::pod::{List, PodEdit};
 use crate::probe_json::go_probe_json;
@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 pub const NAME: &str = "agent";
 
-pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
     let puller = pod.annotation(AGENT_ANNOTATION).is_some();
     let batcher = pod.annotation(BATCHER_ANNOTATION).is_some();
     let logger = pod.annotation(LOGGER_ANNOTATION).is_some();
@@ -122,7 +122,7 @@ pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
 }
 
 /// The logger's CA bundle ConfigMap (optional: the agent starts without it).
-fn logger_ca_bundle(env: &Env) -> Option<(Volume, VolumeMount)> {
+fn logger_ca_bundle(env: &Inputs) -> Option<(Volume, VolumeMount)> {
     let name = &env.config.logger.ca_bundle;
     if name.is_empty() {
         return None;
@@ -144,7 +144,7 @@ fn logger_ca_bundle(env: &Env) -> Option<(Volume, VolumeMount)> {
 /// the storage ServiceAccount's (`logger-sa` by default), as KServe does.
 fn add_credentials(
     pod: &dyn PodEdit,
-    env: &Env,
+    env: &Inputs,
     logger: Option<&LoggerConfig>,
     target: &mut CredentialTarget,
 ) -> Result<(), CredentialError> {

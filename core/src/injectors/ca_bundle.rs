@@ -5,7 +5,7 @@ use crate::constants::{
     AWS_CA_BUNDLE_CONFIGMAP_ENV, CA_BUNDLE_CONFIGMAP_NAME_ENV, CA_BUNDLE_VOLUME,
     CA_BUNDLE_VOLUME_MOUNT_POINT_ENV, DEFAULT_CA_BUNDLE_MOUNT_PATH, GLOBAL_CA_BUNDLE_CONFIGMAP,
 };
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::build::env_var;
 use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, EnvVar, Volume, VolumeMount};
 
@@ -26,7 +26,7 @@ fn last_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
 /// last `AWS_CA_BUNDLE` is the mount path (`CommonStorageInitialization`).
 /// `from_credentials` is false where KServe uses only the config (fetch mode).
 pub(crate) fn plan(
-    env: &Env,
+    env: &Inputs,
     pod_namespace: &str,
     init_env: &[EnvVar],
     from_credentials: bool,

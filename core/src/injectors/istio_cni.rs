@@ -6,13 +6,13 @@ use crate::constants::{
     ISTIO_DEFAULT_UID, ISTIO_INIT_CONTAINER, ISTIO_INTERCEPTION_MODE_ANNOTATION,
     ISTIO_STATUS_ANNOTATION, STORAGE_INITIALIZER_CONTAINER, STORAGE_INITIALIZER_UID_ANNOTATION,
 };
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::{List, PodEdit};
 use serde_json::Value;
 
 pub const NAME: &str = "istio-cni";
 
-pub fn inject(pod: &mut dyn PodEdit, _env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, _env: &Inputs) -> Result<(), InjectError> {
     if pod
         .position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER)
         .is_none()

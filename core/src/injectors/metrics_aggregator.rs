@@ -3,7 +3,7 @@
 
 use super::InjectError;
 use crate::constants::*;
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::{List, PodEdit};
 use k8s_openapi::api::core::v1::ContainerPort;
 
@@ -20,7 +20,7 @@ fn enabled(pod: &mut dyn PodEdit, key: &str, default: &str) -> bool {
     }
 }
 
-pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
     let config = &env.config.metrics_aggregator;
     let aggregate = enabled(
         pod,

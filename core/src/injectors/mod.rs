@@ -1,5 +1,5 @@
 //! KServe's injectors, one file each, run in KServe's order. Each is a pure
-//! function of the pod and the [`Env`]; each is idempotent on its own.
+//! function of the pod and the [`Inputs`]; each is idempotent on its own.
 
 pub mod accelerator;
 pub mod agent;
@@ -10,7 +10,7 @@ pub mod modelcar;
 pub mod storage_initializer;
 pub mod storage_uri;
 
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::PodEdit;
 
 /// An injector refused the pod; the message is KServe's wording.
@@ -47,7 +47,7 @@ impl InjectorOutcome {
     }
 }
 
-type Injector = fn(&mut dyn PodEdit, &Env) -> Result<(), InjectError>;
+type Injector = fn(&mut dyn PodEdit, &Inputs) -> Result<(), InjectError>;
 
 /// One named step of the pipeline: its injectors run in order and their
 /// changes are reported under the step's name.
@@ -55,15 +55,15 @@ pub struct Step {
     pub name: &'static str,
     injectors: &'static [Injector],
     /// Whether the step is registered for this config.
-    enabled: fn(&Env) -> bool,
+    enabled: fn(&Inputs) -> bool,
 }
 
-fn always(_: &Env) -> bool {
+fn always(_: &Inputs) -> bool {
     true
 }
 
 /// Modelcar is registered only when an OCI mode is configured, as in KServe.
-fn oci_mode_configured(env: &Env) -> bool {
+fn oci_mode_configured(env: &Inputs) -> bool {
     !env.config.storage_initializer.oci_mode().is_empty()
 }
 
@@ -107,7 +107,7 @@ pub const PIPELINE: [Step; 6] = [
 
 pub fn run_all(
     pod: &mut dyn PodEdit,
-    env: &Env,
+    env: &Inputs,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
     let mut outcomes = Vec::with_capacity(PIPELINE.len());
     for step in PIPELINE.iter().filter(|s| (s.enabled)(env)) {

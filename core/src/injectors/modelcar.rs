@@ -6,7 +6,7 @@ use super::ca_bundle;
 use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
 use super::InjectError;
 use crate::constants::*;
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
@@ -25,7 +25,7 @@ pub const NAME: &str = "modelcar";
 /// sidecar creates at `/mnt/models` is visible to the server.
 const MODELCAR_MOUNT_PATH: &str = "/mnt";
 
-pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -49,7 +49,7 @@ pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
     }
 }
 
-fn inject_modelcar(pod: &mut dyn PodEdit, env: &Env, oci: &OciUri, containers: &[&str]) {
+fn inject_modelcar(pod: &mut dyn PodEdit, env: &Inputs, oci: &OciUri, containers: &[&str]) {
     let config = &env.config.storage_initializer;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
@@ -76,7 +76,7 @@ fn inject_modelcar(pod: &mut dyn PodEdit, env: &Env, oci: &OciUri, containers: &
     pod.set_share_process_namespace(true);
 }
 
-fn modelcar_containers(env: &Env, image: &str, mount: VolumeMount) -> (Container, Container) {
+fn modelcar_containers(env: &Inputs, image: &str, mount: VolumeMount) -> (Container, Container) {
     let config = &env.config.storage_initializer;
     let or_default = |v: &str, d: &str| {
         if v.is_empty() {
@@ -191,7 +191,7 @@ fn inject_image_volume(
 
 fn inject_fetch(
     pod: &mut dyn PodEdit,
-    env: &Env,
+    env: &Inputs,
     oci: &OciUri,
     containers: &[&str],
 ) -> Result<(), InjectError> {
@@ -234,7 +234,7 @@ fn add_fetch_pair(pod: &mut dyn PodEdit, position: usize, uri: &str) {
 /// The initializer with registry credentials (first pull secret), the
 /// configured CA bundle and the insecure-registry switch. Like KServe, a
 /// credential whose volume name is already taken is left out.
-fn add_fetch_init_container(pod: &mut dyn PodEdit, env: &Env, uri: &str) {
+fn add_fetch_init_container(pod: &mut dyn PodEdit, env: &Inputs, uri: &str) {
     let mut vars = Vec::new();
     let mut mounts = Vec::new();
     let mut volumes = Vec::new();

@@ -17,7 +17,7 @@ use crate::cluster::storage_container::{
 use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::ClusterStorageContainer;
 use crate::constants::*;
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
@@ -32,7 +32,7 @@ fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
 }
 
-pub fn inject(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
+pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -151,7 +151,11 @@ impl InitPlan<'_> {
     /// credentials (storage-spec or ServiceAccount), the CA bundle decided
     /// from them, the ClusterStorageContainer merged in, then the CA bundle
     /// and the default env added where the merge left them absent.
-    fn build(&self, pod: &dyn PodEdit, env: &Env) -> Result<(Container, Vec<Volume>), InjectError> {
+    fn build(
+        &self,
+        pod: &dyn PodEdit,
+        env: &Inputs,
+    ) -> Result<(Container, Vec<Volume>), InjectError> {
         let mut args = vec![
             self.src.to_string(),
             DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),

@@ -5,17 +5,17 @@
 
 use super::InjectError;
 use crate::config::Config;
-use crate::env::Env;
+use crate::inputs::Inputs;
 use crate::pod::{PodEdit, TreeDoc, WorkingSet};
 use serde_json::Value;
 
-pub(crate) type Inject = fn(&mut dyn PodEdit, &Env) -> Result<(), InjectError>;
+pub(crate) type Inject = fn(&mut dyn PodEdit, &Inputs) -> Result<(), InjectError>;
 
 pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
-    run_with(inject, pod, &Env::default())
+    run_with(inject, pod, &Inputs::default())
 }
 
-pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Env) -> Result<Value, InjectError> {
+pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Inputs) -> Result<Value, InjectError> {
     let mut whole = pod.clone();
     let on_whole = inject(&mut TreeDoc::new(&mut whole), env);
     let view = crate::view::pod_from_value(pod).expect("a pod the view can read");
@@ -30,14 +30,14 @@ pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Env) -> Result<Value, 
 }
 
 /// An env whose config is KServe's default with `edit` applied.
-pub(crate) fn env_with(edit: impl FnOnce(&mut Config)) -> Env {
+pub(crate) fn env_with(edit: impl FnOnce(&mut Config)) -> Inputs {
     let mut config = Config::default();
     edit(&mut config);
-    Env::new(config)
+    Inputs::new(config)
 }
 
 /// Runs twice and checks the second pass changes nothing.
-pub(crate) fn run_idempotent(inject: Inject, pod: &Value, env: &Env) -> Value {
+pub(crate) fn run_idempotent(inject: Inject, pod: &Value, env: &Inputs) -> Value {
     let once = run_with(inject, pod, env).expect("first pass");
     let twice = run_with(inject, &once, env).expect("second pass");
     assert_eq!(once, twice, "second pass changed the pod");

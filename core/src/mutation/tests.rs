@@ -43,7 +43,7 @@ fn a_pod_without_the_label_comes_back_unchanged() {
     pod["metadata"]["labels"] = json!({"app": "sklearn"});
     pod["metadata"]["annotations"] =
         json!({"internal.serving.kserve.io/storage-initializer-sourceuri": "oci://a/b"});
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     assert_eq!(m.pod, pod);
     assert!(m.patch.0.is_empty());
     assert!(m.outcomes.is_empty());
@@ -53,7 +53,7 @@ fn a_pod_without_the_label_comes_back_unchanged() {
 fn an_empty_label_value_still_counts() {
     let mut pod = isvc_pod();
     pod["metadata"]["labels"] = json!({"serving.kserve.io/inferenceservice": ""});
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     assert_eq!(m.pod["metadata"]["namespace"], "default");
     assert!(!m.outcomes.is_empty());
 }
@@ -68,7 +68,7 @@ fn unknown_fields_survive_and_no_op_touches_them() {
         "internal.serving.kserve.io/logger": "true"
     });
     pod["status"] = json!({"phase": "Pending", "futureStatus": "x"});
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     let out = applied(&pod, &m);
     assert_eq!(out["spec"]["someFutureField"], json!({"enabled": true}));
     assert_eq!(
@@ -97,7 +97,7 @@ fn managed_fields_and_other_metadata_are_untouched() {
     pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
         "name": "rs", "uid": "u", "controller": true, "blockOwnerDeletion": true}]);
     pod["metadata"]["creationTimestamp"] = Value::Null;
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     let out = applied(&pod, &m);
     for key in ["managedFields", "ownerReferences", "creationTimestamp"] {
         assert_eq!(out["metadata"][key], pod["metadata"][key], "{key}");
@@ -110,7 +110,7 @@ fn managed_fields_and_other_metadata_are_untouched() {
 #[test]
 fn absent_parents_are_added_whole_in_one_op() {
     let pod = isvc_pod();
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     applied(&pod, &m);
     let ops = serde_json::to_value(&m.patch).unwrap();
     let mut ops = ops.as_array().unwrap().clone();
@@ -131,7 +131,7 @@ fn absent_volume_list_and_mount_list_are_added_whole() {
     let mut pod = isvc_pod();
     pod["metadata"]["annotations"] =
         json!({"internal.serving.kserve.io/storage-initializer-sourceuri": "oci://myrepo/model"});
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     applied(&pod, &m);
     let paths = paths(&m.patch);
     assert!(paths.contains(&"/spec/volumes".to_string()), "{paths:?}");
@@ -157,7 +157,7 @@ fn annotation_keys_are_escaped_in_patch_paths() {
         "serving.kserve.io/enable-prometheus-scraping": "true",
         "prometheus.io/port": "1234"
     });
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     let out = applied(&pod, &m);
     let paths = paths(&m.patch);
     assert!(paths.contains(&"/metadata/annotations/prometheus.io~1port".to_string()));
@@ -181,11 +181,11 @@ fn the_patch_differ_escapes_tilde_and_slash() {
 
 #[test]
 fn the_namespace_is_written_from_the_request_and_replaces_a_different_one() {
-    let m = mutate(&isvc_pod(), "models", &Env::default()).unwrap();
+    let m = mutate(&isvc_pod(), "models", &Inputs::default()).unwrap();
     assert_eq!(m.pod["metadata"]["namespace"], "models");
     let mut pod = isvc_pod();
     pod["metadata"]["namespace"] = json!("other");
-    let m = mutate(&pod, "models", &Env::default()).unwrap();
+    let m = mutate(&pod, "models", &Inputs::default()).unwrap();
     let out = applied(&pod, &m);
     assert_eq!(out["metadata"]["namespace"], "models");
 }
@@ -193,7 +193,7 @@ fn the_namespace_is_written_from_the_request_and_replaces_a_different_one() {
 #[test]
 fn an_empty_request_namespace_is_not_written() {
     let pod = isvc_pod();
-    let m = mutate(&pod, "", &Env::default()).unwrap();
+    let m = mutate(&pod, "", &Inputs::default()).unwrap();
     assert!(m.pod["metadata"].get("namespace").is_none());
     assert!(!paths(&m.patch).contains(&"/metadata/namespace".to_string()));
 }
@@ -202,7 +202,7 @@ fn an_empty_request_namespace_is_not_written() {
 fn templates_get_no_namespace_but_injectors_see_it() {
     let mut template = isvc_pod();
     template["metadata"]["annotations"] = json!({"internal.serving.kserve.io/logger": "true"});
-    let m = mutate_template(&template, "models", &Env::default()).unwrap();
+    let m = mutate_template(&template, "models", &Inputs::default()).unwrap();
     assert!(m.pod["metadata"].get("namespace").is_none());
     let agent = m.pod["spec"]["containers"]
         .as_array()
@@ -232,8 +232,8 @@ fn a_second_pass_is_a_no_op_with_an_empty_patch() {
         .as_array_mut()
         .unwrap()
         .push(json!({"name": "queue-proxy", "env": [{"name": "USER_PORT", "value": "8080"}]}));
-    let first = mutate(&pod, "default", &Env::default()).unwrap();
-    let second = mutate(&first.pod, "default", &Env::default()).unwrap();
+    let first = mutate(&pod, "default", &Inputs::default()).unwrap();
+    let second = mutate(&first.pod, "default", &Inputs::default()).unwrap();
     assert_eq!(second.pod, first.pod);
     assert!(second.patch.0.is_empty());
     assert!(second
@@ -246,7 +246,7 @@ fn a_second_pass_is_a_no_op_with_an_empty_patch() {
 fn outcomes_name_each_injector_in_kserve_order() {
     let mut pod = isvc_pod();
     pod["metadata"]["annotations"] = json!({"internal.serving.kserve.io/logger": "true"});
-    let m = mutate(&pod, "default", &Env::default()).unwrap();
+    let m = mutate(&pod, "default", &Inputs::default()).unwrap();
     let names: Vec<&str> = m.outcomes.iter().map(|(n, _)| *n).collect();
     assert_eq!(
         names,
@@ -271,7 +271,7 @@ fn f3_modelcar_is_not_registered_without_an_oci_mode() {
     config.storage_initializer.enable_modelcar = false;
     config.storage_initializer.enable_oci_model_support = false;
     config.storage_initializer.oci_model_mode.clear();
-    let m = mutate(&isvc_pod(), "default", &Env::new(config)).unwrap();
+    let m = mutate(&isvc_pod(), "default", &Inputs::new(config)).unwrap();
     assert!(!m
         .outcomes
         .iter()
@@ -297,7 +297,7 @@ fn decode_errors_name_the_field_path() {
         (json!("pod"), "."),
     ];
     for (pod, path) in cases {
-        match mutate(&pod, "default", &Env::default()) {
+        match mutate(&pod, "default", &Inputs::default()) {
             Err(MutationError::Decode { path: got, .. }) => assert_eq!(got, path, "{pod}"),
             other => panic!("{pod}: {other:?}"),
         }
@@ -308,7 +308,7 @@ fn decode_errors_name_the_field_path() {
 fn injector_errors_carry_kserve_message() {
     let mut pod = isvc_pod();
     pod["metadata"]["annotations"] = json!({"internal.serving.kserve.io/agent": "true"});
-    let err = mutate(&pod, "default", &Env::default()).unwrap_err();
+    let err = mutate(&pod, "default", &Inputs::default()).unwrap_err();
     assert_eq!(
         err.to_string(),
         "can not find internal.serving.kserve.io/configVolumeName label"
@@ -332,7 +332,7 @@ fn cluster_data_secret_lookup_is_namespaced() {
 fn the_cli_still_checks_fields_no_injector_reads() {
     let mut pod = isvc_pod();
     pod["spec"]["containers"][0]["image"] = json!(5);
-    match mutate(&pod, "default", &Env::default()) {
+    match mutate(&pod, "default", &Inputs::default()) {
         Err(MutationError::Decode { path, .. }) => assert_eq!(path, "spec.containers[0].image"),
         other => panic!("{other:?}"),
     }
@@ -342,7 +342,7 @@ fn the_cli_still_checks_fields_no_injector_reads() {
 fn a_hostile_container_count_is_refused_by_the_cap_before_the_whole_pod_check() {
     let mut pod = isvc_pod();
     pod["spec"]["containers"] = Value::Array(vec![json!({}); 300_000]);
-    match mutate(&pod, "default", &Env::default()) {
+    match mutate(&pod, "default", &Inputs::default()) {
         Err(MutationError::Decode { path, message }) => {
             assert_eq!(path, "spec.containers");
             assert!(message.starts_with("more than 4096 entries"), "{message}");

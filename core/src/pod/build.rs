@@ -6,7 +6,7 @@ use crate::config::Resources;
 use crate::constants::{
     DEFAULT_STORAGE_INITIALIZER_IMAGE, KSERVE_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER,
 };
-use crate::env::Env;
+use crate::inputs::Inputs;
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements, Volume, VolumeMount};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
@@ -62,7 +62,7 @@ pub fn empty_dir_volume(name: &str) -> Volume {
 }
 
 /// The storage-initializer image: configured, else KServe's default.
-pub fn initializer_image(env: &Env) -> String {
+pub fn initializer_image(env: &Inputs) -> String {
     let image = &env.config.storage_initializer.image;
     if image.is_empty() {
         DEFAULT_STORAGE_INITIALIZER_IMAGE.to_string()

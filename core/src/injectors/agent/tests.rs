@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 const TCP_JSON: &str = r#"{"tcpSocket":{"port":8080},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3}"#;
 
 /// KServe's test config AG-cfg.
-fn ag_env() -> Env {
+fn ag_env() -> Inputs {
     env_with(|c| {
         c.agent.image = "gcr.io/kserve/agent:latest".into();
         c.agent.resources.memory_request = "200Mi".into();
@@ -17,7 +17,7 @@ fn ag_env() -> Env {
 }
 
 /// AG-cfg with A11's logger TLS settings.
-fn tls_env() -> Env {
+fn tls_env() -> Inputs {
     let mut env = ag_env();
     env.config_mut().logger.default_url = "https://httpbin.org/".into();
     env.config_mut().logger.ca_bundle = "kserve-tls-bundle".into();
@@ -877,7 +877,7 @@ fn agent_resources_are_canonical_quantities() {
     let out = run_with(
         inject,
         &pod(logger_annotations(), json!([sklearn()])),
-        &Env::new(config),
+        &Inputs::new(config),
     )
     .unwrap();
     assert_eq!(

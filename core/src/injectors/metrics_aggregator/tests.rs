@@ -55,7 +55,7 @@ fn ma2_is_idempotent() {
     let once = run_idempotent(
         inject,
         &pod(Some(json!({AGG: "true", PROM: "true"}))),
-        &Env::default(),
+        &Inputs::default(),
     );
     assert_eq!(once["spec"], spec_with_aggregation());
 }
@@ -161,7 +161,7 @@ fn stale_values_are_replaced_by_name_and_prometheus_annotations_overwritten() {
         {"name": "USER_PORT", "value": "8080"},
         {"name": "KSERVE_CONTAINER_PROMETHEUS_METRICS_PORT", "value": "8080"}
     ]);
-    let out = run_idempotent(inject, &input, &Env::default());
+    let out = run_idempotent(inject, &input, &Inputs::default());
     assert_eq!(
         out["spec"]["containers"][1]["env"],
         json!([
@@ -180,7 +180,7 @@ fn every_queue_proxy_container_is_configured() {
         "metadata": {"annotations": {AGG: "true"}},
         "spec": {"containers": [{"name": "queue-proxy"}, {"name": "kserve-container"}, {"name": "queue-proxy"}]}
     });
-    let out = run_idempotent(inject, &input, &Env::default());
+    let out = run_idempotent(inject, &input, &Inputs::default());
     for index in [0, 2] {
         let qp = &out["spec"]["containers"][index];
         assert_eq!(qp["env"].as_array().map(Vec::len), Some(3), "{qp}");

@@ -6,11 +6,11 @@ const PROBE_ARGS: &str = "echo 'Pre-fetching modelcar myrepo/mymodelimage: ' && 
 
 /// `config {}` of KServe's modelcar tests: no mode, no UID, default resources.
 /// `inject` is called directly, so an empty mode takes the modelcar branch.
-fn empty_config() -> Env {
+fn empty_config() -> Inputs {
     env_with(|c| c.storage_initializer = Default::default())
 }
 
-fn config(edit: impl FnOnce(&mut crate::config::StorageInitializerConfig)) -> Env {
+fn config(edit: impl FnOnce(&mut crate::config::StorageInitializerConfig)) -> Inputs {
     let mut env = empty_config();
     edit(&mut env.config_mut().storage_initializer);
     env
@@ -74,7 +74,7 @@ fn names(list: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn err(pod: &Value, env: &Env) -> String {
+fn err(pod: &Value, env: &Inputs) -> String {
     run_with(inject, pod, env).unwrap_err().message
 }
 
@@ -230,13 +230,18 @@ fn model_init_mode_is_replaced_not_duplicated() {
 
 #[test]
 fn bug_3506_reinvocation_after_another_webhook_adds_nothing() {
-    let once = run_with(inject, &pod("oci://myrepo/mymodelimage"), &Env::default()).unwrap();
+    let once = run_with(
+        inject,
+        &pod("oci://myrepo/mymodelimage"),
+        &Inputs::default(),
+    )
+    .unwrap();
     let mut with_sidecar = once.clone();
     with_sidecar["spec"]["containers"]
         .as_array_mut()
         .unwrap()
         .push(json!({"name": "istio-proxy", "image": "docker.io/istio/proxyv2:1.24.2"}));
-    let again = run_with(inject, &with_sidecar, &Env::default()).unwrap();
+    let again = run_with(inject, &with_sidecar, &Inputs::default()).unwrap();
     assert_eq!(again, with_sidecar);
     assert_eq!(
         names(&again["spec"]["containers"]),
@@ -275,7 +280,7 @@ fn native_mode_configures_the_transformer_and_ignores_the_uid() {
         Some("oci+native://registry.io/mymodel:v1"),
         json!([{"name": "kserve-container"}, {"name": "transformer-container"}]),
     );
-    let out = run_idempotent(inject, &p, &Env::default());
+    let out = run_idempotent(inject, &p, &Inputs::default());
     assert_eq!(
         out["spec"]["containers"],
         json!([
@@ -333,7 +338,7 @@ fn fetch_init(env: Option<Value>, extra_mounts: Vec<Value>) -> Value {
     init
 }
 
-fn fetch_config() -> Env {
+fn fetch_config() -> Inputs {
     env_with(|c| c.storage_initializer.oci_model_mode = "fetch".into())
 }
 
@@ -347,7 +352,7 @@ fn m15_m16_m18_fetch_mode_injects_a_storage_initializer() {
     let out = run_idempotent(
         inject,
         &pod("oci+fetch://registry.io/mymodel:v1"),
-        &Env::default(),
+        &Inputs::default(),
     );
     assert_eq!(out["spec"], expected);
     let out = run_idempotent(
@@ -362,7 +367,7 @@ fn m15_m16_m18_fetch_mode_injects_a_storage_initializer() {
 fn m17_first_pull_secret_becomes_the_docker_config() {
     let mut p = pod("oci+fetch://registry.io/mymodel:v1");
     p["spec"]["imagePullSecrets"] = json!([{"name": "my-reg-cred"}, {"name": "other"}]);
-    let out = run_idempotent(inject, &p, &Env::default());
+    let out = run_idempotent(inject, &p, &Inputs::default());
     assert_eq!(
         out["spec"]["initContainers"],
         json!([fetch_init(
@@ -475,7 +480,7 @@ fn fetch_mode_rewires_credentials_whose_volume_exists() {
 fn fetch_mode_adds_its_source_to_an_existing_initializer() {
     let mut p = pod("oci+fetch://registry.io/mymodel:v1");
     p["spec"]["initContainers"] = json!([{"name": "storage-initializer", "args": ["oci://registry.io/base:v1", "/mnt/base"]}]);
-    let out = run_idempotent(inject, &p, &Env::default());
+    let out = run_idempotent(inject, &p, &Inputs::default());
     assert_eq!(
         out["spec"]["initContainers"],
         json!([{
@@ -488,7 +493,7 @@ fn fetch_mode_adds_its_source_to_an_existing_initializer() {
 
 /// The pipeline's modelcar step (`injectors::PIPELINE`): modelcar, then
 /// Istio CNI again.
-fn modelcar_step(pod: &mut dyn PodEdit, env: &Env) -> Result<(), InjectError> {
+fn modelcar_step(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
     inject(pod, env)?;
     crate::injectors::istio_cni::inject(pod, env)
 }
@@ -502,7 +507,7 @@ fn fetch_mode_under_istio_cni_gets_the_sidecar_uid_in_one_pass() {
     p["metadata"]["annotations"]["sidecar.istio.io/status"] =
         json!(r#"{"containers":["istio-proxy"]}"#);
     p["metadata"]["annotations"]["sidecar.istio.io/interceptionMode"] = json!("REDIRECT");
-    let out = run_idempotent(modelcar_step, &p, &Env::default());
+    let out = run_idempotent(modelcar_step, &p, &Inputs::default());
     assert_eq!(
         out["spec"]["initContainers"][0]["securityContext"],
         json!({"runAsUser": 1337})

@@ -8,7 +8,7 @@ const SPEC_KEY: &str = "internal.serving.kserve.io/storage-spec-key";
 const PLACEHOLDER_URI: &str = "<scheme-placeholder>://foo/bar";
 
 /// SI-cfg: the storage initializer config of KServe's tests (image empty).
-fn si_cfg() -> Env {
+fn si_cfg() -> Inputs {
     env_with(|c| {
         let si = &mut c.storage_initializer;
         *si = Default::default();
@@ -22,7 +22,7 @@ fn si_cfg() -> Env {
     })
 }
 
-fn with_secret(mut env: Env, name: &str, data: &[(&str, &str)]) -> Env {
+fn with_secret(mut env: Inputs, name: &str, data: &[(&str, &str)]) -> Inputs {
     env.cluster.insert_secret(crate::cluster::Secret::from_data(
         "default",
         name,
@@ -104,7 +104,7 @@ fn env_names(container: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn err(pod: &Value, env: &Env) -> String {
+fn err(pod: &Value, env: &Inputs) -> String {
     run_with(inject, pod, env).unwrap_err().message
 }
 
@@ -150,7 +150,7 @@ fn s5_s6_readonly_annotation() {
 
 #[test]
 fn s7_s8_s9_pvc_is_mounted_directly() {
-    let env = Env::default();
+    let env = Inputs::default();
     let out = run_idempotent(inject, &pod(si("pvc://mypvcname/some/path/on/pvc")), &env);
     assert_eq!(
         out["spec"],
@@ -175,7 +175,7 @@ fn s7_s8_s9_pvc_is_mounted_directly() {
 
 #[test]
 fn pvc_path_keeps_a_trailing_slash() {
-    let out = run_with(inject, &pod(si("pvc://claim/dir/")), &Env::default()).unwrap();
+    let out = run_with(inject, &pod(si("pvc://claim/dir/")), &Inputs::default()).unwrap();
     assert_eq!(
         out["spec"]["containers"][0]["volumeMounts"],
         json!([pvc_user_mount("dir/", true)])
@@ -548,7 +548,7 @@ fn s30_local_model_mounts_the_node_cache_pvc() {
             LOCAL_MODEL_PVC_NAME_ANNOTATION: "model-h100"
         }));
         p["metadata"]["labels"] = json!({LOCAL_MODEL_LABEL: "bar"});
-        let out = run_with(inject, &p, &Env::default()).unwrap();
+        let out = run_with(inject, &p, &Inputs::default()).unwrap();
         assert_eq!(out["spec"]["volumes"], json!([pvc_volume("model-h100")]));
         assert!(out["spec"].get("initContainers").is_none());
         out["spec"]["containers"][0]["volumeMounts"][0]["subPath"].clone()
@@ -573,7 +573,7 @@ fn s30_local_model_without_pvc_name_is_an_error() {
     let mut p = pod(si("s3://foo"));
     p["metadata"]["labels"] = json!({LOCAL_MODEL_LABEL: "bar"});
     assert_eq!(
-        err(&p, &Env::default()),
+        err(&p, &Inputs::default()),
         "Annotation internal.serving.kserve.io/localmodel-pvc-name not found"
     );
 }
@@ -615,7 +615,7 @@ fn model_puller_pods_are_left_to_the_agent() {
 
 #[test]
 fn oci_uris_are_left_to_the_modelcar_injector_when_oci_is_enabled() {
-    let modelcar = Env::default();
+    let modelcar = Inputs::default();
     for uri in ["oci://r/m:v1", "oci+native://r/m:v1", "oci+fetch://r/m:v1"] {
         let p = pod(si(uri));
         assert_eq!(run_with(inject, &p, &modelcar).unwrap(), p, "{uri}");

@@ -7,17 +7,17 @@ use crate::constants::DEFAULT_CONTROLLER_NAMESPACE;
 use std::sync::Arc;
 
 /// Everything a mutation depends on besides the pod. The config is shared
-/// (`Arc`) because the server builds one `Env` per admission around that
+/// (`Arc`) because the server builds one `Inputs` per admission around that
 /// request's cluster snapshot.
 #[derive(Debug, Clone)]
-pub struct Env {
+pub struct Inputs {
     pub config: Arc<Config>,
     /// The namespace KServe's controller runs in (its `POD_NAMESPACE`).
     pub controller_namespace: String,
     pub cluster: ClusterData,
 }
 
-impl Env {
+impl Inputs {
     pub fn new(config: Config) -> Self {
         Self {
             config: Arc::new(config),
@@ -41,7 +41,7 @@ impl Env {
     }
 }
 
-impl Default for Env {
+impl Default for Inputs {
     fn default() -> Self {
         Self::new(Config::default())
     }
