@@ -4,11 +4,11 @@
 //! the listener closes, then in-flight requests finish, then the process
 //! exits. Each stage is a token of [`Shutdown`].
 
-use super::certs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Limits, RouterInputs};
+use super::serving_cert;
 use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment};
@@ -203,7 +203,7 @@ impl Server {
         let started = shutdown.kill.clone().drop_guard();
         let env = load_config(&args.inference_config, &metrics, &shutdown)?;
         let (tls, self_signed_ca) =
-            certs::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
+            serving_cert::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
 
         let (webhook_listener, local_addr) = bind("webhook", args.listen.addr)?;
         let (admin_listener, admin_addr) = bind("admin", args.listen.admin_addr)?;

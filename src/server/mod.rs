@@ -9,13 +9,13 @@
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
-mod certs;
 mod conn;
 mod error;
 mod lifecycle;
 mod logging;
 mod metrics;
 mod routes;
+mod serving_cert;
 mod signals;
 mod tls;
 
