@@ -87,7 +87,7 @@ fn check(input: &Input, env: &Inputs) {
     );
 }
 
-/// The typical pod without `metadata.managedFields` (about 40% of its
+/// The typical pod without `metadata.managedFields` (a large part of its
 /// bytes), to show what that block costs on the whole path.
 fn without_managed_fields(typical: &Input) -> Input {
     // Cut out of the text, so every other key keeps the API server's order

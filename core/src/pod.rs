@@ -6,8 +6,9 @@
 //!   request ([`crate::view`]) edited in place, typed. Reads are typed and
 //!   every write records, at the moment it decides, the RFC 6902 operation
 //!   that makes the same change on the full pod. Nothing is built from the
-//!   fields the injectors only read; before this, turning the view into a
-//!   JSON tree and dropping it was a third of the typical review.
+//!   fields the injectors only read: turning the view into a JSON tree
+//!   only to drop it again was a large part of the review's cost (see
+//!   `docs/performance.md`, measured by `cargo bench --bench review`).
 //! - [`TreeDoc`], the test oracle: the whole pod as a JSON tree, edited in
 //!   place (the pipeline before the view). The injectors' unit tests and the
 //!   reinvocation property test require both to give the same pod.
@@ -155,7 +156,8 @@ impl From<usize> for Step<'_> {
 /// `path` (pointer text) with `steps` appended, as RFC 6901 text: keys
 /// with `~` or `/` escaped. Text rather than jsonptr's `PointerBuf`: its
 /// `push_back` allocates a token per step and its `parse` scans again what
-/// is valid by construction, a tenth and a twentieth of a small review.
+/// is valid by construction, both on every recorded operation, which a
+/// small review notices (`examples/review_loop.rs` counts it).
 fn child<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> String {
     let room = |step: &Step| match step {
         Step::Key(key) => key.len() + 4,

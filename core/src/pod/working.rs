@@ -29,9 +29,9 @@ pub struct WorkingSet<'a> {
     ops: Vec<Op>,
     /// Containers added and not read since, as (list, index, container):
     /// their entry in the view holds the name only. The typical pod's agent
-    /// copies queue-proxy's 33 variables; writing them into the view as
-    /// well, for nothing to read, cost 34,000 of the review's 561,000
-    /// instructions.
+    /// copies all of queue-proxy's variables; writing them into the view as
+    /// well would be work for nothing to read (`cargo bench --bench review`
+    /// measures the typical pod).
     stubs: Vec<(List, usize, Box<Container>)>,
 }
 
