@@ -27,7 +27,7 @@ import kubernetes_validate.utils
 import pytest
 import yaml
 
-from conftest import ROOT, free_port, need, run
+from conftest import ROOT, free_port, load_manifests_py, need, run
 
 # kustomize components and replacements as used here need kubectl >= 1.27;
 # the manifests are validated for 1.27 (the oldest supported) and the newest
@@ -49,12 +49,12 @@ TARGETS = {
 ALT_TARGETS = ["other-namespace", "other-namespace-static"]
 
 
-class CheckFailed(Exception):
-    pass
+# the checks' own exception: what `proof` takes for a check failing
+CheckFailed = load_manifests_py().CheckFailed
 
 
 # ---------------------------------------------------------------- checks
-# Each raises (CheckFailed, or checks.CheckFailed) when its input is bad.
+# Each raises CheckFailed when its input is bad.
 
 def kubectl_version(kubectl):
     """kubectl >= 1.KUBECTL_FLOOR, or CheckFailed; returns "1.N"."""
