@@ -155,12 +155,13 @@ fn stdout_file() -> std::io::Result<std::fs::File> {
     if STDOUT_WAS_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(std::io::Error::other("standard output is closed"));
     }
-    // SAFETY: F_DUPFD_CLOEXEC only reads fd 1's table entry; on success the
-    // new descriptor is ours alone, so the File owns it.
+    // SAFETY: F_DUPFD_CLOEXEC only reads fd 1's table entry.
     let fd = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: `fd` was just created by the dup above and nothing else holds
+    // it, so the File is its only owner and closes it once.
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
