@@ -94,7 +94,7 @@ fn run_case(name: &str) {
         let result = mutate(&tree, "default", &env);
         let elapsed = start.elapsed();
         let answer = match result {
-            Ok(m) => format!("{} ops", m.patch.0.len()),
+            Ok(m) => format!("{} ops", m.patch.len()),
             Err(e) => e.to_string(),
         };
         (len, before, elapsed, answer)

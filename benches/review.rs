@@ -31,9 +31,10 @@ use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use kserve_injector::admission::review;
 use kserve_injector::injectors::run_all;
 use kserve_injector::mutation::edit;
-use kserve_injector::pod::{PodEdit, TreeDoc};
+use kserve_injector::pod::PodEdit;
 use kserve_injector::view::pod_from_str;
 use kserve_injector::{mutate, Inputs};
+use kserve_injector_core::oracle::TreeDoc;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -155,7 +156,7 @@ fn bench_mutate(c: &mut Criterion) {
     for name in ["minimal-oci", "typical", "containers-50"] {
         let input = load(name);
         group.bench_with_input(BenchmarkId::from_parameter(name), &input, |b, i| {
-            b.iter(|| mutate(black_box(&i.pod), &i.namespace, &env).map(|m| m.patch.0.len()))
+            b.iter(|| mutate(black_box(&i.pod), &i.namespace, &env).map(|m| m.patch.len()))
         });
     }
     group.finish();

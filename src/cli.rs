@@ -7,6 +7,7 @@ use crate::cluster::keys::PodFacts;
 use crate::cluster::{ClusterData, LoadedObjects};
 use crate::config::Config;
 use crate::mutation::{mutate, mutate_template, Inputs, MutationError};
+use crate::pod::{apply_all, Op};
 use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
@@ -126,7 +127,8 @@ fn describe(doc: &Value, index: usize) -> String {
 enum Processed {
     Object {
         object: Value,
-        patch: json_patch::Patch,
+        /// The recorded operations, with paths from the document's root.
+        patch: Vec<Op>,
     },
     /// The response review, and the denial reason when it denies.
     Review(Value, Option<String>),
@@ -165,11 +167,15 @@ fn mutate_object(
         .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
     let env = env_for(template, ns, env, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
+    // The template's operations, moved under it: the output is the input
+    // with the same operations the webhook would send applied.
+    let patch: Vec<Op> = m.patch.into_iter().map(|op| op.under(pointer)).collect();
     let mut object = doc.clone();
-    if let Some(slot) = object.pointer_mut(pointer) {
-        *slot = m.pod;
-    }
-    let patch = crate::patch::diff(doc, &object);
+    apply_all(&patch, &mut object).map_err(|e| {
+        CliError::Input(format!(
+            "{label}: internal error: the patch does not apply: {e}"
+        ))
+    })?;
     Ok(Processed::Object { object, patch })
 }
 
@@ -212,34 +218,13 @@ fn process(
                         "{item_label}: an AdmissionReview cannot be a List item"
                     )));
                 };
-                for mut op in item_patch.0 {
-                    prefix_path(&mut op, &format!("/items/{i}"));
-                    patch.push(op);
-                }
+                let prefix = format!("/items/{i}");
+                patch.extend(item_patch.into_iter().map(|op| op.under(&prefix)));
                 out["items"][i] = object;
             }
-            Ok(Processed::Object {
-                object: out,
-                patch: json_patch::Patch(patch),
-            })
+            Ok(Processed::Object { object: out, patch })
         }
         _ => mutate_object(doc, &label, namespace, env, cluster),
-    }
-}
-
-fn prefix_path(op: &mut json_patch::PatchOperation, prefix: &str) {
-    use json_patch::PatchOperation::*;
-    let path = match op {
-        Add(o) => &mut o.path,
-        Remove(o) => &mut o.path,
-        Replace(o) => &mut o.path,
-        Move(o) => &mut o.path,
-        Copy(o) => &mut o.path,
-        Test(o) => &mut o.path,
-    };
-    let joined = format!("{prefix}{path}");
-    if let Ok(p) = jsonptr::PointerBuf::parse(joined) {
-        *path = p;
     }
 }
 

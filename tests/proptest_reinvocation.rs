@@ -41,8 +41,9 @@ use base64::Engine;
 use kserve_injector::cluster::Secret;
 use kserve_injector::constants::*;
 use kserve_injector::injectors::InjectorOutcome;
-use kserve_injector::pod::{PodEdit, TreeDoc};
+use kserve_injector::pod::{Op, OpKind, PodEdit};
 use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError};
+use kserve_injector_core::oracle::TreeDoc;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{
@@ -1676,11 +1677,18 @@ fn within(a: &str, b: &str) -> bool {
     a == b || (a.starts_with(b) && a[b.len()..].starts_with('/'))
 }
 
+/// The operations in the form an independent RFC 6902 implementation reads,
+/// through their wire form.
+fn independent(ops: &[Op]) -> Result<json_patch::Patch, String> {
+    let wire = serde_json::to_value(ops).map_err(|e| format!("the ops do not serialise: {e}"))?;
+    serde_json::from_value(wire).map_err(|e| format!("the ops are not RFC 6902: {e}"))
+}
+
 /// (a) The patch applies to the object it was computed for and yields
 /// `Mutation.pod`; an empty patch means nothing was injected.
 fn check_patch(stage: &str, input: &Value, m: &Mutation) -> Result<(), String> {
     let mut applied = input.clone();
-    json_patch::patch(&mut applied, &m.patch.0).map_err(|e| {
+    json_patch::patch(&mut applied, &independent(&m.patch)?).map_err(|e| {
         format!(
             "{stage}: (a) the patch does not apply to its input: {e}\npatch: {}",
             compact(&m.patch)
@@ -1693,7 +1701,7 @@ fn check_patch(stage: &str, input: &Value, m: &Mutation) -> Result<(), String> {
         applied,
         m.pod
     );
-    if m.patch.0.is_empty() {
+    if m.patch.is_empty() {
         check!(
             m.outcomes
                 .iter()
@@ -1793,8 +1801,8 @@ fn check_unknown(stage: &str, input: &Value, m: &Mutation) -> Result<(), String>
             }
             None => return Err(format!("{stage}: (d) unknown field {locator} is gone")),
         }
-        for op in &m.patch.0 {
-            let path = op.path().as_str();
+        for op in &m.patch {
+            let path = op.path.as_str();
             check!(
                 !within(path, pointer) && !within(pointer, path),
                 "{stage}: (d) patch operation {} touches unknown field {pointer}",
@@ -1879,7 +1887,7 @@ fn must_succeed(stage: &str, input: &Value, case: &Case) -> Result<Mutation, Str
 /// (c) The pass changed nothing.
 fn check_empty(stage: &str, m: &Mutation) -> Result<(), String> {
     check!(
-        m.patch.0.is_empty(),
+        m.patch.is_empty(),
         "{stage}: (c) expected an empty patch, got {}",
         compact(&m.patch)
     );
@@ -1922,7 +1930,7 @@ fn stable(case: &Case, stats: &Stats) -> Result<(), String> {
     };
     if first.outcomes.is_empty() {
         Stats::bump(&stats.unlabelled);
-    } else if !first.patch.0.is_empty() {
+    } else if !first.patch.is_empty() {
         Stats::bump(&stats.injected);
     }
     if let Ok(mut by) = stats.injected_by.lock() {
@@ -1955,8 +1963,8 @@ fn stable(case: &Case, stats: &Stats) -> Result<(), String> {
         {
             allowed.push(format!("/spec/initContainers/{i}/securityContext"));
         }
-        for op in &again.patch.0 {
-            let path = op.path().as_str();
+        for op in &again.patch {
+            let path = op.path.as_str();
             check!(
                 allowed.iter().any(|a| within(path, a)),
                 "pass after other webhooks: (c) operation {} is outside what the triggered injectors own ({allowed:?})",
@@ -2128,10 +2136,9 @@ fn removal(case: &Case, pick: &Index, containers: bool, stats: &Stats) -> Result
     };
     let added: Vec<&str> = first
         .patch
-        .0
         .iter()
-        .filter(|op| matches!(op, json_patch::PatchOperation::Add(_)))
-        .map(|op| op.path().as_str())
+        .filter(|op| op.kind == OpKind::Add)
+        .map(|op| op.path.as_str())
         .filter(|path| adds_container(path) == containers)
         .collect();
     if added.is_empty() {
@@ -2377,12 +2384,12 @@ fn review_agrees(rc: &ReviewCase, stats: &Stats) -> Result<(), String> {
                 m.outcomes
             );
             check!(
-                reviewed.patch_ops == m.patch.0.len(),
+                reviewed.patch_ops == m.patch.len(),
                 "(f) patch_ops {} but mutate has {} operations",
                 reviewed.patch_ops,
-                m.patch.0.len()
+                m.patch.len()
             );
-            if m.patch.0.is_empty() {
+            if m.patch.is_empty() {
                 check!(
                     answer.get("patch").is_none() && answer.get("patchType").is_none(),
                     "(f) empty mutation but the answer carries a patch: {answer}"

@@ -15,7 +15,8 @@ pub mod injectors;
 pub mod inputs;
 pub mod json_text;
 pub mod mutation;
-pub mod patch;
+#[cfg(any(test, feature = "oracle"))]
+pub mod oracle;
 pub mod pod;
 pub mod probe_json;
 pub mod quantity;

@@ -7,9 +7,8 @@
 
 use crate::constants::ISVC_LABEL;
 use crate::injectors::{self, InjectError, InjectorOutcome};
-use crate::pod::{Op, PodEdit, WorkingSet};
+use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
 use crate::view::{self, PodView, ViewError};
-use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::PodSpec;
 use serde::Deserialize;
 use serde_json::Value;
@@ -47,13 +46,6 @@ pub struct Edits {
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
 }
 
-impl Edits {
-    /// The operations with their values as JSON trees.
-    pub fn resolved(self) -> Vec<PatchOperation> {
-        self.ops.iter().map(Op::to_patch).collect()
-    }
-}
-
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
 /// without the InferenceService label gets no edits, before any other work.
 /// `write_namespace` is false for a workload's pod template, which does not
@@ -80,7 +72,8 @@ pub fn edit(
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mutation {
     pub pod: Value,
-    pub patch: json_patch::Patch,
+    /// RFC 6902 operations, in the order they apply.
+    pub patch: Vec<Op>,
     /// Per injector that ran: whether it changed the pod.
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
 }
@@ -154,10 +147,9 @@ fn mutate_inner(
     let view = view::pod_from_str(&raw)?;
     validate(&raw)?;
     let edits = edit(view, namespace, write_namespace, env)?;
-    let outcomes = edits.outcomes.clone();
-    let patch = json_patch::Patch(edits.resolved());
+    let Edits { ops, outcomes } = edits;
     let mut mutated = pod.clone();
-    json_patch::patch(&mut mutated, &patch).map_err(|e| {
+    apply_all(&ops, &mut mutated).map_err(|e| {
         // Our own operations on the pod they were made for: a bug if it fails.
         InjectError::new(
             "patch",
@@ -166,7 +158,7 @@ fn mutate_inner(
     })?;
     Ok(Mutation {
         pod: mutated,
-        patch,
+        patch: ops,
         outcomes,
     })
 }

@@ -1,6 +1,6 @@
 //! The pod the injectors edit, with the name-keyed "ensure" helpers every
-//! injector uses, behind one interface ([`PodEdit`], [`ContainerEdit`]) with
-//! two implementations:
+//! injector uses, behind one interface ([`PodEdit`], [`ContainerEdit`]), called through
+//! generics (no trait objects), with two implementations:
 //!
 //! - [`WorkingSet`], the webhook's and the CLI's: the borrowed view of the
 //!   request ([`crate::view`]) edited in place, typed. Reads are typed and
@@ -9,9 +9,10 @@
 //!   fields the injectors only read: turning the view into a JSON tree
 //!   only to drop it again was a large part of the review's cost (see
 //!   `docs/performance.md`, measured by `cargo bench --bench review`).
-//! - [`TreeDoc`], the test oracle: the whole pod as a JSON tree, edited in
-//!   place (the pipeline before the view). The injectors' unit tests and the
-//!   reinvocation property test require both to give the same pod.
+//! - the test oracle's `TreeDoc` (`crate::oracle`, feature `oracle`): the
+//!   whole pod as a JSON tree, edited in place (the pipeline before the
+//!   view). The injectors' unit tests and the reinvocation property test
+//!   require both to give the same pod; it is not compiled into the product.
 //!
 //! Both record the same kinds of operations: `add` of a map key or of a list
 //! entry at its explicit index, `replace` of a value that differs, and a
@@ -19,10 +20,7 @@
 //! apply in order, so an edit inside something added earlier is valid.
 
 use crate::view::ContainerView;
-use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
-use serde::Serialize;
-use serde_json::Value;
 use std::borrow::Cow;
 
 pub use crate::cluster::Annotations;
@@ -35,7 +33,7 @@ pub enum List {
 }
 
 impl List {
-    fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             List::Containers => "containers",
             List::InitContainers => "initContainers",
@@ -46,6 +44,11 @@ impl List {
 /// What the injectors read and write on a pod. Annotations are read through
 /// the supertrait, which the cluster lookups take.
 pub trait PodEdit: Annotations {
+    /// A writable container of this pod.
+    type Container<'c>: ContainerEdit
+    where
+        Self: 'c;
+
     fn label(&self, key: &str) -> Option<&str>;
     fn name(&self) -> &str;
     /// The namespace the pod is created in.
@@ -94,10 +97,10 @@ pub trait PodEdit: Annotations {
     /// Appends the volume unless a volume of that name exists.
     fn ensure_volume(&mut self, volume: &Volume) -> bool;
     /// A writable container; `None` if there is no entry at `index`.
-    fn container_at(&mut self, list: List, index: usize) -> Option<Box<dyn ContainerEdit + '_>>;
+    fn container_at(&mut self, list: List, index: usize) -> Option<Self::Container<'_>>;
 
     /// The first entry named `name`, writable.
-    fn container_mut(&mut self, list: List, name: &str) -> Option<Box<dyn ContainerEdit + '_>> {
+    fn container_mut(&mut self, list: List, name: &str) -> Option<Self::Container<'_>> {
         let index = self.position(list, name)?;
         self.container_at(list, index)
     }
@@ -126,17 +129,8 @@ pub trait ContainerEdit {
     fn push_args(&mut self, args: &[&str]);
 }
 
-fn to_json(value: &impl Serialize) -> Value {
-    // k8s-openapi types serialise to JSON infallibly (string keys, no custom errors).
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-pub(crate) fn name_of(entry: &Value) -> Option<&str> {
-    entry.get("name").and_then(Value::as_str)
-}
-
 /// A token of a path: a map key (escaped as RFC 6901 says) or a list index.
-enum Step<'s> {
+pub(crate) enum Step<'s> {
     Key(&'s str),
     Index(usize),
 }
@@ -158,7 +152,7 @@ impl From<usize> for Step<'_> {
 /// `push_back` allocates a token per step and its `parse` scans again what
 /// is valid by construction, both on every recorded operation, which a
 /// small review notices (`examples/review_loop.rs` counts it).
-fn child<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> String {
+pub(crate) fn child<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> String {
     let room = |step: &Step| match step {
         Step::Key(key) => key.len() + 4,
         Step::Index(_) => 21,
@@ -178,26 +172,12 @@ fn child<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> String {
     text
 }
 
-/// [`child`] as a jsonptr pointer, for the reference tree.
-fn child_pointer<'s, const N: usize>(path: &jsonptr::Pointer, steps: [Step<'s>; N]) -> PointerBuf {
-    let mut pointer = path.to_buf();
-    for step in steps {
-        match step {
-            Step::Key(key) => pointer.push_back(jsonptr::Token::new(key)),
-            Step::Index(index) => pointer.push_back(index),
-        }
-    }
-    pointer
-}
-
 pub mod build;
 mod recorded;
-mod tree;
 mod working;
 
-pub use recorded::{Op, OpKind};
-pub use tree::TreeDoc;
-pub use working::WorkingSet;
+pub use recorded::{apply_all, ApplyError, Op, OpKind};
+pub use working::{TypedContainer, WorkingSet};
 
 #[cfg(test)]
 mod tests;

@@ -337,7 +337,8 @@ fn init_containers<'de: 'a, 'a, D: Deserializer<'de>>(
 }
 
 /// A container of a JSON tree read with every list, whatever its name: the
-/// test oracle's reads ([`crate::pod::TreeDoc`]). Default when unreadable.
+/// test oracle's reads (`crate::oracle::TreeDoc`). Default when unreadable.
+#[cfg(any(test, feature = "oracle"))]
 pub fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
     let all = |_: Option<&str>| Lists {
         mounts: true,
@@ -682,7 +683,8 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
     }
 }
 
-/// The same view of a pod already held as a JSON tree (the CLI's documents).
+/// The same view of a pod already held as a JSON tree (the tests' documents).
+#[cfg(any(test, feature = "oracle"))]
 pub fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
     if !pod.is_object() {
         return Err(ViewError {

@@ -520,6 +520,7 @@ fn hand_written_ops_are_json_patch_operations() {
     let mut out = String::new();
     write_ops(&mut out, &ops);
     let written: Value = serde_json::from_str(&out).unwrap();
-    let patch: Vec<_> = ops.iter().map(Op::to_patch).collect();
-    assert_eq!(written, serde_json::to_value(&patch).unwrap());
+    let parsed: json_patch::Patch = serde_json::from_value(written.clone()).unwrap();
+    assert_eq!(written, serde_json::to_value(&parsed).unwrap());
+    assert_eq!(written, serde_json::to_value(ops).unwrap());
 }

@@ -10,7 +10,7 @@ use crate::pod::{List, PodEdit};
 
 pub const NAME: &str = "accelerator";
 
-pub fn inject(pod: &mut dyn PodEdit, _env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, _env: &Inputs) -> Result<(), InjectError> {
     let Some(accelerator) = pod
         .annotation(GKE_ACCELERATOR_ANNOTATION)
         .map(str::to_string)
@@ -31,8 +31,10 @@ pub fn inject(pod: &mut dyn PodEdit, _env: &Inputs) -> Result<(), InjectError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::injectors::test_support::run;
+    use crate::injectors::test_support::{inject_on_either, run};
     use serde_json::json;
+
+    inject_on_either!(super::inject);
 
     #[test]
     fn ac1_gpu_limit_and_annotation_set_node_selector() {

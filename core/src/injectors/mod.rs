@@ -11,7 +11,7 @@ pub mod storage_initializer;
 pub mod storage_uri;
 
 use crate::inputs::Inputs;
-use crate::pod::PodEdit;
+use crate::pod::{PodEdit, WorkingSet};
 
 /// An injector refused the pod; the message is KServe's wording.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -47,13 +47,12 @@ impl InjectorOutcome {
     }
 }
 
-type Injector = fn(&mut dyn PodEdit, &Inputs) -> Result<(), InjectError>;
+type Injector<P> = fn(&mut P, &Inputs) -> Result<(), InjectError>;
 
-/// One named step of the pipeline: its injectors run in order and their
-/// changes are reported under the step's name.
-pub struct Step {
+/// One named step of the pipeline: its changes are reported under its name.
+pub struct Step<P> {
     pub name: &'static str,
-    injectors: &'static [Injector],
+    run: Injector<P>,
     /// Whether the step is registered for this config.
     enabled: fn(&Inputs) -> bool,
 }
@@ -67,54 +66,68 @@ fn oci_mode_configured(env: &Inputs) -> bool {
     !env.config.storage_initializer.oci_mode().is_empty()
 }
 
-/// KServe's injectors in KServe's order: the one list of the pipeline.
-pub const PIPELINE: [Step; 6] = [
-    Step {
-        name: accelerator::NAME,
-        injectors: &[accelerator::inject],
-        enabled: always,
-    },
-    Step {
-        name: storage_initializer::NAME,
-        injectors: &[storage_initializer::inject],
-        enabled: always,
-    },
-    Step {
-        name: istio_cni::NAME,
-        injectors: &[istio_cni::inject],
-        enabled: always,
-    },
-    Step {
-        name: agent::NAME,
-        injectors: &[agent::inject],
-        enabled: always,
-    },
-    Step {
-        name: metrics_aggregator::NAME,
-        injectors: &[metrics_aggregator::inject],
-        enabled: always,
-    },
-    // The Istio CNI step runs before a fetch-mode initializer exists, so
-    // KServe sets its UID only on a reinvocation; running the Istio CNI
-    // injector again here reaches that state in one pass (it is idempotent,
-    // and a no-op unless a storage initializer is present).
-    Step {
-        name: modelcar::NAME,
-        injectors: &[modelcar::inject, istio_cni::inject],
-        enabled: oci_mode_configured,
-    },
-];
+/// The Istio CNI step runs before a fetch-mode initializer exists, so
+/// KServe sets its UID only on a reinvocation; running the Istio CNI
+/// injector again after the modelcar reaches that state in one pass (it is
+/// idempotent, and a no-op unless a storage initializer is present).
+pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
+    modelcar::inject(pod, env)?;
+    istio_cni::inject(pod, env)
+}
 
-pub fn run_all(
-    pod: &mut dyn PodEdit,
+/// The pipeline for one kind of pod document. Generic rather than a table of
+/// `dyn` calls: the product instantiates it for the working set only, and the
+/// test oracle (feature `oracle`) for its JSON tree.
+pub struct Pipeline<P>(std::marker::PhantomData<P>);
+
+impl<P: PodEdit> Pipeline<P> {
+    /// KServe's injectors in KServe's order: the one list of the pipeline.
+    pub const STEPS: [Step<P>; 6] = [
+        Step {
+            name: accelerator::NAME,
+            run: accelerator::inject::<P>,
+            enabled: always,
+        },
+        Step {
+            name: storage_initializer::NAME,
+            run: storage_initializer::inject::<P>,
+            enabled: always,
+        },
+        Step {
+            name: istio_cni::NAME,
+            run: istio_cni::inject::<P>,
+            enabled: always,
+        },
+        Step {
+            name: agent::NAME,
+            run: agent::inject::<P>,
+            enabled: always,
+        },
+        Step {
+            name: metrics_aggregator::NAME,
+            run: metrics_aggregator::inject::<P>,
+            enabled: always,
+        },
+        Step {
+            name: modelcar::NAME,
+            run: modelcar_step::<P>,
+            enabled: oci_mode_configured,
+        },
+    ];
+}
+
+/// The steps as the webhook and the CLI run them.
+pub const PIPELINE: [Step<WorkingSet<'static>>; 6] = Pipeline::<WorkingSet<'static>>::STEPS;
+
+pub fn run_all<P: PodEdit>(
+    pod: &mut P,
     env: &Inputs,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
-    let mut outcomes = Vec::with_capacity(PIPELINE.len());
-    for step in PIPELINE.iter().filter(|s| (s.enabled)(env)) {
+    let steps = Pipeline::<P>::STEPS;
+    let mut outcomes = Vec::with_capacity(steps.len());
+    for step in steps.iter().filter(|s| (s.enabled)(env)) {
         let before = pod.changes();
-        for inject in step.injectors {
-            inject(pod, env)?;
-        }
+        (step.run)(pod, env)?;
         let outcome = if pod.changes() > before {
             InjectorOutcome::Injected
         } else {

@@ -10,7 +10,7 @@ use crate::inputs::Inputs;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
-use crate::pod::{List, PodEdit};
+use crate::pod::{ContainerEdit, List, PodEdit};
 use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
     Container, ImageVolumeSource, KeyToPath, ResourceRequirements, SecretVolumeSource,
@@ -25,7 +25,7 @@ pub const NAME: &str = "modelcar";
 /// sidecar creates at `/mnt/models` is visible to the server.
 const MODELCAR_MOUNT_PATH: &str = "/mnt";
 
-pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -49,7 +49,7 @@ pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
     }
 }
 
-fn inject_modelcar(pod: &mut dyn PodEdit, env: &Inputs, oci: &OciUri, containers: &[&str]) {
+fn inject_modelcar(pod: &mut impl PodEdit, env: &Inputs, oci: &OciUri, containers: &[&str]) {
     let config = &env.config.storage_initializer;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
@@ -141,7 +141,7 @@ fn path_volume_name(path: &str) -> String {
 }
 
 fn inject_image_volume(
-    pod: &mut dyn PodEdit,
+    pod: &mut impl PodEdit,
     oci: &OciUri,
     containers: &[&str],
 ) -> Result<(), InjectError> {
@@ -190,7 +190,7 @@ fn inject_image_volume(
 }
 
 fn inject_fetch(
-    pod: &mut dyn PodEdit,
+    pod: &mut impl PodEdit,
     env: &Inputs,
     oci: &OciUri,
     containers: &[&str],
@@ -221,7 +221,7 @@ fn inject_fetch(
 }
 
 /// An existing initializer also downloads this model, unless it already does.
-fn add_fetch_pair(pod: &mut dyn PodEdit, position: usize, uri: &str) {
+fn add_fetch_pair(pod: &mut impl PodEdit, position: usize, uri: &str) {
     let Some(mut init) = pod.container_at(List::InitContainers, position) else {
         return;
     };
@@ -234,7 +234,7 @@ fn add_fetch_pair(pod: &mut dyn PodEdit, position: usize, uri: &str) {
 /// The initializer with registry credentials (first pull secret), the
 /// configured CA bundle and the insecure-registry switch. Like KServe, a
 /// credential whose volume name is already taken is left out.
-fn add_fetch_init_container(pod: &mut dyn PodEdit, env: &Inputs, uri: &str) {
+fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
     let mut vars = Vec::new();
     let mut mounts = Vec::new();
     let mut volumes = Vec::new();

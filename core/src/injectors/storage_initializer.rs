@@ -21,7 +21,7 @@ use crate::inputs::Inputs;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
-use crate::pod::{List, PodEdit};
+use crate::pod::{ContainerEdit, List, PodEdit};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
@@ -32,7 +32,7 @@ fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
 }
 
-pub fn inject(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -129,7 +129,7 @@ fn pvc_volume(claim: &str, sub_path: &str, read_only: bool) -> (Vec<Volume>, Vol
 }
 
 /// The server reads the model from the mount, not from the remote URI.
-fn rewrite_storage_uri(pod: &mut dyn PodEdit, target: &str) {
+fn rewrite_storage_uri(pod: &mut impl PodEdit, target: &str) {
     let Some(mut c) = pod.container_mut(List::Containers, target) else {
         return;
     };
@@ -153,7 +153,7 @@ impl InitPlan<'_> {
     /// and the default env added where the merge left them absent.
     fn build(
         &self,
-        pod: &dyn PodEdit,
+        pod: &impl PodEdit,
         env: &Inputs,
     ) -> Result<(Container, Vec<Volume>), InjectError> {
         let mut args = vec![
@@ -231,7 +231,7 @@ fn set_var(vars: &mut Vec<EnvVar>, name: &str, value: &str) {
     }
 }
 
-fn apply_confidential(pod: &dyn PodEdit, vars: &mut Vec<EnvVar>) {
+fn apply_confidential(pod: &impl PodEdit, vars: &mut Vec<EnvVar>) {
     if pod.annotation(CONFIDENTIAL_ENABLED_ANNOTATION) != Some("true") {
         return;
     }

@@ -6,10 +6,26 @@
 use super::InjectError;
 use crate::config::Config;
 use crate::inputs::Inputs;
-use crate::pod::{PodEdit, TreeDoc, WorkingSet};
+use crate::oracle::{EitherDoc, TreeDoc};
+use crate::pod::{apply_all, WorkingSet};
 use serde_json::Value;
 
-pub(crate) type Inject = fn(&mut dyn PodEdit, &Inputs) -> Result<(), InjectError>;
+/// Declares, in an injector's test module, `inject` as that injector on
+/// [`EitherDoc`]: a generic function's lifetimes are fixed where it is
+/// named, so `super::inject` itself cannot be the higher-ranked [`Inject`].
+macro_rules! inject_on_either {
+    ($injector:path) => {
+        fn inject(
+            pod: &mut $crate::oracle::EitherDoc<'_, '_>,
+            env: &$crate::inputs::Inputs,
+        ) -> Result<(), $crate::injectors::InjectError> {
+            $injector(pod, env)
+        }
+    };
+}
+pub(crate) use inject_on_either;
+
+pub(crate) type Inject = fn(&mut EitherDoc<'_, '_>, &Inputs) -> Result<(), InjectError>;
 
 pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
     run_with(inject, pod, &Inputs::default())
@@ -17,14 +33,14 @@ pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
 
 pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Inputs) -> Result<Value, InjectError> {
     let mut whole = pod.clone();
-    let on_whole = inject(&mut TreeDoc::new(&mut whole), env);
+    let on_whole = inject(&mut EitherDoc::Tree(&mut TreeDoc::new(&mut whole)), env);
     let view = crate::view::pod_from_value(pod).expect("a pod the view can read");
     let mut doc = WorkingSet::new(view);
-    let on_view = inject(&mut doc, env);
+    let on_view = inject(&mut EitherDoc::Working(&mut doc), env);
     assert_eq!(on_whole, on_view, "the working set decided otherwise");
     on_view?;
     let mut patched = pod.clone();
-    json_patch::patch(&mut patched, &doc.into_ops()).expect("recorded ops apply");
+    apply_all(&doc.into_patch(), &mut patched).expect("recorded ops apply");
     assert_eq!(patched, whole, "recorded ops differ from the edits");
     Ok(patched)
 }

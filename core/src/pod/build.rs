@@ -74,7 +74,7 @@ pub fn initializer_image(env: &Inputs) -> String {
 /// The containers that read the model: the server (`kserve-container`, else
 /// `worker-container`) first, then `transformer-container` when present.
 /// `None` when the pod has no server container.
-pub fn model_containers(pod: &dyn PodEdit) -> Option<Vec<&'static str>> {
+pub fn model_containers(pod: &impl PodEdit) -> Option<Vec<&'static str>> {
     let present = |name: &str| pod.position(List::Containers, name).is_some();
     let server = [KSERVE_CONTAINER, WORKER_CONTAINER]
         .into_iter()

@@ -5,9 +5,8 @@
 //! to write them out cost more than writing each value once, and on a small
 //! review that difference is large (see `docs/performance.md`).
 
-use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
-use jsonptr::PointerBuf;
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +15,8 @@ pub enum OpKind {
     Replace,
 }
 
+/// The one patch operation type: what the webhook encodes, what the CLI
+/// prints and applies. It serialises as RFC 6902 (`{"op","path","value"}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Op {
     pub kind: OpKind,
@@ -23,6 +24,15 @@ pub struct Op {
     pub path: String,
     /// The value as JSON text, written by [`crate::json_text`].
     pub value: String,
+}
+
+/// An operation that does not apply to the document it was given.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("{op} at {path:?}: {reason}")]
+pub struct ApplyError {
+    pub op: &'static str,
+    pub path: String,
+    pub reason: String,
 }
 
 impl Op {
@@ -33,18 +43,83 @@ impl Op {
         }
     }
 
-    /// The operation with its value as a JSON tree, for applying it.
-    pub fn to_patch(&self) -> PatchOperation {
-        // Valid by construction; a text that were not would stay one key,
-        // so applying the operation fails rather than writing elsewhere.
-        let path = PointerBuf::parse(self.path.as_str())
-            .unwrap_or_else(|_| PointerBuf::from_tokens([self.path.as_str()]));
-        // Our own text, written by serde_json: it parses.
-        let value = serde_json::from_str(&self.value).unwrap_or(Value::Null);
-        match self.kind {
-            OpKind::Add => PatchOperation::Add(AddOperation { path, value }),
-            OpKind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
+    /// The same operation on the document that holds this one's at `prefix`
+    /// (pointer text, e.g. `/spec/template` or `/items/3`).
+    pub fn under(mut self, prefix: &str) -> Op {
+        self.path.insert_str(0, prefix);
+        self
+    }
+
+    /// Applies the operation to `doc` as RFC 6902 says.
+    pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+        let value = serde_json::from_str(&self.value).map_err(|e| ApplyError {
+            op: self.name(),
+            path: self.path.clone(),
+            reason: format!("the value is not JSON: {e}"),
+        })?;
+        apply_at(doc, self.kind, &self.path, value).map_err(|reason| ApplyError {
+            op: self.name(),
+            path: self.path.clone(),
+            reason,
+        })
+    }
+}
+
+/// Applies `ops` in order to `doc`; stops at the first that does not apply.
+pub fn apply_all(ops: &[Op], doc: &mut Value) -> Result<(), ApplyError> {
+    ops.iter().try_for_each(|op| op.apply(doc))
+}
+
+/// RFC 6902 `add` or `replace` of `value` at `path` in `doc`.
+pub(crate) fn apply_at(
+    doc: &mut Value,
+    kind: OpKind,
+    path: &str,
+    value: Value,
+) -> Result<(), String> {
+    let pointer = jsonptr::Pointer::parse(path).map_err(|e| e.to_string())?;
+    let Some((parent, last)) = pointer.split_back() else {
+        *doc = value;
+        return Ok(());
+    };
+    let target = parent
+        .resolve_mut(doc)
+        .map_err(|_| "the parent does not exist".to_string())?;
+    match target {
+        Value::Object(map) => {
+            let key = last.decoded();
+            if kind == OpKind::Replace && !map.contains_key(key.as_ref()) {
+                return Err("no member to replace".to_string());
+            }
+            map.insert(key.into_owned(), value);
         }
+        Value::Array(items) => {
+            let index = match last.encoded() {
+                "-" => items.len(),
+                text => text
+                    .parse::<usize>()
+                    .map_err(|_| format!("{text:?} is not a list index"))?,
+            };
+            match kind {
+                OpKind::Add if index <= items.len() => items.insert(index, value),
+                OpKind::Replace if index < items.len() => items[index] = value,
+                _ => return Err(format!("index {index} is past the list's end")),
+            }
+        }
+        _ => return Err("the parent is not an object or a list".to_string()),
+    }
+    Ok(())
+}
+
+impl Serialize for Op {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let value: &RawValue =
+            serde_json::from_str(&self.value).map_err(serde::ser::Error::custom)?;
+        let mut op = serializer.serialize_struct("Op", 3)?;
+        op.serialize_field("op", self.name())?;
+        op.serialize_field("path", &self.path)?;
+        op.serialize_field("value", value)?;
+        op.end()
     }
 }
 

@@ -1,8 +1,9 @@
 use super::*;
+use crate::oracle::{EitherDoc, TreeDoc};
 use crate::view::pod_from_value;
-use json_patch::PatchOperation;
 use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
 use serde_json::json;
+use serde_json::Value;
 
 fn container(name: &str) -> Container {
     Container {
@@ -69,10 +70,9 @@ fn working_set<'a>(pod: &'a Value, ns: Option<&str>) -> WorkingSet<'a> {
     }
 }
 
-fn apply(pod: &Value, ops: &[PatchOperation]) -> Value {
+fn apply(pod: &Value, ops: &[Op]) -> Value {
     let mut patched = pod.clone();
-    json_patch::patch(&mut patched, ops)
-        .unwrap_or_else(|e| panic!("the operations apply: {e}\n{ops:?}"));
+    apply_all(ops, &mut patched).unwrap_or_else(|e| panic!("the operations apply: {e}\n{ops:?}"));
     patched
 }
 
@@ -82,17 +82,17 @@ fn apply(pod: &Value, ops: &[PatchOperation]) -> Value {
 /// built from the view of `pod` gives operations that, applied to `pod`, give
 /// the same pod. Both must agree on whether anything changed, and no change
 /// must mean an unchanged pod. Assertions inside `edit` run on both.
-fn both(pod: &Value, ns: Option<&str>, edit: impl Fn(&mut dyn PodEdit)) -> Value {
+fn both(pod: &Value, ns: Option<&str>, edit: impl Fn(&mut EitherDoc<'_, '_>)) -> Value {
     let mut tree = pod.clone();
     let mut doc = tree_doc(&mut tree, ns);
-    edit(&mut doc);
+    edit(&mut EitherDoc::Tree(&mut doc));
     let tree_changed = doc.changes() > 0;
     drop(doc);
 
     // `into_ops` moves the values out of the tree, so the replay edits another copy.
     let mut scratch = pod.clone();
     let mut doc = tree_doc(&mut scratch, ns);
-    edit(&mut doc);
+    edit(&mut EitherDoc::Tree(&mut doc));
     let tree_ops = doc.into_ops();
     assert_eq!(
         apply(pod, &tree_ops),
@@ -101,9 +101,9 @@ fn both(pod: &Value, ns: Option<&str>, edit: impl Fn(&mut dyn PodEdit)) -> Value
     );
 
     let mut ws = working_set(pod, ns);
-    edit(&mut ws);
+    edit(&mut EitherDoc::Working(&mut ws));
     let ws_changed = ws.changes() > 0;
-    let ops = ws.into_ops();
+    let ops = ws.into_patch();
     assert_eq!(
         apply(pod, &ops),
         tree,
@@ -122,21 +122,21 @@ fn both(pod: &Value, ns: Option<&str>, edit: impl Fn(&mut dyn PodEdit)) -> Value
 
 /// The working set's operations for `edit` on `pod`, as JSON with added
 /// containers resolved, after checking the oracle agrees ([`both`]).
-fn working_ops(pod: &Value, edit: impl Fn(&mut dyn PodEdit)) -> Value {
+fn working_ops(pod: &Value, edit: impl Fn(&mut EitherDoc<'_, '_>)) -> Value {
     both(pod, None, &edit);
     let mut ws = working_set(pod, None);
-    edit(&mut ws);
-    serde_json::to_value(ws.into_ops()).expect("operations serialise")
+    edit(&mut EitherDoc::Working(&mut ws));
+    serde_json::to_value(ws.into_patch()).expect("operations serialise")
 }
 
 /// The working set's operations for `edit` on `pod`, after checking they are
 /// the oracle's: whatever is created in the pass arrives whole in one `add`,
 /// a later write inside it folded in, in both.
-fn same_ops_as_tree(pod: &Value, edit: impl Fn(&mut dyn PodEdit)) -> Value {
+fn same_ops_as_tree(pod: &Value, edit: impl Fn(&mut EitherDoc<'_, '_>)) -> Value {
     let ops = working_ops(pod, &edit);
     let mut tree = pod.clone();
     let mut doc = TreeDoc::new(&mut tree);
-    edit(&mut doc);
+    edit(&mut EitherDoc::Tree(&mut doc));
     let tree_ops = serde_json::to_value(doc.into_ops()).expect("operations serialise");
     assert_eq!(
         ops, tree_ops,
@@ -860,7 +860,7 @@ fn odd_container_shapes_are_left_alone_without_panicking() {
 
 /// Edits inside things added in the same pass: the oracle folds them into
 /// the `add`, the working set records them as operations of their own.
-fn edit_inside_added(doc: &mut dyn PodEdit) {
+fn edit_inside_added(doc: &mut impl PodEdit) {
     doc.set_annotation("x/y", "1");
     doc.set_annotation("z", "2");
     doc.ensure_container(
@@ -884,7 +884,7 @@ fn edit_inside_added(doc: &mut dyn PodEdit) {
 fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
     let input = json!({"spec": {"containers": [{"name": "a"}]}});
     // Checks too that the oracle's operations give its pod.
-    let after = both(&input, None, edit_inside_added);
+    let after = both(&input, None, |d| edit_inside_added(d));
     let mut out = input.clone();
     let mut doc = TreeDoc::new(&mut out);
     edit_inside_added(&mut doc);
@@ -905,7 +905,7 @@ fn writes_into_something_added_in_the_same_pass_arrive_inside_its_add() {
 fn the_working_set_sends_what_it_creates_whole_as_the_tree_does() {
     let input = json!({"spec": {"containers": [{"name": "a"}]}});
     assert_eq!(
-        same_ops_as_tree(&input, edit_inside_added),
+        same_ops_as_tree(&input, |d| edit_inside_added(d)),
         json!([
             {"op": "add", "path": "/metadata", "value": {"annotations": {"x/y": "1", "z": "2"}}},
             {"op": "add", "path": "/spec/initContainers",
@@ -913,23 +913,6 @@ fn the_working_set_sends_what_it_creates_whole_as_the_tree_does() {
             {"op": "add", "path": "/spec/containers/0/securityContext", "value": {"runAsUser": 8}}
         ])
     );
-}
-
-#[test]
-fn values_are_found_at_escaped_pointers() {
-    let mut tree = serde_json::json!({"a/b": {"c~d": [0, {"e": 1}]}, "~1": 2});
-    let path = jsonptr::PointerBuf::parse("/a~1b/c~0d/1/e").expect("a pointer");
-    assert_eq!(
-        super::tree::value_at(&mut tree, &path),
-        Some(&mut serde_json::json!(1))
-    );
-    let tilde_one = jsonptr::PointerBuf::parse("/~01").expect("a pointer");
-    assert_eq!(
-        super::tree::value_at(&mut tree, &tilde_one),
-        Some(&mut serde_json::json!(2))
-    );
-    let missing = jsonptr::PointerBuf::parse("/a~1b/c~0d/2").expect("a pointer");
-    assert_eq!(super::tree::value_at(&mut tree, &missing), None);
 }
 
 // --- containers added whole ---------------------------------------------------
@@ -962,7 +945,7 @@ fn an_added_container_is_found_by_name_and_written_whole_into_the_patch() {
 #[test]
 fn an_added_container_can_be_edited_in_the_same_pass() {
     let pod = pod_with(json!({"name": "kserve-container"}));
-    let edit = |doc: &mut dyn PodEdit| {
+    let edit = |doc: &mut EitherDoc<'_, '_>| {
         assert!(doc.ensure_container(List::Containers, container("agent")));
         assert!(doc.ensure_container(List::InitContainers, container("init")));
         doc.container_mut(List::InitContainers, "init")
@@ -980,8 +963,8 @@ fn an_added_container_can_be_edited_in_the_same_pass() {
 
     // The working set's own operations, applied to the input.
     let mut ws = working_set(&pod, None);
-    edit(&mut ws);
-    let patched = apply(&pod, &ws.into_ops());
+    edit(&mut EitherDoc::Working(&mut ws));
+    let patched = apply(&pod, &ws.into_patch());
     assert_eq!(patched["spec"]["initContainers"], json!([init]));
     assert_eq!(
         patched["spec"]["containers"],
@@ -1090,7 +1073,7 @@ fn an_annotation_key_is_escaped_in_the_path() {
 
 #[test]
 fn ensure_volume_creates_spec_or_the_list_or_appends_at_the_next_index() {
-    let edit = |doc: &mut dyn PodEdit| {
+    let edit = |doc: &mut EitherDoc<'_, '_>| {
         assert!(doc.ensure_volume(&volume("model")));
         assert!(doc.ensure_volume(&volume("data")));
         assert!(!doc.ensure_volume(&volume("model")));
@@ -1122,7 +1105,7 @@ fn ensure_volume_creates_spec_or_the_list_or_appends_at_the_next_index() {
 
 #[test]
 fn spec_maps_and_flags_are_created_whole_when_spec_is_absent() {
-    let edit = |doc: &mut dyn PodEdit| {
+    let edit = |doc: &mut EitherDoc<'_, '_>| {
         doc.set_node_selector("k", "v");
         doc.set_share_process_namespace(true);
         doc.set_node_selector("k2", "v2");
@@ -1146,7 +1129,7 @@ fn spec_maps_and_flags_are_created_whole_when_spec_is_absent() {
 
 #[test]
 fn push_args_creates_the_list_then_appends() {
-    let edit = |doc: &mut dyn PodEdit| {
+    let edit = |doc: &mut EitherDoc<'_, '_>| {
         let mut c = doc
             .container_mut(List::Containers, "kserve-container")
             .expect("container");
@@ -1219,15 +1202,4 @@ fn an_added_container_reads_back_whole_on_both_backends() {
         assert!(!c.ensure_mount(&mount("data", "/other")));
         c.set_env("A", "2");
     });
-}
-
-#[test]
-fn pointer_text_escapes_keys_and_parses_to_the_token_built_pointer() {
-    let base = jsonptr::PointerBuf::parse("/metadata/annotations").expect("pointer");
-    for key in ["plain", "a/b", "~0", "x~1/y", ""] {
-        let text = super::child(base.as_str(), [key.into(), 3.into()]);
-        let built = super::child_pointer(&base, [key.into(), 3.into()]);
-        let parsed = jsonptr::PointerBuf::parse(text.as_str()).ok();
-        assert_eq!(parsed, Some(built), "{key:?}");
-    }
 }

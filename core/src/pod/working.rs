@@ -6,16 +6,14 @@
 //! The view keeps every list the injectors write whole (all
 //! entries, at their indices) and every object on a written path exactly
 //! when the pod has it, so indices and "create the list" decisions are the
-//! pod's own; the oracle ([`super::TreeDoc`]) checks that on every test pod.
+//! pod's own; the oracle (the test oracle's `TreeDoc`) checks that on every test pod.
 
-use super::recorded::{array_of, json, object, Op, OpKind};
+use super::recorded::{apply_at, array_of, json, object, Op, OpKind};
 use super::{child, Annotations, ContainerEdit, List, PodEdit};
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
     SpecView, Str, StrMap,
 };
-use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
-use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, SecurityContext, Volume, VolumeMount,
 };
@@ -131,7 +129,7 @@ impl<'a> WorkingSet<'a> {
     /// The operations, in order. A write inside something added earlier goes into that `add`'s value,
     /// and a path written twice keeps one operation with the last value, so
     /// whatever we create arrives whole in one `add`, as a diff would send
-    /// it (and as [`super::TreeDoc`] sends it).
+    /// it (and as the test oracle's `TreeDoc` sends it).
     pub fn into_patch(self) -> Vec<Op> {
         let mut out: Vec<Op> = Vec::with_capacity(self.ops.len());
         for op in self.ops {
@@ -140,11 +138,6 @@ impl<'a> WorkingSet<'a> {
             }
         }
         out
-    }
-
-    /// The operations with their values as JSON trees, for applying them.
-    pub fn into_ops(self) -> Vec<PatchOperation> {
-        self.into_patch().iter().map(Op::to_patch).collect()
     }
 
     /// `metadata`, created with one `add` of `{key: value}` when absent; the
@@ -218,6 +211,11 @@ impl Annotations for WorkingSet<'_> {
 }
 
 impl<'a> PodEdit for WorkingSet<'a> {
+    type Container<'c>
+        = TypedContainer<'c, 'a>
+    where
+        Self: 'c;
+
     fn label(&self, key: &str) -> Option<&str> {
         self.pod.label(key)
     }
@@ -386,7 +384,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         true
     }
 
-    fn container_at(&mut self, list: List, index: usize) -> Option<Box<dyn ContainerEdit + '_>> {
+    fn container_at(&mut self, list: List, index: usize) -> Option<Self::Container<'_>> {
         self.materialize(list, index);
         let spec = self.pod.spec.as_mut()?;
         let items = match list {
@@ -395,11 +393,11 @@ impl<'a> PodEdit for WorkingSet<'a> {
         };
         let c = items.0.get_mut(index)?;
         let path = child("", ["spec".into(), list.key().into(), index.into()]);
-        Some(Box::new(TypedContainer {
+        Some(TypedContainer {
             c,
             path,
             ops: &mut self.ops,
-        }))
+        })
     }
 }
 
@@ -425,18 +423,10 @@ fn fold_into(out: &mut [Op], op: Op) -> Option<Op> {
         return None;
     }
     let parse = |text: &str| serde_json::from_str::<Value>(text);
-    let (Ok(mut target), Ok(value), Ok(rest)) = (
-        parse(&out[at].value),
-        parse(&op.value),
-        PointerBuf::parse(rest),
-    ) else {
+    let (Ok(mut target), Ok(value)) = (parse(&out[at].value), parse(&op.value)) else {
         return Some(op);
     };
-    let inner = match op.kind {
-        OpKind::Replace => PatchOperation::Replace(ReplaceOperation { path: rest, value }),
-        OpKind::Add => PatchOperation::Add(AddOperation { path: rest, value }),
-    };
-    match json_patch::patch(&mut target, &[inner]) {
+    match apply_at(&mut target, op.kind, rest, value) {
         Ok(()) => {
             out[at].value = json(&target);
             None
@@ -478,7 +468,7 @@ fn view_of(c: &Container) -> ContainerView<'static> {
 }
 
 /// A container of the working set.
-struct TypedContainer<'w, 'a> {
+pub struct TypedContainer<'w, 'a> {
     c: &'w mut ContainerView<'a>,
     /// Where this container is in the pod.
     path: String,

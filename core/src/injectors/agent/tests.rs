@@ -1,9 +1,11 @@
 use super::*;
 use crate::config::{Config, ConfigError};
-use crate::injectors::test_support::{env_with, run, run_idempotent, run_with};
-use crate::pod::TreeDoc;
+use crate::injectors::test_support::{env_with, inject_on_either, run, run_idempotent, run_with};
+use crate::oracle::{EitherDoc, TreeDoc};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+
+inject_on_either!(super::inject);
 
 const TCP_JSON: &str = r#"{"tcpSocket":{"port":8080},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3}"#;
 
@@ -758,7 +760,11 @@ fn pod_template_namespace_comes_from_the_doc_context() {
         .unwrap()
         .remove("namespace");
     let mut out = input.clone();
-    inject(&mut TreeDoc::in_namespace(&mut out, "models"), &ag_env()).unwrap();
+    inject(
+        &mut EitherDoc::Tree(&mut TreeDoc::in_namespace(&mut out, "models")),
+        &ag_env(),
+    )
+    .unwrap();
     let args = agent_args(&out);
     let at = args.iter().position(|a| *a == "--namespace").unwrap();
     assert_eq!(args[at + 1], "models");

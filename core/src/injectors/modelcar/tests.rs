@@ -1,6 +1,9 @@
 use super::*;
-use crate::injectors::test_support::{env_with, run_idempotent, run_with};
+use crate::injectors::test_support::{env_with, inject_on_either, run_idempotent, run_with};
+use crate::oracle::EitherDoc;
 use serde_json::{json, Value};
+
+inject_on_either!(super::inject);
 
 const PROBE_ARGS: &str = "echo 'Pre-fetching modelcar myrepo/mymodelimage: ' && [ -d /models ] && [ \"$$(ls -A /models)\" ] && echo 'OK ... Prefetched and valid (/models exists)' || (echo 'NOK ... Prefetched but modelcar is invalid (/models does not exist or is empty)' && exit 1)";
 
@@ -493,9 +496,8 @@ fn fetch_mode_adds_its_source_to_an_existing_initializer() {
 
 /// The pipeline's modelcar step (`injectors::PIPELINE`): modelcar, then
 /// Istio CNI again.
-fn modelcar_step(pod: &mut dyn PodEdit, env: &Inputs) -> Result<(), InjectError> {
-    inject(pod, env)?;
-    crate::injectors::istio_cni::inject(pod, env)
+fn modelcar_step(pod: &mut EitherDoc<'_, '_>, env: &Inputs) -> Result<(), InjectError> {
+    crate::injectors::modelcar_step(pod, env)
 }
 
 #[test]

@@ -1,16 +1,37 @@
 //! The test oracle's pod: the whole pod as a JSON tree, edited in place
 //! (the pipeline before the borrowed view), with the same operations
-//! recorded as [`super::WorkingSet`] records. Reads deserialise the typed
+//! recorded as [`crate::pod::WorkingSet`] records. Reads deserialise the typed
 //! views from the tree, with every list, so a field the view leaves out
 //! that an injector turns out to read shows up as a difference.
 
-use super::{child_pointer as child, name_of, to_json, Annotations, ContainerEdit, List, PodEdit};
+use crate::pod::{Annotations, ContainerEdit, List, Op, OpKind, PodEdit, Step};
 use crate::view::{self, ContainerView};
-use json_patch::{AddOperation, PatchOperation, ReplaceOperation};
 use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+
+fn to_json(value: &impl Serialize) -> Value {
+    // k8s-openapi types serialise to JSON infallibly (string keys, no custom errors).
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+pub(crate) fn name_of(entry: &Value) -> Option<&str> {
+    entry.get("name").and_then(Value::as_str)
+}
+
+/// [`child`] as a jsonptr pointer, for the reference tree.
+fn child<'s, const N: usize>(path: &jsonptr::Pointer, steps: [Step<'s>; N]) -> PointerBuf {
+    let mut pointer = path.to_buf();
+    for step in steps {
+        match step {
+            Step::Key(key) => pointer.push_back(jsonptr::Token::new(key)),
+            Step::Index(index) => pointer.push_back(index),
+        }
+    }
+    pointer
+}
 
 pub struct TreeDoc<'a> {
     root: &'a mut Value,
@@ -114,7 +135,7 @@ fn push_at(
 /// `Value::pointer_mut` without its allocations: tokens are found by a byte
 /// scan (`str::split` sets up a char search per call, costly on paths this
 /// short) and decoded, by jsonptr, only when they hold an escape.
-pub(super) fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value> {
+fn value_at<'v>(root: &'v mut Value, path: &PointerBuf) -> Option<&'v mut Value> {
     let mut node = root;
     let mut rest = path.as_str();
     while let Some(after) = rest.strip_prefix('/') {
@@ -167,27 +188,33 @@ impl<'a> TreeDoc<'a> {
     /// would send it). Sound because the edits never remove, never insert in
     /// the middle of a list, and never write over an ancestor of an earlier
     /// write; a path written twice carries its last value once.
-    pub fn into_ops(self) -> Vec<PatchOperation> {
+    pub fn into_ops(self) -> Vec<Op> {
         // A pod's edits are a few dozen at most: linear scans over the
         // paths taken so far beat hashing and cloning pointers.
-        let mut out: Vec<PatchOperation> = Vec::with_capacity(self.ops.len());
+        let mut out: Vec<Op> = Vec::with_capacity(self.ops.len());
         for (kind, path) in self.ops {
             let p = path.as_str();
             let inside_added = out.iter().any(|op| {
-                matches!(op, PatchOperation::Add(_)) && {
-                    let a = op.path().as_str();
+                op.kind == OpKind::Add && {
+                    let a = op.path.as_str();
                     p.len() > a.len() && p.starts_with(a) && p.as_bytes()[a.len()] == b'/'
                 }
             });
-            if inside_added || out.iter().any(|op| op.path().as_str() == p) {
+            if inside_added || out.iter().any(|op| op.path == p) {
                 continue;
             }
             let value = value_at(self.root, &path)
                 .map(std::mem::take)
                 .unwrap_or(Value::Null);
-            out.push(match kind {
-                Kind::Add => PatchOperation::Add(AddOperation { path, value }),
-                Kind::Replace => PatchOperation::Replace(ReplaceOperation { path, value }),
+            out.push(Op {
+                kind: match kind {
+                    Kind::Add => OpKind::Add,
+                    Kind::Replace => OpKind::Replace,
+                },
+                path: path.to_string(),
+                // serde_json's own text: the oracle shares no writer with
+                // the working set it checks.
+                value: serde_json::to_string(&value).unwrap_or_else(|_| "null".to_string()),
             });
         }
         out
@@ -264,6 +291,11 @@ impl Annotations for TreeDoc<'_> {
 }
 
 impl PodEdit for TreeDoc<'_> {
+    type Container<'c>
+        = TreeContainer<'c>
+    where
+        Self: 'c;
+
     fn label(&self, key: &str) -> Option<&str> {
         str_map_get(self.metadata()?, "labels", key)
     }
@@ -357,7 +389,7 @@ impl PodEdit for TreeDoc<'_> {
         self.append("volumes", to_json(volume))
     }
 
-    fn container_at(&mut self, list: List, index: usize) -> Option<Box<dyn ContainerEdit + '_>> {
+    fn container_at(&mut self, list: List, index: usize) -> Option<Self::Container<'_>> {
         let raw = self
             .root
             .get_mut("spec")?
@@ -368,16 +400,16 @@ impl PodEdit for TreeDoc<'_> {
             &PointerBuf::new(),
             ["spec".into(), list.key().into(), index.into()],
         );
-        Some(Box::new(TreeContainer {
+        Some(TreeContainer {
             raw,
             path,
             ops: &mut self.ops,
-        }))
+        })
     }
 }
 
 /// A container inside the tree.
-struct TreeContainer<'a> {
+pub struct TreeContainer<'a> {
     raw: &'a mut Value,
     /// Where this container is in the pod.
     path: PointerBuf,
@@ -501,6 +533,36 @@ impl ContainerEdit for TreeContainer<'_> {
     fn push_args(&mut self, args: &[&str]) {
         for arg in args {
             self.push("args", Value::from(*arg));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_found_at_escaped_pointers() {
+        let mut tree = serde_json::json!({"a/b": {"c~d": [0, {"e": 1}]}, "~1": 2});
+        let path = jsonptr::PointerBuf::parse("/a~1b/c~0d/1/e").expect("a pointer");
+        assert_eq!(value_at(&mut tree, &path), Some(&mut serde_json::json!(1)));
+        let tilde_one = jsonptr::PointerBuf::parse("/~01").expect("a pointer");
+        assert_eq!(
+            value_at(&mut tree, &tilde_one),
+            Some(&mut serde_json::json!(2))
+        );
+        let missing = jsonptr::PointerBuf::parse("/a~1b/c~0d/2").expect("a pointer");
+        assert_eq!(value_at(&mut tree, &missing), None);
+    }
+
+    #[test]
+    fn pointer_text_escapes_keys_and_parses_to_the_token_built_pointer() {
+        let base = jsonptr::PointerBuf::parse("/metadata/annotations").expect("pointer");
+        for key in ["plain", "a/b", "~0", "x~1/y", ""] {
+            let text = crate::pod::child(base.as_str(), [key.into(), 3.into()]);
+            let built = child(&base, [key.into(), 3.into()]);
+            let parsed = jsonptr::PointerBuf::parse(text.as_str()).ok();
+            assert_eq!(parsed, Some(built), "{key:?}");
         }
     }
 }
