@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Argo CD recipe (manifests/argocd): the health-check cases in Lua 5.1 and the kustomize
-# renders, all in tests/argocd_health.rs. `cargo test` skips the renders when kubectl is
+# renders, all in tests/manifests/argocd_health.rs. `cargo test` skips the renders when kubectl is
 # missing; here kubectl is required, so a render cannot be skipped silently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +18,4 @@ if [ "${minor:-0}" -lt 27 ]; then
   echo "argocd: kubectl client 1.${minor:-?} is older than 1.27 (kustomize components, patch targets)" >&2
   exit 1
 fi
-ARGOCD_RENDER_REQUIRED=1 cargo test --locked --test argocd_health
+ARGOCD_RENDER_REQUIRED=1 cargo test --locked --test manifests argocd_health

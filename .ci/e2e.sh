@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prerequisites of the kube-apiserver end-to-end tests (tests/e2e_lookups.rs):
+# Prerequisites of the kube-apiserver end-to-end tests (tests/e2e/lookups.rs):
 # kubectl, openssl and curl for the harness scripts, and kube-apiserver 1.20 +
 # etcd built by ../shared/tools/kube-apiserver/build.sh (about 8 minutes the
 # first time on 2 cores, cached in $HOME/.cache/kube-apiserver afterwards).
@@ -27,6 +27,6 @@ echo "e2e: $("$bin/kube-apiserver" --version) and etcd ready in $bin after $(( $
 
 if [ "${1:-}" = "--run" ]; then
   start=$(date +%s)
-  CI=true cargo test --locked --test e2e_lookups -- --nocapture
+  CI=true cargo test --locked --test e2e lookups:: -- --nocapture
   echo "e2e: tests took $(( $(date +%s) - start )) s"
 fi

@@ -6,7 +6,7 @@
 -- Compatibility: on the 11 cases Argo CD publishes for its built-in check for this kind
 -- (resource_customizations/serving.kserve.io/InferenceService/health.lua in
 -- argoproj/argo-cd, as of the Stopped support of PR #25312) this script returns the
--- same status and the same message, in the same format; tests/argocd_health.rs holds it
+-- same status and the same message, in the same format; tests/manifests/argocd_health.rs holds it
 -- to them. It departs from the built-in only where that check is wrong:
 --   * an object being deleted is Progressing, "Pending deletion", naming the
 --     finalizers that hold it (the wording of argo-cd PR #27596);

@@ -5,8 +5,6 @@
 //! them and passes as skipped, except under `CI=true`, where it fails.
 #![allow(dead_code)] // Each test binary uses part of it.
 
-pub mod sidecar_webhook;
-
 use kserve_injector::lookups::{resolve_client, ClusterLookups, Environment};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};

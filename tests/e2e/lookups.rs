@@ -7,8 +7,7 @@
 //! Without the binaries the test says how to build them and passes as
 //! skipped, except under `CI=true`, where it fails.
 
-mod e2e;
-use e2e::*;
+use crate::harness::*;
 use k8s_openapi::api::core::v1::{Secret as ApiSecret, ServiceAccount as ApiServiceAccount};
 use kserve_injector::cluster::keys::PodFacts;
 use kserve_injector::cluster::objects::NOT_A_STORAGE_SPEC;
@@ -84,7 +83,7 @@ fn fallback_gets(lookups: &Lookups) -> u64 {
 /// after the caches list 10,000 Secrets and 10,000 ServiceAccounts from the
 /// API server.
 ///
-///     cargo test --release --test e2e_lookups -- --ignored --nocapture rss
+///     cargo test --release --test e2e lookups:: -- --ignored --nocapture rss
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: creates 20,000 objects"]
 async fn rss_with_10k_secrets_and_service_accounts_cached() {

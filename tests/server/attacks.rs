@@ -4,15 +4,13 @@
 //! their validity window, a flood next to the probes, a drain under paced
 //! load, and a second instance on a port already taken.
 
-mod server_support;
-
+use crate::support::*;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::StatusCode;
 use kserve_injector::cli::ServeArgs;
 use kserve_injector::server::Server;
 use serde_json::Value;
-use server_support::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

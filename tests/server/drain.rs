@@ -3,13 +3,11 @@
 //! flight. Once in-process (the shutdown handle), once with real signals to
 //! the real binary.
 
-mod server_support;
-
+use crate::support::*;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::StatusCode;
 use serde_json::Value;
-use server_support::*;
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};

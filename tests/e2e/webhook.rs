@@ -9,17 +9,14 @@
 //! Without the kube-apiserver binaries the test says how to build them and
 //! passes as skipped, except under `CI=true`, where it fails.
 
-mod e2e;
-mod server_support;
-
+use crate::harness::*;
+use crate::sidecar_webhook::{self, SIDECAR};
+use crate::support::{admin_get, metric};
 use base64::Engine;
-use e2e::sidecar_webhook::{self, SIDECAR};
-use e2e::*;
 use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, Secret};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
 use serde_json::{json, Value};
-use server_support::{admin_get, metric};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};

@@ -2,13 +2,11 @@
 //! and HTTP/2, the error statuses, the request timeout, config hot reload,
 //! probes and metrics.
 
-mod server_support;
-
+use crate::support::*;
 use hyper::body::Bytes;
 use hyper::StatusCode;
 use kserve_injector::Config;
 use serde_json::Value;
-use server_support::*;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

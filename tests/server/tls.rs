@@ -2,11 +2,9 @@
 //! (watched and polled) under traffic, a bad pair mid-run, client
 //! certificates, protocol versions and ALPN, and clients that stall.
 
-mod server_support;
-
+use crate::support::*;
 use hyper::StatusCode;
 use kserve_injector::server::RunningServer;
-use server_support::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

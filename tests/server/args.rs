@@ -76,6 +76,22 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
     assert!(args.is_ok_and(|a| a.limits.max_connections == Some(1)));
 }
 
+#[test]
+fn the_default_connection_cap_is_three_quarters_of_the_open_file_limit() {
+    let args = ServeArgs::try_parse_from(std::iter::empty::<&str>()).expect("defaults parse");
+    let cap = args.limits.resolved_max_connections();
+    let soft = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Sn"])
+        .output()
+        .expect("sh runs");
+    let soft = String::from_utf8_lossy(&soft.stdout).trim().to_string();
+    let want = match soft.parse::<usize>() {
+        Ok(n) => (n * 3 / 4).clamp(16, 4096),
+        Err(_) => 4096, // "unlimited"
+    };
+    assert_eq!(cap, want, "soft limit {soft}");
+}
+
 /// The `--name` at the start of `text` (clap's flag column), if any.
 fn leading_flag(text: &str) -> Option<String> {
     let rest = text.strip_prefix("--")?;

@@ -1,12 +1,14 @@
 //! The webhook and admin routers in-process, through
 //! `tower::ServiceExt::oneshot`: no socket, no TLS, no listener. The
 //! statuses and messages are those the socket tests assert
-//! (`server_http.rs`, `bad_requests_get_precise_statuses_and_json_errors`);
+//! (`http.rs`, `bad_requests_get_precise_statuses_and_json_errors`);
 //! what only a connection shows (HTTP/2, TLS, deadlines, the drain) stays
 //! there.
 
-mod server_support;
-
+use crate::support::{
+    apply_response, ensure, fail, fixture_cases, golden, metric, repo_path, review_request,
+    sample_review, yaml, Error, Outcome, TestResult,
+};
 use axum::body::{Body, Bytes};
 use axum::http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -18,10 +20,6 @@ use kserve_injector::lookups::ClusterObjects;
 use kserve_injector::server::{Limits, RouterInputs};
 use kserve_injector::{Config, Inputs};
 use serde_json::Value;
-use server_support::{
-    apply_response, ensure, fail, fixture_cases, golden, metric, repo_path, review_request,
-    sample_review, yaml, Error, Outcome, TestResult,
-};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
 //! AdmissionReview path), and the golden: `expected.yaml` (the mutated pod) or
 //! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
-//! test --test golden` rewrites the goldens from the CLI's output.
+//! test --test cli golden::` rewrites the goldens from the CLI's output.
 //!
 //! A case holding `cli-only` (its one line says why) is a file only a user
 //! writes, never what the API server sends a webhook (`cpu: 2`, a number

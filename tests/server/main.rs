@@ -1,0 +1,12 @@
+//! The webhook server: the router through `oneshot` (admission, errors,
+//! limits, admin), and over real sockets what only sockets show (TLS and its
+//! reload, HTTP/2 limits, drain, connection caps, attacks), plus the
+//! `serve` flags.
+
+mod args;
+mod attacks;
+mod drain;
+mod http;
+mod router;
+mod support;
+mod tls;
