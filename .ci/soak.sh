@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 60-second soak of `kserve-injector serve` (bench/soak.sh): certificate
+# 60-second soak of `kserve-injector serve` (loadtest/soak.sh): certificate
 # rotation and config rewrites under load, then SIGTERM with the load running.
 # Fails on any failed request or RSS growth over 20% from the warm-up figure.
 set -euo pipefail
@@ -11,6 +11,6 @@ command -v curl >/dev/null || missing+=(curl)
 if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-echo "== soak (bench/soak.sh, ${DURATION:-60} s)"
+echo "== soak (loadtest/soak.sh, ${DURATION:-60} s)"
 cargo build --locked --bin kserve-injector 2>&1 | tail -1
-DURATION=${DURATION:-60} BIN=target/debug/kserve-injector MAX_RSS_GROWTH_PCT=20 bash bench/soak.sh
+DURATION=${DURATION:-60} BIN=target/debug/kserve-injector MAX_RSS_GROWTH_PCT=20 bash loadtest/soak.sh

@@ -2,7 +2,7 @@
 //! `kserve-injector serve` (rustls with ring, TLS 1.2/1.3, ALPN h2 and
 //! http/1.1, hyper's HTTP/1.1 and HTTP/2 with the same settings, the body
 //! read in full under the same cap) answering every request with a fixed
-//! body, so `bench/load.sh` can show what the admission work itself costs.
+//! body, so `loadtest/load.sh` can show what the admission work itself costs.
 //!
 //! ```sh
 //! # An AdmissionReview request for a pod manifest, as the API server sends it:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replays, at their original scale, two attacks the server was first tried
 with (issue 9), against the release binary over loopback, and prints what
-it measured. tests/server_attacks.rs checks the same behaviours at a smaller
+it measured. tests/server/attacks.rs checks the same behaviours at a smaller
 scale on every CI run; this is for the figures.
 
 1. silent-h2: with an open-file limit of 256, 243 TLS connections that
@@ -16,7 +16,7 @@ scale on every CI run; this is for the figures.
    body is not complete within --request-timeout); and a real request's
    status and time meanwhile.
 
-    python3 bench/attacks.py [silent-h2|big-bodies ...]
+    python3 loadtest/attacks.py [silent-h2|big-bodies ...]
 
 Needs curl; builds nothing (run `cargo build --release` first).
 """

@@ -2,11 +2,11 @@
 # Instructions per request of `serve` and of the baseline server
 # (examples/baseline_server.rs: the same TLS + HTTP stack answering a fixed
 # body), each under callgrind while h2load sends N requests of the 1 KB
-# review over 2 connections x 4 streams. Unlike bench/load.sh's times, the
+# review over 2 connections x 4 streams. Unlike loadtest/load.sh's times, the
 # counts do not swing with the machine's load, so they compare builds.
 # Each server's counters are zeroed after a 500-request warm-up.
 #
-#   bash bench/instructions-serve.sh            # N=4000
+#   bash loadtest/instructions-serve.sh            # N=4000
 #
 # Needs valgrind (callgrind_control, callgrind_annotate), h2load and curl.
 set -euo pipefail
@@ -51,7 +51,7 @@ count() { # name url command... -> instructions per request
 
 base=$(count baseline https://127.0.0.1:19644/mutate-pods \
   target/release/examples/baseline_server serve 127.0.0.1:19644 "$work/response.json")
-# Info-level JSON logs, as bench/load.sh runs it (not through `env`: valgrind
+# Info-level JSON logs, as loadtest/load.sh runs it (not through `env`: valgrind
 # would follow env, not the server it execs).
 export RUST_LOG=info
 ours=$(count serve https://127.0.0.1:19643/mutate-pods \

@@ -18,10 +18,10 @@
 #   - peak RSS (ours) from VmHWM.
 # Fixed conditions: `serve` with info-level JSON logs written to a file.
 #
-#   bash bench/load.sh                          # defaults below
-#   ROUNDS=5 DURATION=10 bash bench/load.sh
-#   FIXTURE=fixtures/<case>/input.yaml bash bench/load.sh
-#   STRICT=1 bash bench/load.sh                 # exit 1 when a target is missed
+#   bash loadtest/load.sh                          # defaults below
+#   ROUNDS=5 DURATION=10 bash loadtest/load.sh
+#   FIXTURE=fixtures/<case>/input.yaml bash loadtest/load.sh
+#   STRICT=1 bash loadtest/load.sh                 # exit 1 when a target is missed
 #
 # Needs h2load (Debian: apt-get install -y nghttp2-client; installed here
 # when missing and apt-get is available) and curl.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Where `serve`'s CPU goes under load: `perf record` on the server process
-# while h2load sends the 1 KB review (as bench/load.sh does), then the
+# while h2load sends the 1 KB review (as loadtest/load.sh does), then the
 # samples summed by owner (kernel, h2, the review's crates, allocator, ...).
 #
-#   bash bench/profile-serve.sh            # DURATION=6 CONNS=16 STREAMS=4
+#   bash loadtest/profile-serve.sh            # DURATION=6 CONNS=16 STREAMS=4
 #
 # Needs perf (Debian: linux-perf) and h2load (nghttp2-client); loopback only.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak for `kserve-injector serve`, over loopback only, bounded in time.
 #
-# While bench/soak_client.py sends paced AdmissionReviews over connections it
+# While loadtest/soak_client.py sends paced AdmissionReviews over connections it
 # keeps replacing (each new one verifies the server against the CA):
 #   - the serving certificate is rotated every ROTATE_EVERY seconds the way
 #     kubelet updates a mounted Secret: a new timestamped directory, then an
@@ -15,9 +15,9 @@
 # RSS growth over MAX_RSS_GROWTH_PCT, no certificate or config reload seen,
 # or a server that does not exit 0 after SIGTERM.
 #
-#   bash bench/soak.sh                 # 60 s
-#   DURATION=600 bash bench/soak.sh    # the long run
-#   BIN=target/release/kserve-injector RATE=200 bash bench/soak.sh
+#   bash loadtest/soak.sh                 # 60 s
+#   DURATION=600 bash loadtest/soak.sh    # the long run
+#   BIN=target/release/kserve-injector RATE=200 bash loadtest/soak.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -169,7 +169,7 @@ metric() { # name: sum of the samples of every series of that name
 
 echo "== soak ($BIN): ${DURATION}s at ${RATE} req/s (${WORKERS} workers, new connection every ${RECONNECT} requests), cert rotation every ${ROTATE_EVERY}s, config rewrite every ${CONFIG_EVERY}s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 marker="$work/stopping"
-python3 bench/soak_client.py --port "$PORT" --ca "$work/ca.crt" --body "$BODY" \
+python3 loadtest/soak_client.py --port "$PORT" --ca "$work/ca.crt" --body "$BODY" \
   --duration "$((DURATION + 120))" --rate "$RATE" --workers "$WORKERS" \
   --reconnect "$RECONNECT" --stop-marker "$marker" --done-marker "$work/done" >"$work/client.json" &
 client_pid=$!

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Paced HTTPS load for bench/soak.sh (stdlib only; loopback only).
+"""Paced HTTPS load for loadtest/soak.sh (stdlib only; loopback only).
 
 Each worker keeps one keep-alive connection and replaces it with a new one
 (a fresh TLS handshake, verified against the CA file) every --reconnect

@@ -142,27 +142,24 @@ extern "C" fn note_closed_stdout() {
     }
 }
 
+// SAFETY: an `.init_array` entry runs before Rust's runtime is set up, so
+// it may only make raw system calls and touch statics that need no
+// initialisation: `note_closed_stdout` does one fcntl and one atomic store.
+// `tests/cli/reader.rs` runs the binary with fd 1 closed and expects exit 2.
 #[allow(unsafe_code)]
 #[used]
 #[link_section = ".init_array"]
 static NOTE_CLOSED_STDOUT: extern "C" fn() = note_closed_stdout;
 
 /// A handle of our own on fd 1: Rust's `stdout()` counts EBADF (fd 1 open
-/// read-only) as written, a File reports it.
-#[allow(unsafe_code)]
+/// read-only) as written, a File reports it. The duplicate is close-on-exec.
 fn stdout_file() -> std::io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
+    use std::os::fd::AsFd;
     if STDOUT_WAS_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
         return Err(std::io::Error::other("standard output is closed"));
     }
-    // SAFETY: F_DUPFD_CLOEXEC only reads fd 1's table entry.
-    let fd = unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_DUPFD_CLOEXEC, 3) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created by the dup above and nothing else holds
-    // it, so the File is its only owner and closes it once.
-    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+    Ok(std::fs::File::from(fd))
 }
 
 /// Writes the result; a reader that went away (`| head`) ends quietly, any

@@ -299,19 +299,13 @@ impl TlsArgs {
 impl LimitArgs {
     /// `--max-connections`, else 4096 capped at 3/4 of the open-file limit,
     /// so the cap is reached before accept() starts failing with EMFILE.
-    /// (std has no getrlimit, hence the one libc call.)
-    #[allow(unsafe_code)]
     pub fn resolved_max_connections(&self) -> usize {
         self.max_connections.unwrap_or_else(|| {
-            let mut limit = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: getrlimit only writes the struct it is given.
-            if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-                return 4096;
+            let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+            match soft {
+                Some(soft) => (soft.saturating_mul(3) / 4).clamp(16, 4096) as usize,
+                None => 4096,
             }
-            (limit.rlim_cur.saturating_mul(3) / 4).clamp(16, 4096) as usize
         })
     }
 }
