@@ -7,7 +7,7 @@
 //!   `serde_json`, so every JSON escape (surrogate pairs included) and every
 //!   raw character (U+2028 included) reads exactly as JSON defines it.
 //! - Anything else is YAML, read from `granit-parser`'s events by
-//!   [`yaml`]: each scalar keeps its source text, so a number comes back as
+//!   `yaml`: each scalar keeps its source text, so a number comes back as
 //!   written (`memory: 1e9`, 2^64+1), and plain scalars resolve the way
 //!   kubectl resolves them (go-yaml v2: `yes`/`on` are booleans, `0644` is
 //!   octal), so the pod we mutate is the pod kubectl would send. Merge keys

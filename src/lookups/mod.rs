@@ -1,7 +1,7 @@
 //! The server's cluster lookups: watch caches of ServiceAccounts, Secrets,
 //! ClusterStorageContainers and InferenceServices, and [`Lookups::snapshot`],
 //! which fills a [`ClusterData`] for exactly the keys
-//! [`needed_keys`](crate::cluster::keys::needed_keys) names.
+//! [`crate::cluster::keys::needed_keys`] names.
 //!
 //! A key a synced cache holds costs no API call. A key it does not hold (an
 //! object created a moment before the pod, a cache not synced yet, a kind

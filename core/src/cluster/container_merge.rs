@@ -1,6 +1,6 @@
 //! The ClusterStorageContainer merge, as KServe's `MergeContainerWithPatch`
 //! (`pkg/utils/container_merge.go`): both containers are marshalled as Go
-//! writes them ([`super::go_json`]), the CSC's is applied to the built
+//! writes them (`super::go_json`), the CSC's is applied to the built
 //! storage-initializer as a Kubernetes strategic merge patch, the result is
 //! read back into a fresh Container, then `reconcileEnvValueConflicts` and
 //! the empty-name repair run.
