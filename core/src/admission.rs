@@ -83,9 +83,16 @@ const MAX_WARNING_CHARS: usize = 240;
 /// The shadow warning: how many operations, then as many of their paths
 /// and injectors as fit.
 fn shadow_warning(withheld: &[Withheld]) -> String {
+    let mut injectors: Vec<&str> = Vec::new();
+    for w in withheld {
+        if !injectors.contains(&w.injector) {
+            injectors.push(w.injector);
+        }
+    }
     let mut text = format!(
-        "kserve-injector (shadow mode) would make {} change(s):",
-        withheld.len()
+        "kserve-injector (shadow mode) would make {} change(s) by {}:",
+        withheld.len(),
+        injectors.join(", ")
     );
     for (i, w) in withheld.iter().enumerate() {
         let item = format!(" {} {} ({})", w.op, w.path, w.injector);

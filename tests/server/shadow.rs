@@ -69,7 +69,10 @@ async fn shadow_warnings_reach_the_response_and_an_agreeing_pod_counts_nothing()
     let warning = review["response"]["warnings"][0]
         .as_str()
         .unwrap_or_default();
-    ensure(warning.contains("(modelcar)"), || review.to_string())?;
+    ensure(
+        warning.contains(" by mutator, metrics-aggregator, modelcar:"),
+        || review.to_string(),
+    )?;
     // The pod as the other mutator left it: the same as ours, nothing to report.
     let agreed = mutate(&pod, "default", &Inputs::default())?.pod;
     let body = review_request(&agreed, "admission.k8s.io/v1", "agreed")?;

@@ -581,7 +581,10 @@ fn shadow_warnings_name_the_paths_and_stay_short() {
     assert_eq!(warnings.len(), 1);
     let text = warnings[0].as_str().unwrap();
     assert!(text.len() <= MAX_WARNING_CHARS, "{text}");
-    let count = format!("would make {} change(s)", reviewed.withheld.len());
+    let count = format!(
+        "would make {} change(s) by mutator, storage-initializer, metrics-aggregator:",
+        reviewed.withheld.len()
+    );
     assert!(text.contains(&count), "{text}");
     assert!(
         text.contains("/spec/initContainers (storage-initializer)"),
@@ -610,6 +613,6 @@ fn a_long_shadow_warning_ends_with_the_count_left_out() {
         .collect();
     let text = shadow_warning(&many);
     assert!(text.len() <= MAX_WARNING_CHARS, "{text}");
-    assert!(text.starts_with("kserve-injector (shadow mode) would make 40 change(s):"));
+    assert!(text.starts_with("kserve-injector (shadow mode) would make 40 change(s) by agent:"));
     assert!(text.ends_with("more"), "{text}");
 }
