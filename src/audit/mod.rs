@@ -41,8 +41,9 @@ pub struct AuditArgs {
     /// standard input, instead of a cluster. Example: --objects dump.json
     #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     pub objects: Option<PathBuf>,
-    /// Kubeconfig to read the cluster with (default: KUBECONFIG, then
-    /// ~/.kube/config, then in-cluster). Example: --kubeconfig ~/.kube/config
+    /// Kubeconfig to read the cluster with (default: KUBECONFIG, else
+    /// ~/.kube/config, else the in-cluster service account).
+    /// Example: --kubeconfig ~/.kube/config
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use. Example: --context kind-kserve
@@ -153,11 +154,22 @@ fn read_cluster(
         .build()
         .map_err(|e| failed(&e))?;
     runtime.block_on(async {
-        let environment = Environment::from_process(args.kubeconfig.clone());
-        let client = resolve_client(ClusterLookups::On, &environment, args.context.as_deref())
-            .await
-            .map_err(|e| failed(&e))?
-            .ok_or_else(|| failed(&"no cluster configuration"))?;
+        let mut environment = Environment::from_process(args.kubeconfig.clone());
+        if environment.kubeconfig_flag.is_none() && environment.kubeconfig_env.is_none() {
+            // As kubectl: ~/.kube/config when nothing else says where.
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let default = home.map(|h| h.join(".kube/config")).filter(|p| p.is_file());
+            environment.kubeconfig_flag = default.or(environment.kubeconfig_flag);
+        }
+        let no_config = "no cluster configuration: pass --kubeconfig or --objects";
+        let client =
+            match resolve_client(ClusterLookups::On, &environment, args.context.as_deref()).await {
+                Ok(Some(client)) => client,
+                Ok(None) | Err(crate::lookups::ModeError::NoConfiguration) => {
+                    return Err(failed(&no_config))
+                }
+                Err(e) => return Err(failed(&e)),
+            };
         let scope = match scope {
             cluster::Scope::Namespace(ns) if ns.is_empty() => {
                 cluster::Scope::Namespace(client.default_namespace().to_string())
