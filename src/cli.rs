@@ -14,7 +14,7 @@ use std::io::{BufRead, Write};
 
 pub use serve_args::{
     parse_duration, ConfigArgs, LimitArgs, ListenArgs, LogFormat, LoggingArgs, LookupArgs,
-    ServeArgs, ShutdownArgs, TlsArgs, DEFAULT_CERT_DIR,
+    ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs, DEFAULT_CERT_DIR,
 };
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The

@@ -14,6 +14,7 @@ pub use kserve_injector_core::{
     mutate, ClusterData, Config, ConfigError, Inputs, Mutation, MutationError,
 };
 
+pub mod audit;
 pub mod certs;
 pub mod cli;
 pub mod config_file;

@@ -49,6 +49,9 @@ config, or output that cannot be written.")]
     Mutate(MutateArgs),
     /// Serve the admission webhook over HTTPS.
     Serve(Box<kserve_injector::cli::ServeArgs>),
+    /// Compare the InferenceService pods a cluster runs with what this
+    /// webhook would make of their templates (before replacing KServe's mutator).
+    Audit(Box<kserve_injector::audit::AuditArgs>),
     /// Sleep, then exit 0: a preStop hook for images without a shell.
     #[command(after_help = "Example (preStop): command: [\"/kserve-injector\", \"sleep\", \"5\"]")]
     Sleep {
@@ -314,6 +317,29 @@ fn certs_command(args: &CertsArgs) -> ExitCode {
     }
 }
 
+fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
+    use kserve_injector::audit::{run, AuditFormat};
+    let report = match run(args) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match args.output {
+        AuditFormat::Table => report.table(),
+        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => return fail(&CliError::Output(e.to_string())),
+        },
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.differs() => ExitCode::from(1),
+        ok => ok,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -329,6 +355,7 @@ fn main() -> ExitCode {
             std::thread::sleep(std::time::Duration::from_secs(seconds));
             ExitCode::SUCCESS
         }
+        Command::Audit(args) => audit_command(&args),
         Command::DefaultConfig => write_stdout(Config::default_manifest()),
         Command::Certs(args) => certs_command(&args),
     }

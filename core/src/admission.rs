@@ -40,6 +40,8 @@ pub struct Reviewed {
     pub namespace: String,
     /// The object's name, or its generateName when the name is not set yet.
     pub name: String,
+    /// The pod's generateName, when it has one.
+    pub generate_name: Option<String>,
     pub operation: String,
     pub kind: String,
     pub dry_run: bool,
@@ -48,6 +50,62 @@ pub struct Reviewed {
     /// Why the request was denied, when it was.
     pub denial: Option<String>,
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// In shadow mode, the operations the answer left out: what this
+    /// webhook would have changed.
+    pub withheld: Vec<Withheld>,
+}
+
+/// One operation shadow mode computed and did not send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Withheld {
+    pub op: &'static str,
+    pub path: String,
+    /// The injector the operation comes from.
+    pub injector: &'static str,
+}
+
+/// How [`Prepared::answer_in`] answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Allowed with the patch: the webhook's job.
+    #[default]
+    Mutate,
+    /// Allowed without a patch; what the patch would hold is reported in
+    /// [`Reviewed::withheld`], and with `warnings` in the response's
+    /// `warnings`, which kubectl prints.
+    Shadow { warnings: bool },
+}
+
+/// The longest warning written; the API server drops warnings past 4 KiB
+/// in all and kubectl shows each on one line.
+const MAX_WARNING_CHARS: usize = 240;
+
+/// The shadow warning: how many operations, then as many of their paths
+/// and injectors as fit.
+fn shadow_warning(withheld: &[Withheld]) -> String {
+    let mut injectors: Vec<&str> = Vec::new();
+    for w in withheld {
+        if !injectors.contains(&w.injector) {
+            injectors.push(w.injector);
+        }
+    }
+    let mut text = format!(
+        "kserve-injector (shadow mode) would make {} change(s) by {}:",
+        withheld.len(),
+        injectors.join(", ")
+    );
+    for (i, w) in withheld.iter().enumerate() {
+        let item = format!(" {} {} ({})", w.op, w.path, w.injector);
+        if text.len() + item.len() + 6 > MAX_WARNING_CHARS {
+            text.push_str(&format!(" +{} more", withheld.len() - i));
+            break;
+        }
+        text.push_str(&item);
+        if i + 1 < withheld.len() {
+            text.push(';');
+        }
+    }
+    text
 }
 
 /// The envelope, as kube's `AdmissionReview` requires it, borrowed.
@@ -173,6 +231,7 @@ pub(crate) struct Answer<'a> {
     pub(super) code: u16,
     pub(super) message: Option<String>,
     pub(super) patch: Option<Vec<crate::pod::Op>>,
+    pub(super) warnings: Vec<String>,
 }
 
 /// Answers one AdmissionReview request body, with the cluster objects in
@@ -238,12 +297,19 @@ pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
                 .to_string(),
         },
     };
+    let generate_name = match &pod {
+        Some(Ok(pod)) => (pod.metadata.as_ref())
+            .and_then(|m| m.generate_name.as_ref())
+            .map(|g| g.as_str().to_string()),
+        _ => None,
+    };
     let namespace = request.namespace.take().unwrap_or_default();
     let out = Reviewed {
         body: Vec::new(),
         uid: request.uid.as_str().to_string(),
         namespace: namespace.as_str().to_string(),
         name,
+        generate_name,
         operation: operation_name(&request.operation).to_string(),
         kind: request.kind.kind.as_str().to_string(),
         dry_run: request.dry_run.unwrap_or(false),
@@ -251,6 +317,7 @@ pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
         patch_ops: 0,
         denial: None,
         outcomes: Vec::new(),
+        withheld: Vec::new(),
     };
     Ok(Prepared {
         api_version: review.api_version,
@@ -277,6 +344,12 @@ impl Prepared<'_> {
 
     /// Answers with the injectors' edits, or a denial.
     pub fn answer(self, env: &Inputs) -> Result<Reviewed, ReviewError> {
+        self.answer_in(env, Mode::Mutate)
+    }
+
+    /// Answers as `mode` says: with the edits, or in shadow mode allowed
+    /// and without them. A denial is a denial in both modes.
+    pub fn answer_in(self, env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
         let result = match self.pod {
             Some(pod) if self.applies => Some(
                 pod.map_err(MutationError::from)
@@ -290,14 +363,31 @@ impl Prepared<'_> {
             code: 200,
             message: None,
             patch: None,
+            warnings: Vec::new(),
         };
         let mut out = self.out;
         match result {
             Some(Ok(edits)) => {
                 out.outcomes = edits.outcomes;
-                out.patch_ops = edits.ops.len();
-                if !edits.ops.is_empty() {
-                    answer.patch = Some(edits.ops);
+                match mode {
+                    Mode::Shadow { warnings } => {
+                        out.withheld = (edits.ops.iter().zip(&edits.sources))
+                            .map(|(op, injector)| Withheld {
+                                op: op.name(),
+                                path: op.path.clone(),
+                                injector,
+                            })
+                            .collect();
+                        if warnings && !out.withheld.is_empty() {
+                            answer.warnings.push(shadow_warning(&out.withheld));
+                        }
+                    }
+                    Mode::Mutate => {
+                        out.patch_ops = edits.ops.len();
+                        if !edits.ops.is_empty() {
+                            answer.patch = Some(edits.ops);
+                        }
+                    }
                 }
             }
             Some(Err(e)) => {
@@ -332,6 +422,7 @@ impl Prepared<'_> {
             code: 500,
             message: Some(message.to_string()),
             patch: None,
+            warnings: Vec::new(),
         };
         let mut out = self.out;
         out.allowed = false;

@@ -8,6 +8,7 @@
 //! the adapters (server, CLI, caches, watchers) are in `kserve-injector`.
 
 pub mod admission;
+pub mod audit;
 pub mod cluster;
 pub mod config;
 pub mod constants;

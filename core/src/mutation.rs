@@ -44,6 +44,9 @@ pub struct Edits {
     pub ops: Vec<Op>,
     /// Per injector that ran: whether it changed the pod.
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// Per operation, the injector it comes from ([`injectors::MUTATOR`]
+    /// for the namespace the mutator itself writes).
+    pub sources: Vec<&'static str>,
 }
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
@@ -64,9 +67,18 @@ pub fn edit(
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
-    let outcomes = injectors::run_all(&mut doc, env)?;
-    let ops = doc.into_patch();
-    Ok(Edits { ops, outcomes })
+    let before = doc.changes();
+    let runs = injectors::run_steps(&mut doc, env)?;
+    let mut ends = Vec::with_capacity(runs.len() + 1);
+    ends.push((injectors::MUTATOR, before));
+    ends.extend(runs.iter().map(|r| (r.name, r.changes_after)));
+    let (ops, sources) = doc.into_sourced_patch(&ends);
+    let outcomes = runs.into_iter().map(|r| (r.name, r.outcome)).collect();
+    Ok(Edits {
+        ops,
+        outcomes,
+        sources,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -147,7 +159,7 @@ fn mutate_inner(
     let view = view::pod_from_str(&raw)?;
     validate(&raw)?;
     let edits = edit(view, namespace, write_namespace, env)?;
-    let Edits { ops, outcomes } = edits;
+    let Edits { ops, outcomes, .. } = edits;
     let mut mutated = pod.clone();
     apply_all(&ops, &mut mutated).map_err(|e| {
         // Our own operations on the pod they were made for: a bug if it fails.

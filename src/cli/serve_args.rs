@@ -46,6 +46,36 @@ pub struct ServeArgs {
     pub shutdown: ShutdownArgs,
     #[command(flatten)]
     pub logging: LoggingArgs,
+    #[command(flatten)]
+    pub shadow: ShadowArgs,
+}
+
+/// Shadow mode: run beside another pod mutator and report, without
+/// changing any pod, what this one would change.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Shadow mode")]
+pub struct ShadowArgs {
+    /// Allow every pod without a patch; log each pod this webhook would
+    /// change (paths and injectors) and count it in
+    /// kserve_injector_shadow_differences_total.
+    #[arg(long)]
+    pub shadow: bool,
+    /// In shadow mode, also return the would-be changes as an AdmissionReview
+    /// warning, which kubectl prints.
+    #[arg(long, requires = "shadow")]
+    pub shadow_warnings: bool,
+}
+
+impl ShadowArgs {
+    pub fn mode(&self) -> crate::admission::Mode {
+        if self.shadow {
+            crate::admission::Mode::Shadow {
+                warnings: self.shadow_warnings,
+            }
+        } else {
+            crate::admission::Mode::Mutate
+        }
+    }
 }
 
 /// The two listeners: the webhook's and the admin (probes, metrics) one.

@@ -19,6 +19,7 @@ mod source;
 
 pub use metrics::{KindMetrics, LookupMetrics};
 pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeError};
+pub use reduce::{inference_service_resource, storage_container_resource};
 pub use source::{ClusterObjects, ClusterObjectsError};
 
 use crate::cluster::keys::{needed_keys, ObjectKey, PodFacts};

@@ -220,6 +220,7 @@ impl Server {
             limits: Limits::from(&args.limits),
             draining: shutdown.drain.clone(),
             cert_not_after: tls.not_after_cell(),
+            mode: args.shadow.mode(),
         };
         // The router `RouterInputs::webhook_router` builds, keeping the App
         // for its log summary.

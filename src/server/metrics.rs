@@ -4,7 +4,7 @@
 //! request then costs a few atomic adds, not a family lookup (hash + lock)
 //! per series.
 
-use crate::injectors::INJECTOR_NAMES;
+use crate::injectors::{INJECTOR_NAMES, MUTATOR};
 use crate::reload::ReloadCounters;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -46,6 +46,11 @@ pub(crate) struct InjectionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct InjectorLabels {
+    pub injector: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct CertLabels {
     pub cert: &'static str,
 }
@@ -74,6 +79,7 @@ pub struct Metrics {
     cert_reloads: Family<CertLabels, Counter>,
     cert_reload_errors: Family<CertLabels, Counter>,
     cert_not_after: Family<CertLabels, Gauge>,
+    shadow_differences: Family<InjectorLabels, Counter>,
     pub(crate) config_reloads: ReloadCounters,
     pub(crate) in_flight: Gauge,
     pub(crate) open_connections: Gauge,
@@ -105,6 +111,7 @@ impl Metrics {
             cert_reloads: Family::default(),
             cert_reload_errors: Family::default(),
             cert_not_after: Family::default(),
+            shadow_differences: Family::default(),
             config_reloads: ReloadCounters::default(),
             in_flight: Gauge::default(),
             open_connections: Gauge::default(),
@@ -143,6 +150,12 @@ impl Metrics {
             "config_reloads", "inferenceservice-config loads after a change on disk", m.config_reloads.ok;
             "config_reload_errors", "Changed configs that could not be loaded (the previous one stayed in use)", m.config_reloads.failed;
             "config_last_reload_success_timestamp_seconds", "When the config in use was loaded (Unix time)", m.config_last_reload;
+            "shadow_differences", "Shadow mode: pods this webhook would have changed, by injector", m.shadow_differences;
+        }
+        for injector in INJECTOR_NAMES.iter().chain([&MUTATOR]) {
+            m.shadow_differences
+                .get_or_create(&InjectorLabels { injector })
+                .inc_by(0);
         }
         m.hot_requests = PATHS.map(|path| CODES.map(|code| m.request_counter(path, code)));
         m.hot_duration = PATHS
@@ -182,6 +195,13 @@ impl Metrics {
         if let Some(i) = INJECTOR_NAMES.iter().position(|n| *n == injector) {
             self.hot_injections[i][usize::from(outcome != "injected")].inc();
         }
+    }
+
+    /// One pod shadow mode would have changed, counted once per injector
+    /// that would have changed it.
+    pub(crate) fn record_shadow_difference(&self, injector: &'static str) {
+        let labels = InjectorLabels { injector };
+        self.shadow_differences.get_or_create(&labels).inc();
     }
 
     /// [`SERVING`]'s or [`CLIENT_CA`]'s reload counters.

@@ -7,7 +7,7 @@
 //! provides (a limit on the bytes buffered across all requests).
 
 use super::metrics::{unix_now, Metrics};
-use crate::admission::{self, Reviewed};
+use crate::admission::{self, Mode, Reviewed};
 use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::ClusterObjects;
@@ -109,6 +109,8 @@ pub struct RouterInputs {
     /// The serving certificate's notAfter, Unix seconds; `/readyz` answers
     /// 503 once it is past.
     pub cert_not_after: Arc<AtomicI64>,
+    /// Mutate, or shadow another mutator (`serve --shadow`).
+    pub mode: Mode,
 }
 
 impl RouterInputs {
@@ -122,6 +124,7 @@ impl RouterInputs {
             limits,
             draining: CancellationToken::new(),
             cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
+            mode: Mode::Mutate,
         }
     }
 
@@ -146,6 +149,7 @@ pub(crate) struct App {
     /// One permit per request body byte held in memory.
     pub body_budget: Arc<Semaphore>,
     pub summary: Summary,
+    pub mode: Mode,
 }
 
 impl App {
@@ -156,6 +160,7 @@ impl App {
             metrics: inputs.metrics.clone(),
             body_budget: Arc::new(Semaphore::new(inputs.limits.max_buffered_bytes)),
             summary: Summary::default(),
+            mode: inputs.mode,
         })
     }
 }
@@ -254,11 +259,12 @@ async fn mutate(
     }
     let (body, _held) = read_body(&app.body_budget, body).await?;
     let env = app.env.load_full();
+    let mode = app.mode;
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
-        review(&body, &env, &app.objects).await
+        review(&body, &env, &app.objects, mode).await
     } else {
         let (objects, runtime) = (app.objects.clone(), tokio::runtime::Handle::current());
-        let review = move || runtime.block_on(review(&body, &env, &objects));
+        let review = move || runtime.block_on(review(&body, &env, &objects, mode));
         match tokio::task::spawn_blocking(review).await {
             Ok(reviewed) => reviewed,
             // Re-raised here so the one panic catcher (CatchPanicLayer) answers.
@@ -286,15 +292,16 @@ async fn review(
     body: &[u8],
     env: &Inputs,
     objects: &ClusterObjects,
+    mode: Mode,
 ) -> Result<Reviewed, admission::ReviewError> {
     let prepared = admission::prepare(body)?;
     // With lookups off the pod's facts are not even gathered.
     let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
     let Some(facts) = facts.flatten() else {
-        return prepared.answer(env);
+        return prepared.answer_in(env, mode);
     };
     match objects.snapshot(&facts, &env.config).await {
-        Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
+        Ok(cluster) => prepared.answer_in(&env.with_cluster(cluster), mode),
         Err(e) => prepared.deny(&e.to_string()),
     }
 }
@@ -358,6 +365,9 @@ impl App {
             let last = format!("{}/{} ({}): {reason}", r.namespace, r.name, r.uid);
             *s.last_denial.lock().unwrap_or_else(PoisonError::into_inner) = Some(last);
         }
+        if !r.withheld.is_empty() {
+            self.shadow_difference(r);
+        }
         debug!(
             request_uid = r.uid.as_str(),
             namespace = r.namespace.as_str(),
@@ -369,6 +379,32 @@ impl App {
             patch_ops = r.patch_ops,
             reason = r.denial.as_deref(),
             "admission reviewed"
+        );
+    }
+}
+
+impl App {
+    /// Shadow mode found a pod this webhook would change: one line with the
+    /// operations' paths and injectors (never their values, which may hold
+    /// a Secret's), and the counter once per injector involved.
+    fn shadow_difference(&self, r: &Reviewed) {
+        let mut injectors: Vec<&'static str> = r.withheld.iter().map(|w| w.injector).collect();
+        injectors.sort_unstable();
+        injectors.dedup();
+        for injector in &injectors {
+            self.metrics.record_shadow_difference(injector);
+        }
+        let changes: Vec<String> = (r.withheld.iter())
+            .map(|w| format!("{} {} ({})", w.op, w.path, w.injector))
+            .collect();
+        info!(
+            request_uid = r.uid.as_str(),
+            namespace = r.namespace.as_str(),
+            pod = r.name.as_str(),
+            generate_name = r.generate_name.as_deref(),
+            injectors = injectors.join(",").as_str(),
+            changes = changes.join("; ").as_str(),
+            "shadow mode: this webhook would change the pod"
         );
     }
 }

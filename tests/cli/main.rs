@@ -2,6 +2,7 @@
 //! codes, help), its YAML reader, `certs`, and the golden fixtures through
 //! the CLI and the AdmissionReview path.
 
+mod audit;
 mod certs;
 mod golden;
 mod mutate;

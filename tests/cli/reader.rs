@@ -204,6 +204,7 @@ fn a_50_mb_multi_document_file_peaks_at_its_largest_document_not_at_the_file() {
     let small = dir.path().join("small.yaml");
     std::fs::write(&small, OCI_POD).unwrap();
     let one = write("one.yaml", 1);
+    let five = write("five.yaml", 5);
     let many = write("many.yaml", 25);
     let size = std::fs::metadata(&many).unwrap().len();
     assert!(size >= 50 << 20, "{size}");
@@ -215,13 +216,22 @@ fn a_50_mb_multi_document_file_peaks_at_its_largest_document_not_at_the_file() {
         };
         let baseline = peak(&small);
         let one_doc = peak(&one).saturating_sub(baseline);
+        let five_docs = peak(&five).saturating_sub(baseline);
         let whole_file = peak(&many).saturating_sub(baseline);
         eprintln!(
-            "{format}: baseline {baseline} B; growth for one {DOC} B document {one_doc} B, for {size} B of them {whole_file} B"
+            "{format}: baseline {baseline} B; growth for one {DOC} B document {one_doc} B, for five {five_docs} B, for {size} B of them {whole_file} B"
         );
-        // Memory follows the largest document: 25 of them cost what one does.
+        // Memory follows the largest document: 25 of them cost what 5 do.
+        // Compared with five rather than one: the allocator keeps freed
+        // segments for a while, so the first document's peak alone moved by
+        // up to a quarter between builds of the same reader (14.4 to 17.5 MB),
+        // while five and 25 documents stayed within 2% of each other.
         assert!(
-            whole_file < one_doc + one_doc / 4 + (1 << 20),
+            whole_file < five_docs + five_docs / 4 + (1 << 20),
+            "{format}: {whole_file} B for the file vs {five_docs} B for five documents"
+        );
+        assert!(
+            whole_file < 2 * one_doc,
             "{format}: {whole_file} B for the file vs {one_doc} B for one document"
         );
         // And below the file itself: reading the whole file into a tree once

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 pub const NS: &str = "e2e";
 pub const INJECTOR_TOKEN: &str = "e2e-injector-token";
 pub const NOBODY_TOKEN: &str = "e2e-nobody-token";
+/// A user bound to nothing but the audit ClusterRole (`manifests/audit`).
+pub const AUDITOR_TOKEN: &str = "e2e-auditor-token";
+pub const AUDITOR: &str = "e2e-auditor";
 
 /// The harness scripts with this test's own ports and work dir, so another
 /// user of the same scripts on the machine is not disturbed.
@@ -102,10 +105,10 @@ impl ApiServer {
         self.script(&["stop.sh", "--clean"]);
         std::fs::create_dir_all(&self.work_dir).unwrap();
         // The webhook's ServiceAccount identity (as its mounted token would
-        // authenticate) and a user no role binds.
+        // authenticate), a user no role binds, and the audit's user.
         std::fs::write(
             self.work_dir.join("tokens.csv"),
-            format!("{INJECTOR_TOKEN},system:serviceaccount:kserve:kserve-injector,uid-injector\n{NOBODY_TOKEN},e2e-nobody,uid-nobody\n"),
+            format!("{INJECTOR_TOKEN},system:serviceaccount:kserve:kserve-injector,uid-injector\n{NOBODY_TOKEN},e2e-nobody,uid-nobody\n{AUDITOR_TOKEN},{AUDITOR},uid-auditor\n"),
         )
         .unwrap();
         self.start()

@@ -4,8 +4,10 @@
 //! after it. Without the binaries each test says how to build them and
 //! passes as skipped, except under `CI=true`, where it fails.
 
+mod audit;
 mod harness;
 mod lookups;
+mod shadow;
 mod sidecar_webhook;
 #[path = "../server/support/mod.rs"]
 mod support;

@@ -22,25 +22,25 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const OBJECTS: &str = "tests/e2e/webhook-objects.yaml";
+pub(crate) const OBJECTS: &str = "tests/e2e/webhook-objects.yaml";
 const WEBHOOK: &str = "inferenceservice.kserve-webhook-server.pod-mutator";
 const FALLBACK_SECRETS: &str = "kserve_injector_cluster_fallback_gets_total{kind=\"secrets\"}";
 const WATCH_ERRORS: &str = "kserve_injector_cluster_watch_errors_total{kind=\"secrets\"}";
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
     listener.local_addr().expect("bound").port()
 }
 
 /// The binary under test, as a child process on fixed ports.
-struct Injector {
+pub(crate) struct Injector {
     child: Child,
     admin: SocketAddr,
     log: PathBuf,
 }
 
 impl Injector {
-    fn spawn(server: &ApiServer, port: u16, admin: u16, extra: &[&str]) -> Self {
+    pub(crate) fn spawn(server: &ApiServer, port: u16, admin: u16, extra: &[&str]) -> Self {
         let pki = server.work_dir.join("pki");
         let kubeconfig = server.token_kubeconfig("injector", INJECTOR_TOKEN);
         let log = std::env::temp_dir().join(format!("e2e-webhook-injector-{port}.log"));
@@ -58,7 +58,8 @@ impl Injector {
             .args(["--cluster-lookups", "on", "--shutdown-delay", "0s"])
             .args(["--log-format", "text", "--log", "kserve_injector=debug"])
             .args(extra)
-            .stdout(Stdio::null())
+            // The logs are written to stdout; stderr has what comes before them.
+            .stdout(out.try_clone().expect("log file handle"))
             .stderr(out)
             .spawn()
             .expect("kserve-injector starts");
@@ -67,7 +68,7 @@ impl Injector {
     }
 
     /// Waits for `/readyz` 200: listening, and every watch cache listed once.
-    async fn ready(&mut self) {
+    pub(crate) async fn ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok((status, _)) = admin_get(self.admin, "/readyz").await {
@@ -87,12 +88,12 @@ impl Injector {
         }
     }
 
-    async fn metric(&self, series: &str) -> f64 {
+    pub(crate) async fn metric(&self, series: &str) -> f64 {
         let (_, text) = admin_get(self.admin, "/metrics").await.expect("/metrics");
         metric(&text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"))
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
@@ -143,7 +144,7 @@ webhooks:
     )
 }
 
-fn pod(name: &str, sa: &str, isvc: &str, annotations: &[(&str, &str)]) -> Pod {
+pub(crate) fn pod(name: &str, sa: &str, isvc: &str, annotations: &[(&str, &str)]) -> Pod {
     let annotations: serde_json::Map<String, Value> = (annotations.iter())
         .map(|(k, v)| (k.to_string(), json!(v)))
         .collect();
@@ -158,7 +159,7 @@ fn pod(name: &str, sa: &str, isvc: &str, annotations: &[(&str, &str)]) -> Pod {
     .expect("a valid pod")
 }
 
-const URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
+pub(crate) const URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
 
 fn init_container(pod: &Pod) -> &Container {
     let inits = pod.spec.as_ref().and_then(|s| s.init_containers.as_ref());
@@ -249,7 +250,7 @@ fn reinvoked(server: &ApiServer, pod: &str) -> bool {
 /// Creates `pod`; a webhook's denial is returned at once, anything else
 /// (the API server restarting, a webhook not reachable yet) is retried
 /// until `patience` has passed.
-async fn create(pods: &Api<Pod>, pod: &Pod, patience: Duration) -> Result<Pod, String> {
+pub(crate) async fn create(pods: &Api<Pod>, pod: &Pod, patience: Duration) -> Result<Pod, String> {
     let deadline = Instant::now() + patience;
     loop {
         match pods.create(&PostParams::default(), pod).await {

@@ -8,5 +8,6 @@ mod attacks;
 mod drain;
 mod http;
 mod router;
+mod shadow;
 mod support;
 mod tls;

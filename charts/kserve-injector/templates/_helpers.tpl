@@ -84,7 +84,7 @@ relations the schema cannot express.
 {{- if and $s.lookupTimeout (ge (include "kserve-injector.millis" $s.lookupTimeout | int64) $request) -}}
 {{- fail (printf "server.lookupTimeout (%s) must stay below server.requestTimeout (%s)" $s.lookupTimeout $s.requestTimeout) -}}
 {{- end -}}
-{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--config" "inferenceServiceConfig" -}}
+{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" -}}
 {{- range $s.extraArgs -}}
 {{- $flag := regexReplaceAll "=.*$" . "" -}}
 {{- if hasKey $named $flag -}}
@@ -103,6 +103,8 @@ relations the schema cannot express.
 {{- with $s.drainTimeout }}{{ $args = append $args (printf "--drain-timeout=%s" .) }}{{ end -}}
 {{- with $s.maxConcurrentRequests }}{{ $args = append $args (printf "--max-concurrent-requests=%d" (int .)) }}{{ end -}}
 {{- with $s.maxConnections }}{{ $args = append $args (printf "--max-connections=%d" (int .)) }}{{ end -}}
+{{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
+{{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- concat $args $s.extraArgs | toJson }}
 {{- end }}
 
@@ -232,4 +234,22 @@ securityContext:
 volumeMounts:
   - name: home
     mountPath: /home/kubectl
+{{- end }}
+
+{{/*
+shadow.enabled: checks the release can run beside KServe's mutator. The API
+server calls MutatingWebhookConfigurations in name order, so ours must sort
+after KServe's to see the pods it mutated; and KServe's mutator must stay.
+*/}}
+{{- define "kserve-injector.shadowChecks" -}}
+{{- if .Values.shadow.enabled -}}
+{{- $name := include "kserve-injector.fullname" . -}}
+{{- $kserve := .Values.kserveMutatorHook.configuration -}}
+{{- if .Values.replaceKServeMutator -}}
+{{- fail "shadow.enabled runs beside KServe's pod mutator: it cannot be combined with replaceKServeMutator" -}}
+{{- end -}}
+{{- if not (lt $kserve $name) -}}
+{{- fail (printf "shadow.enabled: the MutatingWebhookConfiguration %q sorts before KServe's %q, so the API server would call it first and it would not see KServe's result; choose a release name or fullnameOverride that sorts after it (kserve-injector does)" $name $kserve) -}}
+{{- end -}}
+{{- end -}}
 {{- end }}

@@ -38,6 +38,16 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
         write_str(&mut out, message);
     }
     out.push('}');
+    if !answer.warnings.is_empty() {
+        out.push_str(",\"warnings\":[");
+        for (i, warning) in answer.warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(&mut out, warning);
+        }
+        out.push(']');
+    }
     if answer.patch.is_some() {
         out.push_str(",\"patchType\":\"JSONPatch\",\"patch\":\"");
         // Encoded in one call at the end of the buffer: one call beats an

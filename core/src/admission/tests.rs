@@ -524,3 +524,95 @@ fn hand_written_ops_are_json_patch_operations() {
     assert_eq!(written, serde_json::to_value(&parsed).unwrap());
     assert_eq!(written, serde_json::to_value(ops).unwrap());
 }
+
+fn storage_pod() -> Value {
+    let mut pod = isvc_pod();
+    pod["metadata"]["annotations"] =
+        json!({ crate::constants::SOURCE_URI_ANNOTATION: "gs://bucket/model" });
+    pod
+}
+
+fn shadow_answer(pod: Value, warnings: bool) -> (Reviewed, Value) {
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
+    let prepared = prepare(&body).expect("a review");
+    let reviewed = prepared
+        .answer_in(&Inputs::default(), Mode::Shadow { warnings })
+        .expect("an answer");
+    let response = serde_json::from_slice(&reviewed.body).expect("JSON body");
+    (reviewed, response)
+}
+
+#[test]
+fn shadow_mode_allows_without_a_patch_and_names_each_withheld_op_with_its_injector() {
+    let pod = storage_pod();
+    let (reviewed, response) = shadow_answer(pod.clone(), false);
+    assert_eq!(response["response"]["allowed"], true);
+    assert!(response["response"].get("patch").is_none());
+    assert!(response["response"].get("warnings").is_none());
+    assert_eq!(reviewed.patch_ops, 0);
+    let normal = crate::mutation::mutate(&pod, "default", &Inputs::default()).unwrap();
+    let paths: Vec<&str> = reviewed.withheld.iter().map(|w| w.path.as_str()).collect();
+    let expected: Vec<&str> = normal.patch.iter().map(|op| op.path.as_str()).collect();
+    assert_eq!(paths, expected);
+    let injector_of = |path: &str| {
+        reviewed
+            .withheld
+            .iter()
+            .find(|w| w.path == path)
+            .unwrap()
+            .injector
+    };
+    assert_eq!(
+        injector_of("/metadata/namespace"),
+        crate::injectors::MUTATOR
+    );
+    assert_eq!(
+        injector_of("/spec/initContainers"),
+        crate::injectors::storage_initializer::NAME
+    );
+}
+
+#[test]
+fn shadow_warnings_name_the_paths_and_stay_short() {
+    let (reviewed, response) = shadow_answer(storage_pod(), true);
+    let warnings = response["response"]["warnings"]
+        .as_array()
+        .expect("warnings");
+    assert_eq!(warnings.len(), 1);
+    let text = warnings[0].as_str().unwrap();
+    assert!(text.len() <= MAX_WARNING_CHARS, "{text}");
+    let count = format!(
+        "would make {} change(s) by mutator, storage-initializer, metrics-aggregator:",
+        reviewed.withheld.len()
+    );
+    assert!(text.contains(&count), "{text}");
+    assert!(
+        text.contains("/spec/initContainers (storage-initializer)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn shadow_mode_on_a_pod_already_mutated_withholds_nothing_and_warns_nothing() {
+    let mutated = crate::mutation::mutate(&storage_pod(), "default", &Inputs::default())
+        .unwrap()
+        .pod;
+    let (reviewed, response) = shadow_answer(mutated, true);
+    assert!(reviewed.withheld.is_empty());
+    assert!(response["response"].get("warnings").is_none());
+}
+
+#[test]
+fn a_long_shadow_warning_ends_with_the_count_left_out() {
+    let many: Vec<Withheld> = (0..40)
+        .map(|i| Withheld {
+            op: "add",
+            path: format!("/spec/containers/0/env/{i}"),
+            injector: "agent",
+        })
+        .collect();
+    let text = shadow_warning(&many);
+    assert!(text.len() <= MAX_WARNING_CHARS, "{text}");
+    assert!(text.starts_with("kserve-injector (shadow mode) would make 40 change(s) by agent:"));
+    assert!(text.ends_with("more"), "{text}");
+}

@@ -60,7 +60,7 @@ impl ClusterData {
     pub fn load(docs: Vec<Value>) -> Result<LoadedObjects, ObjectsLoadError> {
         let mut loaded = LoadedObjects::default();
         for (i, doc) in docs.iter().enumerate() {
-            loaded.add(doc, &format!("document {}", i + 1))?;
+            loaded.add_document(doc, &format!("document {}", i + 1))?;
         }
         Ok(loaded)
     }
@@ -72,7 +72,8 @@ impl ClusterData {
 }
 
 impl LoadedObjects {
-    fn add(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
+    /// Adds one document (a List's items one by one); `at` names it in errors.
+    pub fn add_document(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
         let fail = |message: String| ObjectsLoadError {
             at: at.to_string(),
             message,
@@ -89,7 +90,7 @@ impl LoadedObjects {
             let items = doc.get("items").and_then(Value::as_array);
             let items = items.ok_or_else(|| fail(format!("{kind} has no items array")))?;
             for (j, item) in items.iter().enumerate() {
-                self.add(item, &format!("{at}, item {}", j + 1))?;
+                self.add_document(item, &format!("{at}, item {}", j + 1))?;
             }
             return Ok(());
         }

@@ -123,20 +123,44 @@ pub fn run_all<P: PodEdit>(
     pod: &mut P,
     env: &Inputs,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
+    let runs = run_steps(pod, env)?;
+    Ok(runs.into_iter().map(|r| (r.name, r.outcome)).collect())
+}
+
+/// One step that ran: its outcome, and how many changes the pod had
+/// recorded once it was done, so each change can be traced to its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRun {
+    pub name: &'static str,
+    pub outcome: InjectorOutcome,
+    pub changes_after: usize,
+}
+
+/// [`run_all`], with where each step's changes end.
+pub fn run_steps<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<Vec<StepRun>, InjectError> {
     let steps = Pipeline::<P>::STEPS;
-    let mut outcomes = Vec::with_capacity(steps.len());
+    let mut runs = Vec::with_capacity(steps.len());
     for step in steps.iter().filter(|s| (s.enabled)(env)) {
         let before = pod.changes();
         (step.run)(pod, env)?;
-        let outcome = if pod.changes() > before {
+        let changes_after = pod.changes();
+        let outcome = if changes_after > before {
             InjectorOutcome::Injected
         } else {
             InjectorOutcome::Unchanged
         };
-        outcomes.push((step.name, outcome));
+        runs.push(StepRun {
+            name: step.name,
+            outcome,
+            changes_after,
+        });
     }
-    Ok(outcomes)
+    Ok(runs)
 }
+
+/// Names the changes made before any injector runs (the pod's namespace,
+/// which KServe's mutator writes itself).
+pub const MUTATOR: &str = "mutator";
 
 /// All names the pipeline may report, for pre-registering metric labels.
 pub const INJECTOR_NAMES: [&str; PIPELINE.len()] = {

@@ -140,6 +140,26 @@ impl<'a> WorkingSet<'a> {
         out
     }
 
+    /// [`Self::into_patch`], with the source of each operation: the label of
+    /// the first range of `ends` (change counts, ascending) that holds the
+    /// change which created it. A change folded into an earlier `add` keeps
+    /// that add's source; a change past the last range is `ends`' last label.
+    pub fn into_sourced_patch(
+        self,
+        ends: &[(&'static str, usize)],
+    ) -> (Vec<Op>, Vec<&'static str>) {
+        let mut out: Vec<Op> = Vec::with_capacity(self.ops.len());
+        let mut sources = Vec::with_capacity(self.ops.len());
+        for (i, op) in self.ops.into_iter().enumerate() {
+            if let Some(op) = fold_into(&mut out, op) {
+                out.push(op);
+                let range = ends.iter().find(|(_, end)| i < *end).or(ends.last());
+                sources.push(range.map_or("", |(name, _)| *name));
+            }
+        }
+        (out, sources)
+    }
+
     /// `metadata`, created with one `add` of `{key: value}` when absent; the
     /// flag says it was (the caller's write is then made).
     fn metadata_for(

@@ -1,0 +1,254 @@
+//! `kserve-injector audit`: for each running InferenceService pod, the pod
+//! as it was before admission (its ReplicaSet's pod template) is mutated
+//! again with today's config and cluster objects, and the result compared
+//! with the running pod ([`compare`]). Pure: the adapters list the objects
+//! (from a cluster or a file) into an [`Inventory`] and print the
+//! [`Report`].
+//!
+//! The inventory keeps only what the audit reads, as compact JSON text: a
+//! pod's labels, annotations and spec, a ReplicaSet's template. Ten
+//! thousand pods then take tens of MiB, not the hundreds their parsed trees
+//! would.
+
+pub mod compare;
+pub mod report;
+
+use crate::cluster::keys::PodFacts;
+use crate::cluster::{LoadedObjects, ObjectsLoadError};
+use crate::constants::ISVC_LABEL;
+use crate::inputs::Inputs;
+use crate::mutation::{mutate_template, MutationError};
+pub use compare::{DiffKind, Difference, Rules};
+pub use report::{Report, Row, Status};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// The ConfigMap KServe's mutator reads, in the controller's namespace.
+pub const CONFIG_MAP_NAME: &str = "inferenceservice-config";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRef {
+    pub kind: String,
+    pub name: String,
+}
+
+/// A pod the audit will check.
+#[derive(Debug)]
+pub struct AuditPod {
+    pub namespace: String,
+    pub name: String,
+    pub owner: Option<OwnerRef>,
+    /// `{"metadata":{"labels","annotations"},"spec"}` of the running pod.
+    pub body: Box<RawValue>,
+}
+
+/// A ReplicaSet whose template has the InferenceService label.
+#[derive(Debug)]
+struct ReplicaSet {
+    owner: Option<OwnerRef>,
+    template: Box<RawValue>,
+}
+
+/// Everything the audit reads, added one object at a time.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pods: Vec<AuditPod>,
+    replica_sets: HashMap<(String, String), ReplicaSet>,
+    deployments: HashSet<(String, String)>,
+    /// `inferenceservice-config`'s data, per namespace it was found in.
+    configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// The objects the injectors look up (ServiceAccounts, Secrets,
+    /// ClusterStorageContainers, InferenceServices), and the kinds passed over.
+    pub objects: LoadedObjects,
+}
+
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum AuditError {
+    #[error("{at}: {message}")]
+    Object { at: String, message: String },
+    #[error(transparent)]
+    Lookup(#[from] ObjectsLoadError),
+}
+
+fn text<'v>(doc: &'v Value, pointer: &str) -> &'v str {
+    doc.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The controlling owner, as `metadata.ownerReferences` names it.
+fn controller(doc: &Value) -> Option<OwnerRef> {
+    let refs = doc.pointer("/metadata/ownerReferences")?.as_array()?;
+    let owner = (refs
+        .iter()
+        .find(|r| r.get("controller") == Some(&Value::Bool(true))))
+    .or_else(|| refs.first())?;
+    Some(OwnerRef {
+        kind: text(owner, "/kind").to_string(),
+        name: text(owner, "/name").to_string(),
+    })
+}
+
+fn has_isvc_label(pod_or_template: &Value) -> bool {
+    pod_or_template
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(ISVC_LABEL))
+        .is_some()
+}
+
+fn raw(value: &Value, at: &str) -> Result<Box<RawValue>, AuditError> {
+    serde_json::value::to_raw_value(value).map_err(|e| AuditError::Object {
+        at: at.to_string(),
+        message: e.to_string(),
+    })
+}
+
+impl Inventory {
+    /// Adds one object (not a List: the reader flattens Lists). Pods and
+    /// ReplicaSets without the InferenceService label are passed over, so
+    /// only the audited ones are kept; `at` names the object in errors.
+    pub fn add(&mut self, doc: Value, at: &str) -> Result<(), AuditError> {
+        let key = || {
+            let namespace = text(&doc, "/metadata/namespace").to_string();
+            (namespace, text(&doc, "/metadata/name").to_string())
+        };
+        match (text(&doc, "/apiVersion"), text(&doc, "/kind")) {
+            ("v1", "Pod") => {
+                if has_isvc_label(&doc) {
+                    let (namespace, name) = key();
+                    let body = json!({
+                        "metadata": {
+                            "labels": doc.pointer("/metadata/labels"),
+                            "annotations": doc.pointer("/metadata/annotations"),
+                        },
+                        "spec": doc.get("spec"),
+                    });
+                    let body = raw(&body, at)?;
+                    let owner = controller(&doc);
+                    self.pods.push(AuditPod {
+                        namespace,
+                        name,
+                        owner,
+                        body,
+                    });
+                }
+            }
+            ("apps/v1", "ReplicaSet") => {
+                if let Some(template) = doc.pointer("/spec/template").filter(|t| has_isvc_label(t))
+                {
+                    let template = raw(template, at)?;
+                    let owner = controller(&doc);
+                    self.replica_sets
+                        .insert(key(), ReplicaSet { owner, template });
+                }
+            }
+            ("apps/v1", "Deployment") => {
+                self.deployments.insert(key());
+            }
+            ("v1", "ConfigMap") if text(&doc, "/metadata/name") == CONFIG_MAP_NAME => {
+                let data = doc.get("data").cloned().unwrap_or(Value::Null);
+                let data: BTreeMap<String, String> =
+                    serde_json::from_value(data).map_err(|e| AuditError::Object {
+                        at: at.to_string(),
+                        message: format!("{CONFIG_MAP_NAME} data: {e}"),
+                    })?;
+                self.configs.insert(key().0, data);
+            }
+            _ => self.objects.add_document(&doc, at)?,
+        }
+        Ok(())
+    }
+
+    /// Adds a pod already reduced to what the audit reads.
+    pub fn add_pod(&mut self, pod: AuditPod) {
+        self.pods.push(pod);
+    }
+
+    pub fn pods(&self) -> usize {
+        self.pods.len()
+    }
+
+    /// `inferenceservice-config`'s data in `namespace`, when it was read.
+    pub fn config_data(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
+        self.configs.get(namespace)
+    }
+
+    /// Audits every pod: `env` carries the config and the controller's
+    /// namespace; the cluster objects each pod needs come from the inventory.
+    pub fn audit(&self, env: &Inputs, rules: &Rules) -> Report {
+        let mut order: Vec<&AuditPod> = self.pods.iter().collect();
+        order.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        let rows = order
+            .into_iter()
+            .map(|pod| self.audit_pod(pod, env, rules))
+            .collect();
+        Report::new(rows)
+    }
+
+    fn audit_pod(&self, pod: &AuditPod, env: &Inputs, rules: &Rules) -> Row {
+        let mut row = Row::new(&pod.namespace, &pod.name);
+        let skip = |mut row: Row, reason: String| {
+            row.status = Status::Skipped;
+            row.reason = Some(reason);
+            row
+        };
+        let Some(owner) = &pod.owner else {
+            return skip(
+                row,
+                "no owner: nothing records the pod before admission".into(),
+            );
+        };
+        row.owner = format!("{}/{}", owner.kind, owner.name);
+        if owner.kind != "ReplicaSet" {
+            return skip(
+                row,
+                format!("owned by a {}: only ReplicaSets are followed", owner.kind),
+            );
+        }
+        let Some(rs) = self
+            .replica_sets
+            .get(&(pod.namespace.clone(), owner.name.clone()))
+        else {
+            return skip(row, format!("ReplicaSet {} not found", owner.name));
+        };
+        if let Some(deploy) = rs.owner.as_ref().filter(|o| o.kind == "Deployment") {
+            if self
+                .deployments
+                .contains(&(pod.namespace.clone(), deploy.name.clone()))
+            {
+                row.owner = format!("Deployment/{}", deploy.name);
+            }
+        }
+        let (template, got) = match (parse(&rs.template), parse(&pod.body)) {
+            (Ok(t), Ok(g)) => (t, g),
+            (Err(e), _) | (_, Err(e)) => return skip(row, format!("unreadable: {e}")),
+        };
+        let facts = PodFacts::from_pod_value(&template, &pod.namespace, &env.config);
+        let env = env.with_cluster(self.objects.data.restrict(&facts, &env.config));
+        match mutate_template(&template, &pod.namespace, &env) {
+            Ok(m) => row.differences = compare::compare(&m.pod, &got, rules),
+            Err(MutationError::Inject(e)) => {
+                row.reason = Some(format!("the mutator would deny the pod: {e}"));
+                row.differences = vec![Difference {
+                    path: "(admission)".into(),
+                    kind: DiffKind::Changed,
+                }];
+            }
+            Err(e) => return skip(row, format!("template: {e}")),
+        }
+        row.status = if row.differences.is_empty() {
+            Status::Same
+        } else {
+            Status::Differs
+        };
+        row
+    }
+}
+
+fn parse(raw: &RawValue) -> Result<Value, serde_json::Error> {
+    serde_json::from_str(raw.get())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+//! `kserve-injector audit`: the adapters around the core's audit. The
+//! objects come from a dump ([`dump`]) or a cluster ([`cluster`]); the
+//! comparison and the report are the core's ([`kserve_injector_core::audit`]).
+
+pub use kserve_injector_core::audit::*;
+
+pub mod cluster;
+pub mod dump;
+
+use crate::config_file;
+use crate::lookups::{resolve_client, ClusterLookups, Environment};
+use crate::{Config, Inputs};
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    Table,
+    Json,
+}
+
+/// Flags of `kserve-injector audit`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:
+  kserve-injector audit -A                                  # every namespace, current context
+  kserve-injector audit --context prod -n models -o json
+  kubectl get pods,rs,deploy,sa,secrets,cm,isvc,clusterstoragecontainers -A -o json > dump.json
+  kserve-injector audit --objects dump.json
+
+Each pod with the serving.kserve.io/inferenceservice label is compared with
+what this webhook makes of its ReplicaSet's pod template today. Fields the
+API server defaults, the service account token volume and the sidecars of
+--ignore-container (istio-proxy, linkerd-proxy and their init containers
+by default) are not compared.
+
+Exit codes: 0 no pod differs, 1 a pod differs, 2 bad flags, input or
+cluster access.")]
+pub struct AuditArgs {
+    /// A dump of the objects (`kubectl get ... -A -o yaml|json`), "-" for
+    /// standard input, instead of a cluster. Example: --objects dump.json
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    pub objects: Option<PathBuf>,
+    /// Kubeconfig to read the cluster with (default: KUBECONFIG, else
+    /// ~/.kube/config, else the in-cluster service account).
+    /// Example: --kubeconfig ~/.kube/config
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use. Example: --context kind-kserve
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Audit the pods of this namespace (default: the context's namespace).
+    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Audit the pods of every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Output: a table, or the whole report as JSON.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: AuditFormat,
+    /// A container another webhook adds, not compared (repeatable; added to
+    /// the built-in list). Example: --ignore-container vault-agent
+    #[arg(long, value_name = "NAME")]
+    pub ignore_container: Vec<String>,
+    /// The namespace of inferenceservice-config (KServe's controller namespace).
+    #[arg(long, default_value = crate::constants::DEFAULT_CONTROLLER_NAMESPACE)]
+    pub controller_namespace: String,
+    /// Use this inferenceservice-config (a ConfigMap manifest or a mounted
+    /// directory) instead of the cluster's. Example: --config ./config.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+/// Why the audit could not run (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("--objects {path}: {message}")]
+    Objects { path: String, message: String },
+    #[error("{0}")]
+    Cluster(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Reads the objects, audits, and gives the report.
+pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
+    let mut inventory = Inventory::default();
+    let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
+        (Some(path), ..) => {
+            read_dump(path, &mut inventory)?;
+            None
+        }
+        (None, true, _) => Some(cluster::Scope::All),
+        (None, false, ns) => Some(cluster::Scope::Namespace(ns.clone().unwrap_or_default())),
+    };
+    if let Some(scope) = scope {
+        read_cluster(args, scope, &mut inventory)?;
+    }
+    for line in inventory.objects.ignored_lines() {
+        tracing::debug!("{line}");
+    }
+    let config = match &args.config {
+        Some(path) => config_file::load(path).map_err(|e| RunError::Config(e.to_string()))?,
+        None => {
+            let data = inventory.config_data(&args.controller_namespace).ok_or_else(|| {
+                RunError::Config(format!(
+                    "no {CONFIG_MAP_NAME} ConfigMap in namespace {:?} (see --controller-namespace, or pass --config)",
+                    args.controller_namespace
+                ))
+            })?;
+            Config::from_data(data)
+                .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
+        }
+    };
+    let mut env = Inputs::new(config);
+    env.controller_namespace = args.controller_namespace.clone();
+    let mut rules = Rules::default();
+    rules.sidecars.extend(args.ignore_container.iter().cloned());
+    let mut report = inventory.audit(&env, &rules);
+    if let Some(ns) = args.namespace.as_deref().filter(|_| args.objects.is_some()) {
+        report = Report::new(
+            report
+                .pods
+                .into_iter()
+                .filter(|r| r.namespace == ns)
+                .collect(),
+        );
+    }
+    Ok(report)
+}
+
+fn read_dump(path: &std::path::Path, inventory: &mut Inventory) -> Result<(), RunError> {
+    let failed = |message: String| RunError::Objects {
+        path: path.display().to_string(),
+        message,
+    };
+    if path.as_os_str() == "-" {
+        return dump::read_into(&mut std::io::stdin().lock(), inventory)
+            .map_err(|e| failed(e.to_string()));
+    }
+    let file = File::open(path).map_err(|e| failed(e.to_string()))?;
+    dump::read_into(&mut BufReader::with_capacity(1 << 16, file), inventory)
+        .map_err(|e| failed(e.to_string()))
+}
+
+fn read_cluster(
+    args: &AuditArgs,
+    scope: cluster::Scope,
+    inventory: &mut Inventory,
+) -> Result<(), RunError> {
+    let failed = |e: &dyn std::fmt::Display| RunError::Cluster(e.to_string());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| failed(&e))?;
+    runtime.block_on(async {
+        let mut environment = Environment::from_process(args.kubeconfig.clone());
+        if environment.kubeconfig_flag.is_none() && environment.kubeconfig_env.is_none() {
+            // As kubectl: ~/.kube/config when nothing else says where.
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let default = home.map(|h| h.join(".kube/config")).filter(|p| p.is_file());
+            environment.kubeconfig_flag = default.or(environment.kubeconfig_flag);
+        }
+        let no_config = "no cluster configuration: pass --kubeconfig or --objects";
+        let client =
+            match resolve_client(ClusterLookups::On, &environment, args.context.as_deref()).await {
+                Ok(Some(client)) => client,
+                Ok(None) | Err(crate::lookups::ModeError::NoConfiguration) => {
+                    return Err(failed(&no_config))
+                }
+                Err(e) => return Err(failed(&e)),
+            };
+        let scope = match scope {
+            cluster::Scope::Namespace(ns) if ns.is_empty() => {
+                cluster::Scope::Namespace(client.default_namespace().to_string())
+            }
+            other => other,
+        };
+        cluster::list_into(&client, &scope, &args.controller_namespace, inventory)
+            .await
+            .map_err(|e| failed(&e))
+    })
+}
