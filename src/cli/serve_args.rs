@@ -4,10 +4,11 @@
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
 use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::{ClusterLookups, Kind, LookupOptions};
+use crate::lookups::{ClusterLookups, Kind, LookupOptions, DEFAULT_SECRET_CACHE_ENTRIES};
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -100,16 +101,28 @@ pub struct LookupArgs {
     /// yet; keep it below --request-timeout.
     #[arg(long, default_value = "2s", value_parser = nonzero_duration)]
     pub lookup_timeout: Duration,
-    /// Kinds read through watch caches (comma-separated); a kind left out is
-    /// read with one GET per admission that needs it (less memory, more API
-    /// requests). Example: --watch-kinds serviceaccounts,clusterstoragecontainers
+    /// Kinds read through watch caches (comma-separated). Secrets are left
+    /// out by default: each one a pod needs is read with one GET and kept for
+    /// --secret-ttl, so the webhook needs only `get` on Secrets. Add
+    /// `secrets` to watch them all instead (RBAC `list, watch`; see
+    /// docs/security.md). Another kind left out is read with one GET per
+    /// admission that needs it. Example: --watch-kinds serviceaccounts,secrets,clusterstoragecontainers,inferenceservices
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "serviceaccounts,secrets,clusterstoragecontainers,inferenceservices"
+        default_value = "serviceaccounts,clusterstoragecontainers,inferenceservices"
     )]
     pub watch_kinds: Vec<Kind>,
+    /// How long a fetched Secret (or its absence) is used before the next
+    /// admission that needs it reads it again: a Secret changed or deleted
+    /// is seen at the latest after this. Unused when Secrets are watched.
+    #[arg(long, default_value = "30s", value_parser = nonzero_duration)]
+    pub secret_ttl: Duration,
+    /// At most this many fetched Secrets are kept (least recently used out
+    /// first). Unused when Secrets are watched.
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = at_least_one::<usize>)]
+    pub secret_cache_entries: usize,
     /// Serve with a fixed set of cluster objects instead of a cluster (as
     /// `mutate --objects`; for trying the webhook out and for tests).
     /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
@@ -328,6 +341,9 @@ impl LookupArgs {
         LookupOptions {
             get_timeout: self.lookup_timeout,
             watched: self.watch_kinds.clone(),
+            secret_ttl: self.secret_ttl,
+            secret_cache_entries: NonZeroUsize::new(self.secret_cache_entries)
+                .unwrap_or(DEFAULT_SECRET_CACHE_ENTRIES),
         }
     }
 }

@@ -96,6 +96,10 @@ pub trait Reduce<O>: Send + Sync + 'static {
     type Value: Send + Sync + 'static;
     fn key(&self, object: &O) -> Self::Key;
     fn value(&self, object: &O) -> Self::Value;
+    /// [`value`](Self::value) of an object no longer needed after it.
+    fn value_owned(&self, object: O) -> Self::Value {
+        self.value(&object)
+    }
 }
 
 /// Runs the watch for `api` into `cache` until the task is aborted.
@@ -119,8 +123,8 @@ pub async fn run<O, R>(
                 Ok(event) => match event {
                     Event::Init => listing = Some(HashMap::new()),
                     Event::InitApply(o) => {
-                        let (k, v) = (reduce.key(&o), reduce.value(&o));
-                        drop(o);
+                        let k = reduce.key(&o);
+                        let v = reduce.value_owned(o);
                         listing.get_or_insert_with(HashMap::new).insert(k, v);
                     }
                     Event::InitDone => {
@@ -128,7 +132,7 @@ pub async fn run<O, R>(
                         cache.replace_all(listing.take().unwrap_or_default());
                         tracing::debug!(kind, objects = cache.len(), "watch cache listed");
                     }
-                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value(&o)),
+                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value_owned(o)),
                     Event::Delete(o) => cache.remove(&reduce.key(&o)),
                 },
                 Err(error) => {

@@ -1,6 +1,8 @@
-//! The server's cluster lookups: watch caches of ServiceAccounts, Secrets,
-//! ClusterStorageContainers and InferenceServices, and [`Lookups::snapshot`],
-//! which fills a [`ClusterData`] for exactly the keys
+//! The server's cluster lookups: watch caches of ServiceAccounts,
+//! ClusterStorageContainers and InferenceServices (and of Secrets, when
+//! `--watch-kinds` names them), Secrets fetched when a pod needs them and
+//! kept for a TTL ([`fetched`]), and [`Lookups::snapshot`], which fills a
+//! [`ClusterData`] for exactly the keys
 //! [`needed_keys`](crate::cluster::keys::needed_keys) names.
 //!
 //! A key a synced cache holds costs no API call. A key it does not hold (an
@@ -12,6 +14,7 @@
 //! Adapter code: the core stays pure and only ever sees the snapshot.
 
 mod cache;
+mod fetched;
 pub mod metrics;
 pub mod mode;
 mod reduce;
@@ -27,6 +30,7 @@ use crate::cluster::{
 };
 use crate::config::Config;
 use cache::Cache;
+use fetched::FetchCache;
 use k8s_openapi::api::core::v1 as api;
 use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
@@ -35,6 +39,7 @@ use reduce::{Parsed, Reduce};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::hash::Hash;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,21 +101,56 @@ pub enum LookupError {
     },
     #[error("cluster lookup of {kind}: {message}")]
     Invalid { kind: &'static str, message: String },
+    /// The error of a GET that several admissions waited for.
+    #[error(transparent)]
+    Shared(Arc<LookupError>),
 }
+
+/// Default for `--secret-ttl`: how long a fetched Secret is used before the
+/// next admission that needs it reads it again.
+pub const DEFAULT_SECRET_TTL: Duration = Duration::from_secs(30);
+/// Default for `--secret-cache-entries`.
+pub const DEFAULT_SECRET_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1000).unwrap();
+
+/// The kinds watched by default: none of them holds a credential. Secrets
+/// are fetched when a pod needs them and kept for [`DEFAULT_SECRET_TTL`].
+pub const DEFAULT_WATCHED: [Kind; 3] = [
+    Kind::ServiceAccounts,
+    Kind::StorageContainers,
+    Kind::InferenceServices,
+];
 
 /// Which caches to run and how long a fallback GET may take.
 #[derive(Debug, Clone)]
 pub struct LookupOptions {
-    /// Kinds with a watch cache; the others are always fetched directly.
+    /// Kinds with a watch cache. Secrets not watched are fetched into a
+    /// bounded cache with a TTL; other kinds not watched are fetched for
+    /// every admission that needs them.
     pub watched: Vec<Kind>,
     pub get_timeout: Duration,
+    /// How long a fetched Secret (or its absence) is used.
+    pub secret_ttl: Duration,
+    /// At most this many fetched Secrets are kept.
+    pub secret_cache_entries: NonZeroUsize,
 }
 
 impl Default for LookupOptions {
     fn default() -> Self {
         Self {
-            watched: Kind::ALL.to_vec(),
+            watched: DEFAULT_WATCHED.to_vec(),
             get_timeout: DEFAULT_GET_TIMEOUT,
+            secret_ttl: DEFAULT_SECRET_TTL,
+            secret_cache_entries: DEFAULT_SECRET_CACHE_ENTRIES,
+        }
+    }
+}
+
+impl LookupOptions {
+    /// Every kind watched (the behaviour before Secrets were fetched).
+    pub fn watch_all() -> Self {
+        Self {
+            watched: Kind::ALL.to_vec(),
+            ..Self::default()
         }
     }
 }
@@ -184,6 +224,8 @@ pub struct Lookups {
     get_timeout: Duration,
     service_accounts: CacheOf<ObjectRef, ServiceAccount>,
     secrets: CacheOf<ObjectRef, Secret>,
+    /// When Secrets are not watched: the ones fetched lately.
+    fetched_secrets: Option<FetchCache<ObjectRef, Secret>>,
     storage_containers: CacheOf<String, Parsed<ClusterStorageContainer>>,
     inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -212,6 +254,10 @@ impl Lookups {
         Self {
             service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
             secrets: cache(&metrics, options, Kind::Secrets),
+            fetched_secrets: (!options.watched.contains(&Kind::Secrets)).then(|| {
+                let handles = metrics.kind(Kind::Secrets).clone();
+                FetchCache::new(options.secret_ttl, options.secret_cache_entries, handles)
+            }),
             storage_containers: cache(&metrics, options, Kind::StorageContainers),
             inference_services: cache(&metrics, options, Kind::InferenceServices),
             client,
@@ -262,16 +308,29 @@ impl Lookups {
         let options = LookupOptions {
             watched: Vec::new(),
             get_timeout,
+            ..LookupOptions::default()
         };
         Self::unstarted(client, LookupMetrics::unregistered(), &options)
     }
 
-    /// Synced caches holding `data` and no watches: for benchmarks and tests
-    /// of the cache path. `client` still serves misses.
-    pub fn preloaded(client: Client, metrics: LookupMetrics, data: ClusterData) -> Self {
-        let this = Self::unstarted(client, metrics, &LookupOptions::default());
+    /// Synced caches of the kinds `options` watches holding `data`, and no
+    /// watches; Secrets not watched fill the fetched Secrets (fresh for the
+    /// TTL, the last `secret_cache_entries` of them). For benchmarks and
+    /// tests of the cache path; `client` still serves misses.
+    pub fn preloaded(
+        client: Client,
+        metrics: LookupMetrics,
+        options: &LookupOptions,
+        data: ClusterData,
+    ) -> Self {
+        let this = Self::unstarted(client, metrics, options);
         preload(&this.service_accounts, data.service_accounts);
-        preload(&this.secrets, data.secrets);
+        match &this.fetched_secrets {
+            Some(fetched) => {
+                (data.secrets.into_iter()).for_each(|(k, v)| fetched.insert(k, Some(v)))
+            }
+            None => preload(&this.secrets, data.secrets),
+        }
         fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
             (k, Ok(v))
         }
@@ -321,9 +380,13 @@ impl Lookups {
         }
     }
 
-    /// Objects a watched cache holds now (0 when not watched).
+    /// Objects a watched cache holds now, or for Secrets not watched, the
+    /// fetched entries kept (expired ones until they are next asked for).
     pub fn cached(&self, kind: Kind) -> usize {
-        self.cache_state(kind).map_or(0, |c| c.objects())
+        match (kind, &self.fetched_secrets) {
+            (Kind::Secrets, Some(fetched)) => fetched.len(),
+            _ => self.cache_state(kind).map_or(0, |c| c.objects()),
+        }
     }
 
     pub fn metrics(&self) -> &LookupMetrics {
@@ -370,14 +433,15 @@ impl Lookups {
                 }
             }
             ObjectKey::Secret(r) => {
-                let kind = Kind::Secrets;
-                if let Some(s) = self.cached_object(kind, &self.secrets, r) {
+                let found = match &self.fetched_secrets {
+                    Some(fetched) => fetched.get_or_fetch(r, || self.get_secret(r)).await?,
+                    None => match self.cached_object(Kind::Secrets, &self.secrets, r) {
+                        Some(s) => Some(s),
+                        None => self.get_secret(r).await?,
+                    },
+                };
+                if let Some(s) = found {
                     out.secrets.insert(r.clone(), s);
-                    return Ok(());
-                }
-                let api = Api::<api::Secret>::namespaced(self.client.clone(), &r.namespace);
-                if let Some(s) = self.get(kind, r, api.get_opt(&r.name)).await? {
-                    out.insert_secret(Secret::from_api(&s, &r.namespace));
                 }
             }
             ObjectKey::InferenceService(r) => {
@@ -403,6 +467,13 @@ impl Lookups {
             ObjectKey::ClusterStorageContainers => self.fill_storage_containers(out).await?,
         }
         Ok(())
+    }
+
+    /// One GET of a Secret, reduced at once.
+    async fn get_secret(&self, r: &ObjectRef) -> Result<Option<Secret>, LookupError> {
+        let api = Api::<api::Secret>::namespaced(self.client.clone(), &r.namespace);
+        let found = self.get(Kind::Secrets, r, api.get_opt(&r.name)).await?;
+        Ok(found.map(|s| Secret::from_api_owned(s, &r.namespace)))
     }
 
     /// A copy of the cached object, counting a hit; `None` (a miss) when the

@@ -43,8 +43,8 @@ impl Reduce<api::ServiceAccount> for ServiceAccounts {
 
 /// Keeps what [`Secret::from_api`] keeps: names, annotations, data key
 /// names and only the values listed in `KEPT_SECRET_VALUE_KEYS` (others are
-/// reduced to their storage-spec projection). The API object is dropped
-/// right after.
+/// reduced to their storage-spec projection). The API object's values are
+/// overwritten with zeros right after.
 pub struct Secrets;
 
 impl Reduce<api::Secret> for Secrets {
@@ -56,6 +56,10 @@ impl Reduce<api::Secret> for Secrets {
     }
     fn value(&self, o: &api::Secret) -> Secret {
         Secret::from_api(o, o.metadata.namespace.as_deref().unwrap_or_default())
+    }
+    fn value_owned(&self, o: api::Secret) -> Secret {
+        let namespace = o.metadata.namespace.clone().unwrap_or_default();
+        Secret::from_api_owned(o, &namespace)
     }
 }
 
