@@ -4,7 +4,9 @@
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
 use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::{ClusterLookups, Kind, LookupOptions, DEFAULT_SECRET_CACHE_ENTRIES};
+use crate::lookups::{
+    ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
+};
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -123,6 +125,17 @@ pub struct LookupArgs {
     /// first). Unused when Secrets are watched.
     #[arg(long, value_name = "N", default_value = "1000", value_parser = at_least_one::<usize>)]
     pub secret_cache_entries: usize,
+    /// Serve only these namespaces (comma-separated): watches and GETs are
+    /// limited to them, so namespaced Roles suffice (only
+    /// ClusterStorageContainers, cluster-scoped, need a ClusterRole).
+    /// Default: the whole cluster. Example: --namespaces models-a,models-b
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACE", value_parser = namespace_name)]
+    pub namespaces: Vec<String>,
+    /// With --namespaces: a pod in another namespace that needs cluster
+    /// lookups is denied, naming the namespaces served (deny), or admitted
+    /// unchanged (allow).
+    #[arg(long, value_enum, default_value = "deny")]
+    pub outside_namespaces: OutsideNamespaces,
     /// Serve with a fixed set of cluster objects instead of a cluster (as
     /// `mutate --objects`; for trying the webhook out and for tests).
     /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
@@ -344,6 +357,8 @@ impl LookupArgs {
             secret_ttl: self.secret_ttl,
             secret_cache_entries: NonZeroUsize::new(self.secret_cache_entries)
                 .unwrap_or(DEFAULT_SECRET_CACHE_ENTRIES),
+            namespaces: self.namespaces.iter().cloned().collect(),
+            outside: self.outside_namespaces,
         }
     }
 }
@@ -357,6 +372,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("{text:?} is not a duration ({e}; examples: 500ms, 5s, 2m)"))
+}
+
+/// A namespace name as the API accepts it (a DNS label).
+fn namespace_name(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let label =
+        regex::Regex::new("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$").map_err(|e| e.to_string())?;
+    if label.is_match(text) {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "{text:?} is not a namespace name (lower-case letters, digits and '-', at most 63)"
+        ))
+    }
 }
 
 /// A count that must be at least 1 (a limit of zero would refuse everything).

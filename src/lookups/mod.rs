@@ -120,6 +120,18 @@ pub const DEFAULT_WATCHED: [Kind; 3] = [
     Kind::InferenceServices,
 ];
 
+/// `--outside-namespaces`: what happens to a pod that needs lookups in a
+/// namespace `--namespaces` does not list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutsideNamespaces {
+    /// Denied, naming the namespaces served: the pod would otherwise run
+    /// without its injection, which fails later and less clearly.
+    #[default]
+    Deny,
+    /// Admitted with no change at all.
+    Allow,
+}
+
 /// Which caches to run and how long a fallback GET may take.
 #[derive(Debug, Clone)]
 pub struct LookupOptions {
@@ -132,6 +144,11 @@ pub struct LookupOptions {
     pub secret_ttl: Duration,
     /// At most this many fetched Secrets are kept.
     pub secret_cache_entries: NonZeroUsize,
+    /// Empty: the whole cluster. Otherwise the only namespaces watched and
+    /// read (ClusterStorageContainers, cluster-scoped, stay cluster-wide).
+    pub namespaces: BTreeSet<String>,
+    /// What a pod needing lookups in another namespace gets.
+    pub outside: OutsideNamespaces,
 }
 
 impl Default for LookupOptions {
@@ -141,6 +158,8 @@ impl Default for LookupOptions {
             get_timeout: DEFAULT_GET_TIMEOUT,
             secret_ttl: DEFAULT_SECRET_TTL,
             secret_cache_entries: DEFAULT_SECRET_CACHE_ENTRIES,
+            namespaces: BTreeSet::new(),
+            outside: OutsideNamespaces::Deny,
         }
     }
 }
@@ -152,6 +171,15 @@ impl LookupOptions {
             watched: Kind::ALL.to_vec(),
             ..Self::default()
         }
+    }
+
+    /// One watch per scope: each namespace of `namespaces`, or (`None`)
+    /// the whole cluster.
+    fn scopes(&self) -> Vec<Option<String>> {
+        if self.namespaces.is_empty() {
+            return vec![None];
+        }
+        self.namespaces.iter().cloned().map(Some).collect()
     }
 }
 
@@ -189,25 +217,33 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
     }
 }
 
-/// Spawns the watch filling `cache`, when the kind is watched (`cache` is
-/// `Some`).
+/// Spawns the watches filling `cache`, one per scope, when the kind is
+/// watched (`cache` is `Some`).
 fn spawn_watch<O, R>(
     cache: &CacheOf<R::Key, R::Value>,
-    api: impl FnOnce() -> Api<O>,
+    scopes: &[Option<String>],
+    api: impl Fn(&Option<String>) -> Api<O>,
     config: watcher::Config,
     reduce: R,
-) -> Option<tokio::task::JoinHandle<()>>
+) -> Vec<tokio::task::JoinHandle<()>>
 where
     O: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    R: Reduce<O>,
+    R: Reduce<O> + Clone,
 {
-    let cache = cache.as_ref()?;
-    Some(tokio::spawn(cache::run(
-        api(),
-        config,
-        reduce,
-        cache.clone(),
-    )))
+    let Some(cache) = cache.as_ref() else {
+        return Vec::new();
+    };
+    let watch = |scope: &Option<String>| {
+        let run = cache::run(
+            api(scope),
+            scope.clone(),
+            config.clone(),
+            reduce.clone(),
+            cache.clone(),
+        );
+        tokio::spawn(run)
+    };
+    scopes.iter().map(watch).collect()
 }
 
 /// Fills `cache`, when the kind is watched, with a complete listing.
@@ -228,6 +264,8 @@ pub struct Lookups {
     fetched_secrets: Option<FetchCache<ObjectRef, Secret>>,
     storage_containers: CacheOf<String, Parsed<ClusterStorageContainer>>,
     inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
+    namespaces: BTreeSet<String>,
+    outside: OutsideNamespaces,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -247,9 +285,13 @@ impl Lookups {
             kind: Kind,
         ) -> CacheOf<K, T> {
             let handles = m.kind(kind).clone();
+            let scopes = match kind {
+                Kind::StorageContainers => 1,
+                _ => o.scopes().len(),
+            };
             o.watched
                 .contains(&kind)
-                .then(|| Arc::new(Cache::new(handles)))
+                .then(|| Arc::new(Cache::new(handles, scopes)))
         }
         Self {
             service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
@@ -263,43 +305,74 @@ impl Lookups {
             client,
             metrics,
             get_timeout: options.get_timeout,
+            namespaces: options.namespaces.clone(),
+            outside: options.outside,
             tasks: Vec::new(),
         }
     }
 
-    /// Starts a watch (all namespaces) for every kind in `options.watched`.
-    /// Must run inside a Tokio runtime.
+    /// Starts the watches (per namespace of `options.namespaces`, or
+    /// cluster-wide) for every kind in `options.watched`. Must run inside a
+    /// Tokio runtime.
     pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
         let mut this = Self::unstarted(client, metrics, options);
         let c = &this.client;
+        let scopes = options.scopes();
+        let isvc = reduce::inference_service_resource();
         let tasks = [
             spawn_watch(
                 &this.service_accounts,
-                || Api::<api::ServiceAccount>::all(c.clone()),
+                &scopes,
+                |s| match s {
+                    Some(ns) => Api::<api::ServiceAccount>::namespaced(c.clone(), ns),
+                    None => Api::all(c.clone()),
+                },
                 watch_all(),
                 reduce::ServiceAccounts,
             ),
             spawn_watch(
                 &this.secrets,
-                || Api::<api::Secret>::all(c.clone()),
+                &scopes,
+                |s| match s {
+                    Some(ns) => Api::<api::Secret>::namespaced(c.clone(), ns),
+                    None => Api::all(c.clone()),
+                },
                 watch_secrets(),
                 reduce::Secrets,
             ),
             spawn_watch(
                 &this.storage_containers,
-                || Api::all_with(c.clone(), &reduce::storage_container_resource()),
+                &[None],
+                |_| Api::all_with(c.clone(), &reduce::storage_container_resource()),
                 watch_all(),
                 reduce::StorageContainers,
             ),
             spawn_watch(
                 &this.inference_services,
-                || Api::all_with(c.clone(), &reduce::inference_service_resource()),
+                &scopes,
+                |s| match s {
+                    Some(ns) => Api::namespaced_with(c.clone(), ns, &isvc),
+                    None => Api::all_with(c.clone(), &isvc),
+                },
                 watch_all(),
                 reduce::InferenceServices,
             ),
         ];
         this.tasks.extend(tasks.into_iter().flatten());
         this
+    }
+
+    /// With `--namespaces`, a namespace they do not list: what a pod there
+    /// that needs lookups gets. `None` everywhere else.
+    pub fn outside(&self, namespace: &str) -> Option<OutsideNamespaces> {
+        let listed = self.namespaces.is_empty() || self.namespaces.contains(namespace);
+        (!listed).then_some(self.outside)
+    }
+
+    /// The namespaces served, comma-separated (empty: all).
+    pub fn namespaces(&self) -> String {
+        let names: Vec<&str> = self.namespaces.iter().map(String::as_str).collect();
+        names.join(",")
     }
 
     /// No caches: every key is fetched directly (what `mutate --kubeconfig`

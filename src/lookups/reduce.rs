@@ -27,6 +27,7 @@ fn object_ref<O: ResourceExt>(o: &O) -> ObjectRef {
     ObjectRef::new(o.namespace().unwrap_or_default(), o.name_any())
 }
 
+#[derive(Clone, Copy)]
 pub struct ServiceAccounts;
 
 impl Reduce<api::ServiceAccount> for ServiceAccounts {
@@ -45,6 +46,7 @@ impl Reduce<api::ServiceAccount> for ServiceAccounts {
 /// names and only the values listed in `KEPT_SECRET_VALUE_KEYS` (others are
 /// reduced to their storage-spec projection). The API object's values are
 /// overwritten with zeros right after.
+#[derive(Clone, Copy)]
 pub struct Secrets;
 
 impl Reduce<api::Secret> for Secrets {
@@ -63,6 +65,7 @@ impl Reduce<api::Secret> for Secrets {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct StorageContainers;
 
 impl Reduce<DynamicObject> for StorageContainers {
@@ -78,6 +81,7 @@ impl Reduce<DynamicObject> for StorageContainers {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct InferenceServices;
 
 impl Reduce<DynamicObject> for InferenceServices {

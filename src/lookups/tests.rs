@@ -164,3 +164,24 @@ async fn a_fetched_secret_that_cannot_be_read_is_an_error_naming_it() {
     assert_eq!((m.misses.get(), m.fallback_gets.get()), (1, 1));
     assert_eq!(lookups.cached(Kind::Secrets), 0);
 }
+
+#[tokio::test]
+async fn only_the_listed_namespaces_are_served() {
+    let (client, _listener) = silent_client();
+    let mut options = LookupOptions::default();
+    let all = Lookups::preloaded(
+        client.clone(),
+        LookupMetrics::unregistered(),
+        &options,
+        data(),
+    );
+    assert_eq!(all.outside("anywhere"), None);
+    options.namespaces = ["a".to_string(), "b".to_string()].into();
+    options.outside = OutsideNamespaces::Allow;
+    let some = Lookups::preloaded(client, LookupMetrics::unregistered(), &options, data());
+    assert_eq!(some.outside("a"), None);
+    assert_eq!(some.outside("c"), Some(OutsideNamespaces::Allow));
+    assert_eq!(some.namespaces(), "a,b");
+    assert_eq!(options.scopes(), [Some("a".into()), Some("b".into())]);
+    assert_eq!(LookupOptions::default().scopes(), [None]);
+}

@@ -284,37 +284,6 @@ async fn s3_pod_with_endpoint(pods: &Api<Pod>, prefix: &str, endpoint: &str, sec
     .await
 }
 
-/// Applies the JSON patch of manifests/components/watch-secrets to the
-/// shipped ClusterRole, and stores the result's rules.
-async fn grant_secret_watch(admin: &kube::Client) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
-    let component: Value = serde_yaml::from_str(&read(
-        "manifests/components/watch-secrets/kustomization.yaml",
-    ))
-    .expect("the component");
-    let ops = (component["patches"].as_array().expect("patches").iter())
-        .find(|p| p["target"]["kind"] == "ClusterRole")
-        .and_then(|p| p["patch"].as_str())
-        .expect("a ClusterRole patch");
-    let ops: json_patch::Patch = serde_yaml::from_str(ops).expect("a JSON patch");
-    let roles = read("manifests/rbac/cluster-role.yaml");
-    let mut role: Value = serde_yaml::Deserializer::from_str(&roles)
-        .map(|d| serde::Deserialize::deserialize(d).expect("YAML"))
-        .find(|d: &Value| d["kind"] == "ClusterRole")
-        .expect("the ClusterRole");
-    json_patch::patch(&mut role, &ops).expect("the patch applies to the shipped role");
-    let api: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
-    let rules = json!({"rules": role["rules"]});
-    api.patch(
-        "kserve-injector-lookups",
-        &PatchParams::default(),
-        &Patch::Merge(&rules),
-    )
-    .await
-    .expect("the role is patched");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
     let server = ApiServer::new("/tmp/kapi-webhook", 36546, 32485);
@@ -529,7 +498,7 @@ async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
     // it, `secrets` in --watch-kinds; every Secret then comes from the watch,
     // with no GET, and the pod is the same.
     drop(injector);
-    grant_secret_watch(&admin).await;
+    patch_cluster_role(&admin, "manifests/components/watch-secrets").await;
     let mut watching = Injector::spawn(
         &server,
         port,
