@@ -196,7 +196,7 @@ WATCH_SECRETS = ("clusterLookups.watchKinds="
 
 def secret_verbs(docs):
     """The lookups' ClusterRole's verbs on Secrets (one rule names them)."""
-    rules = one(docs, "ClusterRole")["rules"]
+    rules = one(docs, "ClusterRole", "kserve-injector-lookups")["rules"]
     found = [r["verbs"] for r in rules if "secrets" in r["resources"]]
     assert len(found) == 1, rules
     assert all(r["verbs"] == ["get", "list", "watch"] for r in rules if "secrets" not in r["resources"])
@@ -228,6 +228,35 @@ def test_secret_ttl_values_reach_the_args(tools):
                                    "clusterLookups.secretCacheEntries=500"]))
     args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[4:6] == ["--secret-ttl=10s", "--secret-cache-entries=500"], args
+
+
+def test_namespaced_mode_has_roles_per_namespace(tools):
+    """clusterLookups.namespaces: a Role and RoleBinding per namespace (get
+    only on Secrets) bound to the webhook's ServiceAccount, a ClusterRole
+    for ClusterStorageContainers only, and the flags."""
+    docs = docs_of(tools.template(["clusterLookups.namespaces={models-a,models-b}",
+                                   "clusterLookups.outsideNamespaces=allow"],
+                                  namespace="infra"))
+    cluster_rules = one(docs, "ClusterRole", "kserve-injector-lookups")["rules"]
+    assert cluster_rules == [{"apiGroups": ["serving.kserve.io"],
+                              "resources": ["clusterstoragecontainers"],
+                              "verbs": ["get", "list", "watch"]}]
+    roles = by_kind(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["models-a", "models-b"]
+    for role in roles:
+        verbs = {res: r["verbs"] for r in role["rules"] for res in r["resources"]}
+        assert verbs == {"serviceaccounts": ["get", "list", "watch"], "secrets": ["get"],
+                         "inferenceservices": ["get", "list", "watch"]}
+    bindings = by_kind(docs, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["models-a", "models-b"]
+    for b in bindings:
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "kserve-injector",
+                                  "namespace": "infra"}]
+        assert b["roleRef"]["kind"] == "Role"
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespaces=models-a,models-b" in args and "--outside-namespaces=allow" in args
+    watched = docs_of(tools.template(["clusterLookups.namespaces={models}", WATCH_SECRETS]))
+    assert one(watched, "Role")["rules"][1]["verbs"] == ["get", "list", "watch"]
 
 
 # ---------------------------------------------------------------- equal to kustomize
@@ -267,6 +296,17 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "namespaced").mkdir()
+    (cases / "namespaced" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/namespaced
+transformers:
+  - ../../manifests/follow-namespace
+""")
     static = tree / "manifests" / "overlays" / "static-certs" / "certs"
     static.mkdir(exist_ok=True)
     for name in ("ca.crt", "tls.crt", "tls.key"):
@@ -278,11 +318,12 @@ transformers:
         "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
         "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
+        "namespaced": (cases / "namespaced", "kserve", ["clusterLookups.namespaces={models}"], []),
     }
 
 
 @pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "static-certs",
-                                  "watch-secrets"])
+                                  "watch-secrets", "namespaced"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace
