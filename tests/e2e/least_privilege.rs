@@ -1,4 +1,4 @@
-//! Least privilege on a real kube-apiserver 1.20: `serve` (in this process)
+//! Least privilege on a real kube-apiserver 1.20: `serve` (the binary)
 //! in namespaced mode (`--namespaces e2e`), reading the cluster as the
 //! webhook's ServiceAccount under exactly the RBAC of
 //! `manifests/components/namespaced` (the ClusterRole patched down to
@@ -7,7 +7,7 @@
 //! - a pod needing every credential kind is injected, at one GET per
 //!   Secret, and a pod in another namespace is denied with the reason
 //!   (`--outside-namespaces deny`) or admitted unchanged (`allow`);
-//! - with every log at TRACE (JSON, as the server logs), the credential
+//! - with every log target at TRACE (`--log trace`, JSON), the credential
 //!   values planted in `least-privilege-objects.yaml` appear in no log
 //!   line, metric, error or denial.
 
@@ -18,42 +18,15 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::ListParams;
 use kube::Api;
 use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
-use tracing_subscriber::fmt::MakeWriter;
 
 const OBJECTS: &str = "tests/e2e/least-privilege-objects.yaml";
 const PLANTED: &str = "PLANTED-7f3c9e";
 const URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
 const SECRET_GETS: &str = "kserve_injector_cluster_fallback_gets_total{kind=\"secrets\"}";
-
-/// Every log line of every thread of the test's runtime.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        held.extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
 
 /// The marker in every form a leak could take: as planted, and base64 (as
 /// the API server sends Secret data).
@@ -127,48 +100,92 @@ async fn admit(server: &At<'_>, body: Vec<u8>) -> Answer {
     }
 }
 
-async fn started(
-    flags: &[&str],
-    dir: &std::path::Path,
-) -> (kserve_injector::server::RunningServer, String) {
-    let (server, ca) = support::start_self_signed(dir, flags)
-        .await
-        .expect("serve starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !admin_get(server.admin_addr(), "/readyz")
-        .await
-        .is_ok_and(|(status, _)| status == 200)
-    {
-        assert!(Instant::now() < deadline, "not ready in 30 s");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+/// `kserve-injector serve` as a child process logging every target at
+/// TRACE, as JSON, to a file.
+struct Serve {
+    child: Child,
+    admin: SocketAddr,
+    addr: SocketAddr,
+    ca: String,
+    log: PathBuf,
+}
+
+impl Serve {
+    async fn start(port: u16, flags: &[&str], dir: &Path) -> Self {
+        let log = dir.join(format!("serve-{port}.log"));
+        let ca_file = dir.join(format!("ca-{port}.crt"));
+        let (addr, admin) = (
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            SocketAddr::from(([127, 0, 0, 1], port + 1)),
+        );
+        let out = std::fs::File::create(&log).expect("a log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+            .arg("serve")
+            .args([
+                "--addr",
+                &addr.to_string(),
+                "--admin-addr",
+                &admin.to_string(),
+            ])
+            .arg("--self-signed-ca-file")
+            .arg(&ca_file)
+            .args(["--self-signed", "--shutdown-delay", "0s"])
+            .args(["--log", "trace", "--log-format", "json"])
+            .args(flags)
+            .stdout(out.try_clone().expect("a log file"))
+            .stderr(out)
+            .spawn()
+            .expect("serve starts");
+        let mut serve = Self {
+            child,
+            admin,
+            addr,
+            ca: String::new(),
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !admin_get(admin, "/readyz")
+            .await
+            .is_ok_and(|(status, _)| status == 200)
+        {
+            if let Ok(Some(status)) = serve.child.try_wait() {
+                panic!("serve exited ({status}): {}", serve.logs());
+            }
+            assert!(Instant::now() < deadline, "not ready in 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        serve.ca = std::fs::read_to_string(&ca_file).expect("the CA");
+        serve
     }
-    (server, ca)
+
+    fn at(&self) -> At<'_> {
+        At {
+            addr: self.addr,
+            ca: &self.ca,
+        }
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Stops it; its logs, complete.
+    fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.logs()
+    }
 }
 
-#[test]
-fn namespaced_mode_and_no_credential_in_logs() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("trace"))
-        .with_writer(captured.clone())
-        .finish();
-    let dispatch = tracing::Dispatch::new(subscriber);
-    let on_thread = dispatch.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .on_thread_start(move || {
-            // The runtime's threads live as long as the test: so does this.
-            std::mem::forget(tracing::dispatcher::set_default(&on_thread));
-        })
-        .build()
-        .expect("a runtime");
-    let _main_thread = tracing::dispatcher::set_default(&dispatch);
-    runtime.block_on(scenario(&captured));
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
-async fn scenario(captured: &Captured) {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_mode_and_no_credential_in_logs() {
     let server = ApiServer::new("/tmp/kapi-22-least-privilege", 36582, 32524);
     if !present(&server) {
         return;
@@ -207,11 +224,8 @@ async fn scenario(captured: &Captured) {
         "--log-summary-interval",
         "1s",
     ];
-    let (serve, ca) = started(&flags, dir.path()).await;
-    let at = At {
-        addr: serve.local_addr(),
-        ca: &ca,
-    };
+    let serve = Serve::start(36583, &flags, dir.path()).await;
+    let at = serve.at();
     let mut answers = Vec::new();
 
     // Every credential kind, from the ServiceAccount's seven Secrets: one
@@ -227,13 +241,13 @@ async fn scenario(captured: &Captured) {
         );
     }
     assert!(all.patch.contains("MODELSCOPE_API_TOKEN") && all.patch.contains("hdfs-secrets"));
-    let gets = support::metric_now(serve.admin_addr(), SECRET_GETS)
+    let gets = support::metric_now(serve.admin, SECRET_GETS)
         .await
         .expect("metric");
     assert_eq!(gets, 7.0, "one GET per Secret the pod needs");
     let again = admit(&at, review("all-again", NS, "sa-all", s3.clone())).await;
     assert_eq!(again.patch, all.patch);
-    let gets = support::metric_now(serve.admin_addr(), SECRET_GETS)
+    let gets = support::metric_now(serve.admin, SECRET_GETS)
         .await
         .expect("metric");
     assert_eq!(gets, 7.0, "the second pod's Secrets came from memory");
@@ -269,41 +283,40 @@ async fn scenario(captured: &Captured) {
         "{}",
         outside.message
     );
-    let gets = support::metric_now(serve.admin_addr(), SECRET_GETS)
+    let gets = support::metric_now(serve.admin, SECRET_GETS)
         .await
         .expect("metric");
     assert_eq!(gets, 9.0, "storage-config and does-not-exist: one GET each");
     answers.push(outside);
 
-    let (_, metrics) = admin_get(serve.admin_addr(), "/metrics")
-        .await
-        .expect("/metrics");
+    let (_, metrics) = admin_get(serve.admin, "/metrics").await.expect("/metrics");
     assert!(metric(&metrics, SECRET_GETS).is_some());
-    support::stop(serve).await.expect("serve stops");
+    let logs = serve.stop();
 
     // --outside-namespaces allow: the same pod, admitted unchanged.
     let allow = [&flags[..], &["--outside-namespaces", "allow"]].concat();
-    let (serve, ca) = started(&allow, dir.path()).await;
-    let at = At {
-        addr: serve.local_addr(),
-        ca: &ca,
-    };
+    let serve_allow = Serve::start(36585, &allow, dir.path()).await;
+    let at = serve_allow.at();
     let untouched = admit(&at, review("outside-allowed", "elsewhere", "sa-all", s3)).await;
     assert!(
         untouched.allowed && untouched.patch.is_empty(),
         "{}",
         untouched.patch
     );
-    let (_, metrics_allow) = admin_get(serve.admin_addr(), "/metrics")
+    let (_, metrics_allow) = admin_get(serve_allow.admin, "/metrics")
         .await
         .expect("/metrics");
-    support::stop(serve).await.expect("serve stops");
+    let logs = [logs, serve_allow.stop()].concat();
 
     // The planted values: nowhere but in the API server.
-    let logs = captured.text();
     assert!(
         logs.contains("\"level\":\"TRACE\"") && logs.contains("cluster lookups on"),
         "the logs were not captured at TRACE"
+    );
+    // The Secret GETs themselves were traced (the client's request spans).
+    assert!(
+        logs.contains("/api/v1/namespaces/e2e/secrets/s3-creds"),
+        "the client's requests are not in the logs"
     );
     assert_eq!(
         leaks(&logs),
