@@ -165,6 +165,8 @@ async fn rss_with_10k_secrets_and_service_accounts() {
     assert!(lookups.wait_ready(Duration::from_secs(120)).await);
     let synced = listed.elapsed();
     assert!(lookups.cached(Kind::ServiceAccounts) >= 10_000);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let listed = rss_kib();
     let pods: Vec<PodFacts> = (0..2_000).map(|i| s3_pod(&format!("sa-{i}"))).collect();
     futures::stream::iter(&pods)
         .for_each_concurrent(16, |pod| {
@@ -178,9 +180,10 @@ async fn rss_with_10k_secrets_and_service_accounts() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let fetched = rss_kib();
     eprintln!(
-        "rss: {none} KiB with no lookups; {fetched} KiB (+{} KiB) with {} ServiceAccounts watched and {} Secrets fetched and kept, after 2,000 admissions (synced in {synced:?})",
-        fetched.saturating_sub(none),
+        "rss: {none} KiB with no lookups; {listed} KiB (+{} KiB) with {} ServiceAccounts watched (synced in {synced:?}); {fetched} KiB (+{} KiB more) with {} Secrets fetched and kept, after 2,000 admissions",
+        listed.saturating_sub(none),
         lookups.cached(Kind::ServiceAccounts),
+        fetched.saturating_sub(listed),
         lookups.cached(Kind::Secrets),
     );
 }
