@@ -28,7 +28,7 @@ const FALLBACK_SECRETS: &str = "kserve_injector_cluster_fallback_gets_total{kind
 const WATCH_ERRORS: &str = "kserve_injector_cluster_watch_errors_total{kind=\"serviceaccounts\"}";
 /// The `--secret-ttl` of the webhook under test: short, so a changed Secret
 /// is seen within the test.
-const SECRET_TTL: &str = "2s";
+const SECRET_TTL: &str = "3s";
 
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
