@@ -1,7 +1,9 @@
 //! Cluster lookups with warm caches: the time `Lookups::snapshot` adds to an
-//! admission when every key is cached (no API call), and the memory of the
-//! caches holding 10,000 Secrets and 10,000 ServiceAccounts, filled through
-//! the same reduction the watch applies (`Secret::from_api`,
+//! admission when every key is cached (no API call), in the default mode
+//! (Secrets fetched and kept for the TTL: `snapshot_s3_pod_warm`) and with
+//! every Secret watched (`snapshot_s3_pod_warm_watched`), and the memory of
+//! the caches holding 10,000 Secrets and 10,000 ServiceAccounts, filled
+//! through the same reduction the watch applies (`Secret::from_api`,
 //! `ServiceAccount::from_api`).
 //!
 //!     cargo bench --bench lookups
@@ -15,7 +17,7 @@ use k8s_openapi::ByteString;
 use kserve_injector::cluster::keys::{needed_keys, PodFacts};
 use kserve_injector::cluster::{ClusterData, Secret, ServiceAccount};
 use kserve_injector::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
-use kserve_injector::lookups::{LookupMetrics, Lookups};
+use kserve_injector::lookups::{LookupMetrics, LookupOptions, Lookups};
 use kserve_injector::Config;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
@@ -141,7 +143,13 @@ fn bench(c: &mut Criterion) {
         kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap()
     });
     let mut registry = Registry::default();
-    let lookups = Lookups::preloaded(client, LookupMetrics::register(&mut registry), data);
+    let metrics = LookupMetrics::register(&mut registry);
+    let watched = Lookups::preloaded(
+        client.clone(),
+        metrics.clone(),
+        &LookupOptions::watch_all(),
+        data,
+    );
     let after = rss_kib();
     println!(
         "rss: {} KiB before, {} KiB with {OBJECTS} Secrets and {OBJECTS} ServiceAccounts cached (+{} KiB)",
@@ -151,21 +159,35 @@ fn bench(c: &mut Criterion) {
     );
     let config = Config::default();
     let pods: Vec<PodFacts> = (0..64).map(|i| s3_pod(i * 151)).collect();
+    // The default mode: the ServiceAccounts watched, the pods' Secrets
+    // fetched a moment ago (fresh for the TTL).
+    let mut fetched_data = cluster();
+    let needed: ClusterData = (pods.iter())
+        .map(|p| fetched_data.restrict(p, &config))
+        .fold(ClusterData::default(), |mut all, one| {
+            all.secrets.extend(one.secrets);
+            all
+        });
+    fetched_data.secrets = needed.secrets;
+    let lookups = Lookups::preloaded(client, metrics, &LookupOptions::default(), fetched_data);
     for pod in &pods {
-        let got = runtime.block_on(lookups.snapshot(pod, &config)).unwrap();
-        assert_eq!((got.service_accounts.len(), got.secrets.len()), (1, 1));
+        for l in [&lookups, &watched] {
+            let got = runtime.block_on(l.snapshot(pod, &config)).unwrap();
+            assert_eq!((got.service_accounts.len(), got.secrets.len()), (1, 1));
+        }
     }
-    let mut i = 0;
-    c.bench_function("snapshot_s3_pod_warm", |b| {
-        b.iter(|| {
-            i = (i + 1) % pods.len();
-            black_box(
-                runtime
-                    .block_on(lookups.snapshot(&pods[i], &config))
-                    .unwrap(),
-            )
-        })
-    });
+    for (name, l) in [
+        ("snapshot_s3_pod_warm", &lookups),
+        ("snapshot_s3_pod_warm_watched", &watched),
+    ] {
+        let mut i = 0;
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                i = (i + 1) % pods.len();
+                black_box(runtime.block_on(l.snapshot(&pods[i], &config)).unwrap())
+            })
+        });
+    }
     let plain = PodFacts {
         namespace: "team-1".into(),
         ..PodFacts::default()

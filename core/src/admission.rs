@@ -416,10 +416,15 @@ impl Prepared<'_> {
     /// Denies the request (HTTP 200, `allowed: false`, code 500): a cluster
     /// lookup it needed could not be answered, which KServe fails too.
     pub fn deny(self, message: &str) -> Result<Reviewed, ReviewError> {
+        self.refuse(500, message)
+    }
+
+    /// Denies the request with `code` in its status (HTTP 200 all the same).
+    pub fn refuse(self, code: u16, message: &str) -> Result<Reviewed, ReviewError> {
         let answer = Answer {
             uid: self.uid.as_str(),
             allowed: false,
-            code: 500,
+            code,
             message: Some(message.to_string()),
             patch: None,
             warnings: Vec::new(),
@@ -427,6 +432,22 @@ impl Prepared<'_> {
         let mut out = self.out;
         out.allowed = false;
         out.denial = Some(message.to_string());
+        out.body = encode(self.api_version.as_str(), &answer)?;
+        Ok(out)
+    }
+
+    /// Admits the request with no change, whatever the injectors would do.
+    pub fn untouched(self) -> Result<Reviewed, ReviewError> {
+        let answer = Answer {
+            uid: self.uid.as_str(),
+            allowed: true,
+            code: 200,
+            message: None,
+            patch: None,
+            warnings: Vec::new(),
+        };
+        let mut out = self.out;
+        out.allowed = true;
         out.body = encode(self.api_version.as_str(), &answer)?;
         Ok(out)
     }

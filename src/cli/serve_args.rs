@@ -4,10 +4,13 @@
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
 use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::{ClusterLookups, Kind, LookupOptions};
+use crate::lookups::{
+    ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
+};
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,16 +133,39 @@ pub struct LookupArgs {
     /// yet; keep it below --request-timeout.
     #[arg(long, default_value = "2s", value_parser = nonzero_duration)]
     pub lookup_timeout: Duration,
-    /// Kinds read through watch caches (comma-separated); a kind left out is
-    /// read with one GET per admission that needs it (less memory, more API
-    /// requests). Example: --watch-kinds serviceaccounts,clusterstoragecontainers
+    /// Kinds read through watch caches (comma-separated). Secrets are left
+    /// out by default: each one a pod needs is read with one GET and kept for
+    /// --secret-ttl, so the webhook needs only `get` on Secrets. Add
+    /// `secrets` to watch them all instead (RBAC `list, watch`; see
+    /// docs/security.md). Another kind left out is read with one GET per
+    /// admission that needs it. Example: --watch-kinds serviceaccounts,secrets,clusterstoragecontainers,inferenceservices
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "serviceaccounts,secrets,clusterstoragecontainers,inferenceservices"
+        default_value = "serviceaccounts,clusterstoragecontainers,inferenceservices"
     )]
     pub watch_kinds: Vec<Kind>,
+    /// How long a fetched Secret (or its absence) is used before the next
+    /// admission that needs it reads it again: a Secret changed or deleted
+    /// is seen at the latest after this. Unused when Secrets are watched.
+    #[arg(long, default_value = "30s", value_parser = nonzero_duration)]
+    pub secret_ttl: Duration,
+    /// At most this many fetched Secrets are kept (least recently used out
+    /// first). Unused when Secrets are watched.
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = at_least_one::<usize>)]
+    pub secret_cache_entries: usize,
+    /// Serve only these namespaces (comma-separated): watches and GETs are
+    /// limited to them, so namespaced Roles suffice (only
+    /// ClusterStorageContainers, cluster-scoped, need a ClusterRole).
+    /// Default: the whole cluster. Example: --namespaces models-a,models-b
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACE", value_parser = namespace_name)]
+    pub namespaces: Vec<String>,
+    /// With --namespaces: a pod in another namespace that needs cluster
+    /// lookups is denied, naming the namespaces served (deny), or admitted
+    /// unchanged (allow).
+    #[arg(long, value_enum, default_value = "deny")]
+    pub outside_namespaces: OutsideNamespaces,
     /// Serve with a fixed set of cluster objects instead of a cluster (as
     /// `mutate --objects`; for trying the webhook out and for tests).
     /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
@@ -358,6 +384,11 @@ impl LookupArgs {
         LookupOptions {
             get_timeout: self.lookup_timeout,
             watched: self.watch_kinds.clone(),
+            secret_ttl: self.secret_ttl,
+            secret_cache_entries: NonZeroUsize::new(self.secret_cache_entries)
+                .unwrap_or(DEFAULT_SECRET_CACHE_ENTRIES),
+            namespaces: self.namespaces.iter().cloned().collect(),
+            outside: self.outside_namespaces,
         }
     }
 }
@@ -371,6 +402,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     humantime::parse_duration(text)
         .map_err(|e| format!("{text:?} is not a duration ({e}; examples: 500ms, 5s, 2m)"))
+}
+
+/// A namespace name as the API accepts it (a DNS label).
+fn namespace_name(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let label =
+        regex::Regex::new("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$").map_err(|e| e.to_string())?;
+    if label.is_match(text) {
+        Ok(text.to_string())
+    } else {
+        Err(format!(
+            "{text:?} is not a namespace name (lower-case letters, digits and '-', at most 63)"
+        ))
+    }
 }
 
 /// A count that must be at least 1 (a limit of zero would refuse everything).

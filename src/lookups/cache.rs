@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -31,27 +31,47 @@ use std::time::Duration;
 const RELIST_PAUSE: Duration = Duration::from_secs(1);
 const RELIST_PAUSE_MAX: Duration = Duration::from_secs(30);
 
-/// Reduced objects by key, and whether a full LIST has been applied yet.
+/// The namespace a cache key belongs to (`None`: cluster-scoped), so that
+/// one namespace's LIST replaces only that namespace's entries.
+pub trait Scoped {
+    fn namespace(&self) -> Option<&str>;
+}
+
+impl Scoped for crate::cluster::ObjectRef {
+    fn namespace(&self) -> Option<&str> {
+        Some(&self.namespace)
+    }
+}
+
+impl Scoped for String {
+    fn namespace(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// Reduced objects by key, filled by one watch per scope (the whole
+/// cluster, or each namespace of `--namespaces`), and how many scopes have
+/// not applied a full LIST yet.
 #[derive(Debug)]
 pub struct Cache<K, T> {
     map: RwLock<HashMap<K, T>>,
-    synced: AtomicBool,
+    unlisted: AtomicUsize,
     metrics: KindMetrics,
 }
 
 impl<K: Hash + Eq, T> Cache<K, T> {
-    pub fn new(metrics: KindMetrics) -> Self {
+    pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
         Self {
             map: RwLock::new(HashMap::new()),
-            synced: AtomicBool::new(false),
+            unlisted: AtomicUsize::new(scopes),
             metrics,
         }
     }
 
-    /// True once a complete LIST has been applied (stays true while the
+    /// True once every scope's LIST has been applied (stays true while a
     /// watch reconnects: misses then go to the API server).
     pub fn synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
+        self.unlisted.load(Ordering::Acquire) == 0
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
@@ -84,7 +104,26 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         let len = listed.len();
         *self.write() = listed;
         self.metrics.objects.set(len as i64);
-        self.synced.store(true, Ordering::Release);
+        self.unlisted.store(0, Ordering::Release);
+    }
+}
+
+impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
+    /// Replaces the entries of `scope` (all of them for `None`) with a
+    /// complete listing of it; `first` counts the scope as listed.
+    fn replace_scope(&self, scope: Option<&str>, listed: HashMap<K, T>, first: bool) {
+        let mut map = self.write();
+        match scope {
+            None => *map = listed,
+            Some(ns) => {
+                map.retain(|k, _| k.namespace() != Some(ns));
+                map.extend(listed);
+            }
+        }
+        self.metrics.objects.set(map.len() as i64);
+        if first {
+            self.unlisted.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 
@@ -92,15 +131,21 @@ impl<K: Hash + Eq, T> Cache<K, T> {
 pub trait Reduce<O>: Send + Sync + 'static {
     /// The resource, for logs.
     const KIND: &'static str;
-    type Key: Hash + Eq + Send + Sync + 'static;
+    type Key: Hash + Eq + Scoped + Send + Sync + 'static;
     type Value: Send + Sync + 'static;
     fn key(&self, object: &O) -> Self::Key;
     fn value(&self, object: &O) -> Self::Value;
+    /// [`value`](Self::value) of an object no longer needed after it.
+    fn value_owned(&self, object: O) -> Self::Value {
+        self.value(&object)
+    }
 }
 
-/// Runs the watch for `api` into `cache` until the task is aborted.
+/// Runs the watch for `api` (the whole of `scope`: a namespace, or the
+/// cluster for `None`) into `cache` until the task is aborted.
 pub async fn run<O, R>(
     api: Api<O>,
+    scope: Option<String>,
     config: watcher::Config,
     reduce: R,
     cache: std::sync::Arc<Cache<R::Key, R::Value>>,
@@ -110,6 +155,7 @@ pub async fn run<O, R>(
 {
     let kind = R::KIND;
     let mut pause = RELIST_PAUSE;
+    let mut listed_once = false;
     loop {
         let stream = watcher::watcher(api.clone(), config.clone());
         let mut stream = std::pin::pin!(stream);
@@ -119,16 +165,24 @@ pub async fn run<O, R>(
                 Ok(event) => match event {
                     Event::Init => listing = Some(HashMap::new()),
                     Event::InitApply(o) => {
-                        let (k, v) = (reduce.key(&o), reduce.value(&o));
-                        drop(o);
+                        let k = reduce.key(&o);
+                        let v = reduce.value_owned(o);
                         listing.get_or_insert_with(HashMap::new).insert(k, v);
                     }
                     Event::InitDone => {
                         pause = RELIST_PAUSE;
-                        cache.replace_all(listing.take().unwrap_or_default());
-                        tracing::debug!(kind, objects = cache.len(), "watch cache listed");
+                        let listing = listing.take().unwrap_or_default();
+                        cache.replace_scope(scope.as_deref(), listing, !listed_once);
+                        listed_once = true;
+                        let namespace = scope.as_deref().unwrap_or("(all)");
+                        tracing::debug!(
+                            kind,
+                            namespace,
+                            objects = cache.len(),
+                            "watch cache listed"
+                        );
                     }
-                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value(&o)),
+                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value_owned(o)),
                     Event::Delete(o) => cache.remove(&reduce.key(&o)),
                 },
                 Err(error) => {
@@ -145,5 +199,31 @@ pub async fn run<O, R>(
         );
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(RELIST_PAUSE_MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ObjectRef;
+
+    fn listing(ns: &str, names: &[&str]) -> HashMap<ObjectRef, u8> {
+        names.iter().map(|n| (ObjectRef::new(ns, *n), 0)).collect()
+    }
+
+    #[test]
+    fn a_namespace_listing_replaces_that_namespace_only_and_all_must_list() {
+        let cache = Cache::new(KindMetrics::default(), 2);
+        cache.replace_scope(Some("a"), listing("a", &["x", "y"]), true);
+        assert!(!cache.synced(), "b has not listed yet");
+        cache.replace_scope(Some("b"), listing("b", &["x"]), true);
+        assert!(cache.synced());
+        // a relists after a watch error: y was deleted meanwhile.
+        cache.replace_scope(Some("a"), listing("a", &["x"]), false);
+        assert!(cache.synced());
+        let mut keys: Vec<String> = cache.read().keys().map(|k| k.to_string()).collect();
+        keys.sort();
+        assert_eq!(keys, ["a/x", "b/x"]);
+        assert_eq!(cache.metrics.objects.get(), 2);
     }
 }

@@ -1,6 +1,8 @@
-//! The server's cluster lookups: watch caches of ServiceAccounts, Secrets,
-//! ClusterStorageContainers and InferenceServices, and [`Lookups::snapshot`],
-//! which fills a [`ClusterData`] for exactly the keys
+//! The server's cluster lookups: watch caches of ServiceAccounts,
+//! ClusterStorageContainers and InferenceServices (and of Secrets, when
+//! `--watch-kinds` names them), Secrets fetched when a pod needs them and
+//! kept for a TTL ([`fetched`]), and [`Lookups::snapshot`], which fills a
+//! [`ClusterData`] for exactly the keys
 //! [`crate::cluster::keys::needed_keys`] names.
 //!
 //! A key a synced cache holds costs no API call. A key it does not hold (an
@@ -12,6 +14,7 @@
 //! Adapter code: the core stays pure and only ever sees the snapshot.
 
 mod cache;
+mod fetched;
 pub mod metrics;
 pub mod mode;
 mod reduce;
@@ -28,6 +31,7 @@ use crate::cluster::{
 };
 use crate::config::Config;
 use cache::Cache;
+use fetched::FetchCache;
 use k8s_openapi::api::core::v1 as api;
 use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
@@ -36,6 +40,7 @@ use reduce::{Parsed, Reduce};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::hash::Hash;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -97,22 +102,85 @@ pub enum LookupError {
     },
     #[error("cluster lookup of {kind}: {message}")]
     Invalid { kind: &'static str, message: String },
+    /// The error of a GET that several admissions waited for.
+    #[error(transparent)]
+    Shared(Arc<LookupError>),
+}
+
+/// Default for `--secret-ttl`: how long a fetched Secret is used before the
+/// next admission that needs it reads it again.
+pub const DEFAULT_SECRET_TTL: Duration = Duration::from_secs(30);
+/// Default for `--secret-cache-entries`.
+pub const DEFAULT_SECRET_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1000).unwrap();
+
+/// The kinds watched by default: none of them holds a credential. Secrets
+/// are fetched when a pod needs them and kept for [`DEFAULT_SECRET_TTL`].
+pub const DEFAULT_WATCHED: [Kind; 3] = [
+    Kind::ServiceAccounts,
+    Kind::StorageContainers,
+    Kind::InferenceServices,
+];
+
+/// `--outside-namespaces`: what happens to a pod that needs lookups in a
+/// namespace `--namespaces` does not list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutsideNamespaces {
+    /// Denied, naming the namespaces served: the pod would otherwise run
+    /// without its injection, which fails later and less clearly.
+    #[default]
+    Deny,
+    /// Admitted with no change at all.
+    Allow,
 }
 
 /// Which caches to run and how long a fallback GET may take.
 #[derive(Debug, Clone)]
 pub struct LookupOptions {
-    /// Kinds with a watch cache; the others are always fetched directly.
+    /// Kinds with a watch cache. Secrets not watched are fetched into a
+    /// bounded cache with a TTL; other kinds not watched are fetched for
+    /// every admission that needs them.
     pub watched: Vec<Kind>,
     pub get_timeout: Duration,
+    /// How long a fetched Secret (or its absence) is used.
+    pub secret_ttl: Duration,
+    /// At most this many fetched Secrets are kept.
+    pub secret_cache_entries: NonZeroUsize,
+    /// Empty: the whole cluster. Otherwise the only namespaces watched and
+    /// read (ClusterStorageContainers, cluster-scoped, stay cluster-wide).
+    pub namespaces: BTreeSet<String>,
+    /// What a pod needing lookups in another namespace gets.
+    pub outside: OutsideNamespaces,
 }
 
 impl Default for LookupOptions {
     fn default() -> Self {
         Self {
-            watched: Kind::ALL.to_vec(),
+            watched: DEFAULT_WATCHED.to_vec(),
             get_timeout: DEFAULT_GET_TIMEOUT,
+            secret_ttl: DEFAULT_SECRET_TTL,
+            secret_cache_entries: DEFAULT_SECRET_CACHE_ENTRIES,
+            namespaces: BTreeSet::new(),
+            outside: OutsideNamespaces::Deny,
         }
+    }
+}
+
+impl LookupOptions {
+    /// Every kind watched (the behaviour before Secrets were fetched).
+    pub fn watch_all() -> Self {
+        Self {
+            watched: Kind::ALL.to_vec(),
+            ..Self::default()
+        }
+    }
+
+    /// One watch per scope: each namespace of `namespaces`, or (`None`)
+    /// the whole cluster.
+    fn scopes(&self) -> Vec<Option<String>> {
+        if self.namespaces.is_empty() {
+            return vec![None];
+        }
+        self.namespaces.iter().cloned().map(Some).collect()
     }
 }
 
@@ -150,25 +218,33 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
     }
 }
 
-/// Spawns the watch filling `cache`, when the kind is watched (`cache` is
-/// `Some`).
+/// Spawns the watches filling `cache`, one per scope, when the kind is
+/// watched (`cache` is `Some`).
 fn spawn_watch<O, R>(
     cache: &CacheOf<R::Key, R::Value>,
-    api: impl FnOnce() -> Api<O>,
+    scopes: &[Option<String>],
+    api: impl Fn(&Option<String>) -> Api<O>,
     config: watcher::Config,
     reduce: R,
-) -> Option<tokio::task::JoinHandle<()>>
+) -> Vec<tokio::task::JoinHandle<()>>
 where
     O: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    R: Reduce<O>,
+    R: Reduce<O> + Clone,
 {
-    let cache = cache.as_ref()?;
-    Some(tokio::spawn(cache::run(
-        api(),
-        config,
-        reduce,
-        cache.clone(),
-    )))
+    let Some(cache) = cache.as_ref() else {
+        return Vec::new();
+    };
+    let watch = |scope: &Option<String>| {
+        let run = cache::run(
+            api(scope),
+            scope.clone(),
+            config.clone(),
+            reduce.clone(),
+            cache.clone(),
+        );
+        tokio::spawn(run)
+    };
+    scopes.iter().map(watch).collect()
 }
 
 /// Fills `cache`, when the kind is watched, with a complete listing.
@@ -185,8 +261,12 @@ pub struct Lookups {
     get_timeout: Duration,
     service_accounts: CacheOf<ObjectRef, ServiceAccount>,
     secrets: CacheOf<ObjectRef, Secret>,
+    /// When Secrets are not watched: the ones fetched lately.
+    fetched_secrets: Option<FetchCache<ObjectRef, Secret>>,
     storage_containers: CacheOf<String, Parsed<ClusterStorageContainer>>,
     inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
+    namespaces: BTreeSet<String>,
+    outside: OutsideNamespaces,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -206,49 +286,75 @@ impl Lookups {
             kind: Kind,
         ) -> CacheOf<K, T> {
             let handles = m.kind(kind).clone();
+            let scopes = match kind {
+                Kind::StorageContainers => 1,
+                _ => o.scopes().len(),
+            };
             o.watched
                 .contains(&kind)
-                .then(|| Arc::new(Cache::new(handles)))
+                .then(|| Arc::new(Cache::new(handles, scopes)))
         }
         Self {
             service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
             secrets: cache(&metrics, options, Kind::Secrets),
+            fetched_secrets: (!options.watched.contains(&Kind::Secrets)).then(|| {
+                let handles = metrics.kind(Kind::Secrets).clone();
+                FetchCache::new(options.secret_ttl, options.secret_cache_entries, handles)
+            }),
             storage_containers: cache(&metrics, options, Kind::StorageContainers),
             inference_services: cache(&metrics, options, Kind::InferenceServices),
             client,
             metrics,
             get_timeout: options.get_timeout,
+            namespaces: options.namespaces.clone(),
+            outside: options.outside,
             tasks: Vec::new(),
         }
     }
 
-    /// Starts a watch (all namespaces) for every kind in `options.watched`.
-    /// Must run inside a Tokio runtime.
+    /// Starts the watches (per namespace of `options.namespaces`, or
+    /// cluster-wide) for every kind in `options.watched`. Must run inside a
+    /// Tokio runtime.
     pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
         let mut this = Self::unstarted(client, metrics, options);
         let c = &this.client;
+        let scopes = options.scopes();
+        let isvc = reduce::inference_service_resource();
         let tasks = [
             spawn_watch(
                 &this.service_accounts,
-                || Api::<api::ServiceAccount>::all(c.clone()),
+                &scopes,
+                |s| match s {
+                    Some(ns) => Api::<api::ServiceAccount>::namespaced(c.clone(), ns),
+                    None => Api::all(c.clone()),
+                },
                 watch_all(),
                 reduce::ServiceAccounts,
             ),
             spawn_watch(
                 &this.secrets,
-                || Api::<api::Secret>::all(c.clone()),
+                &scopes,
+                |s| match s {
+                    Some(ns) => Api::<api::Secret>::namespaced(c.clone(), ns),
+                    None => Api::all(c.clone()),
+                },
                 watch_secrets(),
                 reduce::Secrets,
             ),
             spawn_watch(
                 &this.storage_containers,
-                || Api::all_with(c.clone(), &reduce::storage_container_resource()),
+                &[None],
+                |_| Api::all_with(c.clone(), &reduce::storage_container_resource()),
                 watch_all(),
                 reduce::StorageContainers,
             ),
             spawn_watch(
                 &this.inference_services,
-                || Api::all_with(c.clone(), &reduce::inference_service_resource()),
+                &scopes,
+                |s| match s {
+                    Some(ns) => Api::namespaced_with(c.clone(), ns, &isvc),
+                    None => Api::all_with(c.clone(), &isvc),
+                },
                 watch_all(),
                 reduce::InferenceServices,
             ),
@@ -257,22 +363,48 @@ impl Lookups {
         this
     }
 
+    /// With `--namespaces`, a namespace they do not list: what a pod there
+    /// that needs lookups gets. `None` everywhere else.
+    pub fn outside(&self, namespace: &str) -> Option<OutsideNamespaces> {
+        let listed = self.namespaces.is_empty() || self.namespaces.contains(namespace);
+        (!listed).then_some(self.outside)
+    }
+
+    /// The namespaces served, comma-separated (empty: all).
+    pub fn namespaces(&self) -> String {
+        let names: Vec<&str> = self.namespaces.iter().map(String::as_str).collect();
+        names.join(",")
+    }
+
     /// No caches: every key is fetched directly (what `mutate --kubeconfig`
     /// does once).
     pub fn uncached(client: Client, get_timeout: Duration) -> Self {
         let options = LookupOptions {
             watched: Vec::new(),
             get_timeout,
+            ..LookupOptions::default()
         };
         Self::unstarted(client, LookupMetrics::unregistered(), &options)
     }
 
-    /// Synced caches holding `data` and no watches: for benchmarks and tests
-    /// of the cache path. `client` still serves misses.
-    pub fn preloaded(client: Client, metrics: LookupMetrics, data: ClusterData) -> Self {
-        let this = Self::unstarted(client, metrics, &LookupOptions::default());
+    /// Synced caches of the kinds `options` watches holding `data`, and no
+    /// watches; Secrets not watched fill the fetched Secrets (fresh for the
+    /// TTL, the last `secret_cache_entries` of them). For benchmarks and
+    /// tests of the cache path; `client` still serves misses.
+    pub fn preloaded(
+        client: Client,
+        metrics: LookupMetrics,
+        options: &LookupOptions,
+        data: ClusterData,
+    ) -> Self {
+        let this = Self::unstarted(client, metrics, options);
         preload(&this.service_accounts, data.service_accounts);
-        preload(&this.secrets, data.secrets);
+        match &this.fetched_secrets {
+            Some(fetched) => {
+                (data.secrets.into_iter()).for_each(|(k, v)| fetched.insert(k, Some(v)))
+            }
+            None => preload(&this.secrets, data.secrets),
+        }
         fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
             (k, Ok(v))
         }
@@ -322,9 +454,13 @@ impl Lookups {
         }
     }
 
-    /// Objects a watched cache holds now (0 when not watched).
+    /// Objects a watched cache holds now, or for Secrets not watched, the
+    /// fetched entries kept (expired ones until they are next asked for).
     pub fn cached(&self, kind: Kind) -> usize {
-        self.cache_state(kind).map_or(0, |c| c.objects())
+        match (kind, &self.fetched_secrets) {
+            (Kind::Secrets, Some(fetched)) => fetched.len(),
+            _ => self.cache_state(kind).map_or(0, |c| c.objects()),
+        }
     }
 
     pub fn metrics(&self) -> &LookupMetrics {
@@ -371,14 +507,15 @@ impl Lookups {
                 }
             }
             ObjectKey::Secret(r) => {
-                let kind = Kind::Secrets;
-                if let Some(s) = self.cached_object(kind, &self.secrets, r) {
+                let found = match &self.fetched_secrets {
+                    Some(fetched) => fetched.get_or_fetch(r, || self.get_secret(r)).await?,
+                    None => match self.cached_object(Kind::Secrets, &self.secrets, r) {
+                        Some(s) => Some(s),
+                        None => self.get_secret(r).await?,
+                    },
+                };
+                if let Some(s) = found {
                     out.secrets.insert(r.clone(), s);
-                    return Ok(());
-                }
-                let api = Api::<api::Secret>::namespaced(self.client.clone(), &r.namespace);
-                if let Some(s) = self.get(kind, r, api.get_opt(&r.name)).await? {
-                    out.insert_secret(Secret::from_api(&s, &r.namespace));
                 }
             }
             ObjectKey::InferenceService(r) => {
@@ -404,6 +541,13 @@ impl Lookups {
             ObjectKey::ClusterStorageContainers => self.fill_storage_containers(out).await?,
         }
         Ok(())
+    }
+
+    /// One GET of a Secret, reduced at once.
+    async fn get_secret(&self, r: &ObjectRef) -> Result<Option<Secret>, LookupError> {
+        let api = Api::<api::Secret>::namespaced(self.client.clone(), &r.namespace);
+        let found = self.get(Kind::Secrets, r, api.get_opt(&r.name)).await?;
+        Ok(found.map(|s| Secret::from_api_owned(s, &r.namespace)))
     }
 
     /// A copy of the cached object, counting a hit; `None` (a miss) when the

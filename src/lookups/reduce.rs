@@ -27,6 +27,7 @@ fn object_ref<O: ResourceExt>(o: &O) -> ObjectRef {
     ObjectRef::new(o.namespace().unwrap_or_default(), o.name_any())
 }
 
+#[derive(Clone, Copy)]
 pub struct ServiceAccounts;
 
 impl Reduce<api::ServiceAccount> for ServiceAccounts {
@@ -43,8 +44,9 @@ impl Reduce<api::ServiceAccount> for ServiceAccounts {
 
 /// Keeps what [`Secret::from_api`] keeps: names, annotations, data key
 /// names and only the values listed in `KEPT_SECRET_VALUE_KEYS` (others are
-/// reduced to their storage-spec projection). The API object is dropped
-/// right after.
+/// reduced to their storage-spec projection). The API object's values are
+/// overwritten with zeros right after.
+#[derive(Clone, Copy)]
 pub struct Secrets;
 
 impl Reduce<api::Secret> for Secrets {
@@ -57,8 +59,13 @@ impl Reduce<api::Secret> for Secrets {
     fn value(&self, o: &api::Secret) -> Secret {
         Secret::from_api(o, o.metadata.namespace.as_deref().unwrap_or_default())
     }
+    fn value_owned(&self, o: api::Secret) -> Secret {
+        let namespace = o.metadata.namespace.clone().unwrap_or_default();
+        Secret::from_api_owned(o, &namespace)
+    }
 }
 
+#[derive(Clone, Copy)]
 pub struct StorageContainers;
 
 impl Reduce<DynamicObject> for StorageContainers {
@@ -74,6 +81,7 @@ impl Reduce<DynamicObject> for StorageContainers {
     }
 }
 
+#[derive(Clone, Copy)]
 pub struct InferenceServices;
 
 impl Reduce<DynamicObject> for InferenceServices {

@@ -3,7 +3,7 @@
 //! out and for tests), or the watch caches with a fallback GET.
 
 use super::{resolve_client, ClusterLookups, Environment, LookupError, LookupMetrics};
-use super::{LookupOptions, Lookups, ModeError};
+use super::{LookupOptions, Lookups, ModeError, OutsideNamespaces};
 use crate::cluster::keys::PodFacts;
 use crate::cluster::ClusterData;
 use crate::config::Config;
@@ -90,6 +90,15 @@ impl ClusterObjects {
         match self {
             Self::Live(lookups) => lookups.ready(),
             Self::Off | Self::Static(_) => true,
+        }
+    }
+
+    /// With `--namespaces`, what a pod needing lookups in `namespace` gets
+    /// when they do not list it, and the namespaces served.
+    pub fn outside(&self, namespace: &str) -> Option<(OutsideNamespaces, String)> {
+        match self {
+            Self::Live(lookups) => (lookups.outside(namespace)).map(|o| (o, lookups.namespaces())),
+            Self::Off | Self::Static(_) => None,
         }
     }
 

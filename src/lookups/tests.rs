@@ -42,7 +42,12 @@ fn silent_client() -> (Client, std::net::TcpListener) {
 #[tokio::test]
 async fn warm_cache_answers_exactly_the_needed_keys_without_a_request() {
     let (client, _listener) = silent_client();
-    let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), data());
+    let lookups = Lookups::preloaded(
+        client,
+        LookupMetrics::unregistered(),
+        &LookupOptions::watch_all(),
+        data(),
+    );
     assert!(lookups.ready());
     let config = Config::default();
     let pod = s3_pod("sa");
@@ -60,7 +65,12 @@ async fn warm_cache_answers_exactly_the_needed_keys_without_a_request() {
 #[tokio::test]
 async fn a_miss_goes_to_the_api_server_and_its_timeout_is_an_error() {
     let (client, _listener) = silent_client();
-    let mut lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), data());
+    let mut lookups = Lookups::preloaded(
+        client,
+        LookupMetrics::unregistered(),
+        &LookupOptions::watch_all(),
+        data(),
+    );
     lookups.get_timeout = Duration::from_millis(200);
     let err = lookups
         .snapshot(&s3_pod("other"), &Config::default())
@@ -96,7 +106,12 @@ async fn a_pod_without_lookups_needs_nothing() {
 #[tokio::test]
 async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
     let (client, _listener) = silent_client();
-    let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), data());
+    let lookups = Lookups::preloaded(
+        client,
+        LookupMetrics::unregistered(),
+        &LookupOptions::watch_all(),
+        data(),
+    );
     if let Some(c) = &lookups.storage_containers {
         c.insert(
             "bad".into(),
@@ -108,4 +123,65 @@ async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("\"bad\""), "{err}");
+}
+
+#[tokio::test]
+async fn fetched_secrets_answer_from_memory_while_fresh() {
+    let (client, _listener) = silent_client();
+    let options = LookupOptions::default();
+    assert!(!options.watched.contains(&Kind::Secrets));
+    let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), &options, data());
+    assert!(lookups.ready());
+    let config = Config::default();
+    let pod = s3_pod("sa");
+    let got = lookups.snapshot(&pod, &config).await.unwrap();
+    assert_eq!(got, data().restrict(&pod, &config));
+    let m = lookups.metrics().kind(Kind::Secrets);
+    assert_eq!(
+        (m.hits.get(), m.misses.get(), m.fallback_gets.get()),
+        (1, 0, 0)
+    );
+    assert_eq!(lookups.cached(Kind::Secrets), 2);
+}
+
+#[tokio::test]
+async fn a_fetched_secret_that_cannot_be_read_is_an_error_naming_it() {
+    let (client, _listener) = silent_client();
+    let mut lookups = Lookups::preloaded(
+        client,
+        LookupMetrics::unregistered(),
+        &LookupOptions::default(),
+        ClusterData::default(),
+    );
+    lookups.get_timeout = Duration::from_millis(200);
+    let mut known = data();
+    known.secrets.clear();
+    let key = ObjectKey::Secret(ObjectRef::new("ns", "creds"));
+    let err = lookups.fill(&key, &mut known).await.unwrap_err();
+    assert!(matches!(err, LookupError::Timeout { .. }), "{err}");
+    assert!(err.to_string().contains("secrets ns/creds"), "{err}");
+    let m = lookups.metrics().kind(Kind::Secrets);
+    assert_eq!((m.misses.get(), m.fallback_gets.get()), (1, 1));
+    assert_eq!(lookups.cached(Kind::Secrets), 0);
+}
+
+#[tokio::test]
+async fn only_the_listed_namespaces_are_served() {
+    let (client, _listener) = silent_client();
+    let mut options = LookupOptions::default();
+    let all = Lookups::preloaded(
+        client.clone(),
+        LookupMetrics::unregistered(),
+        &options,
+        data(),
+    );
+    assert_eq!(all.outside("anywhere"), None);
+    options.namespaces = ["a".to_string(), "b".to_string()].into();
+    options.outside = OutsideNamespaces::Allow;
+    let some = Lookups::preloaded(client, LookupMetrics::unregistered(), &options, data());
+    assert_eq!(some.outside("a"), None);
+    assert_eq!(some.outside("c"), Some(OutsideNamespaces::Allow));
+    assert_eq!(some.namespaces(), "a,b");
+    assert_eq!(options.scopes(), [Some("a".into()), Some("b".into())]);
+    assert_eq!(LookupOptions::default().scopes(), [None]);
 }

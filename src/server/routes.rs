@@ -10,7 +10,7 @@ use super::metrics::{unix_now, Metrics};
 use crate::admission::{self, Mode, Reviewed};
 use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::ClusterObjects;
+use crate::lookups::{ClusterObjects, OutsideNamespaces};
 use crate::Inputs;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
@@ -300,6 +300,17 @@ async fn review(
     let Some(facts) = facts.flatten() else {
         return prepared.answer_in(env, mode);
     };
+    match objects.outside(&facts.namespace) {
+        Some((OutsideNamespaces::Deny, served)) => {
+            let message = format!(
+                "kserve-injector serves the namespaces {served} only (--namespaces): it may not read the ServiceAccounts and Secrets of namespace {:?}, so this pod cannot be injected here; add the namespace to --namespaces (and its Role), or exclude it from the webhook",
+                facts.namespace
+            );
+            return prepared.refuse(403, &message);
+        }
+        Some((OutsideNamespaces::Allow, _)) => return prepared.untouched(),
+        None => {}
+    }
     match objects.snapshot(&facts, &env.config).await {
         Ok(cluster) => prepared.answer_in(&env.with_cluster(cluster), mode),
         Err(e) => prepared.deny(&e.to_string()),

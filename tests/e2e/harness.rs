@@ -247,3 +247,36 @@ pub fn rss_kib() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// Applies the ClusterRole patch (JSON patch ops) of the kustomize component
+/// `component` (a directory under the crate root) to the shipped
+/// ClusterRole, and stores the resulting rules: the role that component
+/// gives, through the component's own patch.
+pub async fn patch_cluster_role(admin: &Client, component: &str) {
+    use serde_json::Value;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
+    let kustomization = read(&format!("{component}/kustomization.yaml"));
+    let kustomization: Value = serde_yaml::from_str(&kustomization).expect("the component");
+    let ops = (kustomization["patches"].as_array().expect("patches").iter())
+        .find(|p| p["target"]["kind"] == "ClusterRole")
+        .and_then(|p| p["patch"].as_str())
+        .expect("a ClusterRole patch");
+    let ops: json_patch::Patch = serde_yaml::from_str(ops).expect("a JSON patch");
+    let roles = read("manifests/rbac/cluster-role.yaml");
+    let mut role: Value = serde_yaml::Deserializer::from_str(&roles)
+        .map(|d| Value::deserialize(d).expect("YAML"))
+        .find(|d: &Value| d["kind"] == "ClusterRole")
+        .expect("the ClusterRole");
+    json_patch::patch(&mut role, &ops).expect("the patch applies to the shipped role");
+    let api: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
+    let rules = serde_json::json!({"rules": role["rules"]});
+    let params = kube::api::PatchParams::default();
+    api.patch(
+        "kserve-injector-lookups",
+        &params,
+        &kube::api::Patch::Merge(&rules),
+    )
+    .await
+    .expect("the role is patched");
+}

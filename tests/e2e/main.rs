@@ -1,11 +1,12 @@
 //! End to end on a real kube-apiserver 1.20 + etcd on loopback
 //! (`../shared/tools/kube-apiserver/`): the cluster lookups under the
-//! shipped RBAC, and `serve` called by the API server with another webhook
-//! after it. Without the binaries each test says how to build them and
+//! shipped RBAC, `serve` called by the API server with another webhook
+//! after it, and the namespaced mode with no credential in any log. Without the binaries each test says how to build them and
 //! passes as skipped, except under `CI=true`, where it fails.
 
 mod audit;
 mod harness;
+mod least_privilege;
 mod lookups;
 mod shadow;
 mod sidecar_webhook;

@@ -190,6 +190,75 @@ def test_no_lookups_drops_rbac_and_token(tools):
     assert "--cluster-lookups=off" in pod["containers"][0]["args"]
 
 
+WATCH_SECRETS = ("clusterLookups.watchKinds="
+                 "{serviceaccounts,secrets,clusterstoragecontainers,inferenceservices}")
+
+
+def secret_verbs(docs):
+    """The lookups' ClusterRole's verbs on Secrets (one rule names them)."""
+    rules = one(docs, "ClusterRole", "kserve-injector-lookups")["rules"]
+    found = [r["verbs"] for r in rules if "secrets" in r["resources"]]
+    assert len(found) == 1, rules
+    assert all(r["verbs"] == ["get", "list", "watch"] for r in rules if "secrets" not in r["resources"])
+    return found[0]
+
+
+def test_default_role_only_gets_secrets(any_tools, tmp_path):
+    """The default install, chart and kustomize alike, may GET a Secret but
+    neither list nor watch them, and the server is not asked to watch them."""
+    copy_tree(ROOT / "manifests", tmp_path / "manifests")
+    for docs in (docs_of(any_tools.template()), docs_of(any_tools.kustomize(tmp_path / "manifests"))):
+        assert secret_verbs(docs) == ["get"]
+        args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert not [a for a in args if a.startswith("--watch-kinds")], args
+
+
+def test_watching_secrets_grants_list_and_watch(tools):
+    """Naming secrets in clusterLookups.watchKinds grants list + watch on
+    Secrets and passes the kinds to --watch-kinds; other kinds alone do not."""
+    docs = docs_of(tools.template([WATCH_SECRETS]))
+    assert secret_verbs(docs) == ["get", "list", "watch"]
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--watch-kinds=serviceaccounts,secrets,clusterstoragecontainers,inferenceservices" in args
+    assert secret_verbs(docs_of(render_set(tools, "everything")[1])) == ["get"]
+
+
+def test_secret_ttl_values_reach_the_args(tools):
+    docs = docs_of(tools.template(["clusterLookups.secretTtl=10s",
+                                   "clusterLookups.secretCacheEntries=500"]))
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[4:6] == ["--secret-ttl=10s", "--secret-cache-entries=500"], args
+
+
+def test_namespaced_mode_has_roles_per_namespace(tools):
+    """clusterLookups.namespaces: a Role and RoleBinding per namespace (get
+    only on Secrets) bound to the webhook's ServiceAccount, a ClusterRole
+    for ClusterStorageContainers only, and the flags."""
+    docs = docs_of(tools.template(["clusterLookups.namespaces={models-a,models-b}",
+                                   "clusterLookups.outsideNamespaces=allow"],
+                                  namespace="infra"))
+    cluster_rules = one(docs, "ClusterRole", "kserve-injector-lookups")["rules"]
+    assert cluster_rules == [{"apiGroups": ["serving.kserve.io"],
+                              "resources": ["clusterstoragecontainers"],
+                              "verbs": ["get", "list", "watch"]}]
+    roles = by_kind(docs, "Role")
+    assert sorted(r["metadata"]["namespace"] for r in roles) == ["models-a", "models-b"]
+    for role in roles:
+        verbs = {res: r["verbs"] for r in role["rules"] for res in r["resources"]}
+        assert verbs == {"serviceaccounts": ["get", "list", "watch"], "secrets": ["get"],
+                         "inferenceservices": ["get", "list", "watch"]}
+    bindings = by_kind(docs, "RoleBinding")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["models-a", "models-b"]
+    for b in bindings:
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "kserve-injector",
+                                  "namespace": "infra"}]
+        assert b["roleRef"]["kind"] == "Role"
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--namespaces=models-a,models-b" in args and "--outside-namespaces=allow" in args
+    watched = docs_of(tools.template(["clusterLookups.namespaces={models}", WATCH_SECRETS]))
+    assert one(watched, "Role")["rules"][1]["verbs"] == ["get", "list", "watch"]
+
+
 # ---------------------------------------------------------------- equal to kustomize
 
 def kustomize_cases(tree, certs_dir):
@@ -216,6 +285,28 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "watch-secrets").mkdir()
+    (cases / "watch-secrets" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/watch-secrets
+transformers:
+  - ../../manifests/follow-namespace
+""")
+    (cases / "namespaced").mkdir()
+    (cases / "namespaced" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/namespaced
+transformers:
+  - ../../manifests/follow-namespace
+""")
     static = tree / "manifests" / "overlays" / "static-certs" / "certs"
     static.mkdir(exist_ok=True)
     for name in ("ca.crt", "tls.crt", "tls.key"):
@@ -226,10 +317,13 @@ transformers:
         "other-namespace": (cases / "other-namespace", ALT_NS, [], []),
         "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
+        "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
+        "namespaced": (cases / "namespaced", "kserve", ["clusterLookups.namespaces={models}"], []),
     }
 
 
-@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "static-certs"])
+@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "static-certs",
+                                  "watch-secrets", "namespaced"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace

@@ -52,6 +52,7 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
         "--max-connections",
         "--max-concurrent-requests",
         "--http2-max-concurrent-streams",
+        "--secret-cache-entries",
     ] {
         let message = refused(&[flag, "0"]);
         assert!(
@@ -68,6 +69,7 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
         "--request-timeout",
         "--idle-timeout",
         "--cert-poll-interval",
+        "--secret-ttl",
     ] {
         let message = refused(&[flag, "0s"]);
         assert!(message.contains("must be greater than zero"), "{message}");
@@ -184,4 +186,36 @@ fn flag_table_parsers_read_flag_columns_only() {
     );
     assert_eq!(leading_flag("[env: KSERVE_INJECTOR_LOG=]"), None);
     assert_eq!(leading_flag("---"), None);
+}
+
+#[test]
+fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
+    use kserve_injector::lookups::{Kind, OutsideNamespaces};
+    let args = ServeArgs::try_parse_from(Vec::<&str>::new()).unwrap();
+    let options = args.lookups.options();
+    assert!(!options.watched.contains(&Kind::Secrets));
+    assert_eq!(options.secret_ttl, std::time::Duration::from_secs(30));
+    assert_eq!(options.secret_cache_entries.get(), 1000);
+    assert!(options.namespaces.is_empty());
+    let args = ServeArgs::try_parse_from([
+        "--namespaces",
+        "models-a,models-b",
+        "--outside-namespaces",
+        "allow",
+        "--secret-ttl",
+        "5s",
+    ])
+    .unwrap();
+    let options = args.lookups.options();
+    assert_eq!(
+        options.namespaces.iter().collect::<Vec<_>>(),
+        ["models-a", "models-b"]
+    );
+    assert_eq!(options.outside, OutsideNamespaces::Allow);
+    assert_eq!(options.secret_ttl, std::time::Duration::from_secs(5));
+    let refused = ServeArgs::try_parse_from(["--namespaces", "Models_A"]).unwrap_err();
+    assert!(
+        refused.to_string().contains("is not a namespace name"),
+        "{refused}"
+    );
 }

@@ -84,7 +84,7 @@ relations the schema cannot express.
 {{- if and $s.lookupTimeout (ge (include "kserve-injector.millis" $s.lookupTimeout | int64) $request) -}}
 {{- fail (printf "server.lookupTimeout (%s) must stay below server.requestTimeout (%s)" $s.lookupTimeout $s.requestTimeout) -}}
 {{- end -}}
-{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" -}}
+{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--secret-ttl" "clusterLookups.secretTtl" "--secret-cache-entries" "clusterLookups.secretCacheEntries" "--namespaces" "clusterLookups.namespaces" "--outside-namespaces" "clusterLookups.outsideNamespaces" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" -}}
 {{- range $s.extraArgs -}}
 {{- $flag := regexReplaceAll "=.*$" . "" -}}
 {{- if hasKey $named $flag -}}
@@ -96,6 +96,10 @@ relations the schema cannot express.
 {{- with .Values.clusterLookups.watchKinds -}}
 {{- $args = append $args (printf "--watch-kinds=%s" (join "," .)) -}}
 {{- end -}}
+{{- with .Values.clusterLookups.secretTtl }}{{ $args = append $args (printf "--secret-ttl=%s" .) }}{{ end -}}
+{{- with .Values.clusterLookups.secretCacheEntries }}{{ $args = append $args (printf "--secret-cache-entries=%d" (int .)) }}{{ end -}}
+{{- with .Values.clusterLookups.namespaces }}{{ $args = append $args (printf "--namespaces=%s" (join "," .)) }}{{ end -}}
+{{- with .Values.clusterLookups.outsideNamespaces }}{{ $args = append $args (printf "--outside-namespaces=%s" .) }}{{ end -}}
 {{- with $s.lookupTimeout }}{{ $args = append $args (printf "--lookup-timeout=%s" .) }}{{ end -}}
 {{- with $s.logFormat }}{{ $args = append $args (printf "--log-format=%s" .) }}{{ end -}}
 {{- with $s.logLevel }}{{ $args = append $args (printf "--log=%s" .) }}{{ end -}}

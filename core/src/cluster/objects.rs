@@ -7,6 +7,7 @@ use crate::config::LoggerStorage;
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::api::core::v1::Container;
 use std::collections::BTreeMap;
+use zeroize::Zeroizing;
 
 /// Secret data keys whose values are kept verbatim, because an injector
 /// copies them into the pod: the S3 settings KServe reads from a Secret's
@@ -67,8 +68,24 @@ impl ServiceAccount {
     }
 }
 
+/// A kept Secret value: its memory is overwritten with zeros when dropped
+/// (a copy freed by the cache does not linger in the heap), and its `Debug`
+/// prints a placeholder, so no log or error built with `{:?}` shows it.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretValue(Zeroizing<String>);
+
+/// What `Debug` prints in place of a Secret value.
+pub const REDACTED: &str = "<redacted>";
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
+
 /// A Secret: name, namespace, annotations, the names of its data keys and,
 /// per key, only what an injector reads of the value (see [`Secret::get`]).
+/// `Debug` shows the key names, never the values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Secret {
     pub namespace: String,
@@ -76,7 +93,7 @@ pub struct Secret {
     pub annotations: BTreeMap<String, String>,
     /// One entry per data key; the value is verbatim for
     /// [`KEPT_SECRET_VALUE_KEYS`] and the storage-spec projection otherwise.
-    values: BTreeMap<String, String>,
+    values: BTreeMap<String, SecretValue>,
 }
 
 impl Secret {
@@ -123,12 +140,26 @@ impl Secret {
         let mut out = Self::new(namespace, secret.metadata.name.clone().unwrap_or_default());
         out.annotations = secret.metadata.annotations.clone().unwrap_or_default();
         for (key, bytes) in secret.data.iter().flatten() {
-            out = out.with_data(key, &String::from_utf8_lossy(&bytes.0));
+            let text = Zeroizing::new(String::from_utf8_lossy(&bytes.0).into_owned());
+            out = out.with_data(key, &text);
         }
         for (key, value) in secret.string_data.iter().flatten() {
             out = out.with_data(key, value);
         }
         out
+    }
+
+    /// [`from_api`](Self::from_api), then overwrites the API object's
+    /// values with zeros before it is dropped.
+    pub fn from_api_owned(mut secret: api::Secret, namespace: &str) -> Self {
+        let reduced = Self::from_api(&secret, namespace);
+        for bytes in secret.data.iter_mut().flat_map(|d| d.values_mut()) {
+            zeroize::Zeroize::zeroize(&mut bytes.0);
+        }
+        for text in secret.string_data.iter_mut().flat_map(|d| d.values_mut()) {
+            zeroize::Zeroize::zeroize(text);
+        }
+        reduced
     }
 
     pub fn has_key(&self, key: &str) -> bool {
@@ -146,11 +177,15 @@ impl Secret {
     /// JSON object of strings (re-serialised, so a storage-spec entry parses
     /// to what KServe reads of it), else [`NOT_A_STORAGE_SPEC`].
     pub fn get(&self, key: &str) -> Option<&String> {
-        self.values.get(key)
+        self.values.get(key).map(|v| &*v.0)
     }
 }
 
-fn reduce_value(key: &str, value: &str) -> String {
+fn reduce_value(key: &str, value: &str) -> SecretValue {
+    SecretValue(Zeroizing::new(projection(key, value)))
+}
+
+fn projection(key: &str, value: &str) -> String {
     if KEPT_SECRET_VALUE_KEYS.contains(&key) {
         return value.to_string();
     }
@@ -158,10 +193,15 @@ fn reduce_value(key: &str, value: &str) -> String {
         // Go unmarshals `null` into a nil map without error.
         Ok(None) => "null".to_string(),
         Ok(Some(map)) => {
-            let kept: BTreeMap<String, String> = map
-                .into_iter()
-                .filter(|(k, _)| STORAGE_SPEC_MEMBERS.contains(&k.as_str()))
-                .collect();
+            let mut kept = BTreeMap::new();
+            for (k, mut v) in map {
+                if STORAGE_SPEC_MEMBERS.contains(&k.as_str()) {
+                    kept.insert(k, v);
+                } else {
+                    // The parsed copy of a credential (`secret_access_key`).
+                    zeroize::Zeroize::zeroize(&mut v);
+                }
+            }
             crate::probe_json::go_string_map(&kept)
         }
         Err(_) => NOT_A_STORAGE_SPEC.to_string(),
@@ -334,6 +374,10 @@ mod tests {
         assert_eq!(s.get("https-host").unwrap(), "github.com");
         assert!(s.get("headers").unwrap().starts_with("{\n"));
         assert_eq!(s.get("AWS_CA_BUNDLE").unwrap(), "/path/ca.crt");
+        // Kept values (a header may carry a token) never reach `Debug`.
+        let printed = format!("{s:?}");
+        assert!(!printed.contains("token x") && !printed.contains("github.com"));
+        assert!(printed.contains(REDACTED) && printed.contains("https-host"));
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! Objects read with a GET when a pod needs them, kept for a short time:
+//! the Secrets' default (`--watch-kinds` without `secrets`). Each entry
+//! expires `ttl` after its GET, so a Secret changed, created or deleted is
+//! seen by the first admission after that; the cache holds at most
+//! `capacity` entries, least recently used first out. An absent object is
+//! kept too ("not found" for `ttl`), so a pod naming a missing Secret does
+//! not cost a GET per admission.
+//!
+//! Admissions that need the same key while its GET runs wait for that one
+//! GET (single flight) instead of sending their own.
+
+use super::metrics::KindMetrics;
+use super::LookupError;
+use lru::LruCache;
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::Hash;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+struct Entry<V> {
+    fetched: Instant,
+    value: Option<V>,
+}
+
+type Outcome<V> = Result<Option<V>, Arc<LookupError>>;
+
+pub struct FetchCache<K, V> {
+    ttl: Duration,
+    entries: Mutex<LruCache<K, Entry<V>>>,
+    flights: Mutex<HashMap<K, Arc<OnceCell<Outcome<V>>>>>,
+    metrics: KindMetrics,
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
+    pub fn new(ttl: Duration, capacity: NonZeroUsize, metrics: KindMetrics) -> Self {
+        Self {
+            ttl,
+            entries: Mutex::new(LruCache::new(capacity)),
+            flights: Mutex::new(HashMap::new()),
+            metrics,
+        }
+    }
+
+    /// The entry for `key` when it was fetched less than `ttl` ago:
+    /// `Some(None)` is a fresh "not found".
+    pub fn fresh(&self, key: &K) -> Option<Option<V>> {
+        let mut entries = locked(&self.entries);
+        let entry = entries.get(key)?;
+        if entry.fetched.elapsed() < self.ttl {
+            return Some(entry.value.clone());
+        }
+        entries.pop(key);
+        self.metrics.objects.set(entries.len() as i64);
+        None
+    }
+
+    pub fn insert(&self, key: K, value: Option<V>) {
+        let mut entries = locked(&self.entries);
+        let fetched = Instant::now();
+        entries.put(key, Entry { fetched, value });
+        self.metrics.objects.set(entries.len() as i64);
+    }
+
+    pub fn len(&self) -> usize {
+        locked(&self.entries).len()
+    }
+
+    /// The fresh entry, else the result of `fetch`, run once for all the
+    /// callers that ask for `key` meanwhile. A failed fetch is not kept:
+    /// the next caller tries again.
+    pub async fn get_or_fetch<F, Fut>(&self, key: &K, fetch: F) -> Result<Option<V>, LookupError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Option<V>, LookupError>>,
+    {
+        if let Some(found) = self.fresh(key) {
+            self.metrics.hits.inc();
+            return Ok(found);
+        }
+        self.metrics.misses.inc();
+        let flight = locked(&self.flights)
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let outcome = flight
+            .get_or_init(|| async {
+                // A flight that ended just before this one started has
+                // already filled the entry.
+                if let Some(found) = self.fresh(key) {
+                    return Ok(found);
+                }
+                let fetched = fetch().await.map_err(Arc::new)?;
+                self.insert(key.clone(), fetched.clone());
+                Ok(fetched)
+            })
+            .await
+            .clone();
+        {
+            let mut flights = locked(&self.flights);
+            if flights.get(key).is_some_and(|f| Arc::ptr_eq(f, &flight)) {
+                flights.remove(key);
+            }
+        }
+        drop(flight);
+        outcome.map_err(|e| Arc::try_unwrap(e).unwrap_or_else(LookupError::Shared))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn cache(ttl_ms: u64, capacity: usize) -> FetchCache<String, String> {
+        let capacity = NonZeroUsize::new(capacity).unwrap();
+        FetchCache::new(
+            Duration::from_millis(ttl_ms),
+            capacity,
+            KindMetrics::default(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_entry_expires_after_the_ttl() {
+        let c = cache(30_000, 10);
+        let key = "ns/s".to_string();
+        c.insert(key.clone(), Some("v1".into()));
+        tokio::time::advance(Duration::from_millis(29_999)).await;
+        assert_eq!(c.fresh(&key), Some(Some("v1".into())));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(c.fresh(&key), None);
+        assert_eq!(c.len(), 0);
+    }
+
+    #[test]
+    fn the_least_recently_used_entry_goes_first() {
+        let c = cache(30_000, 2);
+        c.insert("a".into(), Some("1".into()));
+        c.insert("b".into(), None);
+        assert!(c.fresh(&"a".to_string()).is_some());
+        c.insert("c".into(), Some("3".into()));
+        assert_eq!(c.fresh(&"b".to_string()), None);
+        assert_eq!(c.fresh(&"a".to_string()), Some(Some("1".into())));
+        assert_eq!(c.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn concurrent_callers_share_one_fetch_and_errors_are_not_kept() {
+        let c = Arc::new(cache(30_000, 10));
+        let calls = Arc::new(AtomicUsize::new(0));
+        let (release, wait) = tokio::sync::watch::channel(false);
+        let callers = (0..8).map(|_| {
+            let (c, calls, mut wait) = (c.clone(), calls.clone(), wait.clone());
+            tokio::spawn(async move {
+                c.get_or_fetch(&"k".to_string(), || async move {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    let _ = wait.wait_for(|go| *go).await;
+                    Ok(Some("v".to_string()))
+                })
+                .await
+            })
+        });
+        let callers: Vec<_> = callers.collect();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        release.send(true).unwrap();
+        for caller in callers {
+            assert_eq!(caller.await.unwrap().unwrap(), Some("v".into()));
+        }
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(c.metrics.misses.get() + c.metrics.hits.get(), 8);
+
+        let failing = || async {
+            Err(LookupError::Invalid {
+                kind: "secrets",
+                message: "boom".into(),
+            })
+        };
+        let err = c.get_or_fetch(&"x".to_string(), failing).await.unwrap_err();
+        assert!(matches!(err, LookupError::Invalid { .. }), "{err}");
+        let again = c
+            .get_or_fetch(&"x".to_string(), || async { Ok(Some("ok".to_string())) })
+            .await;
+        assert_eq!(again.unwrap(), Some("ok".into()));
+    }
+}
