@@ -11,6 +11,7 @@
 use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::ISVC_LABEL;
+use crate::injectors::modelcar::ShapeChoice;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Inputs, MutationError};
 use crate::view::{self, PodView, Str, ViewError};
@@ -48,6 +49,8 @@ pub struct Reviewed {
     /// Why the request was denied, when it was.
     pub denial: Option<String>,
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// The modelcar's shape and why, when the pod gets a modelcar.
+    pub modelcar_shape: Option<ShapeChoice>,
 }
 
 /// The envelope, as kube's `AdmissionReview` requires it, borrowed.
@@ -251,6 +254,7 @@ pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
         patch_ops: 0,
         denial: None,
         outcomes: Vec::new(),
+        modelcar_shape: None,
     };
     Ok(Prepared {
         api_version: review.api_version,
@@ -295,6 +299,7 @@ impl Prepared<'_> {
         match result {
             Some(Ok(edits)) => {
                 out.outcomes = edits.outcomes;
+                out.modelcar_shape = edits.modelcar_shape;
                 out.patch_ops = edits.ops.len();
                 if !edits.ops.is_empty() {
                     answer.patch = Some(edits.ops);

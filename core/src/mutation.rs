@@ -6,6 +6,7 @@
 //! the input with the patch applied, so both paths share one source of truth.
 
 use crate::constants::ISVC_LABEL;
+use crate::injectors::modelcar::{self, ShapeChoice};
 use crate::injectors::{self, InjectError, InjectorOutcome};
 use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
 use crate::view::{self, PodView, ViewError};
@@ -44,6 +45,8 @@ pub struct Edits {
     pub ops: Vec<Op>,
     /// Per injector that ran: whether it changed the pod.
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// The modelcar's shape and why, when the pod gets a modelcar.
+    pub modelcar_shape: Option<ShapeChoice>,
 }
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
@@ -64,9 +67,14 @@ pub fn edit(
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
+    let modelcar_shape = modelcar::planned_shape(&doc, env);
     let outcomes = injectors::run_all(&mut doc, env)?;
     let ops = doc.into_patch();
-    Ok(Edits { ops, outcomes })
+    Ok(Edits {
+        ops,
+        outcomes,
+        modelcar_shape,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -147,7 +155,7 @@ fn mutate_inner(
     let view = view::pod_from_str(&raw)?;
     validate(&raw)?;
     let edits = edit(view, namespace, write_namespace, env)?;
-    let Edits { ops, outcomes } = edits;
+    let Edits { ops, outcomes, .. } = edits;
     let mut mutated = pod.clone();
     apply_all(&ops, &mut mutated).map_err(|e| {
         // Our own operations on the pod they were made for: a bug if it fails.

@@ -326,6 +326,11 @@ impl Lookups {
         self.cache_state(kind).map_or(0, |c| c.objects())
     }
 
+    /// The client of the lookups, for a question about the cluster itself.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     pub fn metrics(&self) -> &LookupMetrics {
         &self.metrics
     }
