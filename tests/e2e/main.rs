@@ -1,11 +1,13 @@
 //! End to end on a real kube-apiserver 1.20 + etcd on loopback
 //! (`../shared/tools/kube-apiserver/`): the cluster lookups under the
-//! shipped RBAC, and `serve` called by the API server with another webhook
-//! after it. Without the binaries each test says how to build them and
+//! shipped RBAC, `serve` called by the API server with another webhook
+//! after it, and `serve --modelcar-mode native-sidecar` refusing this (too
+//! old) API server. Without the binaries each test says how to build them and
 //! passes as skipped, except under `CI=true`, where it fails.
 
 mod harness;
 mod lookups;
+mod native_sidecar;
 mod sidecar_webhook;
 #[path = "../server/support/mod.rs"]
 mod support;

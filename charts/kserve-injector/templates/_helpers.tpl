@@ -84,7 +84,7 @@ relations the schema cannot express.
 {{- if and $s.lookupTimeout (ge (include "kserve-injector.millis" $s.lookupTimeout | int64) $request) -}}
 {{- fail (printf "server.lookupTimeout (%s) must stay below server.requestTimeout (%s)" $s.lookupTimeout $s.requestTimeout) -}}
 {{- end -}}
-{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--config" "inferenceServiceConfig" -}}
+{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--config" "inferenceServiceConfig" "--modelcar-mode" "modelcarMode" -}}
 {{- range $s.extraArgs -}}
 {{- $flag := regexReplaceAll "=.*$" . "" -}}
 {{- if hasKey $named $flag -}}
@@ -103,6 +103,7 @@ relations the schema cannot express.
 {{- with $s.drainTimeout }}{{ $args = append $args (printf "--drain-timeout=%s" .) }}{{ end -}}
 {{- with $s.maxConcurrentRequests }}{{ $args = append $args (printf "--max-concurrent-requests=%d" (int .)) }}{{ end -}}
 {{- with $s.maxConnections }}{{ $args = append $args (printf "--max-connections=%d" (int .)) }}{{ end -}}
+{{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
 {{- concat $args $s.extraArgs | toJson }}
 {{- end }}
 
