@@ -35,7 +35,9 @@ pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsu
         }
     };
     let min = ModelcarMode::NATIVE_SIDECAR_MIN_VERSION;
-    match version_of(&info.major, &info.minor) {
+    let version =
+        version_of(&info.major, &info.minor).or_else(|| git_version_of(&info.git_version));
+    match version {
         Some(version) if version >= min => {
             tracing::info!(server = %info.git_version, "native-sidecar modelcars: the API server supports them");
             Ok(())
@@ -45,8 +47,8 @@ pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsu
             min,
         }),
         None => Err(Unsupported::Unknown(format!(
-            "major {:?}, minor {:?}",
-            info.major, info.minor
+            "major {:?}, minor {:?}, gitVersion {:?}",
+            info.major, info.minor, info.git_version
         ))),
     }
 }
@@ -59,6 +61,13 @@ fn version_of(major: &str, minor: &str) -> Option<(u32, u32)> {
         digits.parse::<u32>().ok()
     };
     Some((number(major)?, number(minor)?))
+}
+
+/// `gitVersion` (`v1.20.2`, `v1.29.3-gke.1`), for an API server built
+/// without `major`/`minor` (a source build leaves them empty).
+fn git_version_of(git_version: &str) -> Option<(u32, u32)> {
+    let mut parts = git_version.strip_prefix('v')?.splitn(3, '.');
+    version_of(parts.next()?, parts.next()?)
 }
 
 #[cfg(test)]
@@ -75,6 +84,10 @@ mod tests {
         assert!(version_of("1", "100").is_some_and(|v| v >= min));
         assert_eq!(version_of("", "29"), None);
         assert_eq!(version_of("1", "x"), None);
+        assert_eq!(git_version_of("v1.20.2"), Some((1, 20)));
+        assert_eq!(git_version_of("v1.29.3-gke.1"), Some((1, 29)));
+        assert_eq!(git_version_of("1.29"), None);
+        assert_eq!(git_version_of("v0.0.0-master+$Format:%H$"), Some((0, 0)));
     }
 
     #[test]

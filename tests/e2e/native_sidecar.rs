@@ -79,6 +79,8 @@ fn native_sidecar_mode_refuses_an_api_server_older_than_1_29() {
         "the refusal names neither the version nor the requirement: {stderr}"
     );
 
+    eprintln!("refused as expected: {}", stderr.trim());
+
     // Without lookups there is no API server to ask: the flag is trusted.
     let mut trusted = serve(&server.work_dir, &log, &["--cluster-lookups", "off"]);
     let status = exited_within(&mut trusted, Duration::from_secs(3));
