@@ -524,3 +524,33 @@ fn hand_written_ops_are_json_patch_operations() {
     assert_eq!(written, serde_json::to_value(&parsed).unwrap());
     assert_eq!(written, serde_json::to_value(ops).unwrap());
 }
+
+#[test]
+fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
+    use crate::injectors::modelcar::{ShapeChoice, ShapeReason};
+    use crate::inputs::ModelcarMode;
+    let mut pod = isvc_pod();
+    pod["metadata"]["annotations"] = json!({
+        crate::constants::SOURCE_URI_ANNOTATION: "oci://registry.example.com/model:1"
+    });
+    let mut env = Inputs::default();
+    env.modelcar_mode = ModelcarMode::NativeSidecar;
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
+    let (reviewed, _) = answer(&body, &env);
+    let native = ShapeChoice {
+        mode: ModelcarMode::NativeSidecar,
+        reason: ShapeReason::Flag,
+    };
+    assert_eq!(reviewed.modelcar_shape, Some(native));
+    // Once there, the modelcar's shape is the reason.
+    let first = crate::mutation::mutate(&pod, "default", &env).unwrap().pod;
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", first));
+    let (reviewed, _) = answer(&body, &Inputs::default());
+    let present = reviewed.modelcar_shape.map(|s| (s.mode, s.reason));
+    assert_eq!(
+        present,
+        Some((ModelcarMode::NativeSidecar, ShapeReason::Present))
+    );
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
+    assert_eq!(answer(&body, &env).0.modelcar_shape, None);
+}
