@@ -533,8 +533,10 @@ fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
     pod["metadata"]["annotations"] = json!({
         crate::constants::SOURCE_URI_ANNOTATION: "oci://registry.example.com/model:1"
     });
-    let mut env = Inputs::default();
-    env.modelcar_mode = ModelcarMode::NativeSidecar;
+    let env = Inputs {
+        modelcar_mode: ModelcarMode::NativeSidecar,
+        ..Inputs::default()
+    };
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
     let (reviewed, _) = answer(&body, &env);
     let native = ShapeChoice {

@@ -133,8 +133,8 @@ fn native_sidecar(classic: Container, image: &str) -> Container {
         args: sh(format!(
             "if [ ! -d /models ] || [ -z \"$$(ls -A /models)\" ]; then echo 'modelcar {image}: /models is missing or empty in the image' >&2; exit 1; fi; ln -sf /proc/$$$$/root/models {DEFAULT_MODEL_LOCAL_MOUNT_PATH} && sleep infinity"
         )),
-        // Probes run without Kubernetes' `$(...)` expansion; the link only
-        // resolves while the process that made it is alive.
+        // The link resolves only while the shell that made it runs, so a
+        // modelcar that died fails the probe too.
         startup_probe: Some(Probe {
             exec: Some(ExecAction {
                 command: sh(format!("test -e {DEFAULT_MODEL_LOCAL_MOUNT_PATH}")),
