@@ -124,6 +124,11 @@ struct MutateArgs {
     /// The kubeconfig context to use. Example: --context kind-kserve
     #[arg(long, value_name = "NAME", requires = "kubeconfig")]
     context: Option<String>,
+    /// The modelcar's shape, as `serve --modelcar-mode`: classic or
+    /// native-sidecar. Example: --modelcar-mode native-sidecar
+    #[arg(long, value_name = "MODE", default_value = "classic",
+          value_parser = kserve_injector::cli::modelcar_mode())]
+    modelcar_mode: kserve_injector::inputs::ModelcarMode,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -225,7 +230,8 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Ok(cluster) => cluster,
         Err(e) => return fail(&e),
     };
-    let env = Inputs::new(config);
+    let mut env = Inputs::new(config);
+    env.modelcar_mode = args.modelcar_mode;
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {

@@ -11,6 +11,7 @@
 use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::ISVC_LABEL;
+use crate::injectors::modelcar::ShapeChoice;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Inputs, MutationError};
 use crate::view::{self, PodView, Str, ViewError};
@@ -50,6 +51,8 @@ pub struct Reviewed {
     /// Why the request was denied, when it was.
     pub denial: Option<String>,
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// The modelcar's shape and why, when the pod gets a modelcar.
+    pub modelcar_shape: Option<ShapeChoice>,
     /// In shadow mode, the operations the answer left out: what this
     /// webhook would have changed.
     pub withheld: Vec<Withheld>,
@@ -318,6 +321,7 @@ pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
         denial: None,
         outcomes: Vec::new(),
         withheld: Vec::new(),
+        modelcar_shape: None,
     };
     Ok(Prepared {
         api_version: review.api_version,
@@ -369,6 +373,7 @@ impl Prepared<'_> {
         match result {
             Some(Ok(edits)) => {
                 out.outcomes = edits.outcomes;
+                out.modelcar_shape = edits.modelcar_shape;
                 match mode {
                     Mode::Shadow { warnings } => {
                         out.withheld = (edits.ops.iter().zip(&edits.sources))

@@ -71,6 +71,9 @@ pub const AGENT_CONTAINER: &str = "agent";
 pub const STORAGE_INITIALIZER_CONTAINER: &str = "storage-initializer";
 pub const MODELCAR_CONTAINER: &str = "modelcar";
 pub const MODELCAR_INIT_CONTAINER: &str = "modelcar-init";
+/// Our own annotation (not KServe's): `classic` or `native-sidecar`, the
+/// modelcar's shape for this pod, over `--modelcar-mode`.
+pub const MODELCAR_MODE_ANNOTATION: &str = "kserve-injector.io/modelcar-mode";
 
 pub const PROVISION_LOCATION_VOLUME: &str = "kserve-provision-location";
 pub const PVC_SOURCE_VOLUME: &str = "kserve-pvc-source";

@@ -15,6 +15,55 @@ pub struct Inputs {
     /// The namespace KServe's controller runs in (its `POD_NAMESPACE`).
     pub controller_namespace: String,
     pub cluster: ClusterData,
+    /// The modelcar's shape when a pod does not choose one (`--modelcar-mode`).
+    pub modelcar_mode: ModelcarMode,
+}
+
+/// How the modelcar joins a pod: KServe's regular sidecar container, or a
+/// native sidecar (an init container with `restartPolicy: Always`, which
+/// Kubernetes starts, and probes, before the containers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ModelcarMode {
+    #[default]
+    Classic,
+    NativeSidecar,
+}
+
+impl ModelcarMode {
+    pub const ALL: [ModelcarMode; 2] = [ModelcarMode::Classic, ModelcarMode::NativeSidecar];
+    /// The spellings of the flag and of the annotation, in [`Self::ALL`]'s order.
+    pub const NAMES: [&'static str; 2] = ["classic", "native-sidecar"];
+    /// Native sidecars are on by default from Kubernetes 1.29 (beta; GA in
+    /// 1.33); an older API server drops `restartPolicy` from init containers.
+    pub const NATIVE_SIDECAR_MIN_VERSION: (u32, u32) = (1, 29);
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelcarMode::Classic => Self::NAMES[0],
+            ModelcarMode::NativeSidecar => Self::NAMES[1],
+        }
+    }
+}
+
+impl std::fmt::Display for ModelcarMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A spelling that is not one of [`ModelcarMode::NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a modelcar mode (expected classic or native-sidecar)")]
+pub struct UnknownModelcarMode(pub String);
+
+impl std::str::FromStr for ModelcarMode {
+    type Err = UnknownModelcarMode;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        (Self::ALL.into_iter())
+            .find(|m| m.as_str() == text)
+            .ok_or_else(|| UnknownModelcarMode(text.to_string()))
+    }
 }
 
 impl Inputs {
@@ -23,6 +72,7 @@ impl Inputs {
             config: Arc::new(config),
             controller_namespace: DEFAULT_CONTROLLER_NAMESPACE.to_string(),
             cluster: ClusterData::default(),
+            modelcar_mode: ModelcarMode::default(),
         }
     }
 
@@ -32,6 +82,7 @@ impl Inputs {
             config: self.config.clone(),
             controller_namespace: self.controller_namespace.clone(),
             cluster,
+            modelcar_mode: self.modelcar_mode,
         }
     }
 

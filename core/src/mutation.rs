@@ -6,6 +6,7 @@
 //! the input with the patch applied, so both paths share one source of truth.
 
 use crate::constants::ISVC_LABEL;
+use crate::injectors::modelcar::{self, ShapeChoice};
 use crate::injectors::{self, InjectError, InjectorOutcome};
 use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
 use crate::view::{self, PodView, ViewError};
@@ -47,6 +48,8 @@ pub struct Edits {
     /// Per operation, the injector it comes from ([`injectors::MUTATOR`]
     /// for the namespace the mutator itself writes).
     pub sources: Vec<&'static str>,
+    /// The modelcar's shape and why, when the pod gets a modelcar.
+    pub modelcar_shape: Option<ShapeChoice>,
 }
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
@@ -67,6 +70,7 @@ pub fn edit(
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
+    let modelcar_shape = modelcar::planned_shape(&doc, env);
     let before = doc.changes();
     let runs = injectors::run_steps(&mut doc, env)?;
     let mut ends = Vec::with_capacity(runs.len() + 1);
@@ -78,6 +82,7 @@ pub fn edit(
         ops,
         outcomes,
         sources,
+        modelcar_shape,
     })
 }
 

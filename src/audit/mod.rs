@@ -69,6 +69,11 @@ pub struct AuditArgs {
     /// directory) instead of the cluster's. Example: --config ./config.yaml
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
+    /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
+    #[arg(long, value_name = "MODE", default_value = "classic",
+          value_parser = crate::cli::modelcar_mode())]
+    pub modelcar_mode: crate::inputs::ModelcarMode,
 }
 
 /// Why the audit could not run (exit code 2).
@@ -114,6 +119,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     };
     let mut env = Inputs::new(config);
     env.controller_namespace = args.controller_namespace.clone();
+    env.modelcar_mode = args.modelcar_mode;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
     let mut report = inventory.audit(&env, &rules);

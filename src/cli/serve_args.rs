@@ -3,6 +3,7 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
+use crate::inputs::ModelcarMode;
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
@@ -112,6 +113,20 @@ pub struct ConfigArgs {
     /// then "kserve".
     #[arg(long)]
     pub controller_namespace: Option<String>,
+    /// The modelcar's shape: classic (KServe's regular container) or
+    /// native-sidecar (an init container with restartPolicy Always, started
+    /// before the model server; Kubernetes 1.29 or newer). A pod's
+    /// kserve-injector.io/modelcar-mode annotation overrides it.
+    #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
+    pub modelcar_mode: ModelcarMode,
+}
+
+/// `--modelcar-mode`'s parser (`serve` and `mutate`), listing the modes in `--help`.
+pub fn modelcar_mode() -> impl clap::builder::TypedValueParser<Value = ModelcarMode> {
+    use clap::builder::TypedValueParser;
+    // The possible values are exactly the names, so every one parses.
+    clap::builder::PossibleValuesParser::new(ModelcarMode::NAMES)
+        .map(|name| name.parse::<ModelcarMode>().unwrap_or_default())
 }
 
 /// Where the cluster objects an admission reads come from.

@@ -463,6 +463,11 @@ impl Lookups {
         }
     }
 
+    /// The client of the lookups, for a question about the cluster itself.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     pub fn metrics(&self) -> &LookupMetrics {
         &self.metrics
     }

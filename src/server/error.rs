@@ -27,6 +27,8 @@ pub enum ServeError {
     Runtime(std::io::Error),
     #[error(transparent)]
     Lookups(#[from] crate::lookups::ClusterObjectsError),
+    #[error(transparent)]
+    NativeSidecar(#[from] super::native_sidecar::Unsupported),
     #[error("cannot set up logging: {0}")]
     Logging(String),
     #[error("cannot install signal handlers: {0}")]

@@ -91,9 +91,11 @@ fn load_config(
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
     let namespace = args.resolved_controller_namespace();
+    let modelcar_mode = args.modelcar_mode;
     let make_env = move |config| {
         let mut env = Inputs::new(config);
         env.controller_namespace = namespace.clone();
+        env.modelcar_mode = modelcar_mode;
         Arc::new(env)
     };
     metrics.config_last_reload.set(unix_now());
@@ -196,7 +198,12 @@ impl Server {
             args.limits.request_timeout,
             || metrics.register_lookups(),
         );
-        let objects = Arc::new(objects.await?);
+        let objects = objects.await?;
+        if let ClusterObjects::Live(lookups) = &objects {
+            let mode = args.inference_config.modelcar_mode;
+            super::native_sidecar::check(lookups.client(), mode).await?;
+        }
+        let objects = Arc::new(objects);
         let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
         // Until startup succeeds, an early return stops what was spawned.

@@ -14,6 +14,7 @@ mod error;
 mod lifecycle;
 mod logging;
 mod metrics;
+mod native_sidecar;
 mod routes;
 mod serving_cert;
 mod signals;

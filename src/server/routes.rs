@@ -389,6 +389,7 @@ impl App {
             allowed = r.allowed,
             patch_ops = r.patch_ops,
             reason = r.denial.as_deref(),
+            modelcar_shape = r.modelcar_shape.map(tracing::field::display),
             "admission reviewed"
         );
     }

@@ -1,6 +1,7 @@
 //! `audit --objects`: the table golden, the exit codes, JSON output and the
 //! errors for a missing config or an unreadable dump.
 
+use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -132,4 +133,90 @@ fn a_given_config_replaces_the_dumps_and_every_pod_then_differs() {
         "{by_path:?}"
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The `inferenceservice-config` of the audit fixture's dump, as a file.
+fn fixture_config(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("objects.yaml")).expect("fixture");
+    let config = serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).expect("YAML"))
+        .find(|doc| doc["kind"] == "ConfigMap")
+        .expect("the dump holds the ConfigMap");
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).expect("config written");
+    path
+}
+
+/// A ReplicaSet whose template is the modelcar fixture's pod, and the pod
+/// `mutate` makes of it in `mode`, owned by that ReplicaSet: one dump.
+fn modelcar_dump(mode: &str, config: &Path) -> String {
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/m3-modelcar-oci/input.yaml");
+    let template: Value =
+        serde_yaml::from_str(&std::fs::read_to_string(&input).expect("fixture")).expect("YAML");
+    let out = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+        .args([
+            "mutate",
+            "-n",
+            "models",
+            "-o",
+            "json",
+            "--modelcar-mode",
+            mode,
+        ])
+        .arg("--config")
+        .arg(config)
+        .arg(&input)
+        .output()
+        .expect("mutate runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut pod: Value = serde_json::from_slice(&out.stdout).expect("a pod");
+    pod["metadata"]["name"] = "sklearn-predictor-abc".into();
+    pod["metadata"]["ownerReferences"] = serde_json::json!([{
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "sklearn-predictor",
+        "uid": "00000000-0000-4000-8000-000000000001", "controller": true
+    }]);
+    let replica_set = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "sklearn-predictor", "namespace": "models",
+                     "uid": "00000000-0000-4000-8000-000000000001"},
+        "spec": {"template": {"metadata": {"labels": template["metadata"]["labels"],
+                                            "annotations": template["metadata"]["annotations"]},
+                              "spec": template["spec"]}}
+    });
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [replica_set, pod]}).to_string()
+}
+
+#[test]
+fn the_audit_runs_the_core_in_the_modelcar_mode_it_is_given() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = fixture_config(dir.path());
+    let config = config.to_str().expect("a UTF-8 path");
+    for (pod_mode, audit_mode, code) in [
+        ("native-sidecar", "native-sidecar", 0),
+        ("native-sidecar", "classic", 1),
+        ("classic", "classic", 0),
+        ("classic", "native-sidecar", 1),
+    ] {
+        let dump = modelcar_dump(pod_mode, Path::new(config));
+        let args = [
+            "--objects",
+            "-",
+            "--modelcar-mode",
+            audit_mode,
+            "--config",
+            config,
+        ];
+        let out = audit(&args, Some(dump.as_bytes()));
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "pod {pod_mode}, audit {audit_mode}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

@@ -6,7 +6,10 @@
 //! otherwise) and `cluster.yaml` (the ServiceAccounts, Secrets,
 //! ClusterStorageContainers and InferenceServices the API server would
 //! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
-//! AdmissionReview path), and the golden: `expected.yaml` (the mutated pod) or
+//! AdmissionReview path), optionally `args` (`mutate` flags, whitespace
+//! separated, which the AdmissionReview path gets as its [`Inputs`]: only
+//! `--modelcar-mode`, the one flag that changes a pod, is known), and the
+//! golden: `expected.yaml` (the mutated pod) or
 //! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
 //! test --test cli golden::` rewrites the goldens from the CLI's output.
 //!
@@ -53,6 +56,39 @@ fn to_yaml(value: &Value) -> String {
     reader::to_yaml(value).expect("a JSON value renders as YAML")
 }
 
+/// The case's `args` file as flags, empty without one.
+fn flags(case: &Path) -> Vec<String> {
+    let path = case.join("args");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.split_whitespace().map(str::to_string).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The `args` flags as the server's inputs would carry them.
+fn apply_flags(case: &Path, env: &mut Inputs) {
+    let flags = flags(case);
+    let mut flags = flags.iter().map(String::as_str);
+    while let Some(flag) = flags.next() {
+        let (name, value) = match flag.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (flag, flags.next()),
+        };
+        let value = value.unwrap_or_else(|| panic!("{}: {name} needs a value", case.display()));
+        match name {
+            "--modelcar-mode" => {
+                env.modelcar_mode = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+            }
+            other => panic!(
+                "{}: args: the golden runner does not know {other}",
+                case.display()
+            ),
+        }
+    }
+}
+
 fn env_for(case: &Path) -> Inputs {
     let config = case.join("config.yaml");
     let mut env = if config.is_file() {
@@ -67,6 +103,7 @@ fn env_for(case: &Path) -> Inputs {
             .unwrap_or_else(|e| panic!("{}: {e}", objects.display()))
             .data;
     }
+    apply_flags(case, &mut env);
     env
 }
 
@@ -77,7 +114,7 @@ enum Outcome {
 
 fn cli_command(case: &Path, format: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kserve-injector"));
-    cmd.arg("mutate").arg("-o").arg(format);
+    cmd.arg("mutate").arg("-o").arg(format).args(flags(case));
     if case.join("config.yaml").is_file() {
         cmd.arg("--config").arg(case.join("config.yaml"));
     }

@@ -64,6 +64,7 @@ VALUE_SETS = {
         "server.drainTimeout=15s",
         "server.maxConcurrentRequests=256",
         "server.maxConnections=2048",
+        "server.modelcarMode=native-sidecar",
         "server.extraArgs={--idle-timeout=60s}",
         "metrics.serviceMonitor.enabled=true",
         "metrics.serviceMonitor.labels.release=prometheus",
@@ -150,7 +151,8 @@ def test_the_everything_set_reaches_the_objects(tools):
                     "--cluster-lookups=on", "--watch-kinds=serviceaccounts,clusterstoragecontainers",
                     "--lookup-timeout=1s", "--log-format=text", "--log=kserve_injector=debug",
                     "--shutdown-delay=3s", "--drain-timeout=15s", "--max-concurrent-requests=256",
-                    "--max-connections=2048", "--idle-timeout=60s"]
+                    "--max-connections=2048", "--modelcar-mode=native-sidecar",
+                    "--idle-timeout=60s"]
     assert pod["containers"][0]["image"] == "registry.example.com/kserve-injector@sha256:" + "0" * 64
     assert pod["imagePullSecrets"] == [{"name": "registry"}]
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
@@ -307,6 +309,17 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "native-sidecar").mkdir()
+    (cases / "native-sidecar" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/native-sidecar-modelcar
+transformers:
+  - ../../manifests/follow-namespace
+""")
     static = tree / "manifests" / "overlays" / "static-certs" / "certs"
     static.mkdir(exist_ok=True)
     for name in ("ca.crt", "tls.crt", "tls.key"):
@@ -316,18 +329,21 @@ transformers:
         "default": (tree / "manifests", "kserve", [], []),
         "other-namespace": (cases / "other-namespace", ALT_NS, [], []),
         "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
+        "native-sidecar": (cases / "native-sidecar", "kserve", ["server.modelcarMode=native-sidecar"],
+                           []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
         "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
         "namespaced": (cases / "namespaced", "kserve", ["clusterLookups.namespaces={models}"], []),
     }
 
 
-@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "static-certs",
-                                  "watch-secrets", "namespaced"])
+@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "native-sidecar",
+                                  "static-certs", "watch-secrets", "namespaced"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace
-    other than kserve, the prometheus component, and static-certs against
+    other than kserve, the prometheus and native-sidecar-modelcar components,
+    and static-certs against
     certificates.mode=provided with the same files."""
     tree = tmp_path / "tree"
     copy_tree(ROOT / "manifests", tree / "manifests")

@@ -219,3 +219,27 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
         "{refused}"
     );
 }
+
+#[test]
+fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), clap::Error> {
+    use kserve_injector::inputs::ModelcarMode;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(
+        default.inference_config.modelcar_mode,
+        ModelcarMode::Classic
+    );
+    let native = ServeArgs::try_parse_from(["--modelcar-mode", "native-sidecar"])?;
+    assert_eq!(
+        native.inference_config.modelcar_mode,
+        ModelcarMode::NativeSidecar
+    );
+    let message = match ServeArgs::try_parse_from(["--modelcar-mode", "native"]) {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("classic") && message.contains("native-sidecar"),
+        "{message}"
+    );
+    Ok(())
+}

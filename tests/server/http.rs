@@ -27,6 +27,7 @@ async fn golden_fixtures_through_http1_and_http2() -> TestResult {
                 ]);
             }
         }
+        flags.extend(case_flags(case));
         let own_server = if flags.len() > 2 {
             let dir = tempfile::tempdir()?;
             let flags: Vec<&str> = flags.iter().map(String::as_str).collect();

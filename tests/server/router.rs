@@ -6,8 +6,8 @@
 //! there.
 
 use crate::support::{
-    apply_response, ensure, fail, fixture_cases, golden, metric, repo_path, review_request,
-    sample_review, yaml, Error, Outcome, TestResult,
+    apply_response, case_flags, ensure, fail, fixture_cases, golden, metric, repo_path,
+    review_request, sample_review, yaml, Error, Outcome, TestResult,
 };
 use axum::body::{Body, Bytes};
 use axum::http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
@@ -59,9 +59,15 @@ fn inputs() -> Result<RouterInputs, Error> {
 }
 
 fn inputs_with(config: Config) -> Result<RouterInputs, Error> {
-    let args = ServeArgs::try_parse_from(Vec::<&str>::new())?;
+    inputs_with_flags(config, Vec::new())
+}
+
+/// As `serve` with `flags` starts.
+fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs, Error> {
+    let args = ServeArgs::try_parse_from(flags)?;
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
+    env.modelcar_mode = args.inference_config.modelcar_mode;
     Ok(RouterInputs::new(env, Limits::from(&args.limits)))
 }
 
@@ -173,8 +179,8 @@ async fn every_golden_fixture_through_the_router() -> TestResult {
     ensure(failures.is_empty(), || failures.join("\n"))
 }
 
-/// A case's `config.yaml` and `cluster.yaml`, as `serve --config --objects`
-/// would load them.
+/// A case's `config.yaml`, `cluster.yaml` and `args`, as `serve --config
+/// --objects` with those flags would load them.
 fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     let config = case.join("config.yaml");
     let config = if config.is_file() {
@@ -182,7 +188,7 @@ fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     } else {
         Config::default()
     };
-    let mut inputs = inputs_with(config)?;
+    let mut inputs = inputs_with_flags(config, case_flags(case))?;
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
         let file = std::fs::File::open(&objects)?;

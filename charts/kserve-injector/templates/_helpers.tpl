@@ -84,7 +84,7 @@ relations the schema cannot express.
 {{- if and $s.lookupTimeout (ge (include "kserve-injector.millis" $s.lookupTimeout | int64) $request) -}}
 {{- fail (printf "server.lookupTimeout (%s) must stay below server.requestTimeout (%s)" $s.lookupTimeout $s.requestTimeout) -}}
 {{- end -}}
-{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--secret-ttl" "clusterLookups.secretTtl" "--secret-cache-entries" "clusterLookups.secretCacheEntries" "--namespaces" "clusterLookups.namespaces" "--outside-namespaces" "clusterLookups.outsideNamespaces" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" -}}
+{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--secret-ttl" "clusterLookups.secretTtl" "--secret-cache-entries" "clusterLookups.secretCacheEntries" "--namespaces" "clusterLookups.namespaces" "--outside-namespaces" "clusterLookups.outsideNamespaces" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" "--modelcar-mode" "modelcarMode" -}}
 {{- range $s.extraArgs -}}
 {{- $flag := regexReplaceAll "=.*$" . "" -}}
 {{- if hasKey $named $flag -}}
@@ -109,6 +109,7 @@ relations the schema cannot express.
 {{- with $s.maxConnections }}{{ $args = append $args (printf "--max-connections=%d" (int .)) }}{{ end -}}
 {{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
+{{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
 {{- concat $args $s.extraArgs | toJson }}
 {{- end }}
 

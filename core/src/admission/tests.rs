@@ -616,3 +616,35 @@ fn a_long_shadow_warning_ends_with_the_count_left_out() {
     assert!(text.starts_with("kserve-injector (shadow mode) would make 40 change(s) by agent:"));
     assert!(text.ends_with("more"), "{text}");
 }
+
+#[test]
+fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
+    use crate::injectors::modelcar::{ShapeChoice, ShapeReason};
+    use crate::inputs::ModelcarMode;
+    let mut pod = isvc_pod();
+    pod["metadata"]["annotations"] = json!({
+        crate::constants::SOURCE_URI_ANNOTATION: "oci://registry.example.com/model:1"
+    });
+    let env = Inputs {
+        modelcar_mode: ModelcarMode::NativeSidecar,
+        ..Inputs::default()
+    };
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
+    let (reviewed, _) = answer(&body, &env);
+    let native = ShapeChoice {
+        mode: ModelcarMode::NativeSidecar,
+        reason: ShapeReason::Flag,
+    };
+    assert_eq!(reviewed.modelcar_shape, Some(native));
+    // Once there, the modelcar's shape is the reason.
+    let first = crate::mutation::mutate(&pod, "default", &env).unwrap().pod;
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", first));
+    let (reviewed, _) = answer(&body, &Inputs::default());
+    let present = reviewed.modelcar_shape.map(|s| (s.mode, s.reason));
+    assert_eq!(
+        present,
+        Some((ModelcarMode::NativeSidecar, ShapeReason::Present))
+    );
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
+    assert_eq!(answer(&body, &env).0.modelcar_shape, None);
+}

@@ -1,23 +1,28 @@
 //! OCI models: the model image runs as a `modelcar` sidecar sharing the pod's
 //! process namespace (modelcar mode), is mounted as an ImageVolume (native
-//! mode), or is pulled by the storage initializer (fetch mode).
+//! mode), or is pulled by the storage initializer (fetch mode). In modelcar
+//! mode the sidecar is KServe's regular container or, opted into with
+//! `--modelcar-mode` or the pod's annotation, a native sidecar ([`shape`]).
 
 use super::ca_bundle;
 use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
 use super::InjectError;
 use crate::constants::*;
-use crate::inputs::Inputs;
+use crate::inputs::{Inputs, ModelcarMode};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
 use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
-    Container, ImageVolumeSource, KeyToPath, ResourceRequirements, SecretVolumeSource,
-    SecurityContext, Volume, VolumeMount,
+    Container, ExecAction, ImageVolumeSource, KeyToPath, Probe, ResourceRequirements,
+    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
+
+pub mod shape;
+pub use shape::{ShapeChoice, ShapeReason};
 
 pub const NAME: &str = "modelcar";
 
@@ -43,13 +48,35 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         "fetch" => inject_fetch(pod, env, &oci, &containers),
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
-            inject_modelcar(pod, env, &oci, &containers);
+            let shape = shape::choose(pod, env)?;
+            inject_modelcar(pod, env, &oci, &containers, shape.mode);
             Ok(())
         }
     }
 }
 
-fn inject_modelcar(pod: &mut impl PodEdit, env: &Inputs, oci: &OciUri, containers: &[&str]) {
+/// The shape [`inject`] gives this pod's modelcar and why, for the
+/// adapters' logs; `None` when it adds no modelcar (not an OCI URI, another
+/// OCI mode, OCI support off) or would refuse the pod. Read before the
+/// pipeline runs: no injector before the modelcar's touches what it reads.
+pub fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
+    if env.config.storage_initializer.oci_mode().is_empty() {
+        return None;
+    }
+    let oci = parse_oci(pod.annotation(SOURCE_URI_ANNOTATION)?)?;
+    match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
+        "native" | "fetch" => None,
+        _ => shape::choose(pod, env).ok(),
+    }
+}
+
+fn inject_modelcar(
+    pod: &mut impl PodEdit,
+    env: &Inputs,
+    oci: &OciUri,
+    containers: &[&str],
+    mode: ModelcarMode,
+) {
     let config = &env.config.storage_initializer;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
@@ -67,13 +94,57 @@ fn inject_modelcar(pod: &mut impl PodEdit, env: &Inputs, oci: &OciUri, container
             }
         }
     }
-    // The pair is added together, as in KServe; each is still keyed by name.
     if !pod.has_container_named(MODELCAR_CONTAINER) {
         let (sidecar, init) = modelcar_containers(env, oci.image, mount);
-        pod.ensure_container(List::Containers, sidecar);
-        pod.ensure_container(List::InitContainers, init);
+        match mode {
+            // The pair is added together, as in KServe; each is still keyed by name.
+            ModelcarMode::Classic => {
+                pod.ensure_container(List::Containers, sidecar);
+                pod.ensure_container(List::InitContainers, init);
+            }
+            // Appended: every init container already there runs first. In
+            // modelcar mode none of ours is (the storage initializer, and the
+            // CA bundle that goes only to it, are for other URIs and OCI
+            // modes), and a user's init container never saw the model in the
+            // classic shape either, which starts the modelcar after them all.
+            // `modelcar-init` is left out: the kubelet pulls the image before
+            // starting this init container, and the containers wait for its
+            // startup probe, which is what the pre-pull was for.
+            ModelcarMode::NativeSidecar => {
+                pod.ensure_container(List::InitContainers, native_sidecar(sidecar, oci.image));
+            }
+        }
     }
+    // The model server reaches the model through /proc/<modelcar pid>/root,
+    // so both shapes need the shared process namespace.
     pod.set_share_process_namespace(true);
+}
+
+/// The classic modelcar (same image, volume, resources and security
+/// context) as a native sidecar: restarted if it exits, and started (its
+/// probe passing) before the containers, so the model is at
+/// `/mnt/models` when they start. An image without a non-empty `/models`
+/// fails here with a message, as KServe's `modelcar-init` makes it fail.
+fn native_sidecar(classic: Container, image: &str) -> Container {
+    let sh = |script: String| Some(vec!["sh".to_string(), "-c".to_string(), script]);
+    Container {
+        restart_policy: Some("Always".to_string()),
+        // `$$` is Kubernetes' escape for `$`, as in the classic modelcar.
+        args: sh(format!(
+            "if [ ! -d /models ] || [ -z \"$$(ls -A /models)\" ]; then echo 'modelcar {image}: /models is missing or empty in the image' >&2; exit 1; fi; ln -sf /proc/$$$$/root/models {DEFAULT_MODEL_LOCAL_MOUNT_PATH} && sleep infinity"
+        )),
+        // The link resolves only while the shell that made it runs, so a
+        // modelcar that died fails the probe too.
+        startup_probe: Some(Probe {
+            exec: Some(ExecAction {
+                command: sh(format!("test -e {DEFAULT_MODEL_LOCAL_MOUNT_PATH}")),
+            }),
+            period_seconds: Some(1),
+            failure_threshold: Some(60),
+            ..Default::default()
+        }),
+        ..classic
+    }
 }
 
 fn modelcar_containers(env: &Inputs, image: &str, mount: VolumeMount) -> (Container, Container) {

@@ -19,18 +19,20 @@ impl fmt::Debug for Case {
         writeln!(
             f,
             "env #{} ({}), namespace {:?}",
-            self.env, ENV_NAMES[self.env], self.namespace
+            self.env,
+            env_name(self.env),
+            self.namespace
         )?;
         writeln!(f, "other webhooks: {:?}", self.others)?;
         write!(f, "pod: {}", self.parts.render())
     }
 }
 
-pub(super) fn case() -> impl Strategy<Value = Case> {
-    assert_eq!(envs().len(), ENV_NAMES.len(), "every env needs a name");
+/// A case in one of `mode`'s environments.
+pub(super) fn case(mode: ModelcarMode) -> impl Strategy<Value = Case> {
     (
         pod_parts(),
-        0..envs().len(),
+        envs_in(mode),
         prop::sample::select(NAMESPACES.to_vec()),
         prop::collection::vec(other(), 1..4),
     )
@@ -259,8 +261,68 @@ pub(super) fn run_pass(
         check_patch(stage, input, m)?;
         check_unique(stage, &m.pod)?;
         check_unknown(stage, input, m)?;
+        check_modelcar_shape(stage, input, m, &envs()[case.env])?;
     }
     Ok(result)
+}
+
+fn has_in(pod: &Value, list: &str, name: &str) -> bool {
+    (pod["spec"][list].as_array()).is_some_and(|items| has_named(items, name))
+}
+
+/// A modelcar the pass added has the shape the rule gives: KServe's
+/// `modelcar-init` in the input means classic; else the pod's annotation,
+/// else the environment's mode. A native-sidecar modelcar is an init
+/// container with `restartPolicy: Always` and a startup probe, and never
+/// comes with a `modelcar-init`.
+pub(super) fn check_modelcar_shape(
+    stage: &str,
+    input: &Value,
+    m: &Mutation,
+    env: &Inputs,
+) -> Result<(), String> {
+    let classic = has_in(&m.pod, "containers", MODELCAR_CONTAINER);
+    let native = has_in(&m.pod, "initContainers", MODELCAR_CONTAINER);
+    let before = has_in(input, "containers", MODELCAR_CONTAINER)
+        || has_in(input, "initContainers", MODELCAR_CONTAINER);
+    if before || !(classic || native) {
+        return Ok(());
+    }
+    let annotation = input["metadata"]["annotations"][MODELCAR_MODE_ANNOTATION].as_str();
+    let want = if has_in(input, "initContainers", MODELCAR_INIT_CONTAINER) {
+        ModelcarMode::Classic
+    } else if let Some(text) = annotation {
+        text.parse()
+            .map_err(|e| format!("{stage}: a modelcar added despite the annotation: {e}"))?
+    } else {
+        env.modelcar_mode
+    };
+    let got = if native {
+        ModelcarMode::NativeSidecar
+    } else {
+        ModelcarMode::Classic
+    };
+    check!(
+        got == want,
+        "{stage}: the modelcar was added as {got}, the rule gives {want}"
+    );
+    if native {
+        let items = m.pod["spec"]["initContainers"].as_array();
+        let sidecar = items
+            .and_then(|items| items.iter().find(|c| c["name"] == MODELCAR_CONTAINER))
+            .cloned()
+            .unwrap_or_default();
+        check!(
+            sidecar["restartPolicy"] == "Always" && sidecar["startupProbe"].is_object(),
+            "{stage}: a native-sidecar modelcar without restartPolicy Always or a startupProbe: {}",
+            compact(&sidecar)
+        );
+        check!(
+            !has_in(&m.pod, "initContainers", MODELCAR_INIT_CONTAINER),
+            "{stage}: modelcar-init added beside a native-sidecar modelcar"
+        );
+    }
+    Ok(())
 }
 
 /// (e) A pass after a successful pass does not fail.
@@ -286,6 +348,7 @@ pub(super) struct Stats {
     pub(super) unlabelled: AtomicUsize,
     pub(super) injected: AtomicUsize,
     pub(super) triggered: AtomicUsize,
+    pub(super) native_sidecars: AtomicUsize,
     pub(super) repaired: AtomicUsize,
     pub(super) unrepaired: AtomicUsize,
     pub(super) skipped: AtomicUsize,

@@ -165,6 +165,16 @@ pub(super) fn storage_spec_annotations() -> impl Strategy<Value = Pairs> {
         })
 }
 
+/// Our modelcar-mode annotation: either mode, or rarely a value naming
+/// none (refused when it would decide the shape).
+pub(super) fn modelcar_mode_annotation() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
+        4 => Just("classic"),
+        4 => Just("native-sidecar"),
+        1 => Just("sidecar"),
+    ]
+}
+
 /// Keys with `/` and `~` (including the JSON Pointer escapes `~0` and `~1`).
 pub(super) fn odd_key() -> impl Strategy<Value = String> {
     re("[a-z]{1,3}(~[01])?(\\.example\\.com)?/[a-z]{0,3}~[a-z01~/]{0,4}")
@@ -195,16 +205,20 @@ pub(super) fn annotations() -> impl Strategy<Value = Annotations> {
             prop::option::weighted(0.04, prop::bool::weighted(0.8)),
             prop::option::weighted(0.06, any::<bool>()),
             prop::collection::vec((odd_key(), re("[a-z0-9~/]{0,6}")), 0..3),
+            prop::option::weighted(0.35, modelcar_mode_annotation()),
         ),
     )
         .prop_map(
             |(
                 (uri, readonly, agent, logger, batcher, metrics),
-                (gke, istio, storage_spec, local_model, confidential, random),
+                (gke, istio, storage_spec, local_model, confidential, random, modelcar_mode),
             )| {
                 let mut kserve = Vec::new();
                 if let Some(uri) = uri {
                     kserve.push((SOURCE_URI_ANNOTATION.to_string(), uri.to_string()));
+                }
+                if let Some(mode) = modelcar_mode {
+                    kserve.push((MODELCAR_MODE_ANNOTATION.to_string(), mode.to_string()));
                 }
                 if let Some(r) = readonly {
                     kserve.push((READONLY_ANNOTATION.to_string(), r.to_string()));
@@ -314,9 +328,11 @@ pub(super) fn layout() -> impl Strategy<Value = Layout> {
         prop::collection::vec(
             prop_oneof![
                 6 => prop::sample::select(vec!["istio-init", "user-init", "vault-agent-init"]),
+                // The modelcar as an init container: a native sidecar already there.
                 1 => prop::sample::select(vec![
                     STORAGE_INITIALIZER_CONTAINER,
                     MODELCAR_INIT_CONTAINER,
+                    MODELCAR_CONTAINER,
                     AGENT_CONTAINER,
                 ]),
             ],

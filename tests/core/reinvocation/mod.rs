@@ -27,8 +27,17 @@
 //! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //!
+//! Every property runs once per `--modelcar-mode` (the same environments,
+//! classic then native-sidecar, each run with its full case count); the
+//! generated pods carry the `kserve-injector.io/modelcar-mode` annotation
+//! (either mode, or a value naming none), a modelcar already present in
+//! either shape, and other webhooks that set the annotation after the
+//! modelcar is in. Besides (a) to (g), each pass that adds a modelcar adds it
+//! in the shape the rule gives ([`check_modelcar_shape`]).
+//!
 //! Runs are deterministic: each property uses proptest's XorShift RNG seeded
-//! from [`SEED`] (the property's index is XORed into the last byte) and
+//! from [`SEED`] (the property's index, plus 16 in native-sidecar mode, is
+//! XORed into the last byte) and
 //! prints seed and case count. XorShift rather than ChaCha because ChaCha in
 //! an unoptimised test build made case generation 3–4 times slower and the
 //! file must stay within its CI time budget. `KSERVE_PROPTEST_SEED=<32 hex
@@ -41,6 +50,7 @@ use base64::Engine;
 use kserve_injector::cluster::Secret;
 use kserve_injector::constants::*;
 use kserve_injector::injectors::InjectorOutcome;
+use kserve_injector::inputs::ModelcarMode;
 use kserve_injector::pod::{Op, OpKind, PodEdit};
 use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError};
 use kserve_injector_core::oracle::TreeDoc;
@@ -86,6 +96,25 @@ fn seed_for(property: u8) -> [u8; 16] {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// [`run_property`] once per modelcar mode, each with `cases` cases of the
+/// strategy `strategy(mode)` makes (pods in that mode's environments).
+fn run_per_mode<S>(
+    name: &str,
+    property: u8,
+    cases: u32,
+    strategy: impl Fn(ModelcarMode) -> S,
+    test: impl Fn(ModelcarMode, S::Value) -> Result<(), TestCaseError>,
+) where
+    S: Strategy,
+    S::Value: fmt::Debug,
+{
+    for mode in ModelcarMode::ALL {
+        let property = property + 16 * (mode == ModelcarMode::NativeSidecar) as u8;
+        let name = format!("{name} [--modelcar-mode {mode}]");
+        run_property(&name, property, cases, strategy(mode), |v| test(mode, v));
+    }
 }
 
 /// Runs `test` on `cases` generated cases with a fixed seed, printing
@@ -154,52 +183,80 @@ const ENV_NAMES: [&str; 5] = [
     "defaults + aggregation on, caBundleConfigMapName custom-ca, storage-config secret in team-a",
 ];
 
+/// [`ENV_NAMES`]' environments in classic mode, then the same in
+/// native-sidecar mode.
 fn envs() -> &'static [Inputs] {
     static ENVS: OnceLock<Vec<Inputs>> = OnceLock::new();
     ENVS.get_or_init(|| {
-        let base = Config::default();
-        let edit = |f: &dyn Fn(&mut Config)| {
-            let mut config = base.clone();
-            f(&mut config);
-            Inputs::new(config)
-        };
-        let mut with_secrets = edit(&|c| {
-            c.metrics_aggregator.enable_metric_aggregation = "true".into();
-            c.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
+        let classic = classic_envs();
+        let native = classic.iter().map(|env| {
+            let mut env = env.clone();
+            env.modelcar_mode = ModelcarMode::NativeSidecar;
+            env
         });
-        with_secrets.cluster.insert_secret(Secret::from_data(
-            "team-a",
-            "storage-config",
-            [
-                (
-                    "default",
-                    r#"{"type":"s3","bucket":"models","cabundle_configmap":"s3-ca"}"#,
-                ),
-                ("default_s3", r#"{"type":"s3","bucket":"models"}"#),
-            ],
-        ));
-        vec![
-            // KServe's shipped defaults: modelcar mode, uidModelcar 1010.
-            Inputs::default(),
-            edit(&|c| c.storage_initializer.oci_model_mode = "native".into()),
-            edit(&|c| {
-                c.storage_initializer.oci_model_mode = "fetch".into();
-                c.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
-                c.storage_initializer.oci_insecure_registry = true;
-            }),
-            // No OCI support: oci:// goes to the storage initializer.
-            edit(&|c| {
-                c.storage_initializer.enable_modelcar = false;
-                c.storage_initializer.enable_oci_model_support = false;
-                c.storage_initializer.oci_model_mode = String::new();
-                c.storage_initializer.uid_modelcar = None;
-                c.metrics_aggregator.enable_metric_aggregation = "true".into();
-                c.metrics_aggregator.enable_prometheus_scraping = "true".into();
-                c.logger.ca_bundle = "logger-ca".into();
-            }),
-            with_secrets,
-        ]
+        classic.iter().cloned().chain(native).collect()
     })
+}
+
+/// The indices of [`envs`] in `mode`.
+fn envs_in(mode: ModelcarMode) -> std::ops::Range<usize> {
+    match mode {
+        ModelcarMode::Classic => 0..ENV_NAMES.len(),
+        ModelcarMode::NativeSidecar => ENV_NAMES.len()..2 * ENV_NAMES.len(),
+    }
+}
+
+fn env_name(index: usize) -> String {
+    let mode = envs()[index].modelcar_mode;
+    format!(
+        "{}, --modelcar-mode {mode}",
+        ENV_NAMES[index % ENV_NAMES.len()]
+    )
+}
+
+fn classic_envs() -> Vec<Inputs> {
+    let base = Config::default();
+    let edit = |f: &dyn Fn(&mut Config)| {
+        let mut config = base.clone();
+        f(&mut config);
+        Inputs::new(config)
+    };
+    let mut with_secrets = edit(&|c| {
+        c.metrics_aggregator.enable_metric_aggregation = "true".into();
+        c.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
+    });
+    with_secrets.cluster.insert_secret(Secret::from_data(
+        "team-a",
+        "storage-config",
+        [
+            (
+                "default",
+                r#"{"type":"s3","bucket":"models","cabundle_configmap":"s3-ca"}"#,
+            ),
+            ("default_s3", r#"{"type":"s3","bucket":"models"}"#),
+        ],
+    ));
+    vec![
+        // KServe's shipped defaults: modelcar mode, uidModelcar 1010.
+        Inputs::default(),
+        edit(&|c| c.storage_initializer.oci_model_mode = "native".into()),
+        edit(&|c| {
+            c.storage_initializer.oci_model_mode = "fetch".into();
+            c.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
+            c.storage_initializer.oci_insecure_registry = true;
+        }),
+        // No OCI support: oci:// goes to the storage initializer.
+        edit(&|c| {
+            c.storage_initializer.enable_modelcar = false;
+            c.storage_initializer.enable_oci_model_support = false;
+            c.storage_initializer.oci_model_mode = String::new();
+            c.storage_initializer.uid_modelcar = None;
+            c.metrics_aggregator.enable_metric_aggregation = "true".into();
+            c.metrics_aggregator.enable_prometheus_scraping = "true".into();
+            c.logger.ca_bundle = "logger-ca".into();
+        }),
+        with_secrets,
+    ]
 }
 
 mod checks;
@@ -217,10 +274,14 @@ use others::*;
 
 #[test]
 fn case_count_meets_the_ci_budget() {
-    let total = STABLE_CASES + FIELD_REMOVAL_CASES + CONTAINER_REMOVAL_CASES + REVIEW_CASES;
+    // Each property runs its count once per mode (`run_per_mode`).
+    let per_mode = STABLE_CASES + FIELD_REMOVAL_CASES + CONTAINER_REMOVAL_CASES + REVIEW_CASES;
+    let modes = ModelcarMode::ALL.len() as u32;
     println!(
-        "proptest total: {total} cases per run, base seed {}",
+        "proptest total: {per_mode} cases per modelcar mode, {} per run, base seed {}",
+        per_mode * modes,
         hex(SEED)
     );
-    assert!(total >= 10_000);
+    assert!(per_mode >= 10_000);
+    assert_eq!(envs().len(), 2 * ENV_NAMES.len(), "each env in each mode");
 }

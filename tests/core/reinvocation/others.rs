@@ -27,6 +27,9 @@ pub(super) enum Other {
     },
     LabelsAdded(Pairs),
     AnnotationsAdded(Pairs),
+    /// Sets our modelcar-mode annotation after the modelcar is in: the
+    /// shape present must still decide.
+    ModelcarModeAnnotated(&'static str),
     ResourcesChanged {
         target: Index,
         init: bool,
@@ -91,6 +94,7 @@ pub(super) fn other() -> impl Strategy<Value = Other> {
             1..3
         )
         .prop_map(Other::AnnotationsAdded),
+        1 => modelcar_mode_annotation().prop_map(Other::ModelcarModeAnnotated),
         2 => (
             any::<Index>(),
             prop::bool::weighted(0.3),
@@ -291,6 +295,10 @@ pub(super) fn apply_other(pod: &mut Value, other: &Other) {
             for (k, v) in items {
                 annotations.insert(k.clone(), json!(v));
             }
+        }
+        Other::ModelcarModeAnnotated(mode) => {
+            let annotations = object_slot(&mut pod["metadata"], "annotations");
+            annotations.insert(MODELCAR_MODE_ANNOTATION.to_string(), json!(mode));
         }
         Other::ResourcesChanged {
             target,

@@ -208,12 +208,12 @@ pub(super) fn removal(
 
 pub(super) fn removal_property(name: &str, property: u8, cases: u32, containers: bool) {
     let stats = Stats::default();
-    run_property(
+    run_per_mode(
         name,
         property,
         cases,
-        (case(), any::<Index>()),
-        |(c, pick)| removal(&c, &pick, containers, &stats).map_err(fail),
+        |mode| (case(mode), any::<Index>()),
+        |_, (c, pick)| removal(&c, &pick, containers, &stats).map_err(fail),
     );
     report(
         name,

@@ -71,9 +71,9 @@ pub(super) struct ReviewCase {
     pub(super) kind: &'static str,
 }
 
-pub(super) fn review_case() -> impl Strategy<Value = ReviewCase> {
+pub(super) fn review_case(mode: ModelcarMode) -> impl Strategy<Value = ReviewCase> {
     (
-        case(),
+        case(mode),
         prop::option::weighted(
             0.25,
             prop::sample::select(vec![
@@ -279,12 +279,12 @@ pub(super) fn review_agrees(rc: &ReviewCase, stats: &Stats) -> Result<(), String
 #[test]
 pub(super) fn review_agrees_with_mutate() {
     let stats = Stats::default();
-    run_property(
+    run_per_mode(
         "review_agrees_with_mutate",
         3,
         REVIEW_CASES,
-        review_case(),
-        |rc| review_agrees(&rc, &stats).map_err(fail),
+        review_case,
+        |_, rc| review_agrees(&rc, &stats).map_err(fail),
     );
     report(
         "review_agrees_with_mutate",

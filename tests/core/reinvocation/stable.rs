@@ -14,6 +14,13 @@ pub(super) fn stable(case: &Case, stats: &Stats) -> Result<(), String> {
             return Ok(());
         }
     };
+    let native = |pod: &Value| {
+        (pod["spec"]["initContainers"].as_array())
+            .is_some_and(|items| has_named(items, MODELCAR_CONTAINER))
+    };
+    if native(&first.pod) && !native(&pod) {
+        Stats::bump(&stats.native_sidecars);
+    }
     if first.outcomes.is_empty() {
         Stats::bump(&stats.unlabelled);
     } else if !first.patch.is_empty() {
@@ -67,22 +74,32 @@ pub(super) fn stable(case: &Case, stats: &Stats) -> Result<(), String> {
 
 #[test]
 pub(super) fn reinvocation_is_stable() {
-    let stats = Stats::default();
-    run_property("reinvocation_is_stable", 1, STABLE_CASES, case(), |c| {
-        stable(&c, &stats).map_err(fail)
-    });
-    report(
-        "reinvocation_is_stable",
-        &stats,
-        &[
-            ("without the InferenceService label", &stats.unlabelled),
-            ("with a non-empty pass-1 patch", &stats.injected),
-            ("with a triggering webhook", &stats.triggered),
-        ],
-    );
-    // The generators must reach the interesting paths, not just refusals.
-    assert!(
-        Stats::get(&stats.injected) * 2 > Stats::get(&stats.cases),
-        "fewer than half of the cases were injected; the generators drifted"
-    );
+    for mode in ModelcarMode::ALL {
+        let stats = Stats::default();
+        let name = format!("reinvocation_is_stable [--modelcar-mode {mode}]");
+        let property = 1 + 16 * (mode == ModelcarMode::NativeSidecar) as u8;
+        run_property(&name, property, STABLE_CASES, case(mode), |c| {
+            stable(&c, &stats).map_err(fail)
+        });
+        report(
+            &name,
+            &stats,
+            &[
+                ("without the InferenceService label", &stats.unlabelled),
+                ("with a non-empty pass-1 patch", &stats.injected),
+                ("with a triggering webhook", &stats.triggered),
+                ("given a native-sidecar modelcar", &stats.native_sidecars),
+            ],
+        );
+        // The generators must reach the interesting paths, not just refusals.
+        assert!(
+            Stats::get(&stats.injected) * 2 > Stats::get(&stats.cases),
+            "{name}: fewer than half of the cases were injected; the generators drifted"
+        );
+        // Native sidecars come from the annotation in classic mode too.
+        assert!(
+            Stats::get(&stats.native_sidecars) * 200 > Stats::get(&stats.cases),
+            "{name}: fewer than 0.5% of the cases got a native-sidecar modelcar"
+        );
+    }
 }

@@ -528,6 +528,13 @@ pub fn fixture_cases() -> Result<Vec<PathBuf>, Error> {
     Ok(cases)
 }
 
+/// A case's `args` file: `serve` flags that change its pods (`--modelcar-mode`).
+pub fn case_flags(case: &Path) -> Vec<String> {
+    std::fs::read_to_string(case.join("args"))
+        .map(|text| text.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 pub fn yaml(path: &Path) -> Result<Value, Error> {
     let text =
         std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;

@@ -515,3 +515,153 @@ fn fetch_mode_under_istio_cni_gets_the_sidecar_uid_in_one_pass() {
         json!({"runAsUser": 1337})
     );
 }
+
+fn native_mode(mut env: Inputs) -> Inputs {
+    env.modelcar_mode = ModelcarMode::NativeSidecar;
+    env
+}
+
+fn annotated(mut pod: Value, mode: &str) -> Value {
+    pod["metadata"]["annotations"][MODELCAR_MODE_ANNOTATION] = json!(mode);
+    pod
+}
+
+fn init_names(pod: &Value) -> Vec<&str> {
+    names(&pod["spec"]["initContainers"])
+}
+
+#[test]
+fn native_sidecar_is_an_init_container_probed_on_the_link_after_the_pods_own() {
+    let mut p = pod("oci://myrepo/mymodelimage");
+    p["spec"]["initContainers"] = json!([{"name": "user-init"}]);
+    let env = native_mode(config(|c| c.uid_modelcar = Some(1010)));
+    let out = run_idempotent(inject, &p, &env);
+    assert_eq!(names(&out["spec"]["containers"]), ["kserve-container"]);
+    assert_eq!(init_names(&out), ["user-init", "modelcar"]);
+    let sidecar = &out["spec"]["initContainers"][1];
+    assert_eq!(sidecar["restartPolicy"], "Always");
+    assert_eq!(
+        sidecar["startupProbe"]["exec"]["command"],
+        json!(["sh", "-c", "test -e /mnt/models"])
+    );
+    // What the classic modelcar has, field for field, besides args and probe.
+    let mut classic = modelcar("myrepo/mymodelimage");
+    classic["securityContext"] = json!({"runAsUser": 1010});
+    for field in [
+        "image",
+        "resources",
+        "volumeMounts",
+        "securityContext",
+        "terminationMessagePolicy",
+    ] {
+        assert_eq!(sidecar[field], classic[field], "{field}");
+    }
+    let script = sidecar["args"][2].as_str().unwrap_or_default();
+    assert!(script.ends_with("ln -sf /proc/$$$$/root/models /mnt/models && sleep infinity"));
+    assert!(script.contains("exit 1"), "an empty image fails: {script}");
+    assert_eq!(out["spec"]["shareProcessNamespace"], true);
+    assert_eq!(
+        out["spec"]["containers"][0]["env"],
+        json!([{"name": "MODEL_INIT_MODE", "value": "async"}])
+    );
+}
+
+#[test]
+fn the_annotation_overrides_the_flag_both_ways() {
+    let p = pod("oci://myrepo/mymodelimage");
+    let classic_env = empty_config();
+    let out = run_idempotent(
+        inject,
+        &annotated(p.clone(), "native-sidecar"),
+        &classic_env,
+    );
+    assert_eq!(init_names(&out), ["modelcar"]);
+    let out = run_idempotent(
+        inject,
+        &annotated(p.clone(), "classic"),
+        &native_mode(classic_env),
+    );
+    assert_eq!(init_names(&out), ["modelcar-init"]);
+    assert_eq!(
+        names(&out["spec"]["containers"]),
+        ["kserve-container", "modelcar"]
+    );
+}
+
+#[test]
+fn the_shape_present_wins_over_the_flag_and_the_annotation() {
+    let p = pod("oci://myrepo/mymodelimage");
+    let native = native_mode(empty_config());
+    // A classic pod met in native mode, asked for native: stays classic.
+    let classic_pod = run_idempotent(inject, &p, &empty_config());
+    let again = run_with(
+        inject,
+        &annotated(classic_pod.clone(), "native-sidecar"),
+        &native,
+    );
+    assert_eq!(again.unwrap(), annotated(classic_pod, "native-sidecar"));
+    // A native pod met in classic mode, asked for classic: stays native.
+    let native_pod = run_idempotent(inject, &p, &native);
+    let again = run_with(
+        inject,
+        &annotated(native_pod.clone(), "classic"),
+        &empty_config(),
+    );
+    assert_eq!(again.unwrap(), annotated(native_pod, "classic"));
+    // modelcar-init alone (another webhook dropped the modelcar) means classic.
+    let mut half = p.clone();
+    half["spec"]["initContainers"] = json!([modelcar_init()]);
+    let out = run_idempotent(inject, &half, &native);
+    assert_eq!(init_names(&out), ["modelcar-init"]);
+    assert_eq!(
+        names(&out["spec"]["containers"]),
+        ["kserve-container", "modelcar"]
+    );
+}
+
+#[test]
+fn an_annotation_naming_no_mode_is_refused_only_when_it_decides() {
+    let p = annotated(pod("oci://myrepo/mymodelimage"), "Native");
+    assert_eq!(
+        err(&p, &empty_config()),
+        "kserve-injector.io/modelcar-mode: \"Native\" is not a modelcar mode (expected classic or native-sidecar)"
+    );
+    let s3 = annotated(pod("s3://bucket/model"), "Native");
+    assert_eq!(run_with(inject, &s3, &empty_config()).unwrap(), s3);
+    let present = run_idempotent(inject, &pod("oci://myrepo/mymodelimage"), &empty_config());
+    let present = annotated(present, "Native");
+    assert_eq!(
+        run_with(inject, &present, &empty_config()).unwrap(),
+        present
+    );
+}
+
+#[test]
+fn planned_shape_says_why() {
+    let p = pod("oci://myrepo/mymodelimage");
+    let plan = |pod: &Value, env: &Inputs| {
+        let mut pod = pod.clone();
+        planned_shape(&crate::oracle::TreeDoc::new(&mut pod), env)
+    };
+    let env = env_with(|_| {});
+    let flag = plan(&p, &native_mode(env.clone()));
+    assert_eq!(
+        flag,
+        Some(ShapeChoice {
+            mode: ModelcarMode::NativeSidecar,
+            reason: ShapeReason::Flag
+        })
+    );
+    let by_annotation = plan(&annotated(p.clone(), "classic"), &native_mode(env.clone()));
+    assert_eq!(
+        by_annotation.map(|c| c.reason),
+        Some(ShapeReason::Annotation)
+    );
+    let injected = run_with(inject, &p, &env).unwrap();
+    let present = plan(&injected, &native_mode(env.clone())).unwrap();
+    assert_eq!(present.mode, ModelcarMode::Classic);
+    assert_eq!(present.reason, ShapeReason::Present);
+    assert!(present.to_string().starts_with("classic ("), "{present}");
+    assert_eq!(plan(&pod("s3://bucket/model"), &env), None);
+    assert_eq!(plan(&pod("oci+native://registry.io/model:v1"), &env), None);
+}
