@@ -237,6 +237,30 @@ pub(crate) struct Answer<'a> {
     pub(super) warnings: Vec<String>,
 }
 
+impl<'a> Answer<'a> {
+    /// Allowed, with no patch yet.
+    fn allow(uid: &'a str) -> Self {
+        Self {
+            uid,
+            allowed: true,
+            code: 200,
+            message: None,
+            patch: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Denied with `code` and `message`.
+    fn refuse(uid: &'a str, code: u16, message: &str) -> Self {
+        Self {
+            allowed: false,
+            code,
+            message: Some(message.to_string()),
+            ..Self::allow(uid)
+        }
+    }
+}
+
 /// Answers one AdmissionReview request body, with the cluster objects in
 /// `env.cluster`.
 pub fn review(body: &[u8], env: &Inputs) -> Result<Reviewed, ReviewError> {
@@ -361,14 +385,7 @@ impl Prepared<'_> {
             ),
             _ => None,
         };
-        let mut answer = Answer {
-            uid: self.uid.as_str(),
-            allowed: true,
-            code: 200,
-            message: None,
-            patch: None,
-            warnings: Vec::new(),
-        };
+        let mut answer = Answer::allow(self.uid.as_str());
         let mut out = self.out;
         match result {
             Some(Ok(edits)) => {
@@ -426,14 +443,7 @@ impl Prepared<'_> {
 
     /// Denies the request with `code` in its status (HTTP 200 all the same).
     pub fn refuse(self, code: u16, message: &str) -> Result<Reviewed, ReviewError> {
-        let answer = Answer {
-            uid: self.uid.as_str(),
-            allowed: false,
-            code,
-            message: Some(message.to_string()),
-            patch: None,
-            warnings: Vec::new(),
-        };
+        let answer = Answer::refuse(self.uid.as_str(), code, message);
         let mut out = self.out;
         out.allowed = false;
         out.denial = Some(message.to_string());
@@ -443,14 +453,7 @@ impl Prepared<'_> {
 
     /// Admits the request with no change, whatever the injectors would do.
     pub fn untouched(self) -> Result<Reviewed, ReviewError> {
-        let answer = Answer {
-            uid: self.uid.as_str(),
-            allowed: true,
-            code: 200,
-            message: None,
-            patch: None,
-            warnings: Vec::new(),
-        };
+        let answer = Answer::allow(self.uid.as_str());
         let mut out = self.out;
         out.allowed = true;
         out.body = encode(self.api_version.as_str(), &answer)?;
