@@ -1,7 +1,7 @@
 //! The server's cluster lookups: watch caches of ServiceAccounts,
 //! ClusterStorageContainers and InferenceServices (and of Secrets, when
 //! `--watch-kinds` names them), Secrets fetched when a pod needs them and
-//! kept for a TTL ([`fetched`]), and [`Lookups::snapshot`], which fills a
+//! kept for a TTL (`fetched`), and [`Lookups::snapshot`], which fills a
 //! [`ClusterData`] for exactly the keys
 //! [`crate::cluster::keys::needed_keys`] names.
 //!

@@ -2,7 +2,7 @@
 //! the pod the cluster runs, field by field. Lists of named entries
 //! (containers, volumes, env) are matched by name, mounts by mount path;
 //! what the API server, the kubelet and other webhooks add is passed over:
-//! defaulted fields ([`is_default`]), the service account token volume and
+//! defaulted fields (`is_default`), the service account token volume and
 //! its mount, and the sidecars named in [`Rules::sidecars`] with the volumes
 //! only they mount.
 
