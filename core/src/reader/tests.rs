@@ -194,6 +194,17 @@ fn yaml_numbers_keep_their_text() {
 }
 
 #[test]
+fn negative_zero_keeps_its_sign_through_both_readers_and_the_yaml_writer() {
+    // Found by the reader fuzz target: JSON `-0` was written as YAML `-0`,
+    // which read back as `0`.
+    for text in [r#"{"a": [-0, -0.0, 0]}"#, "a: [-0, -0.0, 0]\n"] {
+        let docs = read(text).unwrap();
+        assert_eq!(texts(&docs[0]), ["-0", "-0.0", "0"], "{text}");
+        assert_eq!(read(&to_yaml(&docs[0]).unwrap()).unwrap(), docs, "{text}");
+    }
+}
+
+#[test]
 fn yaml_only_number_spellings_become_the_decimal_kubectl_sends() {
     // go-yaml v2: strconv.ParseInt(text without "_", 0, 64), else its float form.
     let docs =

@@ -369,8 +369,13 @@ fn go_bool(text: &str) -> Option<bool> {
 
 /// `strconv.ParseInt(text without "_", 0, 64)`, then `ParseUint`: an
 /// optional sign, then `0x`, `0o`, `0b` or a leading `0` (octal), or
-/// decimal. A decimal integer too wide for 64 bits keeps its digits.
+/// decimal. An integer already in JSON's spelling keeps its text: that is
+/// the same number, and it keeps `-0` (which parsing would turn into `0`)
+/// and integers too wide for 64 bits as written.
 fn go_int(text: &str) -> Option<Value> {
+    if is_json_number(text) && !text.contains(['.', 'e', 'E']) {
+        return Some(exact(text));
+    }
     let plain = text.replace('_', "");
     let (negative, unsigned) = match plain.as_bytes().first()? {
         b'-' => (true, &plain[1..]),
@@ -387,12 +392,7 @@ fn go_int(text: &str) -> Option<Value> {
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }
-    let magnitude = match u64::from_str_radix(digits, radix) {
-        Ok(m) => m,
-        // Wider than 64 bits: keep a plain decimal's digits exactly.
-        Err(_) if radix == 10 && is_json_number(text) => return Some(exact(text)),
-        Err(_) => return None,
-    };
+    let magnitude = u64::from_str_radix(digits, radix).ok()?;
     if !negative {
         return Some(Value::from(magnitude));
     }
