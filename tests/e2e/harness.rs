@@ -5,6 +5,7 @@
 //! them and passes as skipped, except under `CI=true`, where it fails.
 #![allow(dead_code)] // Each test binary uses part of it.
 
+use crate::ports;
 use kserve_injector::lookups::{resolve_client, ClusterLookups, Environment};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
@@ -33,17 +34,24 @@ impl ApiServer {
     /// The main test's server; `E2E_LOOKUPS_WORK_DIR`, `_APISERVER_PORT`
     /// and `_ETCD_CLIENT_PORT` (peer = client + 1) override the defaults.
     pub fn from_env() -> Self {
-        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
-        Self::new(
-            &var("E2E_LOOKUPS_WORK_DIR", "/tmp/kapi-lookups"),
-            var("E2E_LOOKUPS_APISERVER_PORT", "36543").parse().unwrap(),
-            var("E2E_LOOKUPS_ETCD_CLIENT_PORT", "32479")
-                .parse()
-                .unwrap(),
+        let work_dir = std::env::var("E2E_LOOKUPS_WORK_DIR");
+        let port = |name: &str, count: u16| match std::env::var(name) {
+            Ok(text) => text.parse().expect("a port number"),
+            Err(_) => ports::reserve(count),
+        };
+        Self::on_ports(
+            work_dir.as_deref().unwrap_or("/tmp/kapi-lookups"),
+            port("E2E_LOOKUPS_APISERVER_PORT", 1),
+            port("E2E_LOOKUPS_ETCD_CLIENT_PORT", 2),
         )
     }
 
-    pub fn new(work_dir: &str, port: u16, etcd: u16) -> Self {
+    /// A server in `work_dir` on ports of its own (see [`ports`]).
+    pub fn new(work_dir: &str) -> Self {
+        Self::on_ports(work_dir, ports::port(), ports::reserve(2))
+    }
+
+    fn on_ports(work_dir: &str, port: u16, etcd: u16) -> Self {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
         let tools = std::env::var_os("KUBE_APISERVER_TOOLS")
             .map(PathBuf::from)

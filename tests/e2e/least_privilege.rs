@@ -12,6 +12,7 @@
 //!   line, metric, error or denial.
 
 use crate::harness::*;
+use crate::ports;
 use crate::support::{self, admin_get, metric, Http};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
@@ -186,7 +187,7 @@ impl Drop for Serve {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespaced_mode_and_no_credential_in_logs() {
-    let server = ApiServer::new("/tmp/kapi-22-least-privilege", 36582, 32524);
+    let server = ApiServer::new("/tmp/kapi-22-least-privilege");
     if !present(&server) {
         return;
     }
@@ -224,7 +225,7 @@ async fn namespaced_mode_and_no_credential_in_logs() {
         "--log-summary-interval",
         "1s",
     ];
-    let serve = Serve::start(36583, &flags, dir.path()).await;
+    let serve = Serve::start(ports::reserve(2), &flags, dir.path()).await;
     let at = serve.at();
     let mut answers = Vec::new();
 
@@ -295,7 +296,7 @@ async fn namespaced_mode_and_no_credential_in_logs() {
 
     // --outside-namespaces allow: the same pod, admitted unchanged.
     let allow = [&flags[..], &["--outside-namespaces", "allow"]].concat();
-    let serve_allow = Serve::start(36585, &allow, dir.path()).await;
+    let serve_allow = Serve::start(ports::reserve(2), &allow, dir.path()).await;
     let at = serve_allow.at();
     let untouched = admit(&at, review("outside-allowed", "elsewhere", "sa-all", s3)).await;
     assert!(

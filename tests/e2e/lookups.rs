@@ -119,7 +119,7 @@ fn fallback_gets(lookups: &Lookups) -> u64 {
 #[ignore = "a measurement: creates 20,000 objects"]
 async fn rss_with_10k_secrets_and_service_accounts() {
     use futures::StreamExt;
-    let server = ApiServer::new("/tmp/kapi-22-rss", 36581, 32522);
+    let server = ApiServer::new("/tmp/kapi-22-rss");
     if !present(&server) {
         return;
     }

@@ -9,10 +9,8 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// This test's own API server and etcd ports and work dir.
+/// This test's own work dir.
 const WORK_DIR: &str = "/tmp/kapi-23-native-sidecar";
-const API_PORT: u16 = 36600;
-const ETCD_PORT: u16 = 32540;
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// `serve` in native-sidecar mode; its log (stdout) goes to `log`.
@@ -54,7 +52,7 @@ fn stderr_of(child: &mut Child) -> String {
 
 #[test]
 fn native_sidecar_mode_refuses_an_api_server_older_than_1_29() {
-    let server = ApiServer::new(WORK_DIR, API_PORT, ETCD_PORT);
+    let server = ApiServer::new(WORK_DIR);
     if !present(&server) {
         return;
     }

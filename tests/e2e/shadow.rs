@@ -8,7 +8,8 @@
 //! would add, in its metric, its log and a warning kubectl would print.
 
 use crate::harness::*;
-use crate::webhook::{create, free_port, pod, Injector, OBJECTS, URI};
+use crate::ports;
+use crate::webhook::{create, pod, Injector, OBJECTS, URI};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -91,7 +92,7 @@ async fn create_with_warnings(admin: &kube::Client, pod: &Pod) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_mode_after_another_mutator_agrees_then_reports_what_it_would_add() {
-    let server = ApiServer::new("/tmp/kapi-21-shadow", 36560, 32500);
+    let server = ApiServer::new("/tmp/kapi-21-shadow");
     if !present(&server) {
         return;
     }
@@ -103,21 +104,21 @@ async fn shadow_mode_after_another_mutator_agrees_then_reports_what_it_would_add
     write_config(&first_config, true);
     write_config(&shadow_config, true);
     let path = |p: &Path| p.display().to_string();
-    let (first_port, shadow_port) = (free_port(), free_port());
+    let (first_port, shadow_port) = (ports::port(), ports::port());
     let first_args = [
         "--config",
         &path(&first_config),
         "--config-poll-interval",
         "1s",
     ];
-    let mut first = Injector::spawn(&server, first_port, free_port(), &first_args);
+    let mut first = Injector::spawn(&server, first_port, ports::port(), &first_args);
     let shadow_args = [
         "--config",
         &path(&shadow_config),
         "--shadow",
         "--shadow-warnings",
     ];
-    let mut shadow = Injector::spawn(&server, shadow_port, free_port(), &shadow_args);
+    let mut shadow = Injector::spawn(&server, shadow_port, ports::port(), &shadow_args);
     first.ready().await;
     shadow.ready().await;
     let ca = std::fs::read(server.work_dir.join("pki/ca.crt")).expect("the harness CA");

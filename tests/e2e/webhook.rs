@@ -10,6 +10,7 @@
 //! passes as skipped, except under `CI=true`, where it fails.
 
 use crate::harness::*;
+use crate::ports;
 use crate::sidecar_webhook::{self, SIDECAR};
 use crate::support::{admin_get, metric};
 use base64::Engine;
@@ -30,12 +31,7 @@ const WATCH_ERRORS: &str = "kserve_injector_cluster_watch_errors_total{kind=\"se
 /// is seen within the test.
 const SECRET_TTL: &str = "3s";
 
-pub(crate) fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("bound").port()
-}
-
-/// The binary under test, as a child process on fixed ports.
+/// The binary under test, as a child process on ports the test chose.
 pub(crate) struct Injector {
     child: Child,
     admin: SocketAddr,
@@ -287,7 +283,7 @@ async fn s3_pod_with_endpoint(pods: &Api<Pod>, prefix: &str, endpoint: &str, sec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
-    let server = ApiServer::new("/tmp/kapi-webhook", 36546, 32485);
+    let server = ApiServer::new("/tmp/kapi-webhook");
     if !present(&server) {
         return;
     }
@@ -296,7 +292,7 @@ async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
     apply_cluster(&admin, OBJECTS).await;
     let pki = server.work_dir.join("pki");
     let sidecar = sidecar_webhook::start(&pki.join("webhook.crt"), &pki.join("webhook.key")).await;
-    let (port, admin_port) = (free_port(), free_port());
+    let (port, admin_port) = (ports::port(), ports::port());
     let mut injector = Injector::spawn(&server, port, admin_port, &["--secret-ttl", SECRET_TTL]);
     injector.ready().await;
     let ca = std::fs::read(pki.join("ca.crt")).expect("the harness CA");

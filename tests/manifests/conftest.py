@@ -189,10 +189,35 @@ def make_certs(out, namespace, service="kserve-injector"):
     return out
 
 
+def _test_port_block():
+    """2,000 ports just below the kernel's ephemeral range (or above it when
+    it starts too low). A port found free by binding port 0 lies inside that
+    range, where an outgoing connection (etcd's clients, kubectl) can take it
+    before the process under test binds it; below it only a bind can."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(p) for p in f.read().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    if low >= 12000:
+        return iter(range(low - 2000, low))
+    return iter(range(high + 1, min(high + 2001, 65536)))
+
+
+_PORTS = _test_port_block()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free when checked and not handed out before by this process."""
+    for port in _PORTS:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no test ports left")
 
 
 class ApiServer:
