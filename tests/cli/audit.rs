@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,18 +13,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn audit(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
-        .arg("audit")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    if let (Some(bytes), Some(mut input)) = (stdin, child.stdin.take()) {
-        std::io::Write::write_all(&mut input, bytes).expect("stdin written");
-    }
-    child.wait_with_output().expect("the binary ends")
+    crate::run_bin(&[&["audit"], args].concat(), stdin.unwrap_or_default())
 }
 
 fn objects() -> String {

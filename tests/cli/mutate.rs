@@ -1,7 +1,6 @@
 //! The real binary: the `mutate` acceptance line, stdin, exit codes and help.
 
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -24,25 +23,7 @@ fn bin() -> Command {
 }
 
 fn run(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = bin()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary starts");
-    {
-        let mut pipe = child.stdin.take().expect("stdin");
-        if let Some(text) = stdin {
-            // A binary that fails before reading its input (a bad --config)
-            // may exit first; its exit code and stderr are what the tests check.
-            match pipe.write_all(text.as_bytes()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                written => written.expect("stdin written"),
-            }
-        }
-    }
-    child.wait_with_output().expect("binary finishes")
+    crate::run_bin(args, stdin.unwrap_or_default().as_bytes())
 }
 
 fn stdout(out: &Output) -> String {

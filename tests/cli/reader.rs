@@ -25,22 +25,7 @@ spec:
 "#;
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("binary starts");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_vec();
-    // Written from a thread: the child may answer (and exit) before reading all.
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let out = child.wait_with_output().expect("binary finishes");
-    writer.join().unwrap();
-    out
+    crate::run_bin(args, stdin)
 }
 
 fn stderr(out: &Output) -> String {
