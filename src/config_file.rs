@@ -56,8 +56,28 @@ impl Snapshot {
     }
 }
 
+/// Most bytes read from one file of a source. Kubernetes keeps a ConfigMap
+/// or a Secret (the usual origin of these files) under 1 MiB; a file over
+/// the cap is refused after reading one byte past it, so a huge file costs
+/// no more memory than the cap.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
 fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    use std::io::Read;
+    let failed = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(failed)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "cannot read {}: larger than {} bytes (4 MiB)",
+            path.display(),
+            MAX_FILE_BYTES
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Regular files (symlinks through `..data` are followed), sorted, without

@@ -140,7 +140,8 @@ pub fn json_error(e: serde_json::Error, meter: &Meter) -> ReadError {
 }
 
 impl ReadError {
-    fn at(self, n: usize) -> Self {
+    /// The error, placed in document `n` (counting from 1).
+    pub fn at(self, n: usize) -> Self {
         match self {
             ReadError::Json { message, .. } => ReadError::Json {
                 document: n,

@@ -34,7 +34,7 @@ impl Default for Budget {
             document_bytes: 64 << 20,
             document_nodes: 1_000_000,
             depth: super::MAX_DEPTH,
-            input_bytes: 1 << 30,
+            input_bytes: 256 << 20,
             input_nodes: 16_000_000,
         }
     }
