@@ -40,7 +40,8 @@ enum Command {
   kserve-injector mutate review.json        # prints the AdmissionReview response
 
 Input starting with { or [ is read as JSON, anything else as YAML the way
-kubectl reads it (merge keys expanded; at most 64 levels of nesting, JSON 128).
+kubectl reads it (merge keys expanded; at most 64 levels of nesting; see
+--max-document-bytes and the other input limits below).
 Documents are processed and printed one at a time; the first one that fails
 stops the run.
 
