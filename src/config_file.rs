@@ -163,6 +163,22 @@ mod tests {
     }
 
     #[test]
+    fn a_file_over_the_cap_is_refused_and_one_at_the_cap_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("tls.crt");
+        std::fs::write(&big, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        // Sparse: 120 MB on paper, no disk used.
+        let file = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
+        file.set_len(120_000_000).unwrap();
+        let snap = Snapshot::read(std::slice::from_ref(&big));
+        let err = snap.file(&big).unwrap_err();
+        assert!(err.ends_with("larger than 4194304 bytes (4 MiB)"), "{err}");
+        file.set_len(MAX_FILE_BYTES).unwrap();
+        let snap = Snapshot::read(std::slice::from_ref(&big));
+        assert_eq!(snap.file(&big).unwrap().len() as u64, MAX_FILE_BYTES);
+    }
+
+    #[test]
     fn reads_a_manifest_file_and_reports_invalid_ones() {
         let dir = tempfile::tempdir().unwrap();
         let good = dir.path().join("cm.yaml");

@@ -94,9 +94,20 @@ fn baseline(args: &[&str]) -> u64 {
 }
 
 fn refused_within_bound(args: &[&str], run: &Run, message: &str, bound: u64) {
+    refused_within_bound_of(args, args, run, message, bound)
+}
+
+/// As [`refused_within_bound`], the baseline measured with `base_args`.
+fn refused_within_bound_of(
+    args: &[&str],
+    base_args: &[&str],
+    run: &Run,
+    message: &str,
+    bound: u64,
+) {
     assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
     assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
-    let base = baseline(args);
+    let base = baseline(base_args);
     let growth = run.peak.saturating_sub(base);
     eprintln!(
         "figure: {args:?}: peak {} MiB, {} MiB over a small input's",
@@ -206,5 +217,27 @@ fn invalid_utf8_is_reported_at_its_line_and_column() {
     assert_eq!(
         done.stderr,
         "error: document 1: not valid YAML or JSON: the input is not valid UTF-8 at line 3 column 12\n"
+    );
+}
+
+#[test]
+fn aliases_in_a_config_file_are_refused_at_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("inferenceservice-config.yaml");
+    let mut text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n    big: &b {}\ndata: {{}}\nlist:\n",
+        "x".repeat(64 << 10)
+    );
+    text.push_str(&"- *b\n".repeat(20_000));
+    std::fs::write(&config, text).unwrap();
+    let config = config.to_string_lossy().into_owned();
+    let args = ["mutate", "--config", &config, "-"];
+    let done = run(&args, |out| out.write_all(POD_HEAD.as_bytes()));
+    refused_within_bound_of(
+        &args,
+        &["mutate", "-"],
+        &done,
+        "more than 64 MiB of text in one document (an alias counts each time it is used)",
+        BOUND,
     );
 }
