@@ -234,22 +234,25 @@ impl Builder {
                 self.push(value, &span)
             }
             Event::SequenceStart(_, anchor, _) => {
+                // What an alias to it costs includes its own node.
+                let before = self.spent;
                 self.open(&span)?;
                 self.stack.push(Frame::Seq {
                     items: Vec::new(),
                     anchor,
-                    before: self.spent,
+                    before,
                 });
                 Ok(())
             }
             Event::MappingStart(_, anchor, _) => {
+                let before = self.spent;
                 self.open(&span)?;
                 self.stack.push(Frame::Map {
                     map: Map::new(),
                     key: None,
                     merges: Vec::new(),
                     anchor,
-                    before: self.spent,
+                    before,
                 });
                 Ok(())
             }
