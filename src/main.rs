@@ -358,6 +358,9 @@ fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Mutate(_) | Command::Audit(_)) {
+        kserve_injector::memory::purge_at_once();
+    }
     match cli.command {
         Command::Mutate(args) => mutate_command(args),
         Command::Serve(args) => match server::run(*args) {
