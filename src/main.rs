@@ -103,6 +103,10 @@ struct MutateArgs {
     /// Example: --config ./inferenceservice-config.yaml
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for, as `serve --config-file`. Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    config_file: Option<PathBuf>,
     /// Output: the mutated objects as yaml or json, or the JSON Patch the
     /// webhook would return. AdmissionReview input always prints the response as JSON.
     /// Example: -o patch
@@ -195,15 +199,14 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
     };
-    let config = match &args.config {
-        Some(path) => match config_file::load(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => Config::default(),
+    let loaded = config_file::load_settings(args.config_file.as_deref())
+        .and_then(|settings| config_file::load_config(args.config.as_deref(), &settings));
+    let config = match loaded {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     let format = match args.output {
         Format::Yaml => OutputFormat::Yaml,

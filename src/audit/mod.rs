@@ -69,6 +69,10 @@ pub struct AuditArgs {
     /// directory) instead of the cluster's. Example: --config ./config.yaml
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// kserve-injector's own settings file, as the webhook's `--config-file`.
+    /// Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
     /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
     /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
     #[arg(long, value_name = "MODE", default_value = "classic",
@@ -104,8 +108,11 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     for line in inventory.objects.ignored_lines() {
         tracing::debug!("{line}");
     }
+    let settings = config_file::load_settings(args.config_file.as_deref())
+        .map_err(|e| RunError::Config(e.to_string()))?;
     let config = match &args.config {
-        Some(path) => config_file::load(path).map_err(|e| RunError::Config(e.to_string()))?,
+        Some(path) => config_file::load_config(Some(path), &settings)
+            .map_err(|e| RunError::Config(e.to_string()))?,
         None => {
             let data = inventory.config_data(&args.controller_namespace).ok_or_else(|| {
                 RunError::Config(format!(
@@ -113,7 +120,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
                     args.controller_namespace
                 ))
             })?;
-            Config::from_data(data)
+            Config::from_data_with(data, &settings.storage_initializer)
                 .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };

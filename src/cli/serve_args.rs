@@ -102,6 +102,10 @@ pub struct ConfigArgs {
     /// mounted at; reloaded when it changes. Default: KServe's shipped values.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for. Read once at start. Example: --config-file /etc/kserve-injector/settings.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
     /// Watch the config path for changes (in addition to polling).
     #[arg(long, default_value_t = true,
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]

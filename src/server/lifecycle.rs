@@ -98,6 +98,7 @@ fn load_config(
         env.modelcar_mode = modelcar_mode;
         Arc::new(env)
     };
+    let defaults = config_file::load_settings(args.config_file.as_deref())?.storage_initializer;
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!("using KServe's default inferenceservice-config");
@@ -113,7 +114,7 @@ fn load_config(
         counters: metrics.config_reloads.clone(),
     };
     let shown = path.display().to_string();
-    let parse = move |snap: &Snapshot| config_file::parse(&path, snap);
+    let parse = move |snap: &Snapshot| config_file::parse_with(&path, snap, &defaults);
     let (config, loaded) = source.load(parse)?;
     info!(config = shown, "inferenceservice-config loaded");
     let env = Arc::new(ArcSwap::new(make_env(config)));

@@ -5,6 +5,7 @@
 //! `--modelcar-mode` or the pod's annotation, a native sidecar ([`shape`]).
 
 use super::ca_bundle;
+use super::storage_initializer::overrides::InitResources;
 use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
 use super::InjectError;
 use crate::constants::*;
@@ -269,7 +270,7 @@ fn inject_fetch(
     let uri = oci.normalized();
     match pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
         Some(position) => add_fetch_pair(pod, position, &uri),
-        None => add_fetch_init_container(pod, env, &uri),
+        None => add_fetch_init_container(pod, env, &uri)?,
     }
     // One emptyDir at the model path: the initializer writes it, the
     // configured containers read it.
@@ -305,7 +306,11 @@ fn add_fetch_pair(pod: &mut impl PodEdit, position: usize, uri: &str) {
 /// The initializer with registry credentials (first pull secret), the
 /// configured CA bundle and the insecure-registry switch. Like KServe, a
 /// credential whose volume name is already taken is left out.
-fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
+fn add_fetch_init_container(
+    pod: &mut impl PodEdit,
+    env: &Inputs,
+    uri: &str,
+) -> Result<(), InjectError> {
     let mut vars = Vec::new();
     let mut mounts = Vec::new();
     let mut volumes = Vec::new();
@@ -346,7 +351,7 @@ fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
     if env.config.storage_initializer.oci_insecure_registry {
         vars.push(env_var(OCI_INSECURE_REGISTRY_ENV, "true"));
     }
-    let container = Container {
+    let mut container = Container {
         name: STORAGE_INITIALIZER_CONTAINER.to_string(),
         image: Some(initializer_image(env)),
         args: Some(vec![
@@ -359,10 +364,12 @@ fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
         env: (!vars.is_empty()).then_some(vars),
         ..Default::default()
     };
+    InitResources::from_pod(pod, NAME)?.apply(&mut container, NAME)?;
     pod.ensure_container(List::InitContainers, container);
     for volume in &volumes {
         pod.ensure_volume(volume);
     }
+    Ok(())
 }
 
 #[cfg(test)]

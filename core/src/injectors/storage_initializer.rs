@@ -25,6 +25,7 @@ use crate::pod::{ContainerEdit, List, PodEdit};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
+use overrides::InitResources;
 
 pub const NAME: &str = "storage-initializer";
 
@@ -50,6 +51,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         src = local_model_uri(&src, local_source, pvc);
     }
     let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
+    let overrides = InitResources::from_pod(pod, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     // KServe looks the ClusterStorageContainer up before any skip, so its
     // errors deny even a pod that then gets no storage-initializer.
@@ -79,6 +81,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
                 src: &src,
                 storage_spec: storage_spec.as_ref(),
                 csc,
+                overrides: &overrides,
             };
             let (init, credential_volumes) = plan.build(pod, env)?;
             pod.ensure_container(List::InitContainers, init);
@@ -144,6 +147,7 @@ struct InitPlan<'a> {
     src: &'a str,
     storage_spec: Option<&'a StorageSpec>,
     csc: Option<&'a ClusterStorageContainer>,
+    overrides: &'a InitResources,
 }
 
 impl InitPlan<'_> {
@@ -203,6 +207,7 @@ impl InitPlan<'_> {
             }
             None => built,
         };
+        self.overrides.apply(&mut container, NAME)?;
         let mut volumes = credentials.volumes;
         let mut vars = container.env.take().unwrap_or_default();
         if let Some((volume, mount, ca_vars)) = ca_bundle {
@@ -243,6 +248,8 @@ fn apply_confidential(pod: &impl PodEdit, vars: &mut Vec<EnvVar>) {
         set_var(vars, CONFIDENTIAL_RESOURCE_ID_ENV, id);
     }
 }
+
+pub mod overrides;
 
 #[cfg(test)]
 mod tests;
