@@ -133,6 +133,11 @@ struct MutateArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = kserve_injector::cli::modelcar_mode())]
     modelcar_mode: kserve_injector::inputs::ModelcarMode,
+    /// The security profile of the containers added, as `serve
+    /// --security-profile`: baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = kserve_injector::cli::security_profile())]
+    security_profile: kserve_injector::inputs::SecurityProfile,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -235,6 +240,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
     };
     let mut env = Inputs::new(config);
     env.modelcar_mode = args.modelcar_mode;
+    env.security_profile = args.security_profile;
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {

@@ -78,6 +78,11 @@ pub struct AuditArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = crate::cli::modelcar_mode())]
     pub modelcar_mode: crate::inputs::ModelcarMode,
+    /// The security profile the webhook runs with (its `--security-profile`):
+    /// baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = crate::cli::security_profile())]
+    pub security_profile: crate::inputs::SecurityProfile,
 }
 
 /// Why the audit could not run (exit code 2).
@@ -127,6 +132,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     let mut env = Inputs::new(config);
     env.controller_namespace = args.controller_namespace.clone();
     env.modelcar_mode = args.modelcar_mode;
+    env.security_profile = args.security_profile;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
     let mut report = inventory.audit(&env, &rules);

@@ -91,11 +91,12 @@ fn load_config(
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
     let namespace = args.resolved_controller_namespace();
-    let modelcar_mode = args.modelcar_mode;
+    let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
     let make_env = move |config| {
         let mut env = Inputs::new(config);
         env.controller_namespace = namespace.clone();
         env.modelcar_mode = modelcar_mode;
+        env.security_profile = security_profile;
         Arc::new(env)
     };
     let defaults = config_file::load_settings(args.config_file.as_deref())?.storage_initializer;

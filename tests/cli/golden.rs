@@ -8,7 +8,8 @@
 //! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
 //! AdmissionReview path), optionally `args` (`mutate` flags, whitespace
 //! separated, which the AdmissionReview path gets as its [`Inputs`]: only
-//! `--modelcar-mode`, the one flag that changes a pod, is known), and the
+//! `--modelcar-mode` and `--security-profile`, the flags that change a pod,
+//! are known), and the
 //! golden: `expected.yaml` (the mutated pod) or
 //! `expected-error.txt` (the denial message). An optional `settings.yaml`
 //! is our own settings file (`mutate --config-file`; the AdmissionReview
@@ -80,6 +81,11 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
         match name {
             "--modelcar-mode" => {
                 env.modelcar_mode = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+            }
+            "--security-profile" => {
+                env.security_profile = value
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
             }

@@ -7,9 +7,9 @@
 use super::ca_bundle;
 use super::storage_initializer::overrides::InitResources;
 use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
-use super::InjectError;
+use super::{security_profile, InjectError};
 use crate::constants::*;
-use crate::inputs::{Inputs, ModelcarMode};
+use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
@@ -50,8 +50,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
             let shape = shape::choose(pod, env)?;
-            inject_modelcar(pod, env, &oci, &containers, shape.mode);
-            Ok(())
+            inject_modelcar(pod, env, &oci, &containers, shape.mode)
         }
     }
 }
@@ -77,8 +76,9 @@ fn inject_modelcar(
     oci: &OciUri,
     containers: &[&str],
     mode: ModelcarMode,
-) {
+) -> Result<(), InjectError> {
     let config = &env.config.storage_initializer;
+    let profile = security_profile::choose(pod, env, NAME)?;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
         name: PROVISION_LOCATION_VOLUME.to_string(),
@@ -96,7 +96,12 @@ fn inject_modelcar(
         }
     }
     if !pod.has_container_named(MODELCAR_CONTAINER) {
-        let (sidecar, init) = modelcar_containers(env, oci.image, mount);
+        let (mut sidecar, mut init) = modelcar_containers(env, oci.image, mount);
+        if profile == SecurityProfile::Restricted {
+            let uid = security_profile::modelcar_uid(pod, env, NAME)?;
+            security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
+            security_profile::harden(&mut init, profile, Some(uid), NAME)?;
+        }
         match mode {
             // The pair is added together, as in KServe; each is still keyed by name.
             ModelcarMode::Classic => {
@@ -119,6 +124,7 @@ fn inject_modelcar(
     // The model server reaches the model through /proc/<modelcar pid>/root,
     // so both shapes need the shared process namespace.
     pod.set_share_process_namespace(true);
+    Ok(())
 }
 
 /// The classic modelcar (same image, volume, resources and security
@@ -365,6 +371,8 @@ fn add_fetch_init_container(
         ..Default::default()
     };
     InitResources::from_pod(pod, NAME)?.apply(&mut container, NAME)?;
+    let profile = security_profile::choose(pod, env, NAME)?;
+    security_profile::harden(&mut container, profile, None, NAME)?;
     pod.ensure_container(List::InitContainers, container);
     for volume in &volumes {
         pod.ensure_volume(volume);
