@@ -110,6 +110,7 @@ relations the schema cannot express.
 {{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
+{{- with $s.securityProfile }}{{ $args = append $args (printf "--security-profile=%s" .) }}{{ end -}}
 {{- concat $args $s.extraArgs | toJson }}
 {{- end }}
 
