@@ -204,9 +204,11 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
     };
-    let loaded = config_file::load_settings(args.config_file.as_deref())
-        .and_then(|settings| config_file::load_config(args.config.as_deref(), &settings));
-    let config = match loaded {
+    let loaded = config_file::load_settings(args.config_file.as_deref()).and_then(|settings| {
+        let config = config_file::load_config(args.config.as_deref(), &settings)?;
+        Ok((config, settings))
+    });
+    let (config, settings) = match loaded {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -241,6 +243,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
     let mut env = Inputs::new(config);
     env.modelcar_mode = args.modelcar_mode;
     env.security_profile = args.security_profile;
+    env.model_volume = settings.model_volume;
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {

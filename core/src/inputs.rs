@@ -4,6 +4,7 @@
 use crate::cluster::ClusterData;
 use crate::config::Config;
 use crate::constants::DEFAULT_CONTROLLER_NAMESPACE;
+use k8s_openapi::api::core::v1::Volume;
 use std::sync::Arc;
 
 /// Everything a mutation depends on besides the pod. The config is shared
@@ -20,6 +21,9 @@ pub struct Inputs {
     /// The security profile of the containers we add when a pod does not
     /// choose one (`--security-profile`).
     pub security_profile: SecurityProfile,
+    /// The `kserve-provision-location` volume the storage-initializer
+    /// downloads into (`modelVolume` of `--config-file`); `None`: KServe's emptyDir.
+    pub model_volume: Option<Volume>,
 }
 
 /// How hardened the containers we add are: `baseline`, KServe's containers
@@ -115,6 +119,7 @@ impl Inputs {
             cluster: ClusterData::default(),
             modelcar_mode: ModelcarMode::default(),
             security_profile: SecurityProfile::default(),
+            model_volume: None,
         }
     }
 
@@ -126,6 +131,7 @@ impl Inputs {
             cluster,
             modelcar_mode: self.modelcar_mode,
             security_profile: self.security_profile,
+            model_volume: self.model_volume.clone(),
         }
     }
 

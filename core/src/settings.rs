@@ -6,13 +6,20 @@
 //! storageInitializer:      # defaults below the ConfigMap's storageInitializer keys
 //!   cpuRequest: 100m
 //!   memoryLimit: 2Gi
+//! modelVolume:             # the source of kserve-provision-location
+//!   ephemeral:
+//!     volumeClaimTemplate:
+//!       spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 200Gi}}}
 //! ```
 
 use crate::config::Resources;
+use crate::constants::PROVISION_LOCATION_VOLUME;
 use crate::quantity;
+use k8s_openapi::api::core::v1::Volume;
 use serde_json::{Map, Value};
 
 pub const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
+pub const MODEL_VOLUME_KEY: &str = "modelVolume";
 /// The storage-initializer keys, named as in KServe's ConfigMap.
 pub const RESOURCE_KEYS: [&str; 4] = ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
 
@@ -21,12 +28,15 @@ pub const RESOURCE_KEYS: [&str; 4] = ["cpuRequest", "cpuLimit", "memoryRequest",
 pub struct SettingsError(pub String);
 
 /// The parsed settings; the default is an empty file (nothing changes).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Settings {
     /// Storage-initializer requests and limits, canonical quantities, empty
     /// where unset: they fill the keys KServe's ConfigMap leaves out
     /// ([`crate::Config::from_data_with`]).
     pub storage_initializer: Resources,
+    /// The `kserve-provision-location` volume the storage-initializer
+    /// downloads into, instead of KServe's `emptyDir` (named already).
+    pub model_volume: Option<Volume>,
 }
 
 impl Settings {
@@ -51,11 +61,10 @@ impl Settings {
                 STORAGE_INITIALIZER_KEY => {
                     settings.storage_initializer = storage_initializer(value)?;
                 }
-                other => {
-                    return Err(fail(format!(
-                        "unknown key {other:?} (known: {STORAGE_INITIALIZER_KEY})"
-                    )))
-                }
+                MODEL_VOLUME_KEY => settings.model_volume = model_volume(value)?,
+                other => return Err(fail(format!(
+                    "unknown key {other:?} (known: {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})"
+                ))),
             }
         }
         Ok(settings)
@@ -71,6 +80,43 @@ fn kind(v: &Value) -> &'static str {
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
     }
+}
+
+/// One volume source (`emptyDir`, `ephemeral`, `persistentVolumeClaim`, …),
+/// as a pod's volume holds it, without the name.
+fn model_volume(value: &Value) -> Result<Option<Volume>, SettingsError> {
+    let fail = |m: String| SettingsError(format!("{MODEL_VOLUME_KEY}: {m}"));
+    let map = match value {
+        Value::Null => return Ok(None),
+        Value::Object(map) => map,
+        other => return Err(fail(format!("expected a mapping, found {}", kind(other)))),
+    };
+    let keys: Vec<&String> = map.keys().collect();
+    let [source] = keys.as_slice() else {
+        return Err(fail(format!(
+            "expected exactly one volume source (such as ephemeral, persistentVolumeClaim or emptyDir), found {}",
+            keys.len()
+        )));
+    };
+    if source.as_str() == "name" {
+        return Err(fail(format!(
+            "the volume is named {PROVISION_LOCATION_VOLUME}; give only its source"
+        )));
+    }
+    let mut named = map.clone();
+    named.insert(
+        "name".into(),
+        Value::String(PROVISION_LOCATION_VOLUME.into()),
+    );
+    let volume: Volume =
+        serde_json::from_value(Value::Object(named)).map_err(|e| fail(format!("{source}: {e}")))?;
+    // k8s-openapi skips fields it does not know: a misspelt source would
+    // leave a volume without one.
+    let known = serde_json::to_value(&volume).map_err(|e| fail(e.to_string()))?;
+    if known.get(source.as_str()).is_none() {
+        return Err(fail(format!("{source:?} is not a volume source")));
+    }
+    Ok(Some(volume))
 }
 
 fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
@@ -159,6 +205,18 @@ mod tests {
         assert_eq!(r.cpu_limit, "2");
         assert_eq!(r.memory_limit, "2Gi");
         assert_eq!(r.memory_request, "");
+    }
+
+    #[test]
+    fn model_volume_is_one_named_source() {
+        let s = Settings::from_text(
+            "modelVolume:\n  ephemeral:\n    volumeClaimTemplate:\n      spec:\n        accessModes: [ReadWriteOnce]\n        resources: {requests: {storage: 200Gi}}\n",
+        )
+        .unwrap();
+        let v = s.model_volume.unwrap();
+        assert_eq!(v.name, PROVISION_LOCATION_VOLUME);
+        let claim = v.ephemeral.unwrap().volume_claim_template.unwrap().spec;
+        assert_eq!(claim.access_modes.unwrap(), ["ReadWriteOnce"]);
     }
 
     #[test]

@@ -133,6 +133,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     env.controller_namespace = args.controller_namespace.clone();
     env.modelcar_mode = args.modelcar_mode;
     env.security_profile = args.security_profile;
+    env.model_volume = settings.model_volume;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
     let mut report = inventory.audit(&env, &rules);

@@ -90,6 +90,8 @@ fn load_config(
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
+    let settings = config_file::load_settings(args.config_file.as_deref())?;
+    let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
     let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
     let make_env = move |config| {
@@ -97,9 +99,9 @@ fn load_config(
         env.controller_namespace = namespace.clone();
         env.modelcar_mode = modelcar_mode;
         env.security_profile = security_profile;
+        env.model_volume = model_volume.clone();
         Arc::new(env)
     };
-    let defaults = config_file::load_settings(args.config_file.as_deref())?.storage_initializer;
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!("using KServe's default inferenceservice-config");

@@ -105,6 +105,7 @@ fn env_for(case: &Path) -> Inputs {
     let config = config_file::load_config(config.is_file().then_some(config.as_path()), &settings)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut env = Inputs::new(config);
+    env.model_volume = settings.model_volume;
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");

@@ -221,6 +221,7 @@ fn goldens() -> Vec<Golden> {
             let config = config_file::load_config(optional("config.yaml").as_deref(), &settings)
                 .expect("config");
             let mut env = Inputs::new(config);
+            env.model_volume = settings.model_volume;
             if let Some(path) = optional("cluster.yaml") {
                 let file = std::fs::File::open(&path).expect("cluster.yaml");
                 env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))

@@ -88,7 +88,11 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
             };
             let (init, credential_volumes) = plan.build(pod, env)?;
             pod.ensure_container(List::InitContainers, init);
-            let mut volumes = vec![empty_dir_volume(PROVISION_LOCATION_VOLUME)];
+            // The configured source, else KServe's emptyDir; a pod that
+            // already has a volume of this name keeps its own.
+            let model_volume = (env.model_volume.clone())
+                .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
+            let mut volumes = vec![model_volume];
             volumes.extend(credential_volumes);
             let mount = VolumeMount {
                 read_only: read_only.then_some(true),

@@ -28,6 +28,10 @@
 //!   `--security-profile restricted` no container a pass adds violates the
 //!   restricted Pod Security Standard, and under `baseline` every pass that
 //!   adds one does (the checker can fail).
+//! * `model_volume_is_used_and_stable` (`model_volume.rs`): with a
+//!   `modelVolume` source configured, the storage-initializer's volume is
+//!   that source, a pod's own volume of that name is kept, `pvc://` mounts
+//!   its claim, and reinvocation changes nothing.
 //! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //!
@@ -79,6 +83,7 @@ const CONTAINER_REMOVAL_CASES: u32 = 1_500;
 const REVIEW_CASES: u32 = 2_000;
 /// Per modelcar mode: 10,000 generated pods per run in restricted mode.
 const RESTRICTED_CASES: u32 = 5_000;
+const MODEL_VOLUME_CASES: u32 = 1_500;
 
 // ---------------------------------------------------------------------------
 // Runner
@@ -268,6 +273,7 @@ fn classic_envs() -> Vec<Inputs> {
 mod checks;
 mod gen_containers;
 mod gen_pods;
+mod model_volume;
 mod others;
 mod removal;
 mod restricted;
