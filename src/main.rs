@@ -335,8 +335,35 @@ fn certs_command(args: &CertsArgs) -> ExitCode {
     }
 }
 
+/// `audit --credentials`: the table or JSON, exit 1 when anything is found.
+fn audit_credentials(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
+    use kserve_injector::audit::{run_credentials, AuditFormat};
+    let report = match run_credentials(args) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match args.output {
+        AuditFormat::Table => report.table(),
+        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => return fail(&CliError::Output(e.to_string())),
+        },
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.found() => ExitCode::from(1),
+        ok => ok,
+    }
+}
+
 fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
     use kserve_injector::audit::{run, AuditFormat};
+    if args.credentials {
+        return audit_credentials(args);
+    }
     let report = match run(args) {
         Ok(report) => report,
         Err(e) => {

@@ -62,9 +62,11 @@ impl Settings {
                     settings.storage_initializer = storage_initializer(value)?;
                 }
                 MODEL_VOLUME_KEY => settings.model_volume = model_volume(value)?,
-                other => return Err(fail(format!(
+                other => {
+                    return Err(fail(format!(
                     "unknown key {other:?} (known: {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})"
-                ))),
+                )))
+                }
             }
         }
         Ok(settings)

@@ -2,6 +2,7 @@
 //! objects come from a dump ([`dump`]) or a cluster ([`cluster`]); the
 //! comparison and the report are the core's ([`kserve_injector_core::audit`]).
 
+pub use kserve_injector_core::audit::credentials::CredentialReport;
 pub use kserve_injector_core::audit::*;
 
 pub mod cluster;
@@ -83,6 +84,13 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
           value_parser = crate::cli::security_profile())]
     pub security_profile: crate::inputs::SecurityProfile,
+    /// Instead of comparing, list every live pod (any label) whose
+    /// containers carry a literal value in an env variable KServe fills from
+    /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),
+    /// with its owner, container and variable; values are never printed.
+    /// Exit code 1 when any is found. Example: audit --credentials -A
+    #[arg(long)]
+    pub credentials: bool,
 }
 
 /// Why the audit could not run (exit code 2).
@@ -94,6 +102,26 @@ pub enum RunError {
     Cluster(String),
     #[error("{0}")]
     Config(String),
+}
+
+/// `audit --credentials`: reads the pods and gives what the scan found.
+pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
+    let mut inventory = Inventory::default();
+    inventory.credentials = Some(CredentialReport {
+        only_namespace: args.namespace.clone().filter(|_| args.objects.is_some()),
+        ..CredentialReport::default()
+    });
+    match (&args.objects, args.all_namespaces, &args.namespace) {
+        (Some(path), ..) => read_dump(path, &mut inventory)?,
+        (None, true, _) => read_cluster(args, cluster::Scope::All, &mut inventory)?,
+        (None, false, ns) => {
+            let scope = cluster::Scope::Namespace(ns.clone().unwrap_or_default());
+            read_cluster(args, scope, &mut inventory)?
+        }
+    }
+    let mut report = inventory.credentials.unwrap_or_default();
+    report.finish();
+    Ok(report)
 }
 
 /// Reads the objects, audits, and gives the report.
@@ -196,6 +224,11 @@ fn read_cluster(
             }
             other => other,
         };
+        if args.credentials {
+            return cluster::list_pods_into(&client, &scope, inventory)
+                .await
+                .map_err(|e| failed(&e));
+        }
         cluster::list_into(&client, &scope, &args.controller_namespace, inventory)
             .await
             .map_err(|e| failed(&e))
