@@ -111,6 +111,7 @@ relations the schema cannot express.
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
 {{- with $s.securityProfile }}{{ $args = append $args (printf "--security-profile=%s" .) }}{{ end -}}
+{{- if .Values.settings }}{{ $args = append $args "--config-file=/etc/kserve-injector/settings/settings.yaml" }}{{ end -}}
 {{- concat $args $s.extraArgs | toJson }}
 {{- end }}
 
@@ -258,4 +259,12 @@ after KServe's to see the pods it mutated; and KServe's mutator must stay.
 {{- fail (printf "shadow.enabled: the MutatingWebhookConfiguration %q sorts before KServe's %q, so the API server would call it first and it would not see KServe's result; choose a release name or fullnameOverride that sorts after it (kserve-injector does)" $name $kserve) -}}
 {{- end -}}
 {{- end -}}
+{{- end }}
+
+{{/*
+The ConfigMap of our own settings (values `settings`, `--config-file`),
+named after a hash of its content.
+*/}}
+{{- define "kserve-injector.settingsConfigMap" -}}
+{{- printf "%s-settings-%s" (include "kserve-injector.fullname" .) (toYaml .Values.settings | sha256sum | trunc 8) -}}
 {{- end }}
