@@ -243,3 +243,35 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
     );
     Ok(())
 }
+
+#[test]
+fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
+{
+    use kserve_injector::inputs::SecurityProfile;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(
+        default.inference_config.security_profile,
+        SecurityProfile::Baseline
+    );
+    assert_eq!(default.inference_config.config_file, None);
+    let set = ServeArgs::try_parse_from([
+        "--security-profile",
+        "restricted",
+        "--config-file",
+        "/etc/kserve-injector/settings/settings.yaml",
+    ])?;
+    assert_eq!(
+        set.inference_config.security_profile,
+        SecurityProfile::Restricted
+    );
+    assert!(set.inference_config.config_file.is_some());
+    let message = match ServeArgs::try_parse_from(["--security-profile", "strict"]) {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("baseline") && message.contains("restricted"),
+        "{message}"
+    );
+    Ok(())
+}
