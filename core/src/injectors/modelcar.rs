@@ -98,9 +98,11 @@ fn inject_modelcar(
     if !pod.has_container_named(MODELCAR_CONTAINER) {
         let (mut sidecar, mut init) = modelcar_containers(env, oci.image, mount);
         if profile == SecurityProfile::Restricted {
-            let uid = security_profile::modelcar_uid(pod, env, NAME)?;
+            let (uid, group) = security_profile::modelcar_identity(pod, env, NAME)?;
             security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
             security_profile::harden(&mut init, profile, Some(uid), NAME)?;
+            security_profile::share_group(&mut sidecar, group);
+            security_profile::share_group(&mut init, group);
         }
         match mode {
             // The pair is added together, as in KServe; each is still keyed by name.

@@ -34,31 +34,37 @@ pub fn choose(
     }
 }
 
-/// The UID the modelcar runs as under `restricted`: KServe's `uidModelcar`
-/// (which KServe also gives the model server), else the model server's own
-/// container-level `runAsUser`. The model server reads the model through
-/// `/proc/<modelcar pid>/root`, which the kernel allows only to a process
-/// of the same UID and GID, so the two must match; without either there is
-/// no UID to share and the pod is denied.
-pub fn modelcar_uid(
+/// The UID (and GID) the modelcar runs as under `restricted`: KServe's
+/// `uidModelcar` (which KServe also gives the model server), else the model
+/// server's own container-level `runAsUser`; the model server's
+/// container-level `runAsGroup` when it sets one. The model server reads the
+/// model through `/proc/<modelcar pid>/root`, which the kernel allows only
+/// to a process of the same UID and GID, so the two must match; without a
+/// UID to share the pod is denied.
+pub fn modelcar_identity(
     pod: &mut impl PodEdit,
     env: &Inputs,
     injector: &'static str,
-) -> Result<i64, InjectError> {
-    if let Some(uid) = env.config.storage_initializer.uid_modelcar {
-        return Ok(uid);
-    }
+) -> Result<(i64, Option<i64>), InjectError> {
     let server = pod.container(List::Containers, KSERVE_CONTAINER);
-    let uid = server
-        .as_ref()
-        .and_then(|c| c.security_context.as_ref())
-        .and_then(|s| s.run_as_user);
-    uid.ok_or_else(|| {
+    let sc = server.as_ref().and_then(|c| c.security_context.as_ref());
+    let group = sc.and_then(|s| s.run_as_group);
+    let uid =
+        (env.config.storage_initializer.uid_modelcar).or_else(|| sc.and_then(|s| s.run_as_user));
+    let uid = uid.ok_or_else(|| {
         InjectError::new(
             injector,
             "security profile restricted: the modelcar needs a non-root UID shared with the model server; set uidModelcar in the storageInitializer config, or runAsUser on kserve-container",
         )
-    })
+    })?;
+    Ok((uid, group))
+}
+
+/// Gives `container` the model server's group, unless it has one.
+pub fn share_group(container: &mut Container, group: Option<i64>) {
+    if let (Some(gid), Some(sc)) = (group, container.security_context.as_mut()) {
+        sc.run_as_group.get_or_insert(gid);
+    }
 }
 
 fn deny(injector: &'static str, container: &str, field: &str, value: &str) -> InjectError {
