@@ -275,3 +275,22 @@ fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Re
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn serve_refuses_to_start_with_a_bad_config_file_naming_it_and_the_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = dir.path().join("settings.yaml");
+    std::fs::write(&bad, "modelVolume:\n  hostPth: {path: /x}\n").expect("written");
+    let path = bad.to_string_lossy().into_owned();
+    let error = match crate::support::start(&["--self-signed", "--config-file", &path]).await {
+        Ok(server) => {
+            server.shutdown();
+            panic!("serve started with a bad --config-file");
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains(&path) && error.contains("\"hostPth\" is not a volume source"),
+        "{error}"
+    );
+}
