@@ -232,8 +232,8 @@ def test_helm_post_renderer(tools, checks, tree, tmp_path):
 
 
 def test_hadolint():
-    """hadolint Dockerfile (the image build itself is not run: no docker
-    daemon in CI)."""
+    """hadolint Dockerfile (its build stage runs in .ci/image.sh, its context
+    is checked in test_image.py)."""
     hadolint(ROOT / "Dockerfile")
 
 
