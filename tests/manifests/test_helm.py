@@ -716,7 +716,7 @@ def test_names_and_labels_fit_63(any_tools):
     assert mounted in {c["spec"]["secretName"] for c in certificates if not c["spec"].get("isCA")}
 
 
-def test_watch_adds_to_the_default_kinds(tools):
+def test_watch_adds_to_the_default_kinds(tools, tmp_path):
     """clusterLookups.watch switches one kind on or off; the others keep the
     server's default (watchKinds={secrets} used to replace them all)."""
     def args(*sets):
@@ -728,6 +728,12 @@ def test_watch_adds_to_the_default_kinds(tools):
         "--watch-kinds=serviceaccounts,secrets,clusterstoragecontainers,inferenceservices"]
     assert args("clusterLookups.watch.inferenceservices=false") == [
         "--watch-kinds=serviceaccounts,clusterstoragecontainers"]
+    # a values file copied from before keeps rendering: the former default
+    old = tmp_path / "old-values.yaml"
+    old.write_text("clusterLookups:\n  watchKinds: []\n")
+    docs = docs_of(tools.template(values_files=[old]))
+    assert not [a for a in one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+                if a.startswith("--watch-kinds")]
 
 
 def test_kube_version_floor(tools):

@@ -71,7 +71,7 @@ the webhook would render without it.
 {{- if not (kindIs "map" $l.watch) -}}
 {{- fail "clusterLookups.watch is null: keep the map (a switch per kind), e.g. clusterLookups.watch.secrets=true" -}}
 {{- end -}}
-{{- if hasKey $l "watchKinds" -}}
+{{- if $l.watchKinds -}}
 {{- fail "clusterLookups.watchKinds is replaced by clusterLookups.watch, a switch per kind on top of the defaults (watchKinds replaced the server's whole list): e.g. clusterLookups.watch.secrets=true to add the Secret watch" -}}
 {{- end -}}
 {{- if $l.enabled -}}
