@@ -925,6 +925,32 @@ def test_certificate_mode_switches(cluster, tools, tmp_path):
         run(base + ["uninstall", "kserve-injector"], check=False)
 
 
+def test_existing_secret_must_name_the_service(cluster, tools, other_certs, tmp_path):
+    """certificates.provided.existingSecret: on a server-side dry-run
+    (lookup reads the Secret), a Secret whose certificate names another
+    namespace's Service is refused; one for this Service passes."""
+    server, chart = cluster
+    ns = "existing"
+    server.ensure_namespace(ns)
+    made = make_certs(tmp_path / "certs", ns)
+    for name, pair in (("for-other", other_certs), ("for-existing", made)):
+        server.kubectl("-n", ns, "create", "secret", "tls", name, f"--cert={pair}/tls.crt",
+                       f"--key={pair}/tls.key")
+
+    def dry_run(secret):
+        return run([tools.helm, "install", "kserve-injector", chart, "--namespace", ns,
+                    "--kubeconfig", server.kubeconfig, "--dry-run=server",
+                    "--set", f"podDisruptionBudget.enabled=false,certificates.mode=provided,"
+                             f"certificates.provided.existingSecret={secret}",
+                    "--set-file", f"certificates.provided.caCrt={made}/ca.crt"], check=False)
+    refused = dry_run("for-other")
+    assert refused.returncode != 0
+    assert (f"the tls.crt of the Secret {ns}/for-other (certificates.provided.existingSecret) does not "
+            f"name kserve-injector.{ns}.svc") in refused.stderr, refused.stderr
+    assert dry_run("for-existing").returncode == 0
+    assert dry_run("not-there").returncode == 0, "a Secret made later is not checked"
+
+
 def webhook_bundle(server, name):
     out = server.kubectl("get", "mutatingwebhookconfiguration", name, "-o", "json").stdout
     return base64.b64decode(json.loads(out)["webhooks"][0]["clientConfig"]["caBundle"])

@@ -131,10 +131,12 @@ name is the fullname, which the release name does not change.
 Certificates: cert-manager's issuerRef needs a name; provided certificates
 are parsed (Sprig's buildCustomCert reads the X.509 certificate and the
 key), and the serving certificate must name the Service as the API server
-calls it. Helm has no function that returns a certificate's names, so they
-are looked for in the certificate's DER: a subjectAltName dNSName is the
-byte 0x82, the name's length and the name. Whether the serving certificate
-chains to caCrt, Helm cannot check.
+calls it: tlsCrt, or the tls.crt of existingSecret when lookup finds it
+(helm install/upgrade; `helm template` reads no Secret). Helm has no
+function that returns a certificate's names, so they are looked for in the
+certificate's DER: a subjectAltName dNSName is the byte 0x82, the name's
+length and the name. Whether the serving certificate chains to caCrt, Helm
+cannot check.
 */}}
 {{- define "kserve-injector.certificateChecks" -}}
 {{- $c := .Values.certificates -}}
@@ -162,15 +164,34 @@ chains to caCrt, Helm cannot check.
 {{- fail "certificates.provided.tlsKey is not a PEM private key (-----BEGIN ... PRIVATE KEY-----): give the serving certificate's key, e.g. --set-file certificates.provided.tlsKey=certs/tls.key" -}}
 {{- end -}}
 {{- $_ = buildCustomCert (b64enc $p.tlsCrt) (b64enc $p.tlsKey) -}}
-{{- $host := include "kserve-injector.dnsNames" . | fromJsonArray | first -}}
-{{- $der := regexReplaceAll "(?s)^.*-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----.*$" $crt "${1}" | nospace | b64dec -}}
-{{- $wildcard := regexReplaceAll "^[^.]+" $host "*" -}}
-{{- if not (or (contains (include "kserve-injector.dnsNameDer" $host) $der) (contains (include "kserve-injector.dnsNameDer" $wildcard) $der)) -}}
-{{- fail (printf "certificates.provided.tlsCrt does not name %s, the name the API server calls the webhook by (the Service %s in namespace %s): make it for that name, e.g. kserve-injector certs --service %s --namespace %s" $host (include "kserve-injector.fullname" .) .Release.Namespace (include "kserve-injector.fullname" .) .Release.Namespace) -}}
+{{- include "kserve-injector.namesService" (list . "certificates.provided.tlsCrt" $crt) -}}
+{{- end -}}
+{{- with $p.existingSecret -}}
+{{- $found := lookup "v1" "Secret" $.Release.Namespace . -}}
+{{- $crt := dig "data" "tls.crt" "" $found | b64dec -}}
+{{- if $crt -}}
+{{- $what := printf "the tls.crt of the Secret %s/%s (certificates.provided.existingSecret)" $.Release.Namespace . -}}
+{{- include "kserve-injector.namesService" (list $ $what $crt) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 {{- include "kserve-injector.modeSwitchCheck" . -}}
+{{- end }}
+
+{{/*
+(list . "what" $pem): fails unless the certificate names the Service as the
+API server calls it, <fullname>.<namespace>.svc, or *.<namespace>.svc.
+*/}}
+{{- define "kserve-injector.namesService" -}}
+{{- $root := index . 0 -}}
+{{- $what := index . 1 -}}
+{{- $host := include "kserve-injector.dnsNames" $root | fromJsonArray | first -}}
+{{- $der := regexReplaceAll "(?s)^.*-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----.*$" (index . 2) "${1}" | nospace | b64dec -}}
+{{- $wildcard := regexReplaceAll "^[^.]+" $host "*" -}}
+{{- if not (or (contains (include "kserve-injector.dnsNameDer" $host) $der) (contains (include "kserve-injector.dnsNameDer" $wildcard) $der)) -}}
+{{- $svc := include "kserve-injector.fullname" $root -}}
+{{- fail (printf "%s does not name %s, the name the API server calls the webhook by (the Service %s in namespace %s): make it for that name, e.g. kserve-injector certs --service %s --namespace %s" $what $host $svc $root.Release.Namespace $svc $root.Release.Namespace) -}}
+{{- end -}}
 {{- end }}
 
 {{/*
