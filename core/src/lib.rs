@@ -22,6 +22,7 @@ pub mod pod;
 pub mod probe_json;
 pub mod quantity;
 pub mod reader;
+pub mod settings;
 pub mod view;
 
 pub use cluster::ClusterData;

@@ -8,9 +8,12 @@
 //! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
 //! AdmissionReview path), optionally `args` (`mutate` flags, whitespace
 //! separated, which the AdmissionReview path gets as its [`Inputs`]: only
-//! `--modelcar-mode`, the one flag that changes a pod, is known), and the
+//! `--modelcar-mode` and `--security-profile`, the flags that change a pod,
+//! are known), and the
 //! golden: `expected.yaml` (the mutated pod) or
-//! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
+//! `expected-error.txt` (the denial message). An optional `settings.yaml`
+//! is our own settings file (`mutate --config-file`; the AdmissionReview
+//! path loads the config with it). `REGENERATE_GOLDENS=1 cargo
 //! test --test cli golden::` rewrites the goldens from the CLI's output.
 //!
 //! A case holding `cli-only` (its one line says why) is a file only a user
@@ -22,7 +25,7 @@
 //! numbers compare by their text.
 
 use base64::Engine;
-use kserve_injector::{admission, cli, config_file, reader, Config, Inputs};
+use kserve_injector::{admission, cli, config_file, reader, Inputs};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -81,6 +84,11 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
             }
+            "--security-profile" => {
+                env.security_profile = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+            }
             other => panic!(
                 "{}: args: the golden runner does not know {other}",
                 case.display()
@@ -91,11 +99,13 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
 
 fn env_for(case: &Path) -> Inputs {
     let config = case.join("config.yaml");
-    let mut env = if config.is_file() {
-        Inputs::new(config_file::load(&config).unwrap_or_else(|e| panic!("{e}")))
-    } else {
-        Inputs::new(Config::default())
-    };
+    let settings = case.join("settings.yaml");
+    let settings = config_file::load_settings(settings.is_file().then_some(settings.as_path()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let config = config_file::load_config(config.is_file().then_some(config.as_path()), &settings)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut env = Inputs::new(config);
+    env.model_volume = settings.model_volume;
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
@@ -120,6 +130,9 @@ fn cli_command(case: &Path, format: &str) -> Command {
     }
     if case.join("cluster.yaml").is_file() {
         cmd.arg("--objects").arg(case.join("cluster.yaml"));
+    }
+    if case.join("settings.yaml").is_file() {
+        cmd.arg("--config-file").arg(case.join("settings.yaml"));
     }
     cmd.arg(case.join("input.yaml"));
     cmd

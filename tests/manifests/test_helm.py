@@ -80,6 +80,7 @@ VALUE_SETS = {
     # the kustomize components' counterparts (compared below), and more
     "prometheus": ("kserve", ["metrics.serviceMonitor.enabled=true"]),
     "native-sidecar": ("kserve", ["server.modelcarMode=native-sidecar"]),
+    "restricted-profile": ("kserve", ["server.securityProfile=restricted"]),
     "watch-secrets": ("kserve", ["clusterLookups.watch.secrets=true"]),
     "namespaced": ("kserve", ["clusterLookups.namespaces={models-a,models-b}",
                               "clusterLookups.outsideNamespaces=allow",
@@ -357,6 +358,17 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "restricted-profile").mkdir()
+    (cases / "restricted-profile" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/restricted-profile
+transformers:
+  - ../../manifests/follow-namespace
+""")
     static = tree / "manifests" / "overlays" / "static-certs" / "certs"
     static.mkdir(exist_ok=True)
     for name in ("ca.crt", "tls.crt", "tls.key"):
@@ -368,6 +380,8 @@ transformers:
         "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
         "native-sidecar": (cases / "native-sidecar", "kserve", ["server.modelcarMode=native-sidecar"],
                            []),
+        "restricted-profile": (cases / "restricted-profile", "kserve",
+                               ["server.securityProfile=restricted"], []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
         "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
         "namespaced": (cases / "namespaced", "kserve", ["clusterLookups.namespaces={models}"], []),
@@ -375,7 +389,8 @@ transformers:
 
 
 @pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "native-sidecar",
-                                  "static-certs", "watch-secrets", "namespaced"])
+                                  "restricted-profile", "static-certs", "watch-secrets",
+                                  "namespaced"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace
