@@ -294,11 +294,12 @@ async fn review(
     objects: &ClusterObjects,
     mode: Mode,
 ) -> Result<Reviewed, admission::ReviewError> {
-    let prepared = admission::prepare(body)?;
+    // In shadow mode every answer below is an allowance, a denial included.
+    let prepared = admission::prepare_in(body, mode)?;
     // With lookups off the pod's facts are not even gathered.
     let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
     let Some(facts) = facts.flatten() else {
-        return prepared.answer_in(env, mode);
+        return prepared.answer(env);
     };
     match objects.outside(&facts.namespace) {
         Some((OutsideNamespaces::Deny, served)) => {
@@ -312,7 +313,7 @@ async fn review(
         None => {}
     }
     match objects.snapshot(&facts, &env.config).await {
-        Ok(cluster) => prepared.answer_in(&env.with_cluster(cluster), mode),
+        Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
         Err(e) => prepared.deny(&e.to_string()),
     }
 }
@@ -379,6 +380,9 @@ impl App {
         if !r.withheld.is_empty() {
             self.shadow_difference(r);
         }
+        if let Some(reason) = &r.withheld_denial {
+            self.shadow_denial(r, reason);
+        }
         debug!(
             request_uid = r.uid.as_str(),
             namespace = r.namespace.as_str(),
@@ -417,6 +421,23 @@ impl App {
             injectors = injectors.join(",").as_str(),
             changes = changes.join("; ").as_str(),
             "shadow mode: this webhook would change the pod"
+        );
+    }
+}
+
+impl App {
+    /// Shadow mode allowed a pod this webhook would have denied: one line
+    /// with the reason, counted as `injector="deny"`.
+    fn shadow_denial(&self, r: &Reviewed, reason: &str) {
+        self.metrics
+            .record_shadow_difference(super::metrics::SHADOW_DENY);
+        info!(
+            request_uid = r.uid.as_str(),
+            namespace = r.namespace.as_str(),
+            pod = r.name.as_str(),
+            generate_name = r.generate_name.as_deref(),
+            reason,
+            "shadow mode: this webhook would deny the pod"
         );
     }
 }
