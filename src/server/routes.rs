@@ -15,8 +15,8 @@ use crate::Inputs;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Version};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -194,8 +194,34 @@ pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
     Router::new()
         .route("/mutate-pods", post(mutate))
         .route("/mutate", post(mutate))
+        .fallback(|version: Version, body: Body| async move {
+            (StatusCode::NOT_FOUND, drained(version, body).await)
+        })
+        .method_not_allowed_fallback(|version: Version, body: Body| async move {
+            (StatusCode::METHOD_NOT_ALLOWED, drained(version, body).await)
+        })
         .layer(layers)
         .with_state(app)
+}
+
+/// Reads and drops the body of a request answered without it, so that its
+/// HTTP/1.1 connection can carry the next request: hyper closes a
+/// connection whose request body was left unread unless the rest is
+/// already buffered (`poll_drain_or_close_read`), and a client reusing it
+/// then meets EOF. Bounded by the body limit and the request timeout. When
+/// the body cannot be read to its end, the answer says `Connection: close`
+/// (HTTP/1; HTTP/2 resets just the stream).
+async fn drained(version: Version, mut body: Body) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    while let Some(frame) = body.frame().await {
+        if frame.is_err() {
+            if version < Version::HTTP_2 {
+                headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            break;
+        }
+    }
+    headers
 }
 
 async fn overloaded(_: tower::BoxError) -> ApiError {
@@ -210,6 +236,7 @@ async fn overloaded(_: tower::BoxError) -> ApiError {
 async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let path = Metrics::path_index(req.uri().path());
+    let version = req.version();
     app.metrics.in_flight.inc();
     let mut response = next.run(req).await;
     app.metrics.in_flight.dec();
@@ -234,6 +261,18 @@ async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Respon
         }
         response = json;
     }
+    // These are answered before the body is read (too large, shed) or while
+    // it is (timeout): hyper then closes an HTTP/1 connection after the
+    // answer, and the client must know not to send another request on it.
+    let unread = [
+        StatusCode::PAYLOAD_TOO_LARGE,
+        StatusCode::SERVICE_UNAVAILABLE,
+        StatusCode::GATEWAY_TIMEOUT,
+    ];
+    if version < Version::HTTP_2 && unread.contains(&status) {
+        let close = HeaderValue::from_static("close");
+        response.headers_mut().insert(CONNECTION, close);
+    }
     let seconds = start.elapsed().as_secs_f64();
     app.metrics.record_request(path, status.as_u16(), seconds);
     response
@@ -246,6 +285,7 @@ fn too_large() -> ApiError {
 
 async fn mutate(
     State(app): State<Arc<App>>,
+    version: Version,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -255,7 +295,8 @@ async fn mutate(
     if !media_type.trim().eq_ignore_ascii_case("application/json") {
         let message =
             format!("content type {content_type:?} is not supported: send application/json");
-        return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message));
+        let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
+        return Ok((drained(version, body).await, refused).into_response());
     }
     let (body, _held) = read_body(&app.body_budget, body).await?;
     let env = app.env.load_full();
