@@ -88,6 +88,7 @@ pub struct Metrics {
     pub(crate) in_flight: Gauge,
     pub(crate) open_connections: Gauge,
     pub(crate) connection_deadlines: Counter,
+    pub(crate) connection_evictions: Counter,
     pub(crate) denials: Counter,
     pub(crate) panics: Counter,
     pub(crate) tls_handshake_errors: Counter,
@@ -120,6 +121,7 @@ impl Metrics {
             in_flight: Gauge::default(),
             open_connections: Gauge::default(),
             connection_deadlines: Counter::default(),
+            connection_evictions: Counter::default(),
             denials: Counter::default(),
             panics: Counter::default(),
             tls_handshake_errors: Counter::default(),
@@ -144,6 +146,7 @@ impl Metrics {
             "requests_in_flight", "Webhook requests being served", m.in_flight;
             "open_connections", "Webhook connections open (TLS handshake included)", m.open_connections;
             "connection_deadlines", "Connections closed for missing the handshake, first-request or idle deadline", m.connection_deadlines;
+            "connection_evictions", "Idle connections closed at --max-connections to make room for a new one", m.connection_evictions;
             "injections", "Injector runs on admitted pods, by injector and outcome", injections;
             "denials", "Admission requests denied (the pod was refused)", m.denials;
             "panics", "Requests that panicked and were answered with 500", m.panics;

@@ -5,6 +5,7 @@
 
 mod args;
 mod attacks;
+mod cap;
 mod drain;
 mod http;
 mod keepalive;
