@@ -6,3 +6,4 @@
 mod credentials;
 mod lookups;
 mod reinvocation;
+mod shadow;
