@@ -123,7 +123,9 @@ impl Activity {
     /// finished yet); `None` while one is.
     fn idle_since(&self) -> Option<Instant> {
         let last_done = Duration::from_micros(self.last_done_us.load(Ordering::Relaxed));
-        (self.in_flight.load(Ordering::Relaxed) == 0).then(|| self.epoch + last_done)
+        // SeqCst, with `Busy::drop` and `Open::waiting`: a request that
+        // ends during a scan at the cap is seen idle or wakes the scanner.
+        (self.in_flight.load(Ordering::SeqCst) == 0).then(|| self.epoch + last_done)
     }
 }
 
@@ -135,7 +137,7 @@ impl Drop for Busy {
     fn drop(&mut self) {
         let us = self.0.epoch.elapsed().as_micros() as u64;
         self.0.last_done_us.store(us, Ordering::Relaxed);
-        if self.0.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 && self.1.waiting() {
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && self.1.waiting() {
             self.1.became_idle.notify_waiters();
         }
     }
@@ -155,7 +157,7 @@ struct Open {
 
 impl Open {
     fn waiting(&self) -> bool {
-        self.waiting.load(Ordering::Relaxed) > 0
+        self.waiting.load(Ordering::SeqCst) > 0
     }
 
     /// Lists a connection until the returned guard drops.
@@ -310,7 +312,7 @@ impl Webhook {
     /// become idle. `None` once the listener closes.
     async fn slot_at_cap(&self, slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
         let close = &self.shutdown.close;
-        self.open.waiting.fetch_add(1, Ordering::Relaxed);
+        self.open.waiting.fetch_add(1, Ordering::SeqCst);
         let slot = loop {
             // Registered before the scan, so an idle turn after it is not missed.
             let became_idle = self.open.became_idle.notified();
@@ -325,7 +327,7 @@ impl Webhook {
                 _ = became_idle, if !evicted => {}
             }
         };
-        self.open.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.open.waiting.fetch_sub(1, Ordering::SeqCst);
         slot
     }
 
