@@ -7,3 +7,4 @@ mod credentials;
 mod lookups;
 mod pod_security;
 mod reinvocation;
+mod shadow;

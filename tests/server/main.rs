@@ -5,8 +5,10 @@
 
 mod args;
 mod attacks;
+mod cap;
 mod drain;
 mod http;
+mod keepalive;
 mod router;
 mod shadow;
 mod support;
