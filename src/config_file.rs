@@ -4,6 +4,7 @@
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 
 use crate::config::{Config, ConfigError};
+use crate::release::Release;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -79,6 +80,16 @@ fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// Parses a snapshot of `path` (a ConfigMap manifest file, or a mounted
 /// ConfigMap directory whose file names are the data keys).
 pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
+    parse_for(path, snap, None)
+}
+
+/// [`parse`] as `release` reads the ConfigMap (`--kserve-version`); without
+/// it, the ConfigMap's own `kserveVersion` key, else HEAD.
+pub fn parse_for(
+    path: &Path,
+    snap: &Snapshot,
+    release: Option<Release>,
+) -> Result<Config, LoadError> {
     let io = |message: String| LoadError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(message),
@@ -101,16 +112,21 @@ pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
                 .unwrap_or_default();
             data.insert(key, text(file, bytes)?);
         }
-        Config::from_data(&data).map_err(invalid)
+        Config::from_data_for(&data, release).map_err(invalid)
     } else {
         let bytes = snap.file(path).map_err(io)?;
-        Config::from_manifest(&text(path, bytes)?).map_err(invalid)
+        Config::from_manifest_for(&text(path, bytes)?, release).map_err(invalid)
     }
 }
 
 /// Loads from a ConfigMap manifest file or a mounted ConfigMap directory.
 pub fn load(path: &Path) -> Result<Config, LoadError> {
-    parse(path, &Snapshot::read(&[path.to_path_buf()]))
+    load_for(path, None)
+}
+
+/// [`load`] as `release` reads it (see [`parse_for`]).
+pub fn load_for(path: &Path, release: Option<Release>) -> Result<Config, LoadError> {
+    parse_for(path, &Snapshot::read(&[path.to_path_buf()]), release)
 }
 
 #[cfg(test)]

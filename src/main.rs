@@ -129,6 +129,10 @@ struct MutateArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = kserve_injector::cli::modelcar_mode())]
     modelcar_mode: kserve_injector::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator to reproduce, as `serve
+    /// --kserve-version`: v0.17 … v0.20 or head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = kserve_injector::cli::kserve_version())]
+    kserve_version: Option<kserve_injector::Release>,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -196,14 +200,14 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Err(e) => return fail(&CliError::from_write(e)),
     };
     let config = match &args.config {
-        Some(path) => match config_file::load(path) {
+        Some(path) => match config_file::load_for(path, args.kserve_version) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
             }
         },
-        None => Config::default(),
+        None => Config::default().for_release(args.kserve_version.unwrap_or_default()),
     };
     let format = match args.output {
         Format::Yaml => OutputFormat::Yaml,

@@ -74,6 +74,10 @@ pub struct AuditArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = crate::cli::modelcar_mode())]
     pub modelcar_mode: crate::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator the webhook reproduces (its
+    /// `--kserve-version`): v0.17 … v0.20 or head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
+    pub kserve_version: Option<crate::release::Release>,
 }
 
 /// Why the audit could not run (exit code 2).
@@ -105,7 +109,8 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
         tracing::debug!("{line}");
     }
     let config = match &args.config {
-        Some(path) => config_file::load(path).map_err(|e| RunError::Config(e.to_string()))?,
+        Some(path) => config_file::load_for(path, args.kserve_version)
+            .map_err(|e| RunError::Config(e.to_string()))?,
         None => {
             let data = inventory.config_data(&args.controller_namespace).ok_or_else(|| {
                 RunError::Config(format!(
@@ -113,7 +118,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
                     args.controller_namespace
                 ))
             })?;
-            Config::from_data(data)
+            Config::from_data_for(data, args.kserve_version)
                 .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };

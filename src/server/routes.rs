@@ -379,6 +379,15 @@ impl App {
         if !r.withheld.is_empty() {
             self.shadow_difference(r);
         }
+        for lack in &r.unsupported {
+            debug!(
+                request_uid = r.uid.as_str(),
+                namespace = r.namespace.as_str(),
+                object_name = r.name.as_str(),
+                kserve_version = %lack.release,
+                "{lack}"
+            );
+        }
         debug!(
             request_uid = r.uid.as_str(),
             namespace = r.namespace.as_str(),

@@ -4,6 +4,7 @@
 mod fields;
 
 use crate::quantity;
+use crate::release::Release;
 use fields::Fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -14,6 +15,9 @@ pub const LOGGER_KEY: &str = "logger";
 pub const BATCHER_KEY: &str = "batcher";
 pub const AGENT_KEY: &str = "agent";
 pub const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
+/// Ours, not KServe's (which ignores it): the release to reproduce when
+/// `--kserve-version` is not given.
+pub const KSERVE_VERSION_KEY: &str = "kserveVersion";
 
 const DEFAULT_CONFIGMAP: &str = include_str!("default.yaml");
 
@@ -154,6 +158,9 @@ pub struct Config {
     pub batcher: BatcherConfig,
     pub agent: AgentConfig,
     pub metrics_aggregator: MetricsAggregatorConfig,
+    /// The KServe release whose mutator is reproduced; the config is read
+    /// as that release reads it.
+    pub release: Release,
 }
 
 impl Default for Config {
@@ -175,6 +182,11 @@ impl Config {
 
     /// Parses a ConfigMap manifest (YAML or JSON) and reads its `data`.
     pub fn from_manifest(text: &str) -> Result<Self, ConfigError> {
+        Self::from_manifest_for(text, None)
+    }
+
+    /// [`Self::from_manifest`] for `release` when given (see [`Self::from_data_for`]).
+    pub fn from_manifest_for(text: &str, release: Option<Release>) -> Result<Self, ConfigError> {
         // The CLI's reader: JSON as JSON, YAML the way kubectl reads it.
         let manifest = |e: String| ConfigError::Manifest(e);
         let mut bytes = text.as_bytes();
@@ -198,12 +210,29 @@ impl Config {
                 data.insert(k.clone(), s.clone());
             }
         }
-        Self::from_data(&data)
+        Self::from_data_for(&data, release)
     }
 
     /// Builds the config from ConfigMap data, in KServe's order: the first
-    /// invalid section is the error reported.
+    /// invalid section is the error reported. The release is the data's
+    /// [`KSERVE_VERSION_KEY`], else HEAD.
     pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        Self::from_data_for(data, None)
+    }
+
+    /// [`Self::from_data`] for `release` when given (`--kserve-version`,
+    /// which wins over the data's key).
+    pub fn from_data_for(
+        data: &BTreeMap<String, String>,
+        release: Option<Release>,
+    ) -> Result<Self, ConfigError> {
+        let release = match (release, data.get(KSERVE_VERSION_KEY)) {
+            (Some(release), _) => release,
+            (None, Some(text)) => text.parse().map_err(|e| {
+                ConfigError::Invalid(format!("invalid {KSERVE_VERSION_KEY:?}: {e}"))
+            })?,
+            (None, None) => Release::Head,
+        };
         let section = |key: &str| -> Result<Value, ConfigError> {
             match data.get(key) {
                 None => Ok(Value::Null),
@@ -214,7 +243,8 @@ impl Config {
             }
         };
         let credentials = parse_credentials(&section(CREDENTIALS_KEY)?)?;
-        let storage_initializer = parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?)?;
+        let storage_initializer =
+            parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?, release)?;
         let logger = parse_logger(&section(LOGGER_KEY)?)?;
         let batcher = parse_batcher(&section(BATCHER_KEY)?)?;
         let agent = parse_agent(&section(AGENT_KEY)?)?;
@@ -226,7 +256,9 @@ impl Config {
             batcher,
             agent,
             metrics_aggregator,
-        })
+            release,
+        }
+        .for_release(release))
     }
 }
 
@@ -250,7 +282,10 @@ fn parse_resources(
     })
 }
 
-fn parse_storage_initializer(v: &Value) -> Result<StorageInitializerConfig, ConfigError> {
+fn parse_storage_initializer(
+    v: &Value,
+    release: Release,
+) -> Result<StorageInitializerConfig, ConfigError> {
     let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
     let message = |key: &str, e: quantity::QuantityError| {
         format!("failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\".\"{key}\": {e}")
@@ -266,10 +301,13 @@ fn parse_storage_initializer(v: &Value) -> Result<StorageInitializerConfig, Conf
     let cpu_modelcar = optional_quantity("cpuModelcar")?;
     let memory_modelcar = optional_quantity("memoryModelcar")?;
     let oci_model_mode = f.string("ociModelMode")?;
-    if !matches!(
-        oci_model_mode.as_str(),
-        "" | "modelcar" | "native" | "fetch"
-    ) {
+    // Before v0.20 the key is unknown to KServe, so never refused.
+    if release.oci_mode_keys()
+        && !matches!(
+            oci_model_mode.as_str(),
+            "" | "modelcar" | "native" | "fetch"
+        )
+    {
         return Err(ConfigError::Invalid(format!(
             "invalid \"{STORAGE_INITIALIZER_KEY}\".ociModelMode {oci_model_mode:?}: must be one of \"modelcar\", \"native\", \"fetch\""
         )));

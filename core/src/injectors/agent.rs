@@ -38,10 +38,17 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     // for every pod; only a logger uses it).
     let logger_config = logger.then(|| {
         let isvc = pod.label(ISVC_LABEL).unwrap_or_default();
-        effective_logger(
+        let mut config = effective_logger(
             &env.config.logger,
             env.cluster.inference_service(pod.namespace(), isvc),
-        )
+        );
+        // Before v0.17 neither the config nor the InferenceService has them.
+        if !env.config.release.logger_marshaller() {
+            config.marshaller_url.clear();
+            config.batch_size = 0;
+            config.batch_interval.clear();
+        }
+        config
     });
     let mut args = Vec::new();
     if puller {
@@ -60,10 +67,13 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         .container(List::Containers, QUEUE_PROXY_CONTAINER)
         .map(|qp| queue_proxy_env(&qp));
     let has_queue_proxy = queue_proxy.is_some();
-    let (agent_env, probe_path) = match queue_proxy {
+    let (agent_env, mut probe_path) = match queue_proxy {
         Some(env) => (env, "/".to_string()),
         None => readiness_from_user_probe(pod),
     };
+    if !env.config.release.agent_probe_path_from_user() {
+        probe_path = "/".to_string();
+    }
 
     let mut target = CredentialTarget {
         env: agent_env,
@@ -152,6 +162,7 @@ fn add_credentials(
         namespace: pod.namespace(),
         service_account_name: pod.service_account_name(),
         pod_annotations: pod,
+        release: env.config.release,
     };
     let config = &env.config.credentials;
     add_service_account_credentials(&env.cluster, config, &request, target)?;

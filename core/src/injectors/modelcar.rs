@@ -5,7 +5,7 @@
 //! `--modelcar-mode` or the pod's annotation, a native sidecar ([`shape`]).
 
 use super::ca_bundle;
-use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
+use super::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use super::InjectError;
 use crate::constants::*;
 use crate::inputs::{Inputs, ModelcarMode};
@@ -34,7 +34,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
-    let Some(oci) = parse_oci(&src) else {
+    let Some(oci) = parse_oci_in(&src, env.config.release) else {
         return Ok(());
     };
     let containers = model_containers(pod).ok_or_else(|| {
@@ -45,7 +45,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     })?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
         "native" => inject_image_volume(pod, &oci, &containers),
-        "fetch" => inject_fetch(pod, env, &oci, &containers),
+        // v0.20 parses `fetch` but has no branch for it: a modelcar.
+        "fetch" if env.config.release.oci_fetch() => inject_fetch(pod, env, &oci, &containers),
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
             let shape = shape::choose(pod, env)?;
@@ -63,9 +64,10 @@ pub fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
     if env.config.storage_initializer.oci_mode().is_empty() {
         return None;
     }
-    let oci = parse_oci(pod.annotation(SOURCE_URI_ANNOTATION)?)?;
+    let oci = parse_oci_in(pod.annotation(SOURCE_URI_ANNOTATION)?, env.config.release)?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
-        "native" | "fetch" => None,
+        "native" => None,
+        "fetch" if env.config.release.oci_fetch() => None,
         _ => shape::choose(pod, env).ok(),
     }
 }
@@ -89,8 +91,12 @@ fn inject_modelcar(
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             c.set_env(MODEL_INIT_MODE_ENV, "async");
             c.ensure_mount(&mount);
-            if let Some(uid) = config.uid_modelcar {
-                c.set_run_as_user(uid);
+            match config.uid_modelcar {
+                Some(uid) if env.config.release.modelcar_uid_keeps_security_context() => {
+                    c.set_run_as_user(uid)
+                }
+                Some(uid) => c.replace_security_context_with_run_as_user(uid),
+                None => {}
             }
         }
     }

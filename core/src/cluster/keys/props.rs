@@ -178,6 +178,7 @@ fn credentials(
         namespace: &pod.namespace,
         service_account_name: sa,
         pod_annotations: &pod.annotations,
+        release: Default::default(),
     };
     add_service_account_credentials(data, &config.credentials, &request, &mut target)
         .map_err(|e| e.to_string())?;
