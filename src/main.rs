@@ -194,6 +194,19 @@ fn fail(e: &CliError) -> ExitCode {
     ExitCode::from(e.exit_code() as u8)
 }
 
+/// The offline commands log (what a pod asked of an older KServe release,
+/// what an object dump held that was passed over) to stderr, only when
+/// `RUST_LOG` asks: their stdout is the result.
+fn stderr_logs_from_env() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .try_init();
+    }
+}
+
 fn mutate_command(args: MutateArgs) -> ExitCode {
     let stdout = match stdout_file() {
         Ok(f) => f,
@@ -352,6 +365,9 @@ fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Mutate(_) | Command::Audit(_)) {
+        stderr_logs_from_env();
+    }
     match cli.command {
         Command::Mutate(args) => mutate_command(args),
         Command::Serve(args) => match server::run(*args) {

@@ -125,9 +125,6 @@ pub trait ContainerEdit {
     fn ensure_port(&mut self, port: &ContainerPort) -> bool;
     /// Sets `securityContext.runAsUser`, keeping every other field.
     fn set_run_as_user(&mut self, uid: i64);
-    /// Makes `securityContext` exactly `{runAsUser: uid}` (KServe up to
-    /// v0.17 replaced the user's whole securityContext with it).
-    fn replace_security_context_with_run_as_user(&mut self, uid: i64);
     /// Appends arguments; callers check first that they are not there yet.
     fn push_args(&mut self, args: &[&str]);
 }

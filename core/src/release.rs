@@ -5,6 +5,20 @@
 //! difference of its mutator's webhook path is modelled
 //! ([`Release::SUPPORTED`]); the others are refused by name.
 //!
+//! Where an older release has a bug HEAD fixed, which gives an invalid pod
+//! or drops what the user wrote, every profile keeps HEAD's fix (our patch
+//! never removes what we did not add, and never makes a pod the API server
+//! rejects); docs/compatibility.md lists them per release:
+//! - the agent's readiness path is the user's HTTP probe path (kserve#5341,
+//!   fixed in v0.18; `AgentInjector.InjectAgent` @v0.17.0 always probes `/`);
+//! - `uidModelcar` sets `runAsUser` and keeps the rest of the model
+//!   server's securityContext (`ConfigureModelcarToContainer` @v0.17.0
+//!   replaces it whole);
+//! - a ClusterStorageContainer is merged into a fresh container and a
+//!   variable left with both `value` and `valueFrom` is reconciled
+//!   (kserve#5516, fixed in v0.20; `mergeContainerSpecs` @v0.19.0 decodes
+//!   the merge into the built container, whose env items keep stale fields).
+//!
 //! Each switch names the Go function it follows and the release that
 //! changed it (`git diff vX.Y.0 <HEAD>` of `pkg/webhook/admission/pod`,
 //! `pkg/credentials`, `pkg/utils`, `pkg/types` and
@@ -157,17 +171,6 @@ impl Release {
         self >= Release::V0_20
     }
 
-    /// How the ClusterStorageContainer's container is merged in.
-    pub fn storage_container_merge(self) -> MergeMode {
-        if self >= Release::V0_20 {
-            MergeMode::FreshReconciled
-        } else if self >= Release::V0_16 {
-            MergeMode::IntoExisting
-        } else {
-            MergeMode::Fresh
-        }
-    }
-
     /// A Secret with `MODELSCOPE_API_TOKEN` is a credential at HEAD only
     /// (`CredentialBuilder.mountSecretCredential` @v0.20.0 skips it).
     pub fn modelscope_credentials(self) -> bool {
@@ -195,25 +198,7 @@ impl Release {
         self >= Release::Head
     }
 
-    /// The modelcar targets `worker-container` when there is no
-    /// `kserve-container` since v0.17.
-    pub fn modelcar_worker_fallback(self) -> bool {
-        self >= Release::V0_17
-    }
-
-    /// `uidModelcar` sets only `runAsUser` since v0.18; before, it replaces
-    /// the whole securityContext (`ConfigureModelcarToContainer` @v0.17.0).
-    pub fn modelcar_uid_keeps_security_context(self) -> bool {
-        self >= Release::V0_18
-    }
-
     // --- agent ---------------------------------------------------------------
-
-    /// The agent's readiness path is the user's HTTP probe path since
-    /// v0.18; before, always `/` (`AgentInjector.InjectAgent` @v0.17.0).
-    pub fn agent_probe_path_from_user(self) -> bool {
-        self >= Release::V0_18
-    }
 
     /// The logger's `marshallerUrl`, `batchSize`, `batchInterval` (config
     /// and InferenceService) since v0.17.
@@ -281,21 +266,6 @@ impl fmt::Display for ImageRelease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v{}.{}", self.major, self.minor)
     }
-}
-
-/// How a ClusterStorageContainer's container joins the built one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MergeMode {
-    /// Strategic merge read into a fresh container, then
-    /// `reconcileEnvValueConflicts` (`MergeContainerWithPatch`, v0.20+).
-    FreshReconciled,
-    /// Strategic merge read back into the built container, whose list
-    /// items keep fields the merged item lacks (`mergeContainerSpecs`,
-    /// v0.16–v0.19: `json.Unmarshal` into the target).
-    IntoExisting,
-    /// Strategic merge read into a fresh container, no reconciliation
-    /// (`mergeContainerSpecs` @v0.15.0).
-    Fresh,
 }
 
 /// One image of the config that names another release than the selected one.

@@ -26,7 +26,6 @@
 //!   gives `[B, C, A]`.
 
 use super::go_json::as_go_marshals;
-pub use crate::release::MergeMode;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -52,17 +51,6 @@ pub fn merge_storage_container(
     base: &Container,
     overlay: &Container,
 ) -> Result<Container, MergeError> {
-    merge_storage_container_as(base, overlay, MergeMode::FreshReconciled)
-}
-
-/// [`merge_storage_container`] as a given KServe release merges: before
-/// v0.20 there is no `reconcileEnvValueConflicts`, and v0.16 to v0.19 read
-/// the merged JSON back into the built container ([`decode_into`]).
-pub fn merge_storage_container_as(
-    base: &Container,
-    overlay: &Container,
-    mode: MergeMode,
-) -> Result<Container, MergeError> {
     let go_value = |c: &Container| {
         let mut value = serde_json::to_value(c).map_err(|e| MergeError(e.to_string()))?;
         as_go_marshals(&mut value);
@@ -84,17 +72,9 @@ pub fn merge_storage_container_as(
             }
         }
     }
-    let merged = match mode {
-        MergeMode::IntoExisting => {
-            let mut target = go_value(base)?;
-            decode_into(&mut target, &Value::Object(merged));
-            target
-        }
-        MergeMode::FreshReconciled | MergeMode::Fresh => Value::Object(merged),
-    };
     let mut container: Container =
-        serde_json::from_value(merged).map_err(|e| MergeError(e.to_string()))?;
-    if let (Some(env), MergeMode::FreshReconciled) = (container.env.as_mut(), mode) {
+        serde_json::from_value(Value::Object(merged)).map_err(|e| MergeError(e.to_string()))?;
+    if let Some(env) = container.env.as_mut() {
         reconcile_env_value_conflicts(env, overlay.env.as_deref().unwrap_or_default());
     }
     if container.name.is_empty() {
@@ -123,37 +103,6 @@ fn reconcile_env_value_conflicts(env: &mut [EnvVar], overlay: &[EnvVar]) {
         } else if o.value.as_deref().is_some_and(|v| !v.is_empty()) {
             var.value_from = None;
         }
-    }
-}
-
-/// Go's `json.Unmarshal` into a value that already holds data (KServe
-/// v0.16–v0.19 `mergeContainerSpecs`): an object (struct or map) keeps the
-/// members the JSON lacks; an array keeps its items' memory, so item `i`
-/// of the JSON is decoded into the old item `i` (which keeps the fields
-/// that item lacks, e.g. a `valueFrom` beside a new `value`), and is cut
-/// to the JSON's length; `null` clears; anything else is replaced.
-fn decode_into(target: &mut Value, json: &Value) {
-    match (target, json) {
-        (Value::Object(t), Value::Object(j)) => {
-            for (k, v) in j {
-                match t.get_mut(k) {
-                    Some(slot) => decode_into(slot, v),
-                    None => {
-                        t.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-        }
-        (Value::Array(t), Value::Array(j)) => {
-            t.truncate(j.len());
-            for (i, item) in j.iter().enumerate() {
-                match t.get_mut(i) {
-                    Some(slot) => decode_into(slot, item),
-                    None => t.push(item.clone()),
-                }
-            }
-        }
-        (slot, json) => *slot = json.clone(),
     }
 }
 

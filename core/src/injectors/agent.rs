@@ -67,13 +67,10 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         .container(List::Containers, QUEUE_PROXY_CONTAINER)
         .map(|qp| queue_proxy_env(&qp));
     let has_queue_proxy = queue_proxy.is_some();
-    let (agent_env, mut probe_path) = match queue_proxy {
+    let (agent_env, probe_path) = match queue_proxy {
         Some(env) => (env, "/".to_string()),
         None => readiness_from_user_probe(pod),
     };
-    if !env.config.release.agent_probe_path_from_user() {
-        probe_path = "/".to_string();
-    }
 
     let mut target = CredentialTarget {
         env: agent_env,

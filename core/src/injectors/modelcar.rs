@@ -91,12 +91,8 @@ fn inject_modelcar(
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             c.set_env(MODEL_INIT_MODE_ENV, "async");
             c.ensure_mount(&mount);
-            match config.uid_modelcar {
-                Some(uid) if env.config.release.modelcar_uid_keeps_security_context() => {
-                    c.set_run_as_user(uid)
-                }
-                Some(uid) => c.replace_security_context_with_run_as_user(uid),
-                None => {}
+            if let Some(uid) = config.uid_modelcar {
+                c.set_run_as_user(uid);
             }
         }
     }

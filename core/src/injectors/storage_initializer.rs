@@ -9,7 +9,7 @@ use super::storage_uri::{
     local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
 };
 use super::InjectError;
-use crate::cluster::container_merge::merge_storage_container_as;
+use crate::cluster::container_merge::merge_storage_container;
 use crate::cluster::credentials::{
     add_service_account_credentials, CredentialRequest, CredentialTarget,
 };
@@ -208,9 +208,7 @@ impl InitPlan<'_> {
         };
         let mut container = match self.csc {
             Some(csc) => {
-                let mode = env.config.release.storage_container_merge();
-                merge_storage_container_as(&built, &csc.container, mode)
-                    .map_err(|e| error(e.to_string()))?
+                merge_storage_container(&built, &csc.container).map_err(|e| error(e.to_string()))?
             }
             None => built,
         };

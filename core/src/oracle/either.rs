@@ -122,9 +122,6 @@ impl ContainerEdit for EitherContainer<'_, '_> {
     fn set_run_as_user(&mut self, uid: i64) {
         forward!(self, c => c.set_run_as_user(uid))
     }
-    fn replace_security_context_with_run_as_user(&mut self, uid: i64) {
-        forward!(self, c => c.replace_security_context_with_run_as_user(uid))
-    }
     fn push_args(&mut self, args: &[&str]) {
         forward!(self, c => c.push_args(args))
     }

@@ -530,29 +530,6 @@ impl ContainerEdit for TreeContainer<'_> {
         }
     }
 
-    fn replace_security_context_with_run_as_user(&mut self, uid: i64) {
-        let Some(obj) = self.raw.as_object_mut() else {
-            return;
-        };
-        let wanted = serde_json::json!({ "runAsUser": uid });
-        let path = child(&self.path, ["securityContext".into()]);
-        match obj.get("securityContext") {
-            None | Some(Value::Null) => add(self.ops, path),
-            // Compared as the Pod schema reads it, as the working set does.
-            Some(now) => {
-                let typed = |v: &Value| {
-                    serde_json::from_value::<k8s_openapi::api::core::v1::SecurityContext>(v.clone())
-                        .ok()
-                };
-                if typed(now).is_some() && typed(now) == typed(&wanted) {
-                    return;
-                }
-                replace(self.ops, path);
-            }
-        }
-        obj.insert("securityContext".to_string(), wanted);
-    }
-
     fn push_args(&mut self, args: &[&str]) {
         for arg in args {
             self.push("args", Value::from(*arg));

@@ -623,21 +623,6 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         ctx.run_as_user = Some(uid);
     }
 
-    fn replace_security_context_with_run_as_user(&mut self, uid: i64) {
-        let wanted = SecurityContext {
-            run_as_user: Some(uid),
-            ..Default::default()
-        };
-        let path = self.at("securityContext");
-        let value = object("runAsUser", &json(&uid));
-        match self.c.security_context.as_deref() {
-            Some(now) if *now == wanted => return,
-            Some(_) => replace(self.ops, path, value),
-            None => add(self.ops, path, value),
-        }
-        self.c.security_context = Some(Box::new(wanted));
-    }
-
     fn push_args(&mut self, args: &[&str]) {
         let path = self.at("args");
         for arg in args {

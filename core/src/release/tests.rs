@@ -1,7 +1,5 @@
 use super::*;
-use crate::cluster::container_merge::merge_storage_container_as;
 use crate::config::Config;
-use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, SecretKeySelector};
 use std::collections::BTreeMap;
 
 #[test]
@@ -172,107 +170,6 @@ fn logger_marshaller_keys_arrive_in_v0_17() {
         (gone.logger.marshaller_url.as_str(), gone.logger.batch_size),
         ("", 0)
     );
-}
-
-fn secret_ref(name: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            secret_key_ref: Some(SecretKeySelector {
-                name: "s3creds".into(),
-                key: name.into(),
-                optional: None,
-            }),
-            ..Default::default()
-        }),
-    }
-}
-
-fn literal(name: &str, value: &str) -> EnvVar {
-    EnvVar {
-        name: name.into(),
-        value: Some(value.into()),
-        value_from: None,
-    }
-}
-
-#[test]
-fn merge_into_the_built_container_keeps_stale_item_fields() {
-    // The CSC's new variable goes first in the merged list, so it is read
-    // into the built container's first item, whose valueFrom it keeps
-    // (json.Unmarshal into the target, kserve v0.19.0 mergeContainerSpecs).
-    let base = Container {
-        name: "storage-initializer".into(),
-        env: Some(vec![secret_ref("AWS_ACCESS_KEY_ID")]),
-        ..Default::default()
-    };
-    let overlay = Container {
-        env: Some(vec![literal("NEW", "1")]),
-        ..Default::default()
-    };
-    let fresh = merge_storage_container_as(&base, &overlay, MergeMode::Fresh).unwrap();
-    let fresh_env = fresh.env.unwrap();
-    assert_eq!(
-        fresh_env,
-        vec![literal("NEW", "1"), secret_ref("AWS_ACCESS_KEY_ID")]
-    );
-    let into = merge_storage_container_as(&base, &overlay, MergeMode::IntoExisting).unwrap();
-    let env = into.env.unwrap();
-    assert_eq!(env[0].name, "NEW");
-    assert_eq!(env[0].value.as_deref(), Some("1"));
-    assert_eq!(
-        env[0].value_from,
-        secret_ref("AWS_ACCESS_KEY_ID").value_from
-    );
-    assert_eq!(env[1], secret_ref("AWS_ACCESS_KEY_ID"));
-}
-
-#[test]
-fn only_head_and_v0_20_reconcile_value_and_value_from() {
-    let base = Container {
-        name: "storage-initializer".into(),
-        env: Some(vec![secret_ref("AWS_ACCESS_KEY_ID")]),
-        ..Default::default()
-    };
-    let overlay = Container {
-        env: Some(vec![literal("AWS_ACCESS_KEY_ID", "minio")]),
-        ..Default::default()
-    };
-    let head = merge_storage_container_as(&base, &overlay, MergeMode::FreshReconciled).unwrap();
-    assert_eq!(
-        head.env.unwrap(),
-        vec![literal("AWS_ACCESS_KEY_ID", "minio")]
-    );
-    for mode in [MergeMode::Fresh, MergeMode::IntoExisting] {
-        let env = merge_storage_container_as(&base, &overlay, mode)
-            .unwrap()
-            .env
-            .unwrap();
-        assert_eq!(env[0].value.as_deref(), Some("minio"), "{mode:?}");
-        assert!(env[0].value_from.is_some(), "{mode:?}");
-    }
-}
-
-#[test]
-fn merge_modes_follow_the_release() {
-    assert_eq!(
-        Release::Head.storage_container_merge(),
-        MergeMode::FreshReconciled
-    );
-    assert_eq!(
-        Release::V0_20.storage_container_merge(),
-        MergeMode::FreshReconciled
-    );
-    assert_eq!(
-        Release::V0_19.storage_container_merge(),
-        MergeMode::IntoExisting
-    );
-    assert_eq!(
-        Release::V0_16.storage_container_merge(),
-        MergeMode::IntoExisting
-    );
-    assert_eq!(Release::V0_15.storage_container_merge(), MergeMode::Fresh);
 }
 
 #[test]
