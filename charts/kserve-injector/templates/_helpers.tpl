@@ -84,7 +84,7 @@ relations the schema cannot express.
 {{- if and $s.lookupTimeout (ge (include "kserve-injector.millis" $s.lookupTimeout | int64) $request) -}}
 {{- fail (printf "server.lookupTimeout (%s) must stay below server.requestTimeout (%s)" $s.lookupTimeout $s.requestTimeout) -}}
 {{- end -}}
-{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--secret-ttl" "clusterLookups.secretTtl" "--secret-cache-entries" "clusterLookups.secretCacheEntries" "--namespaces" "clusterLookups.namespaces" "--outside-namespaces" "clusterLookups.outsideNamespaces" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" "--modelcar-mode" "modelcarMode" -}}
+{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--secret-ttl" "clusterLookups.secretTtl" "--secret-cache-entries" "clusterLookups.secretCacheEntries" "--namespaces" "clusterLookups.namespaces" "--outside-namespaces" "clusterLookups.outsideNamespaces" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" "--modelcar-mode" "modelcarMode" "--kserve-version" "kserveVersion" -}}
 {{- range $s.extraArgs -}}
 {{- $flag := regexReplaceAll "=.*$" . "" -}}
 {{- if hasKey $named $flag -}}
@@ -110,6 +110,7 @@ relations the schema cannot express.
 {{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
+{{- with $s.kserveVersion }}{{ $args = append $args (printf "--kserve-version=%s" .) }}{{ end -}}
 {{- concat $args $s.extraArgs | toJson }}
 {{- end }}
 
