@@ -72,6 +72,7 @@ fn supported_list() -> String {
 impl Release {
     /// The releases whose differences are all modelled, newest last.
     pub const SUPPORTED: &'static [Release] = &[
+        Release::V0_16,
         Release::V0_17,
         Release::V0_18,
         Release::V0_19,
@@ -177,6 +178,13 @@ impl Release {
         self >= Release::Head
     }
 
+    /// S3 endpoint env since v0.17: trimmed, its scheme read, and
+    /// `S3_USE_HTTPS` only beside an endpoint; before, `S3_USE_HTTPS`
+    /// whenever set and the endpoint verbatim (`s3.BuildS3EnvVars` @v0.16.0).
+    pub fn s3_endpoint_scheme(self) -> bool {
+        self >= Release::V0_17
+    }
+
     // --- OCI -----------------------------------------------------------------
 
     /// `oci+<mode>://` URIs (`ParseOciScheme`) since v0.20; before, only
@@ -196,6 +204,20 @@ impl Release {
     /// injects a modelcar (`StorageInitializerInjector.InjectModelcar` @v0.20.0).
     pub fn oci_fetch(self) -> bool {
         self >= Release::Head
+    }
+
+    /// The modelcar targets `worker-container` when there is no
+    /// `kserve-container` since v0.17; before, the pod is denied
+    /// (`StorageInitializerInjector.InjectModelcar` @v0.16.0).
+    pub fn modelcar_worker_fallback(self) -> bool {
+        self >= Release::V0_17
+    }
+
+    /// `cpuModelcar` and `memoryModelcar` may be left out since v0.17;
+    /// v0.16 parses them always, so an absent one is a config error
+    /// (`GetStorageInitializerConfigs` @v0.16.0).
+    pub fn modelcar_quantities_optional(self) -> bool {
+        self >= Release::V0_17
     }
 
     // --- agent ---------------------------------------------------------------

@@ -75,7 +75,7 @@ pub struct AuditArgs {
           value_parser = crate::cli::modelcar_mode())]
     pub modelcar_mode: crate::inputs::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
-    /// `--kserve-version`): v0.17 … v0.20 or head. Example: --kserve-version v0.17
+    /// `--kserve-version`): v0.16 … v0.20 or head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
     pub kserve_version: Option<crate::release::Release>,
 }

@@ -121,7 +121,7 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
     /// The KServe release the cluster runs, whose pod mutator to reproduce:
-    /// v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
+    /// v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
     /// the config's kserveVersion key, else head.
     #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
     pub kserve_version: Option<Release>,

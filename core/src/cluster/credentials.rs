@@ -107,7 +107,9 @@ pub fn add_service_account_credentials(
         })
         .collect::<Result<Vec<&Secret>, _>>()?;
     if sa.annotations.contains_key(IRSA_ANNOTATION) {
-        target.env.extend(s3_env(&sa.annotations, None, &config.s3));
+        target
+            .env
+            .extend(s3_env(&sa.annotations, None, &config.s3, request.release));
     }
     for secret in secrets {
         add_secret(secret, config, request.release, target);
@@ -157,7 +159,7 @@ fn add_secret(
                 secret_key_ref("AWS_ACCESS_KEY_ID", &secret.name, key_id),
                 secret_key_ref("AWS_SECRET_ACCESS_KEY", &secret.name, secret_key),
             ];
-            env.extend(s3_env(&secret.annotations, Some(secret), s3));
+            env.extend(s3_env(&secret.annotations, Some(secret), s3, release));
             merge_env_values(&mut target.env, env);
         }
         Contribution::Env(env) => target.env.extend(env),

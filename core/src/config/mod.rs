@@ -293,7 +293,7 @@ fn parse_storage_initializer(
     let resources = parse_resources(&f, message)?;
     let optional_quantity = |key: &str| -> Result<String, ConfigError> {
         let raw = f.string(key)?;
-        if raw.is_empty() {
+        if raw.is_empty() && release.modelcar_quantities_optional() {
             return Ok(raw);
         }
         quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(message(key, e)))

@@ -37,6 +37,14 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let Some(oci) = parse_oci_in(&src, env.config.release) else {
         return Ok(());
     };
+    if !env.config.release.modelcar_worker_fallback()
+        && pod.position(List::Containers, KSERVE_CONTAINER).is_none()
+    {
+        return Err(InjectError::new(
+            NAME,
+            format!("no container found with name {KSERVE_CONTAINER}"),
+        ));
+    }
     let containers = model_containers(pod).ok_or_else(|| {
         InjectError::new(
             NAME,
