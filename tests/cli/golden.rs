@@ -26,6 +26,8 @@
 //! directory's name). A file `same-input-as` there names (relative to the
 //! case) the HEAD case whose `input.yaml`, `config.yaml` and `cluster.yaml`
 //! it reuses when it has none of its own, so both goldens come from one input.
+//! A config the release refuses has the golden `expected-config-error.txt`
+//! (the CLI exits 2 with it; the server would not load the config).
 
 use base64::Engine;
 use kserve_injector::{admission, cli, config_file, reader, Config, Inputs, Release};
@@ -147,14 +149,21 @@ fn release_flag(case: &Path) -> Option<Release> {
     )
 }
 
-fn env_for(case: &Path) -> Inputs {
+/// The case's config as the server would load it, or why it refuses it.
+fn config_for(case: &Path) -> Result<Config, String> {
     let release = release_flag(case);
-    let mut env = match case_file(case, "config.yaml") {
-        Some(config) => {
-            Inputs::new(config_file::load_for(&config, release).unwrap_or_else(|e| panic!("{e}")))
-        }
-        None => Inputs::new(Config::default().for_release(release.unwrap_or_default())),
-    };
+    match case_file(case, "config.yaml") {
+        // Without the path, which the golden cannot hold.
+        Some(config) => config_file::load_for(&config, release).map_err(|e| match e {
+            config_file::LoadError::Invalid { source, .. } => source.to_string(),
+            other => other.to_string(),
+        }),
+        None => Ok(Config::default().for_release(release.unwrap_or_default())),
+    }
+}
+
+fn env_for(case: &Path) -> Inputs {
+    let mut env = Inputs::new(config_for(case).unwrap_or_else(|e| panic!("{e}")));
     if let Some(objects) = case_file(case, "cluster.yaml") {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
         env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
@@ -258,6 +267,9 @@ fn check_case(case: &Path) -> Result<(), String> {
     if let Some(release) = release_of(case) {
         name = format!("{release}/{name}");
     }
+    if let Err(refused) = config_for(case) {
+        return check_config_refused(case, &name, &refused);
+    }
     let input = yaml(&case_file(case, "input.yaml").expect("a case has an input"));
     let env = env_for(case);
     let expected_pod = case.join("expected.yaml");
@@ -341,6 +353,37 @@ fn check_case(case: &Path) -> Result<(), String> {
                 ))
             }
         }
+    }
+    Ok(())
+}
+
+/// A config the selected release refuses (KServe then fails every pod it
+/// is asked about; our server does not load it, `mutate` exits 2): the
+/// golden `expected-config-error.txt` is the reason, which the CLI prints.
+fn check_config_refused(case: &Path, name: &str, refused: &str) -> Result<(), String> {
+    let golden = case.join("expected-config-error.txt");
+    if regenerate() {
+        std::fs::write(&golden, format!("{refused}\n")).expect("golden written");
+    }
+    let want = std::fs::read_to_string(&golden).map_err(|_| {
+        format!(
+            "{name}: the config is refused ({refused}) and there is no expected-config-error.txt"
+        )
+    })?;
+    let out = cli_command(case, "json").output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2) || !stderr.contains(want.trim()) {
+        return Err(format!(
+            "{name}: expected the config refused with {:?}, the CLI exited {:?}: {stderr}",
+            want.trim(),
+            out.status.code()
+        ));
+    }
+    if refused != want.trim() {
+        return Err(format!(
+            "{name}: config refused with {refused:?}, golden says {:?}",
+            want.trim()
+        ));
     }
     Ok(())
 }

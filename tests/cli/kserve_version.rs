@@ -31,7 +31,7 @@ fn local_model_sub_path(flags: &[&str]) -> Result<String, String> {
 
 #[test]
 fn every_spelling_selects_the_release_and_head_is_the_default() {
-    for spelling in ["v0.17", "v0.17.0", "0.17", "V0.17"] {
+    for spelling in ["v0.17", "v0.17.0", "0.17", "V0.17", "v0.16"] {
         let got = local_model_sub_path(&["--kserve-version", spelling]);
         assert_eq!(got.as_deref(), Ok("models/bar/"), "{spelling}");
     }
@@ -49,14 +49,14 @@ fn every_spelling_selects_the_release_and_head_is_the_default() {
 fn unknown_and_unmodelled_releases_are_refused_with_the_supported_list() {
     for (spelling, says) in [
         ("v0.15", "v0.15 is not supported yet"),
-        ("0.16.0", "v0.16 is not supported yet"),
+        ("0.15.0", "v0.15 is not supported yet"),
         ("v0.9", "\"v0.9\" is not a KServe version"),
         ("latest", "\"latest\" is not a KServe version"),
     ] {
         let err = local_model_sub_path(&["--kserve-version", spelling]).unwrap_err();
         assert!(err.contains(says), "{spelling}: {err}");
         assert!(
-            err.contains("v0.17, v0.18, v0.19, v0.20, head"),
+            err.contains("v0.16, v0.17, v0.18, v0.19, v0.20, head"),
             "{spelling}: {err}"
         );
     }
