@@ -7,6 +7,7 @@ mod args;
 mod attacks;
 mod drain;
 mod http;
+mod kserve_version;
 mod router;
 mod shadow;
 mod support;
