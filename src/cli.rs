@@ -13,8 +13,9 @@ use serde_json::Value;
 use std::io::{BufRead, Write};
 
 pub use serve_args::{
-    kserve_version, modelcar_mode, parse_duration, ConfigArgs, LimitArgs, ListenArgs, LogFormat,
-    LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs, DEFAULT_CERT_DIR,
+    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
+    ListenArgs, LogFormat, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
+    DEFAULT_CERT_DIR,
 };
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The

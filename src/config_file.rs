@@ -3,8 +3,9 @@
 //! is a file, or a directory laid out the way kubelet projects a ConfigMap or
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Resources};
 use crate::release::Release;
+use crate::settings::{Settings, SettingsError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,11 @@ pub enum LoadError {
     },
     #[error("config {path}: {source}")]
     Invalid { path: PathBuf, source: ConfigError },
+    #[error("--config-file {path}: {source}")]
+    Settings {
+        path: PathBuf,
+        source: SettingsError,
+    },
 }
 
 /// One read of every source: each file's bytes, or why it could not be
@@ -80,14 +86,17 @@ fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// Parses a snapshot of `path` (a ConfigMap manifest file, or a mounted
 /// ConfigMap directory whose file names are the data keys).
 pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
-    parse_for(path, snap, None)
+    parse_with(path, snap, &Resources::default(), None)
 }
 
-/// [`parse`] as `release` reads the ConfigMap (`--kserve-version`); without
-/// it, the ConfigMap's own `kserveVersion` key, else HEAD.
-pub fn parse_for(
+/// [`parse`], with our settings file's storage-initializer defaults for the
+/// keys the ConfigMap leaves out ([`Config::from_data_with`]), read as
+/// `release` (`--kserve-version`) reads the ConfigMap; without it, the
+/// ConfigMap's own `kserveVersion` key, else HEAD.
+pub fn parse_with(
     path: &Path,
     snap: &Snapshot,
+    defaults: &Resources,
     release: Option<Release>,
 ) -> Result<Config, LoadError> {
     let io = |message: String| LoadError::Io {
@@ -112,21 +121,52 @@ pub fn parse_for(
                 .unwrap_or_default();
             data.insert(key, text(file, bytes)?);
         }
-        Config::from_data_for(&data, release).map_err(invalid)
+        Config::from_data_with(&data, defaults, release).map_err(invalid)
     } else {
         let bytes = snap.file(path).map_err(io)?;
-        Config::from_manifest_for(&text(path, bytes)?, release).map_err(invalid)
+        Config::from_manifest_with(&text(path, bytes)?, defaults, release).map_err(invalid)
     }
 }
 
 /// Loads from a ConfigMap manifest file or a mounted ConfigMap directory.
 pub fn load(path: &Path) -> Result<Config, LoadError> {
-    load_for(path, None)
+    parse(path, &Snapshot::read(&[path.to_path_buf()]))
 }
 
-/// [`load`] as `release` reads it (see [`parse_for`]).
-pub fn load_for(path: &Path, release: Option<Release>) -> Result<Config, LoadError> {
-    parse_for(path, &Snapshot::read(&[path.to_path_buf()]), release)
+/// The inferenceservice-config as `--config`, `--config-file` and
+/// `--kserve-version` (`release`) give it: KServe's shipped values without
+/// `--config`.
+pub fn load_config(
+    config: Option<&Path>,
+    settings: &Settings,
+    release: Option<Release>,
+) -> Result<Config, LoadError> {
+    match config {
+        Some(path) => parse_with(
+            path,
+            &Snapshot::read(&[path.to_path_buf()]),
+            &settings.storage_initializer,
+            release,
+        ),
+        None => Ok(Config::default().for_release(release.unwrap_or_default())),
+    }
+}
+
+/// Loads our own settings file (`--config-file`); none given is no settings.
+pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {
+    let Some(path) = path else {
+        return Ok(Settings::default());
+    };
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |message: String| LoadError::Settings {
+        path: path.to_path_buf(),
+        source: SettingsError(message),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
+    Settings::from_text(&text).map_err(|e| invalid(e.0))
 }
 
 #[cfg(test)]

@@ -103,6 +103,10 @@ struct MutateArgs {
     /// Example: --config ./inferenceservice-config.yaml
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for, as `serve --config-file`. Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    config_file: Option<PathBuf>,
     /// Output: the mutated objects as yaml or json, or the JSON Patch the
     /// webhook would return. AdmissionReview input always prints the response as JSON.
     /// Example: -o patch
@@ -133,6 +137,11 @@ struct MutateArgs {
     /// --kserve-version`: v0.16 … v0.20 or head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = kserve_injector::cli::kserve_version())]
     kserve_version: Option<kserve_injector::Release>,
+    /// The security profile of the containers added, as `serve
+    /// --security-profile`: baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = kserve_injector::cli::security_profile())]
+    security_profile: kserve_injector::inputs::SecurityProfile,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -212,15 +221,17 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
     };
-    let config = match &args.config {
-        Some(path) => match config_file::load_for(path, args.kserve_version) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => Config::default().for_release(args.kserve_version.unwrap_or_default()),
+    let loaded = config_file::load_settings(args.config_file.as_deref()).and_then(|settings| {
+        let config =
+            config_file::load_config(args.config.as_deref(), &settings, args.kserve_version)?;
+        Ok((config, settings))
+    });
+    let (config, settings) = match loaded {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     let format = match args.output {
         Format::Yaml => OutputFormat::Yaml,
@@ -249,6 +260,8 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
     };
     let mut env = Inputs::new(config);
     env.modelcar_mode = args.modelcar_mode;
+    env.security_profile = args.security_profile;
+    env.model_volume = settings.model_volume;
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
@@ -340,8 +353,35 @@ fn certs_command(args: &CertsArgs) -> ExitCode {
     }
 }
 
+/// `audit --credentials`: the table or JSON, exit 1 when anything is found.
+fn audit_credentials(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
+    use kserve_injector::audit::{run_credentials, AuditFormat};
+    let report = match run_credentials(args) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match args.output {
+        AuditFormat::Table => report.table(),
+        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => return fail(&CliError::Output(e.to_string())),
+        },
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.found() => ExitCode::from(1),
+        ok => ok,
+    }
+}
+
 fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
     use kserve_injector::audit::{run, AuditFormat};
+    if args.credentials {
+        return audit_credentials(args);
+    }
     let report = match run(args) {
         Ok(report) => report,
         Err(e) => {

@@ -23,6 +23,7 @@ pub mod probe_json;
 pub mod quantity;
 pub mod reader;
 pub mod release;
+pub mod settings;
 pub mod view;
 
 pub use cluster::ClusterData;

@@ -90,12 +90,16 @@ fn load_config(
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
+    let settings = config_file::load_settings(args.config_file.as_deref())?;
+    let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
-    let modelcar_mode = args.modelcar_mode;
+    let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
     let make_env = move |config| {
         let mut env = Inputs::new(config);
         env.controller_namespace = namespace.clone();
         env.modelcar_mode = modelcar_mode;
+        env.security_profile = security_profile;
+        env.model_volume = model_volume.clone();
         Arc::new(env)
     };
     metrics.config_last_reload.set(unix_now());
@@ -116,7 +120,7 @@ fn load_config(
         counters: metrics.config_reloads.clone(),
     };
     let shown = path.display().to_string();
-    let parse = move |snap: &Snapshot| config_file::parse_for(&path, snap, release);
+    let parse = move |snap: &Snapshot| config_file::parse_with(&path, snap, &defaults, release);
     let (config, loaded) = source.load(parse)?;
     info!(config = shown, kserve_version = %config.release, "inferenceservice-config loaded");
     warn_image_release(&config);

@@ -8,9 +8,12 @@
 //! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
 //! AdmissionReview path), optionally `args` (`mutate` flags, whitespace
 //! separated, which the AdmissionReview path gets as its [`Inputs`]: only
-//! `--modelcar-mode`, the one flag that changes a pod, is known), and the
+//! `--modelcar-mode` and `--security-profile`, the flags that change a pod,
+//! are known), and the
 //! golden: `expected.yaml` (the mutated pod) or
-//! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
+//! `expected-error.txt` (the denial message). An optional `settings.yaml`
+//! is our own settings file (`mutate --config-file`; the AdmissionReview
+//! path loads the config with it). `REGENERATE_GOLDENS=1 cargo
 //! test --test cli golden::` rewrites the goldens from the CLI's output.
 //!
 //! A case holding `cli-only` (its one line says why) is a file only a user
@@ -30,6 +33,7 @@
 //! (the CLI exits 2 with it; the server would not load the config).
 
 use base64::Engine;
+use kserve_injector::settings::Settings;
 use kserve_injector::{admission, cli, config_file, reader, Config, Inputs, Release};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -127,8 +131,13 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
             }
-            // Read with the config, in `env_for`.
+            // Read with the config, in `config_for`.
             "--kserve-version" => {}
+            "--security-profile" => {
+                env.security_profile = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+            }
             other => panic!(
                 "{}: args: the golden runner does not know {other}",
                 case.display()
@@ -149,21 +158,25 @@ fn release_flag(case: &Path) -> Option<Release> {
     )
 }
 
-/// The case's config as the server would load it, or why it refuses it.
-fn config_for(case: &Path) -> Result<Config, String> {
-    let release = release_flag(case);
-    match case_file(case, "config.yaml") {
+/// The case's config and settings as the server would load them, or why
+/// it refuses the config.
+fn config_for(case: &Path) -> Result<(Config, Settings), String> {
+    let settings = case_file(case, "settings.yaml");
+    let settings = config_file::load_settings(settings.as_deref()).map_err(|e| e.to_string())?;
+    let config = case_file(case, "config.yaml");
+    config_file::load_config(config.as_deref(), &settings, release_flag(case))
         // Without the path, which the golden cannot hold.
-        Some(config) => config_file::load_for(&config, release).map_err(|e| match e {
+        .map_err(|e| match e {
             config_file::LoadError::Invalid { source, .. } => source.to_string(),
             other => other.to_string(),
-        }),
-        None => Ok(Config::default().for_release(release.unwrap_or_default())),
-    }
+        })
+        .map(|config| (config, settings))
 }
 
 fn env_for(case: &Path) -> Inputs {
-    let mut env = Inputs::new(config_for(case).unwrap_or_else(|e| panic!("{e}")));
+    let (config, settings) = config_for(case).unwrap_or_else(|e| panic!("{e}"));
+    let mut env = Inputs::new(config);
+    env.model_volume = settings.model_volume;
     if let Some(objects) = case_file(case, "cluster.yaml") {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
         env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
@@ -187,6 +200,9 @@ fn cli_command(case: &Path, format: &str) -> Command {
     }
     if let Some(objects) = case_file(case, "cluster.yaml") {
         cmd.arg("--objects").arg(objects);
+    }
+    if let Some(settings) = case_file(case, "settings.yaml") {
+        cmd.arg("--config-file").arg(settings);
     }
     cmd.arg(case_file(case, "input.yaml").expect("a case has an input"));
     cmd

@@ -5,4 +5,5 @@
 
 mod credentials;
 mod lookups;
+mod pod_security;
 mod reinvocation;

@@ -38,6 +38,24 @@ const AZURE_ENV: [(&str, Option<&str>); 9] = [
     ("AZURE_SERVICE_URL", None),
 ];
 
+/// Every env variable KServe's credential builders fill from a Secret
+/// (`valueFrom.secretKeyRef`): S3's pair, every Azure variable, the Azure
+/// storage key, Hugging Face's and ModelScope's tokens, and the
+/// storage-spec `STORAGE_CONFIG`. A container carrying one of these as a
+/// literal `value` holds what should have stayed in the Secret.
+pub fn secret_env_names() -> Vec<&'static str> {
+    let mut names = vec!["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"];
+    names.extend(AZURE_ENV.iter().map(|(env, _)| *env));
+    names.extend([
+        HF_TOKEN,
+        MODELSCOPE_TOKEN,
+        crate::constants::STORAGE_CONFIG_ENV,
+    ]);
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// Data keys that make a Secret an Azure service-principal/token Secret.
 const AZURE_MARKERS: [&str; 3] = ["AZ_CLIENT_ID", "AZURE_CLIENT_ID", "AZURE_ACCESS_TOKEN"];
 
@@ -197,6 +215,39 @@ mod tests {
                 "/var/secrets/gcloud-application-credentials.json"
             )]
         );
+    }
+
+    #[test]
+    fn every_env_a_secret_fills_is_in_the_audited_names() {
+        let names = secret_env_names();
+        let secrets = [
+            Secret::new("ns", "hf").with_data("HF_TOKEN", "t"),
+            Secret::new("ns", "ms").with_data("MODELSCOPE_API_TOKEN", "t"),
+            Secret::new("ns", "az").with_data("AZURE_STORAGE_ACCESS_KEY", "k"),
+            AZURE_ENV
+                .iter()
+                .fold(Secret::new("ns", "sp"), |s, (env, _)| s.with_data(env, "v")),
+        ];
+        for secret in &secrets {
+            let Contribution::Env(env) = classify(secret) else {
+                panic!("{} gives env", secret.name)
+            };
+            for var in env.iter().filter(|v| v.value_from.is_some()) {
+                assert!(
+                    names.contains(&var.name.as_str()),
+                    "{} is not audited",
+                    var.name
+                );
+            }
+        }
+        for name in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "STORAGE_CONFIG",
+            "AZURE_CLIENT_SECRET",
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
     }
 
     #[test]

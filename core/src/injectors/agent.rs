@@ -96,7 +96,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
 
     let security_context = (pod.containers(List::Containers).first())
         .and_then(|c| c.security_context.as_deref().cloned());
-    let agent = Container {
+    let mut agent = Container {
         name: AGENT_CONTAINER.to_string(),
         image: Some(env.config.agent.image.clone()).filter(|i| !i.is_empty()),
         args: Some(args),
@@ -113,6 +113,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         ..Default::default()
     };
+    let profile = super::security_profile::choose(pod, env, NAME)?;
+    super::security_profile::harden(&mut agent, profile, None, NAME)?;
     pod.ensure_container(List::Containers, agent);
     for volume in &volumes {
         pod.ensure_volume(volume);

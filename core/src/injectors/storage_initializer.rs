@@ -8,7 +8,7 @@ use super::ca_bundle;
 use super::storage_uri::{
     local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
 };
-use super::InjectError;
+use super::{security_profile, InjectError};
 use crate::cluster::container_merge::merge_storage_container;
 use crate::cluster::credentials::{
     add_service_account_credentials, CredentialRequest, CredentialTarget,
@@ -20,6 +20,7 @@ use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::ClusterStorageContainer;
 use crate::constants::*;
 use crate::inputs::Inputs;
+use crate::inputs::SecurityProfile;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
@@ -27,6 +28,7 @@ use crate::pod::{ContainerEdit, List, PodEdit};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
+use overrides::InitResources;
 
 pub const NAME: &str = "storage-initializer";
 
@@ -57,6 +59,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         };
     }
     let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
+    let overrides = InitResources::from_pod(pod, NAME)?;
+    let profile = security_profile::choose(pod, env, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     // KServe looks the ClusterStorageContainer up before any skip, so its
     // errors deny even a pod that then gets no storage-initializer.
@@ -87,10 +91,16 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
                 src: &src,
                 storage_spec: storage_spec.as_ref(),
                 csc,
+                overrides: &overrides,
+                profile,
             };
             let (init, credential_volumes) = plan.build(pod, env)?;
             pod.ensure_container(List::InitContainers, init);
-            let mut volumes = vec![empty_dir_volume(PROVISION_LOCATION_VOLUME)];
+            // The configured source, else KServe's emptyDir; a pod that
+            // already has a volume of this name keeps its own.
+            let model_volume = (env.model_volume.clone())
+                .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
+            let mut volumes = vec![model_volume];
             volumes.extend(credential_volumes);
             let mount = VolumeMount {
                 read_only: read_only.then_some(true),
@@ -152,6 +162,8 @@ struct InitPlan<'a> {
     src: &'a str,
     storage_spec: Option<&'a StorageSpec>,
     csc: Option<&'a ClusterStorageContainer>,
+    overrides: &'a InitResources,
+    profile: SecurityProfile,
 }
 
 impl InitPlan<'_> {
@@ -212,6 +224,8 @@ impl InitPlan<'_> {
             }
             None => built,
         };
+        self.overrides.apply(&mut container, NAME)?;
+        security_profile::harden(&mut container, self.profile, None, NAME)?;
         let mut volumes = credentials.volumes;
         let mut vars = container.env.take().unwrap_or_default();
         if let Some((volume, mount, ca_vars)) = ca_bundle {
@@ -254,6 +268,8 @@ fn apply_confidential(pod: &impl PodEdit, vars: &mut Vec<EnvVar>) {
         set_var(vars, CONFIDENTIAL_RESOURCE_ID_ENV, id);
     }
 }
+
+pub mod overrides;
 
 #[cfg(test)]
 mod tests;

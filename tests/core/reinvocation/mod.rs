@@ -24,6 +24,14 @@
 //!   pod cloned into a JSON tree, the injectors run on it, and its tree
 //!   compared: `mutate`'s pod (the input plus the recorded patch) must be
 //!   exactly the oracle's, or both must refuse with the same message.
+//! * `restricted_profile_passes_the_checker` (`restricted.rs`): under
+//!   `--security-profile restricted` no container a pass adds violates the
+//!   restricted Pod Security Standard, and under `baseline` every pass that
+//!   adds one does (the checker can fail).
+//! * `model_volume_is_used_and_stable` (`model_volume.rs`): with a
+//!   `modelVolume` source configured, the storage-initializer's volume is
+//!   that source, a pod's own volume of that name is kept, `pvc://` mounts
+//!   its claim, and reinvocation changes nothing.
 //! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //!
@@ -75,6 +83,9 @@ const STABLE_CASES: u32 = 4_000;
 const FIELD_REMOVAL_CASES: u32 = 2_500;
 const CONTAINER_REMOVAL_CASES: u32 = 1_500;
 const REVIEW_CASES: u32 = 2_000;
+/// Per modelcar mode: 10,000 generated pods per run in restricted mode.
+const RESTRICTED_CASES: u32 = 5_000;
+const MODEL_VOLUME_CASES: u32 = 1_500;
 
 // ---------------------------------------------------------------------------
 // Runner
@@ -313,8 +324,10 @@ fn classic_envs() -> Vec<Inputs> {
 mod checks;
 mod gen_containers;
 mod gen_pods;
+mod model_volume;
 mod others;
 mod removal;
+mod restricted;
 mod review;
 mod stable;
 
