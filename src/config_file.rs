@@ -86,18 +86,17 @@ fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// Parses a snapshot of `path` (a ConfigMap manifest file, or a mounted
 /// ConfigMap directory whose file names are the data keys).
 pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
-    parse_with(path, snap, &Resources::default(), None)
+    parse_with(path, snap, &Resources::default(), Release::Head)
 }
 
 /// [`parse`], with our settings file's storage-initializer defaults for the
 /// keys the ConfigMap leaves out ([`Config::from_data_with`]), read as
-/// `release` (`--kserve-version`) reads the ConfigMap; without it, the
-/// ConfigMap's own `kserveVersion` key, else HEAD.
+/// `release` reads the ConfigMap.
 pub fn parse_with(
     path: &Path,
     snap: &Snapshot,
     defaults: &Resources,
-    release: Option<Release>,
+    release: Release,
 ) -> Result<Config, LoadError> {
     let io = |message: String| LoadError::Io {
         path: path.to_path_buf(),
@@ -134,13 +133,14 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
 }
 
 /// The inferenceservice-config as `--config`, `--config-file` and
-/// `--kserve-version` (`release`) give it: KServe's shipped values without
-/// `--config`.
+/// `--kserve-version` (`release`, which wins over the settings file's
+/// `kserveVersion`) give it: KServe's shipped values without `--config`.
 pub fn load_config(
     config: Option<&Path>,
     settings: &Settings,
     release: Option<Release>,
 ) -> Result<Config, LoadError> {
+    let release = settings.release(release);
     match config {
         Some(path) => parse_with(
             path,
@@ -148,7 +148,7 @@ pub fn load_config(
             &settings.storage_initializer,
             release,
         ),
-        None => Ok(Config::default().for_release(release.unwrap_or_default())),
+        None => Ok(Config::default().for_release(release)),
     }
 }
 

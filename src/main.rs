@@ -134,7 +134,8 @@ struct MutateArgs {
           value_parser = kserve_injector::cli::modelcar_mode())]
     modelcar_mode: kserve_injector::inputs::ModelcarMode,
     /// The KServe release whose pod mutator to reproduce, as `serve
-    /// --kserve-version`: v0.16 … v0.20 or head. Example: --kserve-version v0.17
+    /// --kserve-version`: v0.16 … v0.20 or head. Default: the --config-file's
+    /// kserveVersion, else head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = kserve_injector::cli::kserve_version())]
     kserve_version: Option<kserve_injector::Release>,
     /// The security profile of the containers added, as `serve

@@ -80,7 +80,8 @@ pub struct AuditArgs {
           value_parser = crate::cli::modelcar_mode())]
     pub modelcar_mode: crate::inputs::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
-    /// `--kserve-version`): v0.16 … v0.20 or head. Example: --kserve-version v0.17
+    /// `--kserve-version`): v0.16 … v0.20 or head. Default: the
+    /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
     pub kserve_version: Option<crate::release::Release>,
     /// The security profile the webhook runs with (its `--security-profile`):
@@ -157,8 +158,12 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
                     args.controller_namespace
                 ))
             })?;
-            Config::from_data_with(data, &settings.storage_initializer, args.kserve_version)
-                .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
+            Config::from_data_with(
+                data,
+                &settings.storage_initializer,
+                settings.release(args.kserve_version),
+            )
+            .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };
     let mut env = Inputs::new(config);

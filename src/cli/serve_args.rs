@@ -126,7 +126,7 @@ pub struct ConfigArgs {
     pub modelcar_mode: ModelcarMode,
     /// The KServe release the cluster runs, whose pod mutator to reproduce:
     /// v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
-    /// the config's kserveVersion key, else head.
+    /// the --config-file's kserveVersion key, else head.
     #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
     pub kserve_version: Option<Release>,
     /// The security profile of the containers the webhook adds: baseline

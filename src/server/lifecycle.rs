@@ -91,6 +91,7 @@ fn load_config(
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
     let settings = config_file::load_settings(args.config_file.as_deref())?;
+    let release = settings.release(args.kserve_version);
     let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
     let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
@@ -103,10 +104,9 @@ fn load_config(
         Arc::new(env)
     };
     metrics.config_last_reload.set(unix_now());
-    let release = args.kserve_version;
     let Some(path) = args.config.clone() else {
-        info!("using KServe's default inferenceservice-config");
-        let config = Config::default().for_release(release.unwrap_or_default());
+        info!(kserve_version = %release, "using KServe's default inferenceservice-config");
+        let config = Config::default().for_release(release);
         warn_image_release(&config);
         return Ok(Arc::new(ArcSwap::new(make_env(config))));
     };

@@ -1,4 +1,4 @@
-//! `--kserve-version` on `mutate` and `audit`, and the ConfigMap's
+//! `--kserve-version` on `mutate` and `audit`, and the settings file's
 //! `kserveVersion` key: the spellings, the refusals, and a LocalModel pod
 //! under v0.17 and HEAD (the goldens under `fixtures/releases/` hold every
 //! difference).
@@ -72,7 +72,28 @@ fn unknown_and_unmodelled_releases_are_refused_with_the_supported_list() {
 }
 
 #[test]
-fn the_config_key_selects_the_release_and_the_flag_wins() {
+fn the_settings_key_selects_the_release_and_the_flag_wins() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = dir.path().join("settings.yaml");
+    std::fs::write(&settings, "kserveVersion: v0.17.0\n").expect("written");
+    let settings = settings.to_string_lossy().into_owned();
+    let keyed = local_model_sub_path(&["--config-file", &settings]);
+    assert_eq!(keyed.as_deref(), Ok("models/bar/"));
+    let flagged = local_model_sub_path(&["--config-file", &settings, "--kserve-version", "head"]);
+    assert_eq!(flagged.as_deref(), Ok("models/83fbff445b51876f/"));
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "kserveVersion: v0.15\n").expect("written");
+    let bad = bad.to_string_lossy().into_owned();
+    let err = local_model_sub_path(&["--config-file", &bad]).unwrap_err();
+    assert!(
+        err.contains(&bad) && err.contains("kserveVersion") && err.contains("not supported yet"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_kserve_version_key_in_the_configmap_is_ignored() {
+    // KServe's ConfigMap holds KServe's keys only; KServe ignores this one.
     let dir = tempfile::tempdir().expect("temp dir");
     let manifest = kserve_injector::Config::default_manifest().replacen(
         "\ndata:\n",
@@ -82,22 +103,8 @@ fn the_config_key_selects_the_release_and_the_flag_wins() {
     let config = dir.path().join("config.yaml");
     std::fs::write(&config, manifest).expect("written");
     let config = config.to_string_lossy().into_owned();
-    let keyed = local_model_sub_path(&["--config", &config]);
-    assert_eq!(keyed.as_deref(), Ok("models/bar/"));
-    let flagged = local_model_sub_path(&["--config", &config, "--kserve-version", "head"]);
-    assert_eq!(flagged.as_deref(), Ok("models/83fbff445b51876f/"));
-    let bad = kserve_injector::Config::default_manifest().replacen(
-        "\ndata:\n",
-        "\ndata:\n  kserveVersion: v0.15\n",
-        1,
-    );
-    let bad_path = dir.path().join("bad.yaml");
-    std::fs::write(&bad_path, bad).expect("written");
-    let err = local_model_sub_path(&["--config", &bad_path.to_string_lossy()]).unwrap_err();
-    assert!(
-        err.contains("kserveVersion") && err.contains("not supported yet"),
-        "{err}"
-    );
+    let got = local_model_sub_path(&["--config", &config]);
+    assert_eq!(got.as_deref(), Ok("models/83fbff445b51876f/"));
 }
 
 #[test]

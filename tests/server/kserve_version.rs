@@ -1,4 +1,5 @@
-//! `serve --kserve-version`: the one startup warning when the config's
+//! `serve --kserve-version` (or the settings file's `kserveVersion`): the
+//! release the config is loaded for, and the one startup warning when the config's
 //! agent or storage-initializer image names another KServe release.
 
 use serde_json::Value;
@@ -101,4 +102,27 @@ fn serve_warns_once_when_an_image_names_another_release() {
     assert!(image_warnings(&events).is_empty(), "{events:?}");
     let events = startup_log(default, &["--kserve-version", "v0.17"]);
     assert!(image_warnings(&events).is_empty(), "{events:?}");
+}
+
+/// The release the "inferenceservice-config loaded" line names.
+fn loaded_release(events: &[Value]) -> Option<Value> {
+    (events.iter())
+        .find(|e| e["message"] == "inferenceservice-config loaded")
+        .map(|e| e["kserve_version"].clone())
+}
+
+#[test]
+fn serve_takes_the_release_from_the_settings_file_unless_the_flag_names_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = dir.path().join("settings.yaml");
+    std::fs::write(&settings, "kserveVersion: v0.18\n").expect("settings written");
+    let settings = settings.to_string_lossy().into_owned();
+    let default = kserve_injector::Config::default_manifest();
+    let events = startup_log(default, &["--config-file", &settings]);
+    assert_eq!(loaded_release(&events), Some("v0.18".into()), "{events:?}");
+    let flags = ["--config-file", &settings, "--kserve-version", "v0.16"];
+    let events = startup_log(default, &flags);
+    assert_eq!(loaded_release(&events), Some("v0.16".into()), "{events:?}");
+    let events = startup_log(default, &[]);
+    assert_eq!(loaded_release(&events), Some("head".into()), "{events:?}");
 }

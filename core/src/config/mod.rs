@@ -15,9 +15,6 @@ pub const LOGGER_KEY: &str = "logger";
 pub const BATCHER_KEY: &str = "batcher";
 pub const AGENT_KEY: &str = "agent";
 pub const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
-/// Ours, not KServe's (which ignores it): the release to reproduce when
-/// `--kserve-version` is not given.
-pub const KSERVE_VERSION_KEY: &str = "kserveVersion";
 
 const DEFAULT_CONFIGMAP: &str = include_str!("default.yaml");
 
@@ -182,16 +179,16 @@ impl Config {
 
     /// Parses a ConfigMap manifest (YAML or JSON) and reads its `data`.
     pub fn from_manifest(text: &str) -> Result<Self, ConfigError> {
-        Self::from_manifest_with(text, &Resources::default(), None)
+        Self::from_manifest_with(text, &Resources::default(), Release::Head)
     }
 
     /// [`Self::from_manifest`], with `defaults` for the storage-initializer
     /// resource keys the ConfigMap leaves out or empty, read as `release`
-    /// reads it when given (see [`Self::from_data_with`]).
+    /// reads it (see [`Self::from_data_with`]).
     pub fn from_manifest_with(
         text: &str,
         defaults: &Resources,
-        release: Option<Release>,
+        release: Release,
     ) -> Result<Self, ConfigError> {
         // The CLI's reader: JSON as JSON, YAML the way kubectl reads it.
         let manifest = |e: String| ConfigError::Manifest(e);
@@ -220,30 +217,22 @@ impl Config {
     }
 
     /// Builds the config from ConfigMap data, in KServe's order: the first
-    /// invalid section is the error reported. The release is the data's
-    /// [`KSERVE_VERSION_KEY`], else HEAD.
+    /// invalid section is the error reported; as HEAD reads it.
     pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        Self::from_data_with(data, &Resources::default(), None)
+        Self::from_data_with(data, &Resources::default(), Release::Head)
     }
 
     /// [`Self::from_data`], where a storage-initializer resource key that the
     /// ConfigMap leaves out or empty takes its value from `defaults` (our own
     /// settings file, [`crate::settings`]); a key the ConfigMap sets wins.
     /// An empty default changes nothing: the key is KServe's error as before.
-    /// The data is read as `release` reads it when given (`--kserve-version`,
-    /// which wins over the data's key).
+    /// The data is read as `release` reads it (`--kserve-version`, else the
+    /// settings file's `kserveVersion`, [`crate::settings::Settings::release`]).
     pub fn from_data_with(
         data: &BTreeMap<String, String>,
         defaults: &Resources,
-        release: Option<Release>,
+        release: Release,
     ) -> Result<Self, ConfigError> {
-        let release = match (release, data.get(KSERVE_VERSION_KEY)) {
-            (Some(release), _) => release,
-            (None, Some(text)) => text.parse().map_err(|e| {
-                ConfigError::Invalid(format!("invalid {KSERVE_VERSION_KEY:?}: {e}"))
-            })?,
-            (None, None) => Release::Head,
-        };
         let section = |key: &str| -> Result<Value, ConfigError> {
             match data.get(key) {
                 None => Ok(Value::Null),

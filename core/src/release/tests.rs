@@ -116,49 +116,39 @@ fn data(storage_initializer: &str) -> BTreeMap<String, String> {
 fn oci_mode_keys_are_read_and_validated_from_v0_20() {
     let invalid = data(r#"{"enableModelcar": true, "ociModelMode": "sidecar"}"#);
     for release in [Release::Head, Release::V0_20] {
-        let err = Config::from_data_with(&invalid, &Default::default(), Some(release)).unwrap_err();
+        let err = Config::from_data_with(&invalid, &Default::default(), release).unwrap_err();
         assert!(err.to_string().contains("ociModelMode"), "{err}");
     }
     for release in [Release::V0_19, Release::V0_18, Release::V0_17] {
-        let config = Config::from_data_with(&invalid, &Default::default(), Some(release))
-            .expect("key unknown");
+        let config =
+            Config::from_data_with(&invalid, &Default::default(), release).expect("key unknown");
         assert_eq!(config.storage_initializer.oci_mode(), "modelcar");
         assert_eq!(config.release, release);
     }
     let support_only = data(r#"{"enableOciModelSupport": true, "ociModelMode": "native"}"#);
-    let v0_19 =
-        Config::from_data_with(&support_only, &Default::default(), Some(Release::V0_19)).unwrap();
+    let v0_19 = Config::from_data_with(&support_only, &Default::default(), Release::V0_19).unwrap();
     assert_eq!(v0_19.storage_initializer.oci_mode(), "");
-    let v0_20 =
-        Config::from_data_with(&support_only, &Default::default(), Some(Release::V0_20)).unwrap();
+    let v0_20 = Config::from_data_with(&support_only, &Default::default(), Release::V0_20).unwrap();
     assert_eq!(v0_20.storage_initializer.oci_mode(), "native");
 }
 
 #[test]
 fn insecure_registry_is_read_at_head_only() {
     let d = data(r#"{"ociModelMode": "fetch", "ociInsecureRegistry": true}"#);
-    let at = |r| Config::from_data_with(&d, &Default::default(), Some(r)).unwrap();
+    let at = |r| Config::from_data_with(&d, &Default::default(), r).unwrap();
     assert!(at(Release::Head).storage_initializer.oci_insecure_registry);
     assert!(!at(Release::V0_20).storage_initializer.oci_insecure_registry);
 }
 
 #[test]
-fn the_config_key_selects_the_release_and_the_flag_wins() {
+fn the_configmap_holds_only_kserve_keys_and_the_release_is_given() {
+    // The release comes from --kserve-version or our settings file; a
+    // `kserveVersion` key in KServe's ConfigMap is ignored, as KServe does.
     let mut d = data("{}");
-    d.insert(crate::config::KSERVE_VERSION_KEY.into(), "v0.18.0".into());
-    assert_eq!(Config::from_data(&d).unwrap().release, Release::V0_18);
-    let flag = Config::from_data_with(&d, &Default::default(), Some(Release::V0_19)).unwrap();
-    assert_eq!(flag.release, Release::V0_19);
-    d.insert(crate::config::KSERVE_VERSION_KEY.into(), "v0.15".into());
-    let err = Config::from_data(&d).unwrap_err().to_string();
-    assert!(
-        err.contains("kserveVersion") && err.contains("not supported yet"),
-        "{err}"
-    );
-    assert_eq!(
-        Config::from_data(&data("{}")).unwrap().release,
-        Release::Head
-    );
+    d.insert("kserveVersion".into(), "v0.15".into());
+    assert_eq!(Config::from_data(&d).unwrap().release, Release::Head);
+    let given = Config::from_data_with(&d, &Default::default(), Release::V0_19).unwrap();
+    assert_eq!(given.release, Release::V0_19);
 }
 
 #[test]
