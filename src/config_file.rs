@@ -4,6 +4,7 @@
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 
 use crate::config::{Config, ConfigError, Resources};
+use crate::release::Release;
 use crate::settings::{Settings, SettingsError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,12 +86,18 @@ fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// Parses a snapshot of `path` (a ConfigMap manifest file, or a mounted
 /// ConfigMap directory whose file names are the data keys).
 pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
-    parse_with(path, snap, &Resources::default())
+    parse_with(path, snap, &Resources::default(), Release::Head)
 }
 
 /// [`parse`], with our settings file's storage-initializer defaults for the
-/// keys the ConfigMap leaves out ([`Config::from_data_with`]).
-pub fn parse_with(path: &Path, snap: &Snapshot, defaults: &Resources) -> Result<Config, LoadError> {
+/// keys the ConfigMap leaves out ([`Config::from_data_with`]), read as
+/// `release` reads the ConfigMap.
+pub fn parse_with(
+    path: &Path,
+    snap: &Snapshot,
+    defaults: &Resources,
+    release: Release,
+) -> Result<Config, LoadError> {
     let io = |message: String| LoadError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(message),
@@ -113,10 +120,10 @@ pub fn parse_with(path: &Path, snap: &Snapshot, defaults: &Resources) -> Result<
                 .unwrap_or_default();
             data.insert(key, text(file, bytes)?);
         }
-        Config::from_data_with(&data, defaults).map_err(invalid)
+        Config::from_data_with(&data, defaults, release).map_err(invalid)
     } else {
         let bytes = snap.file(path).map_err(io)?;
-        Config::from_manifest_with(&text(path, bytes)?, defaults).map_err(invalid)
+        Config::from_manifest_with(&text(path, bytes)?, defaults, release).map_err(invalid)
     }
 }
 
@@ -125,16 +132,23 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
     parse(path, &Snapshot::read(&[path.to_path_buf()]))
 }
 
-/// The inferenceservice-config as `--config` and `--config-file` give it:
-/// KServe's shipped values without `--config`.
-pub fn load_config(config: Option<&Path>, settings: &Settings) -> Result<Config, LoadError> {
+/// The inferenceservice-config as `--config`, `--config-file` and
+/// `--kserve-version` (`release`, which wins over the settings file's
+/// `kserveVersion`) give it: KServe's shipped values without `--config`.
+pub fn load_config(
+    config: Option<&Path>,
+    settings: &Settings,
+    release: Option<Release>,
+) -> Result<Config, LoadError> {
+    let release = settings.release(release);
     match config {
         Some(path) => parse_with(
             path,
             &Snapshot::read(&[path.to_path_buf()]),
             &settings.storage_initializer,
+            release,
         ),
-        None => Ok(Config::default()),
+        None => Ok(Config::default().for_release(release)),
     }
 }
 

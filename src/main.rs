@@ -133,6 +133,11 @@ struct MutateArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = kserve_injector::cli::modelcar_mode())]
     modelcar_mode: kserve_injector::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator to reproduce, as `serve
+    /// --kserve-version`: v0.16 … v0.20 or head. Default: the --config-file's
+    /// kserveVersion, else head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = kserve_injector::cli::kserve_version())]
+    kserve_version: Option<kserve_injector::Release>,
     /// The security profile of the containers added, as `serve
     /// --security-profile`: baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
@@ -199,13 +204,27 @@ fn fail(e: &CliError) -> ExitCode {
     ExitCode::from(e.exit_code() as u8)
 }
 
+/// The offline commands log (what a pod asked of an older KServe release,
+/// what an object dump held that was passed over) to stderr, only when
+/// `RUST_LOG` asks: their stdout is the result.
+fn stderr_logs_from_env() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .try_init();
+    }
+}
+
 fn mutate_command(args: MutateArgs) -> ExitCode {
     let stdout = match stdout_file() {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
     };
     let loaded = config_file::load_settings(args.config_file.as_deref()).and_then(|settings| {
-        let config = config_file::load_config(args.config.as_deref(), &settings)?;
+        let config =
+            config_file::load_config(args.config.as_deref(), &settings, args.kserve_version)?;
         Ok((config, settings))
     });
     let (config, settings) = match loaded {
@@ -387,6 +406,9 @@ fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Mutate(_) | Command::Audit(_)) {
+        stderr_logs_from_env();
+    }
     match cli.command {
         Command::Mutate(args) => mutate_command(args),
         Command::Serve(args) => match server::run(*args) {

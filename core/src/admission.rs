@@ -53,6 +53,8 @@ pub struct Reviewed {
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
     /// The modelcar's shape and why, when the pod gets a modelcar.
     pub modelcar_shape: Option<ShapeChoice>,
+    /// What the pod asks for that the selected KServe release lacks.
+    pub unsupported: Vec<crate::release::Unsupported>,
     /// In shadow mode, the operations the answer left out: what this
     /// webhook would have changed.
     pub withheld: Vec<Withheld>,
@@ -383,6 +385,7 @@ pub fn prepare_in(body: &[u8], mode: Mode) -> Result<Prepared<'_>, ReviewError> 
         withheld: Vec::new(),
         withheld_denial: None,
         modelcar_shape: None,
+        unsupported: Vec::new(),
     };
     Ok(Prepared {
         api_version: review.api_version,
@@ -425,6 +428,7 @@ impl Prepared<'_> {
                 let mut answer = Answer::allow(uid);
                 out.outcomes = edits.outcomes;
                 out.modelcar_shape = edits.modelcar_shape;
+                out.unsupported = edits.unsupported;
                 match self.mode {
                     Mode::Shadow { warnings } => {
                         out.withheld = (edits.ops.iter().zip(&edits.sources))

@@ -22,6 +22,7 @@ pub mod pod;
 pub mod probe_json;
 pub mod quantity;
 pub mod reader;
+pub mod release;
 pub mod settings;
 pub mod view;
 
@@ -29,3 +30,4 @@ pub use cluster::ClusterData;
 pub use config::{Config, ConfigError};
 pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};
+pub use release::Release;

@@ -3,6 +3,7 @@
 //! a [`SettingsError`] out; the adapters read the file.
 //!
 //! ```yaml
+//! kserveVersion: v0.17     # the KServe release to reproduce (--kserve-version wins)
 //! storageInitializer:      # defaults below the ConfigMap's storageInitializer keys
 //!   cpuRequest: 100m
 //!   memoryLimit: 2Gi
@@ -15,11 +16,13 @@
 use crate::config::Resources;
 use crate::constants::PROVISION_LOCATION_VOLUME;
 use crate::quantity;
+use crate::release::Release;
 use k8s_openapi::api::core::v1::Volume;
 use serde_json::{Map, Value};
 
 pub const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
 pub const MODEL_VOLUME_KEY: &str = "modelVolume";
+pub const KSERVE_VERSION_KEY: &str = "kserveVersion";
 /// The storage-initializer keys, named as in KServe's ConfigMap.
 pub const RESOURCE_KEYS: [&str; 4] = ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
 
@@ -37,6 +40,9 @@ pub struct Settings {
     /// The `kserve-provision-location` volume the storage-initializer
     /// downloads into, instead of KServe's `emptyDir` (named already).
     pub model_volume: Option<Volume>,
+    /// The KServe release whose pod mutator is reproduced, when the file
+    /// names one ([`Self::release`]).
+    pub kserve_version: Option<Release>,
 }
 
 impl Settings {
@@ -62,14 +68,43 @@ impl Settings {
                     settings.storage_initializer = storage_initializer(value)?;
                 }
                 MODEL_VOLUME_KEY => settings.model_volume = model_volume(value)?,
+                KSERVE_VERSION_KEY => settings.kserve_version = kserve_version(value)?,
                 other => {
                     return Err(fail(format!(
-                    "unknown key {other:?} (known: {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})"
+                    "unknown key {other:?} (known: {KSERVE_VERSION_KEY}, {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})"
                 )))
                 }
             }
         }
         Ok(settings)
+    }
+
+    /// The release to reproduce: `flag` (`--kserve-version`) when given, else
+    /// the file's `kserveVersion`, else HEAD.
+    pub fn release(&self, flag: Option<Release>) -> Release {
+        flag.or(self.kserve_version).unwrap_or_default()
+    }
+}
+
+/// `v0.17`, `v0.17.0`, `0.17` or `head`, as `--kserve-version` reads it.
+fn kserve_version(value: &Value) -> Result<Option<Release>, SettingsError> {
+    let fail = |m: String| SettingsError(format!("{KSERVE_VERSION_KEY}: {m}"));
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|e: crate::release::ReleaseError| fail(e.to_string())),
+        // Unquoted `0.20` is a number, read with its text as written.
+        Value::Number(n) => n
+            .to_string()
+            .parse()
+            .map(Some)
+            .map_err(|e: crate::release::ReleaseError| fail(e.to_string())),
+        other => Err(fail(format!(
+            "expected a release such as v0.17 or head, found {}",
+            kind(other)
+        ))),
     }
 }
 
@@ -222,6 +257,28 @@ mod tests {
     }
 
     #[test]
+    fn kserve_version_names_the_release_and_the_flag_wins() {
+        for (text, want) in [
+            ("kserveVersion: v0.17\n", Release::V0_17),
+            ("kserveVersion: v0.18.0\n", Release::V0_18),
+            ("kserveVersion: '0.16'\n", Release::V0_16),
+            ("kserveVersion: 0.20\n", Release::V0_20),
+            ("{\"kserveVersion\": 0.20}", Release::V0_20),
+            ("kserveVersion: HEAD\n", Release::Head),
+        ] {
+            let s = Settings::from_text(text).unwrap();
+            assert_eq!(s.kserve_version, Some(want), "{text:?}");
+            assert_eq!(s.release(None), want, "{text:?}");
+            assert_eq!(s.release(Some(Release::V0_19)), Release::V0_19, "{text:?}");
+        }
+        assert_eq!(Settings::default().release(None), Release::Head);
+        assert_eq!(
+            Settings::default().release(Some(Release::V0_20)),
+            Release::V0_20
+        );
+    }
+
+    #[test]
     fn bad_settings_are_errors_naming_the_key() {
         for (text, want) in [
             (
@@ -249,6 +306,15 @@ mod tests {
                 "storageInitializer:\n  cpuLimit: [1]\n",
                 "expected a quantity, found a list",
             ),
+            (
+                "kserveVersion: v0.15\n",
+                "kserveVersion: v0.15 is not supported yet",
+            ),
+            (
+                "kserveVersion: v1.2\n",
+                "kserveVersion: \"v1.2\" is not a KServe version",
+            ),
+            ("kserveVersion: [v0.17]\n", "expected a release"),
         ] {
             let e = Settings::from_text(text).unwrap_err().0;
             assert!(e.contains(want), "{text:?}: {e}");

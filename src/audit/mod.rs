@@ -79,6 +79,11 @@ pub struct AuditArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = crate::cli::modelcar_mode())]
     pub modelcar_mode: crate::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator the webhook reproduces (its
+    /// `--kserve-version`): v0.16 … v0.20 or head. Default: the
+    /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
+    pub kserve_version: Option<crate::release::Release>,
     /// The security profile the webhook runs with (its `--security-profile`):
     /// baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
@@ -144,7 +149,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     let settings = config_file::load_settings(args.config_file.as_deref())
         .map_err(|e| RunError::Config(e.to_string()))?;
     let config = match &args.config {
-        Some(path) => config_file::load_config(Some(path), &settings)
+        Some(path) => config_file::load_config(Some(path), &settings, args.kserve_version)
             .map_err(|e| RunError::Config(e.to_string()))?,
         None => {
             let data = inventory.config_data(&args.controller_namespace).ok_or_else(|| {
@@ -153,8 +158,12 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
                     args.controller_namespace
                 ))
             })?;
-            Config::from_data_with(data, &settings.storage_initializer)
-                .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
+            Config::from_data_with(
+                data,
+                &settings.storage_initializer,
+                settings.release(args.kserve_version),
+            )
+            .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };
     let mut env = Inputs::new(config);

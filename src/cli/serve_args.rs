@@ -8,6 +8,7 @@ use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
+use crate::release::Release;
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -123,12 +124,23 @@ pub struct ConfigArgs {
     /// kserve-injector.io/modelcar-mode annotation overrides it.
     #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
+    /// The KServe release the cluster runs, whose pod mutator to reproduce:
+    /// v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
+    /// the --config-file's kserveVersion key, else head.
+    #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
+    pub kserve_version: Option<Release>,
     /// The security profile of the containers the webhook adds: baseline
     /// (KServe's containers as they are) or restricted (each meets the
     /// restricted Pod Security Standard). A pod's
     /// kserve-injector.io/security-profile annotation overrides it.
     #[arg(long, value_name = "PROFILE", default_value = "baseline", value_parser = security_profile())]
     pub security_profile: SecurityProfile,
+}
+
+/// `--kserve-version`'s parser (`serve`, `mutate`, `audit`): a release whose
+/// differences are all modelled, or an error naming the supported ones.
+pub fn kserve_version() -> impl clap::builder::TypedValueParser<Value = Release> {
+    |text: &str| text.parse::<Release>()
 }
 
 /// `--security-profile`'s parser (`serve`, `mutate`, `audit`), listing the profiles in `--help`.

@@ -424,6 +424,15 @@ impl App {
         if let Some(reason) = &r.withheld_denial {
             self.shadow_denial(r, reason);
         }
+        for lack in &r.unsupported {
+            debug!(
+                request_uid = r.uid.as_str(),
+                namespace = r.namespace.as_str(),
+                object_name = r.name.as_str(),
+                kserve_version = %lack.release,
+                "{lack}"
+            );
+        }
         debug!(
             request_uid = r.uid.as_str(),
             namespace = r.namespace.as_str(),

@@ -5,6 +5,7 @@
 mod audit;
 mod certs;
 mod golden;
+mod kserve_version;
 mod mutate;
 mod reader;
 

@@ -218,8 +218,9 @@ fn goldens() -> Vec<Golden> {
             let optional = |name: &str| Some(dir.join(name)).filter(|p| p.is_file());
             let settings =
                 config_file::load_settings(optional("settings.yaml").as_deref()).expect("settings");
-            let config = config_file::load_config(optional("config.yaml").as_deref(), &settings)
-                .expect("config");
+            let config =
+                config_file::load_config(optional("config.yaml").as_deref(), &settings, None)
+                    .expect("config");
             let mut env = Inputs::new(config);
             env.model_volume = settings.model_volume;
             if let Some(path) = optional("cluster.yaml") {

@@ -65,6 +65,7 @@ VALUE_SETS = {
         "server.maxConcurrentRequests=256",
         "server.maxConnections=2048",
         "server.modelcarMode=native-sidecar",
+        "server.kserveVersion=v0.17",
         "server.extraArgs={--idle-timeout=60s}",
         "metrics.serviceMonitor.enabled=true",
         "metrics.serviceMonitor.labels.release=prometheus",
@@ -186,7 +187,7 @@ def test_the_everything_set_reaches_the_objects(tools):
                     "--lookup-timeout=1s", "--log-format=text", "--log=kserve_injector=debug",
                     "--shutdown-delay=3s", "--drain-timeout=15s", "--max-concurrent-requests=256",
                     "--max-connections=2048", "--modelcar-mode=native-sidecar",
-                    "--idle-timeout=60s"]
+                    "--kserve-version=v0.17", "--idle-timeout=60s"]
     assert pod["containers"][0]["image"] == "registry.example.com/kserve-injector@sha256:" + "0" * 64
     assert pod["imagePullSecrets"] == [{"name": "registry"}]
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
@@ -205,6 +206,26 @@ def test_the_everything_set_reaches_the_objects(tools):
     assert not by_kind(docs, "Issuer")
     assert one(docs, "Certificate")["spec"]["issuerRef"] == {"name": "my-ca", "kind": "ClusterIssuer"}
     assert len(by_kind(docs, "Job")) == 2
+
+
+def test_settings_kserve_version_reaches_the_server(tools, injector_bin, tmp_path):
+    """settings.kserveVersion goes into the settings file (not into a flag),
+    and the binary reads that file as the release: a LocalModel pod gets
+    v0.17's sub-path."""
+    docs = docs_of(tools.template(["settings.kserveVersion=v0.17"]))
+    maps = [d for d in by_kind(docs, "ConfigMap") if "settings.yaml" in d.get("data", {})]
+    assert len(maps) == 1, [d["metadata"]["name"] for d in by_kind(docs, "ConfigMap")]
+    text = maps[0]["data"]["settings.yaml"]
+    assert yaml.safe_load(text) == {"kserveVersion": "v0.17"}
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--config-file=/etc/kserve-injector/settings/settings.yaml" in args
+    assert not [a for a in args if a.startswith("--kserve-version")]
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(text)
+    pod = ROOT / "fixtures" / "s30a-local-model-root" / "input.yaml"
+    out = run([injector_bin, "mutate", "-o", "json", "--config-file", settings, pod]).stdout
+    mount = json.loads(out)["spec"]["containers"][0]["volumeMounts"][0]
+    assert mount["subPath"] == "models/bar/"
 
 
 def test_only_the_webhook_pods_match_its_selectors(tools):
@@ -518,6 +539,7 @@ BROKEN = {
         ["server.lookupTimeout=3s"], "must stay below server.requestTimeout"),
     "a named flag in extraArgs": (
         ["server.extraArgs={--request-timeout=1s}"], "set server.requestTimeout instead"),
+    "settings.kserveVersion not a release": (["settings.kserveVersion=latest"], "kserveVersion"),
     "timeoutSeconds above 30": (["webhook.timeoutSeconds=31"], "timeoutSeconds"),
     "provided without caCrt": (["certificates.mode=provided"], "certificates.provided.caCrt"),
     "provided without a serving pair": (
@@ -567,6 +589,8 @@ WHY = {
         ["server.extraArgs={--idle-timeout 60s}"], [], "kserve", "is one argument with a space in it"),
     "extraArgs --namespaces": (["server.extraArgs={--namespaces=a}"], [], "kserve",
                                "--namespaces is set by the chart: set clusterLookups.namespaces instead"),
+    "extraArgs --kserve-version": (["server.extraArgs={--kserve-version=v0.17}"], [], "kserve",
+                                   "--kserve-version is set by the chart: set server.kserveVersion instead"),
     "issuerRef.kind without a name": (["certificates.certManager.issuerRef.kind=ClusterIssuer"], [],
                                       "kserve", "certificates.certManager.issuerRef.name is required"),
     "namespaceSelector null": (["webhook.namespaceSelector=null"], [], "kserve",

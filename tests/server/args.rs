@@ -245,6 +245,25 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
 }
 
 #[test]
+fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Result<(), clap::Error>
+{
+    use kserve_injector::Release;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(default.inference_config.kserve_version, None);
+    let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
+    assert_eq!(v0_17.inference_config.kserve_version, Some(Release::V0_17));
+    let message = match ServeArgs::try_parse_from(["--kserve-version", "v0.15"]) {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("v0.15 is not supported yet") && message.contains("v0.20, head"),
+        "{message}"
+    );
+    Ok(())
+}
+
+#[test]
 fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
 {
     use kserve_injector::inputs::SecurityProfile;

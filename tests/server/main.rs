@@ -9,6 +9,7 @@ mod cap;
 mod drain;
 mod http;
 mod keepalive;
+mod kserve_version;
 mod router;
 mod shadow;
 mod support;

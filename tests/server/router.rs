@@ -186,8 +186,11 @@ fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     let optional = |name: &str| Some(case.join(name)).filter(|p| p.is_file());
     let settings =
         kserve_injector::config_file::load_settings(optional("settings.yaml").as_deref())?;
-    let config =
-        kserve_injector::config_file::load_config(optional("config.yaml").as_deref(), &settings)?;
+    let config = kserve_injector::config_file::load_config(
+        optional("config.yaml").as_deref(),
+        &settings,
+        None,
+    )?;
     let mut inputs = inputs_with_flags(config, case_flags(case))?;
     if let Some(volume) = settings.model_volume {
         let mut env = (*inputs.env.load_full()).clone();

@@ -103,7 +103,7 @@ those the chart sets from a named value, and those its objects depend on
 {{- define "kserve-injector.reservedFlags" -}}
 {{- $ports := "the Service, probes and NetworkPolicy use the chart's ports 9443 and 8081" -}}
 {{- $cert := "the chart mounts the serving certificate at the default --cert-dir; see certificates.mode" -}}
-{{- $named := dict "--request-timeout" "set server.requestTimeout instead" "--lookup-timeout" "set server.lookupTimeout instead" "--log-format" "set server.logFormat instead" "--log" "set server.logLevel instead" "--shutdown-delay" "set server.shutdownDelay instead" "--drain-timeout" "set server.drainTimeout instead" "--max-concurrent-requests" "set server.maxConcurrentRequests instead" "--max-connections" "set server.maxConnections instead" "--modelcar-mode" "set server.modelcarMode instead" -}}
+{{- $named := dict "--request-timeout" "set server.requestTimeout instead" "--lookup-timeout" "set server.lookupTimeout instead" "--log-format" "set server.logFormat instead" "--log" "set server.logLevel instead" "--shutdown-delay" "set server.shutdownDelay instead" "--drain-timeout" "set server.drainTimeout instead" "--max-concurrent-requests" "set server.maxConcurrentRequests instead" "--max-connections" "set server.maxConnections instead" "--modelcar-mode" "set server.modelcarMode instead" "--kserve-version" "set server.kserveVersion instead" -}}
 {{- $_ := merge $named (dict "--cluster-lookups" "set clusterLookups.enabled instead" "--watch-kinds" "set clusterLookups.watch instead" "--secret-ttl" "set clusterLookups.secretTtl instead" "--secret-cache-entries" "set clusterLookups.secretCacheEntries instead" "--namespaces" "set clusterLookups.namespaces instead" "--outside-namespaces" "set clusterLookups.outsideNamespaces instead" "--config" "set inferenceServiceConfig instead" "--shadow" "set shadow.enabled instead" "--shadow-warnings" "set shadow.warnings instead") -}}
 {{- $_ = merge $named (dict "--security-profile" "set server.securityProfile instead" "--config-file" "set settings instead") -}}
 {{- $_ = merge $named (dict "--addr" $ports "--admin-addr" $ports "--cert-dir" $cert "--tls-cert-file" $cert "--tls-key-file" $cert "--self-signed" $cert "--dns-name" $cert "--self-signed-ca-file" $cert "--objects" "the chart runs the server against the cluster (clusterLookups)" "--kubeconfig" "the server uses its ServiceAccount in the cluster" "--context" "the server uses its ServiceAccount in the cluster") -}}
@@ -165,6 +165,7 @@ their values are in _checks.tpl.
 {{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
+{{- with $s.kserveVersion }}{{ $args = append $args (printf "--kserve-version=%s" .) }}{{ end -}}
 {{- with $s.securityProfile }}{{ $args = append $args (printf "--security-profile=%s" .) }}{{ end -}}
 {{- if .Values.settings }}{{ $args = append $args "--config-file=/etc/kserve-injector/settings/settings.yaml" }}{{ end -}}
 {{- concat $args (include "kserve-injector.extraArgs" . | fromJsonArray) | toJson }}

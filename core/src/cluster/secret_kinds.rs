@@ -3,6 +3,7 @@
 
 use super::objects::Secret;
 use super::s3::literal;
+use crate::release::Release;
 use k8s_openapi::api::core::v1::{
     EnvVar, EnvVarSource, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
 };
@@ -108,11 +109,12 @@ fn secret_volume(volume: &str, mount_path: &str, secret: &str) -> (Volume, Volum
 /// Classifies a Secret, first match wins: S3 (the configured secret-key
 /// key), GCS (the configured credential file), Azure service principal or
 /// token, Azure storage key, https host headers, HDFS, Hugging Face,
-/// ModelScope.
+/// ModelScope (HEAD only: see [`Release::modelscope_credentials`]).
 pub(super) fn contribution(
     secret: &Secret,
     s3_secret_key_name: &str,
     gcs_file_name: &str,
+    release: Release,
 ) -> Contribution {
     let name = &secret.name;
     if secret.has_key(s3_secret_key_name) {
@@ -136,7 +138,7 @@ pub(super) fn contribution(
         Contribution::Volume { volume, mount, env }
     } else if secret.has_key(HF_TOKEN) {
         Contribution::Env(vec![secret_key_ref(HF_TOKEN, name, HF_TOKEN)])
-    } else if secret.has_key(MODELSCOPE_TOKEN) {
+    } else if secret.has_key(MODELSCOPE_TOKEN) && release.modelscope_credentials() {
         let key = MODELSCOPE_TOKEN;
         Contribution::Env(vec![secret_key_ref(key, name, key)])
     } else {
@@ -174,6 +176,7 @@ mod tests {
             secret,
             DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
             DEFAULT_GCS_CREDENTIAL_FILE_NAME,
+            Release::Head,
         )
     }
 
@@ -345,6 +348,9 @@ mod tests {
             ("HF_TOKEN".into(), "hf".into(), "HF_TOKEN".into())
         );
         let ms = Secret::new("ns", "ms").with_data("MODELSCOPE_API_TOKEN", "t");
+        // v0.20 and older skip it ("unsupported secret").
+        let v0_20 = contribution(&ms, "awsSecretAccessKey", "x.json", Release::V0_20);
+        assert!(matches!(v0_20, Contribution::None));
         let Contribution::Env(env) = classify(&ms) else {
             panic!()
         };

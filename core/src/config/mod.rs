@@ -4,6 +4,7 @@
 mod fields;
 
 use crate::quantity;
+use crate::release::Release;
 use fields::Fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -154,6 +155,9 @@ pub struct Config {
     pub batcher: BatcherConfig,
     pub agent: AgentConfig,
     pub metrics_aggregator: MetricsAggregatorConfig,
+    /// The KServe release whose mutator is reproduced; the config is read
+    /// as that release reads it.
+    pub release: Release,
 }
 
 impl Default for Config {
@@ -175,12 +179,17 @@ impl Config {
 
     /// Parses a ConfigMap manifest (YAML or JSON) and reads its `data`.
     pub fn from_manifest(text: &str) -> Result<Self, ConfigError> {
-        Self::from_manifest_with(text, &Resources::default())
+        Self::from_manifest_with(text, &Resources::default(), Release::Head)
     }
 
     /// [`Self::from_manifest`], with `defaults` for the storage-initializer
-    /// resource keys the ConfigMap leaves out or empty (see [`Self::from_data_with`]).
-    pub fn from_manifest_with(text: &str, defaults: &Resources) -> Result<Self, ConfigError> {
+    /// resource keys the ConfigMap leaves out or empty, read as `release`
+    /// reads it (see [`Self::from_data_with`]).
+    pub fn from_manifest_with(
+        text: &str,
+        defaults: &Resources,
+        release: Release,
+    ) -> Result<Self, ConfigError> {
         // The CLI's reader: JSON as JSON, YAML the way kubectl reads it.
         let manifest = |e: String| ConfigError::Manifest(e);
         let mut bytes = text.as_bytes();
@@ -204,22 +213,25 @@ impl Config {
                 data.insert(k.clone(), s.clone());
             }
         }
-        Self::from_data_with(&data, defaults)
+        Self::from_data_with(&data, defaults, release)
     }
 
     /// Builds the config from ConfigMap data, in KServe's order: the first
-    /// invalid section is the error reported.
+    /// invalid section is the error reported; as HEAD reads it.
     pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        Self::from_data_with(data, &Resources::default())
+        Self::from_data_with(data, &Resources::default(), Release::Head)
     }
 
     /// [`Self::from_data`], where a storage-initializer resource key that the
     /// ConfigMap leaves out or empty takes its value from `defaults` (our own
     /// settings file, [`crate::settings`]); a key the ConfigMap sets wins.
     /// An empty default changes nothing: the key is KServe's error as before.
+    /// The data is read as `release` reads it (`--kserve-version`, else the
+    /// settings file's `kserveVersion`, [`crate::settings::Settings::release`]).
     pub fn from_data_with(
         data: &BTreeMap<String, String>,
         defaults: &Resources,
+        release: Release,
     ) -> Result<Self, ConfigError> {
         let section = |key: &str| -> Result<Value, ConfigError> {
             match data.get(key) {
@@ -232,7 +244,7 @@ impl Config {
         };
         let credentials = parse_credentials(&section(CREDENTIALS_KEY)?)?;
         let storage_initializer =
-            parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?, defaults)?;
+            parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?, defaults, release)?;
         let logger = parse_logger(&section(LOGGER_KEY)?)?;
         let batcher = parse_batcher(&section(BATCHER_KEY)?)?;
         let agent = parse_agent(&section(AGENT_KEY)?)?;
@@ -244,7 +256,9 @@ impl Config {
             batcher,
             agent,
             metrics_aggregator,
-        })
+            release,
+        }
+        .for_release(release))
     }
 }
 
@@ -276,6 +290,7 @@ fn parse_resources(
 fn parse_storage_initializer(
     v: &Value,
     defaults: &Resources,
+    release: Release,
 ) -> Result<StorageInitializerConfig, ConfigError> {
     let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
     let message = |key: &str, e: quantity::QuantityError| {
@@ -284,7 +299,7 @@ fn parse_storage_initializer(
     let resources = parse_resources(&f, defaults, message)?;
     let optional_quantity = |key: &str| -> Result<String, ConfigError> {
         let raw = f.string(key)?;
-        if raw.is_empty() {
+        if raw.is_empty() && release.modelcar_quantities_optional() {
             return Ok(raw);
         }
         quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(message(key, e)))
@@ -292,10 +307,13 @@ fn parse_storage_initializer(
     let cpu_modelcar = optional_quantity("cpuModelcar")?;
     let memory_modelcar = optional_quantity("memoryModelcar")?;
     let oci_model_mode = f.string("ociModelMode")?;
-    if !matches!(
-        oci_model_mode.as_str(),
-        "" | "modelcar" | "native" | "fetch"
-    ) {
+    // Before v0.20 the key is unknown to KServe, so never refused.
+    if release.oci_mode_keys()
+        && !matches!(
+            oci_model_mode.as_str(),
+            "" | "modelcar" | "native" | "fetch"
+        )
+    {
         return Err(ConfigError::Invalid(format!(
             "invalid \"{STORAGE_INITIALIZER_KEY}\".ociModelMode {oci_model_mode:?}: must be one of \"modelcar\", \"native\", \"fetch\""
         )));

@@ -172,7 +172,7 @@ fn settings_defaults_fill_only_what_the_configmap_leaves_out() {
         memory_limit: "4Gi".into(),
     };
     let storage = r#"{"memoryRequest":"100Mi","cpuLimit":"","image":"x"}"#;
-    let c = Config::from_data_with(&valid_with(storage), &defaults).unwrap();
+    let c = Config::from_data_with(&valid_with(storage), &defaults, Release::Head).unwrap();
     let r = &c.storage_initializer.resources;
     assert_eq!(r.memory_request, "100Mi", "the ConfigMap's value wins");
     assert_eq!(r.cpu_limit, "2", "an empty key takes the default");

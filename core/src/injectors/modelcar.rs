@@ -6,7 +6,7 @@
 
 use super::ca_bundle;
 use super::storage_initializer::overrides::InitResources;
-use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
+use super::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use super::{security_profile, InjectError};
 use crate::constants::*;
 use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
@@ -35,9 +35,17 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
-    let Some(oci) = parse_oci(&src) else {
+    let Some(oci) = parse_oci_in(&src, env.config.release) else {
         return Ok(());
     };
+    if !env.config.release.modelcar_worker_fallback()
+        && pod.position(List::Containers, KSERVE_CONTAINER).is_none()
+    {
+        return Err(InjectError::new(
+            NAME,
+            format!("no container found with name {KSERVE_CONTAINER}"),
+        ));
+    }
     let containers = model_containers(pod).ok_or_else(|| {
         InjectError::new(
             NAME,
@@ -46,7 +54,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     })?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
         "native" => inject_image_volume(pod, &oci, &containers),
-        "fetch" => inject_fetch(pod, env, &oci, &containers),
+        // v0.20 parses `fetch` but has no branch for it: a modelcar.
+        "fetch" if env.config.release.oci_fetch() => inject_fetch(pod, env, &oci, &containers),
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
             let shape = shape::choose(pod, env)?;
@@ -63,9 +72,10 @@ pub fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
     if env.config.storage_initializer.oci_mode().is_empty() {
         return None;
     }
-    let oci = parse_oci(pod.annotation(SOURCE_URI_ANNOTATION)?)?;
+    let oci = parse_oci_in(pod.annotation(SOURCE_URI_ANNOTATION)?, env.config.release)?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
-        "native" | "fetch" => None,
+        "native" => None,
+        "fetch" if env.config.release.oci_fetch() => None,
         _ => shape::choose(pod, env).ok(),
     }
 }

@@ -5,7 +5,9 @@
 //! [`crate::cluster`].
 
 use super::ca_bundle;
-use super::storage_uri::{local_model_uri, oci_effective_mode, parse_oci, parse_pvc};
+use super::storage_uri::{
+    local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
+};
 use super::{security_profile, InjectError};
 use crate::cluster::container_merge::merge_storage_container;
 use crate::cluster::credentials::{
@@ -49,7 +51,12 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         let local_source = pod
             .annotation(LOCAL_MODEL_SOURCE_URI_ANNOTATION)
             .unwrap_or_default();
-        src = local_model_uri(&src, local_source, pvc);
+        src = if env.config.release.local_model_by_hash() {
+            local_model_uri(&src, local_source, pvc)
+        } else {
+            let cache = pod.label(LOCAL_MODEL_LABEL).unwrap_or_default();
+            local_model_uri_in(&src, local_source, pvc, cache)
+        };
     }
     let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
     let overrides = InitResources::from_pod(pod, NAME)?;
@@ -57,13 +64,14 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     // KServe looks the ClusterStorageContainer up before any skip, so its
     // errors deny even a pod that then gets no storage-initializer.
-    let explicit = pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION);
+    let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
+        .filter(|_| env.config.release.explicit_storage_container());
     let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
     // The model puller (agent) downloads models itself.
     if pod.annotation(AGENT_ANNOTATION).is_some() {
         return Ok(());
     }
-    if let Some(oci) = parse_oci(&src) {
+    if let Some(oci) = parse_oci_in(&src, env.config.release) {
         if !oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()).is_empty() {
             return Ok(());
         }
@@ -193,6 +201,7 @@ impl InitPlan<'_> {
                     namespace: pod.namespace(),
                     service_account_name: pod.service_account_name(),
                     pod_annotations: pod,
+                    release: env.config.release,
                 };
                 add_service_account_credentials(&env.cluster, config, &request, &mut credentials)
                     .map_err(|e| error(e.to_string()))?;
@@ -232,7 +241,9 @@ impl InitPlan<'_> {
         for (name, value) in HF_DEFAULT_ENV {
             push_env_if_absent(&mut vars, env_var(name, value));
         }
-        apply_confidential(pod, &mut vars);
+        if env.config.release.confidential_env() {
+            apply_confidential(pod, &mut vars);
+        }
         container.env = (!vars.is_empty()).then_some(vars);
         Ok((container, volumes))
     }
