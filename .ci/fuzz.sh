@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(review config reader)
+[ "${#TARGETS[@]}" -gt 0 ] || TARGETS=(review config reader shadow)
 RUNS=${RUNS:-0}          # 0: no execution cap
 JOBS=${JOBS:-1}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
@@ -59,6 +59,8 @@ seed_review() {
       || rm -f "$dir/fixture-$(basename "$case").json"
   done
 }
+# The shadow target reads what the review target reads.
+seed_shadow() { seed_review "$@"; }
 seed_config() {
   local dir=$1 n=0
   for file in core/src/config/default.yaml fixtures/*/config.yaml; do

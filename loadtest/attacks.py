@@ -9,14 +9,21 @@ scale on every CI run; this is for the figures.
    closed them (seconds after their handshake), how many it accepted at all
    while the cap held, and the real requests sent every 0.5 s meanwhile (curl,
    each allowed 15 s): their statuses and slowest time.
-2. big-bodies: 40 HTTP/1.1 connections each declaring a 7 MiB - 1 body and
+2. idle-h2: with the default --max-connections (4096), 4096 TLS connections
+   that negotiate h2, send one review, read its answer and stay open, idle
+   (answering the server's keep-alive pings). Then a real client sends 200
+   reviews one after another, each on a new connection (curl), as a client
+   whose connections were closed must. Reported: the real requests' statuses
+   and latency (p50, p99, slowest), how many idle connections the server
+   closed for them, and the server's peak RSS.
+3. big-bodies: 40 HTTP/1.1 connections each declaring a 7 MiB - 1 body and
    sending all of it but the last byte, then holding. Reported: the server's
    RSS before, after the bodies were sent, and its peak; what each got (503
    when its declared length does not fit --max-buffered-bytes, 504 when the
    body is not complete within --request-timeout); and a real request's
    status and time meanwhile.
 
-    python3 loadtest/attacks.py [silent-h2|big-bodies ...]
+    python3 loadtest/attacks.py [silent-h2|idle-h2|big-bodies ...]
 
 Needs curl; builds nothing (run `cargo build --release` first).
 """
@@ -32,7 +39,7 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "kserve-injector")
+BIN = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "kserve-injector")
 REVIEW = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
 
 
@@ -163,6 +170,148 @@ def silent_h2(tmp):
           f"slowest {max(t for _, t in real):.2f} s")
 
 
+def h2_frame(kind, flags, stream, payload=b""):
+    return len(payload).to_bytes(3, "big") + bytes([kind, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def hpack_literal(name, value):
+    """A header field without indexing, its name a literal (RFC 7541 6.2.2)."""
+    def string(text):
+        data = text.encode()
+        assert len(data) < 127
+        return bytes([len(data)]) + data
+    return b"\x00" + string(name) + string(value)
+
+
+def h2_review_request(body):
+    headers = b"".join(hpack_literal(n, v) for n, v in [
+        (":method", "POST"), (":scheme", "https"), (":path", "/mutate-pods"),
+        (":authority", "localhost"), ("content-type", "application/json")])
+    return (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0)
+            + h2_frame(1, 0x4, 1, headers) + h2_frame(0, 0x1, 1, body))
+
+
+def h2_frames(buffer):
+    """Complete frames at the head of `buffer`, and the rest."""
+    frames = []
+    while len(buffer) >= 9:
+        length = int.from_bytes(buffer[:3], "big")
+        if len(buffer) < 9 + length:
+            break
+        kind, flags = buffer[3], buffer[4]
+        stream = int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
+        frames.append((kind, flags, stream, buffer[9:9 + length]))
+        buffer = buffer[9 + length:]
+    return frames, buffer
+
+
+def h2_answer(frames):
+    """What a client owes the server for `frames`: SETTINGS and PING acks."""
+    out = b""
+    for kind, flags, _, payload in frames:
+        if kind == 4 and not flags & 1:
+            out += h2_frame(4, 1, 0)
+        elif kind == 6 and not flags & 1:
+            out += h2_frame(6, 1, 0, payload)
+    return out
+
+
+def idle_h2(tmp):
+    import selectors
+    held_count, real_count = 4096, 200
+    server = Server(tmp)
+    ctx = server.context("h2")
+    with open(REVIEW, "rb") as f:
+        request = h2_review_request(f.read())
+    held, failed = [], 0
+    lock = threading.Lock()
+
+    def holder(n):
+        nonlocal failed
+        for _ in range(n):
+            try:
+                tls = ctx.wrap_socket(socket.create_connection(("127.0.0.1", server.port), timeout=60),
+                                      server_hostname="localhost")
+                tls.sendall(request)
+                buffer, done = b"", False
+                while not done:
+                    data = tls.recv(65536)
+                    if not data:
+                        raise OSError("closed before the answer")
+                    frames, buffer = h2_frames(buffer + data)
+                    tls.sendall(h2_answer(frames))
+                    done = any(s == 1 and f & 1 for _, f, s, _ in frames)
+                with lock:
+                    held.append(tls)
+            except OSError:
+                with lock:
+                    failed += 1
+
+    started = time.monotonic()
+    threads = [threading.Thread(target=holder, args=(held_count // 32,)) for _ in range(32)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    opened = time.monotonic() - started
+    open_now = subprocess.run(["curl", "-s", f"http://127.0.0.1:{server.admin}/metrics"],
+                              capture_output=True, text=True).stdout
+    open_line = [l for l in open_now.splitlines() if l.startswith("kserve_injector_open_connections ")]
+    # The holders answer the server's keep-alive pings, as a live client would.
+    stop, closed_by_server = threading.Event(), [0]
+    selector = selectors.DefaultSelector()
+    buffers = {}
+    for tls in held:
+        tls.setblocking(False)
+        selector.register(tls, selectors.EVENT_READ)
+        buffers[tls] = b""
+
+    def keep_alive():
+        while not stop.is_set():
+            for key, _ in selector.select(timeout=0.2):
+                tls = key.fileobj
+                try:
+                    data = tls.recv(65536)
+                except ssl.SSLWantReadError:
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    selector.unregister(tls)
+                    closed_by_server[0] += 1
+                    continue
+                frames, buffers[tls] = h2_frames(buffers[tls] + data)
+                try:
+                    tls.sendall(h2_answer(frames))
+                except (OSError, ssl.SSLWantWriteError):
+                    pass
+
+    pinger = threading.Thread(target=keep_alive)
+    pinger.start()
+    real = [server.review() for _ in range(real_count)]
+    time.sleep(1)
+    stop.set()
+    pinger.join()
+    metrics = subprocess.run(["curl", "-s", f"http://127.0.0.1:{server.admin}/metrics"],
+                             capture_output=True, text=True).stdout
+    evicted = [l for l in metrics.splitlines() if l.startswith("kserve_injector_connection_evictions_total ")]
+    peak = rss_kib(server.proc.pid, "VmHWM")
+    for tls in held:
+        tls.close()
+    server.stop()
+    codes = {}
+    for code, _ in real:
+        codes[code] = codes.get(code, 0) + 1
+    times = sorted(t for _, t in real)
+    pct = lambda p: times[min(len(times) - 1, int(len(times) * p))]
+    print(f"idle-h2: {len(held)} answered, idle h2 connections held ({failed} failed), opened in "
+          f"{opened:.1f} s; {open_line[0] if open_line else 'open connections unknown'}; "
+          f"then {real_count} real requests, each on a new connection (curl): statuses {codes}, "
+          f"p50 {pct(0.5) * 1000:.0f} ms, p99 {pct(0.99) * 1000:.0f} ms, slowest {times[-1] * 1000:.0f} ms; "
+          f"idle connections closed by the server meanwhile {closed_by_server[0]} "
+          f"({evicted[0] if evicted else 'evictions unknown'}); server peak RSS {peak / 1024:.1f} MiB")
+
+
 def big_bodies(tmp):
     server = Server(tmp)
     pid = server.proc.pid
@@ -221,7 +370,7 @@ def big_bodies(tmp):
 
 
 def main():
-    attacks = {"silent-h2": silent_h2, "big-bodies": big_bodies}
+    attacks = {"silent-h2": silent_h2, "idle-h2": idle_h2, "big-bodies": big_bodies}
     chosen = sys.argv[1:] or list(attacks)
     for name in chosen:
         if name not in attacks:

@@ -14,8 +14,9 @@ use std::io::{BufRead, Write};
 
 pub use budget_args::BudgetArgs;
 pub use serve_args::{
-    modelcar_mode, parse_duration, ConfigArgs, LimitArgs, ListenArgs, LogFormat, LoggingArgs,
-    LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs, DEFAULT_CERT_DIR,
+    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
+    ListenArgs, LogFormat, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
+    DEFAULT_CERT_DIR,
 };
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
@@ -135,6 +136,13 @@ enum Processed {
     Review(Value, Option<String>),
 }
 
+/// What the object asked for that the selected KServe release lacks.
+fn log_unsupported(label: &str, lacks: &[crate::release::Unsupported]) {
+    for lack in lacks {
+        tracing::debug!(object = label, kserve_version = %lack.release, "{lack}");
+    }
+}
+
 fn mutate_object(
     doc: &Value,
     label: &str,
@@ -153,6 +161,7 @@ fn mutate_object(
     if kind == "Pod" {
         let env = env_for(doc, ns, env, cluster, label)?;
         let m = mutate(doc, ns, &env).map_err(fail)?;
+        log_unsupported(label, &m.unsupported);
         return Ok(Processed::Object {
             object: m.pod,
             patch: m.patch,
@@ -168,6 +177,7 @@ fn mutate_object(
         .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
     let env = env_for(template, ns, env, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
+    log_unsupported(label, &m.unsupported);
     // The template's operations, moved under it: the output is the input
     // with the same operations the webhook would send applied.
     let patch: Vec<Op> = m.patch.into_iter().map(|op| op.under(pointer)).collect();

@@ -3,7 +3,9 @@
 //! is a file, or a directory laid out the way kubelet projects a ConfigMap or
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Resources};
+use crate::release::Release;
+use crate::settings::{Settings, SettingsError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,11 @@ pub enum LoadError {
     },
     #[error("config {path}: {source}")]
     Invalid { path: PathBuf, source: ConfigError },
+    #[error("--config-file {path}: {source}")]
+    Settings {
+        path: PathBuf,
+        source: SettingsError,
+    },
 }
 
 /// One read of every source: each file's bytes, or why it could not be
@@ -63,18 +70,20 @@ impl Snapshot {
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
 fn read(path: &Path) -> Result<Vec<u8>, String> {
+    read_capped(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// The bytes of `path`, refused past [`MAX_FILE_BYTES`].
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let failed = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(failed)?;
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(failed)?;
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "cannot read {}: larger than {} bytes (4 MiB)",
-            path.display(),
-            MAX_FILE_BYTES
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {MAX_FILE_BYTES} bytes (4 MiB)"),
         ));
     }
     Ok(bytes)
@@ -99,6 +108,18 @@ fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 /// Parses a snapshot of `path` (a ConfigMap manifest file, or a mounted
 /// ConfigMap directory whose file names are the data keys).
 pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
+    parse_with(path, snap, &Resources::default(), Release::Head)
+}
+
+/// [`parse`], with our settings file's storage-initializer defaults for the
+/// keys the ConfigMap leaves out ([`Config::from_data_with`]), read as
+/// `release` reads the ConfigMap.
+pub fn parse_with(
+    path: &Path,
+    snap: &Snapshot,
+    defaults: &Resources,
+    release: Release,
+) -> Result<Config, LoadError> {
     let io = |message: String| LoadError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(message),
@@ -121,16 +142,53 @@ pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
                 .unwrap_or_default();
             data.insert(key, text(file, bytes)?);
         }
-        Config::from_data(&data).map_err(invalid)
+        Config::from_data_with(&data, defaults, release).map_err(invalid)
     } else {
         let bytes = snap.file(path).map_err(io)?;
-        Config::from_manifest(&text(path, bytes)?).map_err(invalid)
+        Config::from_manifest_with(&text(path, bytes)?, defaults, release).map_err(invalid)
     }
 }
 
 /// Loads from a ConfigMap manifest file or a mounted ConfigMap directory.
 pub fn load(path: &Path) -> Result<Config, LoadError> {
     parse(path, &Snapshot::read(&[path.to_path_buf()]))
+}
+
+/// The inferenceservice-config as `--config`, `--config-file` and
+/// `--kserve-version` (`release`, which wins over the settings file's
+/// `kserveVersion`) give it: KServe's shipped values without `--config`.
+pub fn load_config(
+    config: Option<&Path>,
+    settings: &Settings,
+    release: Option<Release>,
+) -> Result<Config, LoadError> {
+    let release = settings.release(release);
+    match config {
+        Some(path) => parse_with(
+            path,
+            &Snapshot::read(&[path.to_path_buf()]),
+            &settings.storage_initializer,
+            release,
+        ),
+        None => Ok(Config::default().for_release(release)),
+    }
+}
+
+/// Loads our own settings file (`--config-file`); none given is no settings.
+pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {
+    let Some(path) = path else {
+        return Ok(Settings::default());
+    };
+    let bytes = read_capped(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |message: String| LoadError::Settings {
+        path: path.to_path_buf(),
+        source: SettingsError(message),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
+    Settings::from_text(&text).map_err(|e| invalid(e.0))
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@
 
 pub use kserve_injector_core::{
     admission, cluster, config, constants, injectors, inputs, json_text, mutation, pod, probe_json,
-    quantity, reader, view,
+    quantity, reader, release, settings, view,
 };
 pub use kserve_injector_core::{
-    mutate, ClusterData, Config, ConfigError, Inputs, Mutation, MutationError,
+    mutate, ClusterData, Config, ConfigError, Inputs, Mutation, MutationError, Release,
 };
 
 pub mod audit;

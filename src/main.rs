@@ -106,6 +106,10 @@ struct MutateArgs {
     /// Example: --config ./inferenceservice-config.yaml
     #[arg(long, value_name = "PATH")]
     config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for, as `serve --config-file`. Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    config_file: Option<PathBuf>,
     /// Output: the mutated objects as yaml or json, or the JSON Patch the
     /// webhook would return. AdmissionReview input always prints the response as JSON.
     /// Example: -o patch
@@ -132,6 +136,16 @@ struct MutateArgs {
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = kserve_injector::cli::modelcar_mode())]
     modelcar_mode: kserve_injector::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator to reproduce, as `serve
+    /// --kserve-version`: v0.16 … v0.20 or head. Default: the --config-file's
+    /// kserveVersion, else head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = kserve_injector::cli::kserve_version())]
+    kserve_version: Option<kserve_injector::Release>,
+    /// The security profile of the containers added, as `serve
+    /// --security-profile`: baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = kserve_injector::cli::security_profile())]
+    security_profile: kserve_injector::inputs::SecurityProfile,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
@@ -195,20 +209,35 @@ fn fail(e: &CliError) -> ExitCode {
     ExitCode::from(e.exit_code() as u8)
 }
 
+/// The offline commands log (what a pod asked of an older KServe release,
+/// what an object dump held that was passed over) to stderr, only when
+/// `RUST_LOG` asks: their stdout is the result.
+fn stderr_logs_from_env() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .try_init();
+    }
+}
+
 fn mutate_command(args: MutateArgs) -> ExitCode {
     let stdout = match stdout_file() {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
     };
-    let config = match &args.config {
-        Some(path) => match config_file::load(path) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        None => Config::default(),
+    let loaded = config_file::load_settings(args.config_file.as_deref()).and_then(|settings| {
+        let config =
+            config_file::load_config(args.config.as_deref(), &settings, args.kserve_version)?;
+        Ok((config, settings))
+    });
+    let (config, settings) = match loaded {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     let budget = args.budget.budget();
     let format = match args.output {
@@ -238,6 +267,8 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
     };
     let mut env = Inputs::new(config);
     env.modelcar_mode = args.modelcar_mode;
+    env.security_profile = args.security_profile;
+    env.model_volume = settings.model_volume;
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
@@ -333,8 +364,35 @@ fn certs_command(args: &CertsArgs) -> ExitCode {
     }
 }
 
+/// `audit --credentials`: the table or JSON, exit 1 when anything is found.
+fn audit_credentials(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
+    use kserve_injector::audit::{run_credentials, AuditFormat};
+    let report = match run_credentials(args) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match args.output {
+        AuditFormat::Table => report.table(),
+        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => return fail(&CliError::Output(e.to_string())),
+        },
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.found() => ExitCode::from(1),
+        ok => ok,
+    }
+}
+
 fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
     use kserve_injector::audit::{run, AuditFormat};
+    if args.credentials {
+        return audit_credentials(args);
+    }
     let report = match run(args) {
         Ok(report) => report,
         Err(e) => {
@@ -360,6 +418,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(cli.command, Command::Mutate(_) | Command::Audit(_)) {
         kserve_injector::memory::purge_at_once();
+        stderr_logs_from_env();
     }
     match cli.command {
         Command::Mutate(args) => mutate_command(args),

@@ -53,9 +53,14 @@ pub struct Reviewed {
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
     /// The modelcar's shape and why, when the pod gets a modelcar.
     pub modelcar_shape: Option<ShapeChoice>,
+    /// What the pod asks for that the selected KServe release lacks.
+    pub unsupported: Vec<crate::release::Unsupported>,
     /// In shadow mode, the operations the answer left out: what this
     /// webhook would have changed.
     pub withheld: Vec<Withheld>,
+    /// In shadow mode, the denial the answer left out: why this webhook
+    /// would have refused the pod (then `allowed` is true, `denial` empty).
+    pub withheld_denial: Option<String>,
 }
 
 /// One operation shadow mode computed and did not send.
@@ -67,15 +72,16 @@ pub struct Withheld {
     pub injector: &'static str,
 }
 
-/// How [`Prepared::answer_in`] answers.
+/// How a [`Prepared`] request is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
-    /// Allowed with the patch: the webhook's job.
+    /// Allowed with the patch, or denied: the webhook's job.
     #[default]
     Mutate,
-    /// Allowed without a patch; what the patch would hold is reported in
-    /// [`Reviewed::withheld`], and with `warnings` in the response's
-    /// `warnings`, which kubectl prints.
+    /// Always allowed, never with a patch: what the patch would hold is
+    /// reported in [`Reviewed::withheld`], a denial in
+    /// [`Reviewed::withheld_denial`], and with `warnings` either one in the
+    /// response's `warnings`, which kubectl prints.
     Shadow { warnings: bool },
 }
 
@@ -107,6 +113,24 @@ fn shadow_warning(withheld: &[Withheld]) -> String {
         if i + 1 < withheld.len() {
             text.push(';');
         }
+    }
+    text
+}
+
+/// The shadow warning for a denial left out: its code and as much of its
+/// message as fits.
+fn shadow_denial_warning(code: u16, message: &str) -> String {
+    let mut text = format!("kserve-injector (shadow mode) would deny the pod (code {code}): ");
+    let room = MAX_WARNING_CHARS.saturating_sub(text.len());
+    if message.len() <= room {
+        text.push_str(message);
+    } else {
+        let mut end = room.saturating_sub(3);
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.push_str(&message[..end]);
+        text.push_str("...");
     }
     text
 }
@@ -267,6 +291,11 @@ pub fn review(body: &[u8], env: &Inputs) -> Result<Reviewed, ReviewError> {
     prepare(body)?.answer(env)
 }
 
+/// [`review`], answering as `mode` says.
+pub fn review_in(body: &[u8], env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
+    prepare_in(body, mode)?.answer(env)
+}
+
 /// A request decoded in one pass and not yet answered. Between
 /// [`prepare`] and [`Prepared::answer`] an adapter may fetch the cluster
 /// objects the pod needs ([`Prepared::lookup_facts`]); the core stays pure.
@@ -278,12 +307,21 @@ pub struct Prepared<'a> {
     applies: bool,
     pod: Option<Result<PodView<'a>, ViewError>>,
     out: Reviewed,
+    mode: Mode,
 }
 
 /// Decodes a request body: the envelope, and for a CREATE of a Pod the
 /// view of the pod. A body that is not an AdmissionReview is an error
 /// (HTTP 400); everything else gets an answer.
 pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
+    prepare_in(body, Mode::Mutate)
+}
+
+/// [`prepare`], for an answer in `mode`: every answer of a shadow-mode
+/// request, a denial included, is `allowed` without a patch. Only a body
+/// that is not an AdmissionReview (not JSON, another kind, no request) is
+/// an error in both modes: it cannot be answered, having no uid to answer.
+pub fn prepare_in(body: &[u8], mode: Mode) -> Result<Prepared<'_>, ReviewError> {
     // serde_json skips the strings nobody reads without checking their UTF-8,
     // so the whole body is checked once here: invalid UTF-8 is not JSON.
     let body =
@@ -345,7 +383,9 @@ pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
         denial: None,
         outcomes: Vec::new(),
         withheld: Vec::new(),
+        withheld_denial: None,
         modelcar_shape: None,
+        unsupported: Vec::new(),
     };
     Ok(Prepared {
         api_version: review.api_version,
@@ -354,6 +394,7 @@ pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
         applies,
         pod,
         out,
+        mode,
     })
 }
 
@@ -370,14 +411,9 @@ impl Prepared<'_> {
         }
     }
 
-    /// Answers with the injectors' edits, or a denial.
+    /// Answers with the injectors' edits, or a denial; in shadow mode
+    /// allowed, without either.
     pub fn answer(self, env: &Inputs) -> Result<Reviewed, ReviewError> {
-        self.answer_in(env, Mode::Mutate)
-    }
-
-    /// Answers as `mode` says: with the edits, or in shadow mode allowed
-    /// and without them. A denial is a denial in both modes.
-    pub fn answer_in(self, env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
         let result = match self.pod {
             Some(pod) if self.applies => Some(
                 pod.map_err(MutationError::from)
@@ -385,13 +421,15 @@ impl Prepared<'_> {
             ),
             _ => None,
         };
-        let mut answer = Answer::allow(self.uid.as_str());
+        let uid = self.uid.as_str();
         let mut out = self.out;
-        match result {
+        let answer = match result {
             Some(Ok(edits)) => {
+                let mut answer = Answer::allow(uid);
                 out.outcomes = edits.outcomes;
                 out.modelcar_shape = edits.modelcar_shape;
-                match mode {
+                out.unsupported = edits.unsupported;
+                match self.mode {
                     Mode::Shadow { warnings } => {
                         out.withheld = (edits.ops.iter().zip(&edits.sources))
                             .map(|(op, injector)| Withheld {
@@ -411,28 +449,29 @@ impl Prepared<'_> {
                         }
                     }
                 }
+                answer
             }
             Some(Err(e)) => {
-                answer.code = match e {
+                let code = match e {
                     MutationError::Decode { .. } => 400,
                     MutationError::Inject(_) => 500,
                 };
-                answer.allowed = false;
-                answer.message = Some(e.to_string());
-                out.denial = Some(e.to_string());
+                Answer::refuse(uid, code, &e.to_string())
             }
-            None if self.applies => {
-                answer.allowed = false;
-                answer.code = 400;
-                answer.message =
-                    Some("request.object: a CREATE of a Pod must carry the pod".into());
-                out.denial = Some("request.object missing".into());
-            }
-            None => {}
-        }
-        out.allowed = answer.allowed;
-        out.body = encode(self.api_version.as_str(), &answer)?;
-        Ok(out)
+            None if self.applies => Answer::refuse(
+                uid,
+                400,
+                "request.object: a CREATE of a Pod must carry the pod",
+            ),
+            None => Answer::allow(uid),
+        };
+        finish(self.api_version.as_str(), out, answer, self.mode)
+    }
+
+    /// Answers as `mode` says, whatever mode the request was prepared in.
+    pub fn answer_in(mut self, env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
+        self.mode = mode;
+        self.answer(env)
     }
 
     /// Denies the request (HTTP 200, `allowed: false`, code 500): a cluster
@@ -444,21 +483,46 @@ impl Prepared<'_> {
     /// Denies the request with `code` in its status (HTTP 200 all the same).
     pub fn refuse(self, code: u16, message: &str) -> Result<Reviewed, ReviewError> {
         let answer = Answer::refuse(self.uid.as_str(), code, message);
-        let mut out = self.out;
-        out.allowed = false;
-        out.denial = Some(message.to_string());
-        out.body = encode(self.api_version.as_str(), &answer)?;
-        Ok(out)
+        finish(self.api_version.as_str(), self.out, answer, self.mode)
     }
 
     /// Admits the request with no change, whatever the injectors would do.
     pub fn untouched(self) -> Result<Reviewed, ReviewError> {
         let answer = Answer::allow(self.uid.as_str());
-        let mut out = self.out;
-        out.allowed = true;
-        out.body = encode(self.api_version.as_str(), &answer)?;
-        Ok(out)
+        finish(self.api_version.as_str(), self.out, answer, self.mode)
     }
+}
+
+/// Records `answer` in `out` and writes it. In shadow mode a denial becomes
+/// an allowance: the reason goes to [`Reviewed::withheld_denial`] and, with
+/// warnings, into the response's `warnings`.
+fn finish(
+    api_version: &str,
+    mut out: Reviewed,
+    mut answer: Answer<'_>,
+    mode: Mode,
+) -> Result<Reviewed, ReviewError> {
+    if !answer.allowed {
+        let message = answer.message.take().unwrap_or_default();
+        match mode {
+            Mode::Mutate => {
+                answer.message = Some(message.clone());
+                out.denial = Some(message);
+            }
+            Mode::Shadow { warnings } => {
+                if warnings {
+                    let warning = shadow_denial_warning(answer.code, &message);
+                    answer.warnings.push(warning);
+                }
+                out.withheld_denial = Some(message);
+                answer.allowed = true;
+                answer.code = 200;
+            }
+        }
+    }
+    out.allowed = answer.allowed;
+    out.body = encode(api_version, &answer)?;
+    Ok(out)
 }
 
 mod encode;

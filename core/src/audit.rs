@@ -11,6 +11,7 @@
 //! would.
 
 pub mod compare;
+pub mod credentials;
 pub mod report;
 
 use crate::cluster::keys::PodFacts;
@@ -61,6 +62,9 @@ pub struct Inventory {
     /// The objects the injectors look up (ServiceAccounts, Secrets,
     /// ClusterStorageContainers, InferenceServices), and the kinds passed over.
     pub objects: LoadedObjects,
+    /// `audit --credentials`: every live pod is scanned as it is added,
+    /// whatever its labels ([`credentials`]).
+    pub credentials: Option<credentials::CredentialReport>,
 }
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -113,6 +117,10 @@ impl Inventory {
             let namespace = text(&doc, "/metadata/namespace").to_string();
             (namespace, text(&doc, "/metadata/name").to_string())
         };
+        if let Some(report) = &mut self.credentials {
+            let owner = controller(&doc).map(|o| format!("{}/{}", o.kind, o.name));
+            report.add(&doc, owner.as_deref().unwrap_or_default());
+        }
         match (text(&doc, "/apiVersion"), text(&doc, "/kind")) {
             ("v1", "Pod") => {
                 if has_isvc_label(&doc) {

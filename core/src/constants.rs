@@ -74,6 +74,18 @@ pub const MODELCAR_INIT_CONTAINER: &str = "modelcar-init";
 /// Our own annotation (not KServe's): `classic` or `native-sidecar`, the
 /// modelcar's shape for this pod, over `--modelcar-mode`.
 pub const MODELCAR_MODE_ANNOTATION: &str = "kserve-injector.io/modelcar-mode";
+/// Our own annotations (not KServe's): the storage-initializer's requests
+/// and limits for this pod, applied over the ClusterStorageContainer and
+/// the ConfigMap.
+/// Our own annotation: `baseline` or `restricted`, the security profile of
+/// the containers we add to this pod, over `--security-profile`.
+pub const SECURITY_PROFILE_ANNOTATION: &str = "kserve-injector.io/security-profile";
+pub const INIT_CPU_REQUEST_ANNOTATION: &str = "kserve-injector.io/storage-initializer-cpu-request";
+pub const INIT_CPU_LIMIT_ANNOTATION: &str = "kserve-injector.io/storage-initializer-cpu-limit";
+pub const INIT_MEMORY_REQUEST_ANNOTATION: &str =
+    "kserve-injector.io/storage-initializer-memory-request";
+pub const INIT_MEMORY_LIMIT_ANNOTATION: &str =
+    "kserve-injector.io/storage-initializer-memory-limit";
 
 pub const PROVISION_LOCATION_VOLUME: &str = "kserve-provision-location";
 pub const PVC_SOURCE_VOLUME: &str = "kserve-pvc-source";

@@ -4,6 +4,7 @@
 use crate::cluster::ClusterData;
 use crate::config::Config;
 use crate::constants::DEFAULT_CONTROLLER_NAMESPACE;
+use k8s_openapi::api::core::v1::Volume;
 use std::sync::Arc;
 
 /// Everything a mutation depends on besides the pod. The config is shared
@@ -17,6 +18,50 @@ pub struct Inputs {
     pub cluster: ClusterData,
     /// The modelcar's shape when a pod does not choose one (`--modelcar-mode`).
     pub modelcar_mode: ModelcarMode,
+    /// The security profile of the containers we add when a pod does not
+    /// choose one (`--security-profile`).
+    pub security_profile: SecurityProfile,
+    /// The `kserve-provision-location` volume the storage-initializer
+    /// downloads into (`modelVolume` of `--config-file`); `None`: KServe's emptyDir.
+    pub model_volume: Option<Volume>,
+}
+
+/// How hardened the containers we add are: `baseline`, KServe's containers
+/// as they are, or `restricted`, each meeting the restricted Pod Security
+/// Standard ([`crate::injectors::security_profile`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum SecurityProfile {
+    #[default]
+    Baseline,
+    Restricted,
+}
+
+impl SecurityProfile {
+    pub const ALL: [SecurityProfile; 2] = [SecurityProfile::Baseline, SecurityProfile::Restricted];
+    /// The spellings of the flag and of the annotation, in [`Self::ALL`]'s order.
+    pub const NAMES: [&'static str; 2] = ["baseline", "restricted"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SecurityProfile::Baseline => Self::NAMES[0],
+            SecurityProfile::Restricted => Self::NAMES[1],
+        }
+    }
+}
+
+/// A spelling that is not one of [`SecurityProfile::NAMES`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a security profile (expected baseline or restricted)")]
+pub struct UnknownSecurityProfile(pub String);
+
+impl std::str::FromStr for SecurityProfile {
+    type Err = UnknownSecurityProfile;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        (Self::ALL.into_iter())
+            .find(|m| m.as_str() == text)
+            .ok_or_else(|| UnknownSecurityProfile(text.to_string()))
+    }
 }
 
 /// How the modelcar joins a pod: KServe's regular sidecar container, or a
@@ -73,6 +118,8 @@ impl Inputs {
             controller_namespace: DEFAULT_CONTROLLER_NAMESPACE.to_string(),
             cluster: ClusterData::default(),
             modelcar_mode: ModelcarMode::default(),
+            security_profile: SecurityProfile::default(),
+            model_volume: None,
         }
     }
 
@@ -83,6 +130,8 @@ impl Inputs {
             controller_namespace: self.controller_namespace.clone(),
             cluster,
             modelcar_mode: self.modelcar_mode,
+            security_profile: self.security_profile,
+            model_volume: self.model_volume.clone(),
         }
     }
 

@@ -22,9 +22,12 @@ pub mod pod;
 pub mod probe_json;
 pub mod quantity;
 pub mod reader;
+pub mod release;
+pub mod settings;
 pub mod view;
 
 pub use cluster::ClusterData;
 pub use config::{Config, ConfigError};
 pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};
+pub use release::Release;

@@ -9,6 +9,7 @@ use crate::constants::ISVC_LABEL;
 use crate::injectors::modelcar::{self, ShapeChoice};
 use crate::injectors::{self, InjectError, InjectorOutcome};
 use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
+use crate::release::{self, Unsupported};
 use crate::view::{self, PodView, ViewError};
 use k8s_openapi::api::core::v1::PodSpec;
 use serde::Deserialize;
@@ -50,6 +51,8 @@ pub struct Edits {
     pub sources: Vec<&'static str>,
     /// The modelcar's shape and why, when the pod gets a modelcar.
     pub modelcar_shape: Option<ShapeChoice>,
+    /// What the pod asks for that the selected KServe release lacks.
+    pub unsupported: Vec<Unsupported>,
 }
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
@@ -71,6 +74,7 @@ pub fn edit(
         doc.set_namespace(namespace);
     }
     let modelcar_shape = modelcar::planned_shape(&doc, env);
+    let unsupported = release::unsupported(&doc, env.config.release);
     let before = doc.changes();
     let runs = injectors::run_steps(&mut doc, env)?;
     let mut ends = Vec::with_capacity(runs.len() + 1);
@@ -83,6 +87,7 @@ pub fn edit(
         outcomes,
         sources,
         modelcar_shape,
+        unsupported,
     })
 }
 
@@ -93,6 +98,8 @@ pub struct Mutation {
     pub patch: Vec<Op>,
     /// Per injector that ran: whether it changed the pod.
     pub outcomes: Vec<(&'static str, InjectorOutcome)>,
+    /// What the pod asks for that the selected KServe release lacks.
+    pub unsupported: Vec<Unsupported>,
 }
 
 /// Only the metadata fields the mutator reads; `managedFields` and anything
@@ -164,7 +171,12 @@ fn mutate_inner(
     let view = view::pod_from_str(&raw)?;
     validate(&raw)?;
     let edits = edit(view, namespace, write_namespace, env)?;
-    let Edits { ops, outcomes, .. } = edits;
+    let Edits {
+        ops,
+        outcomes,
+        unsupported,
+        ..
+    } = edits;
     let mut mutated = pod.clone();
     apply_all(&ops, &mut mutated).map_err(|e| {
         // Our own operations on the pod they were made for: a bug if it fails.
@@ -177,6 +189,7 @@ fn mutate_inner(
         pod: mutated,
         patch: ops,
         outcomes,
+        unsupported,
     })
 }
 

@@ -65,6 +65,26 @@ pub fn canonicalize(s: &str) -> Result<String, QuantityError> {
     Ok(d.into_canonical(format))
 }
 
+/// Orders two quantities by value, as apimachinery's `Quantity.Cmp` does
+/// (`1Gi` > `1G`, `0.5` == `500m`); an unparsable one is its parse error.
+pub fn compare(a: &str, b: &str) -> Result<std::cmp::Ordering, QuantityError> {
+    Ok(exact(a)?.cmp_value(&exact(b)?))
+}
+
+/// The exact value Go keeps for `s` (rounded to nano, binary capped).
+fn exact(s: &str) -> Result<Decimal, QuantityError> {
+    canonicalize(s)?;
+    let parts = split(s)?;
+    let (format, exponent) = interpret(parts.suffix).ok_or(QuantityError::Suffix)?;
+    let mut d = Decimal::new(&parts, format, exponent);
+    d.round_up_to_nano();
+    d.strip_trailing_zeros();
+    if format == Format::BinarySI {
+        d.cap_binary();
+    }
+    Ok(d)
+}
+
 /// The pieces Go's `parseQuantityString` extracts.
 struct Parts<'a> {
     negative: bool,
@@ -199,6 +219,29 @@ impl Decimal {
         while carry > 0 {
             self.digits.insert(0, (carry % 10) as u8);
             carry /= 10;
+        }
+    }
+
+    /// Value order; expects stripped trailing zeros (no leading ones by construction).
+    fn cmp_value(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let sign = |d: &Self| match (d.digits.is_empty(), d.negative) {
+            (true, _) => 0,
+            (false, true) => -1,
+            (false, false) => 1,
+        };
+        match sign(self).cmp(&sign(other)) {
+            Ordering::Equal => {}
+            unequal => return unequal,
+        }
+        let magnitude = |d: &Self| d.digits.len() as i64 + d.exp;
+        let by_size = magnitude(self)
+            .cmp(&magnitude(other))
+            .then_with(|| self.digits.cmp(&other.digits));
+        if sign(self) < 0 {
+            by_size.reverse()
+        } else {
+            by_size
         }
     }
 
@@ -428,6 +471,31 @@ mod tests {
         ] {
             assert_eq!(canonicalize(input), Err(want), "input {input:?}");
         }
+    }
+
+    #[test]
+    fn compares_by_value() {
+        use std::cmp::Ordering::*;
+        for (a, b, want) in [
+            ("1Gi", "1G", Greater),
+            ("500m", "0.5", Equal),
+            ("1", "1000m", Equal),
+            ("100Mi", "1Gi", Less),
+            ("2", "1999m", Greater),
+            ("0", "-0", Equal),
+            ("-1", "0", Less),
+            ("-2", "-1", Less),
+            ("1e3", "1k", Equal),
+            ("1.5Gi", "1536Mi", Equal),
+            ("1n", "0", Greater),
+            ("16Gi", "16G", Greater),
+            ("10", "9", Greater),
+        ] {
+            assert_eq!(compare(a, b), Ok(want), "{a} vs {b}");
+            assert_eq!(compare(b, a), Ok(want.reverse()), "{b} vs {a}");
+        }
+        assert_eq!(compare("1Q", "1"), Err(QuantityError::FormatWrong));
+        assert_eq!(compare("1", ""), Err(QuantityError::FormatWrong));
     }
 
     #[test]

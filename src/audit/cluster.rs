@@ -113,6 +113,16 @@ pub async fn list_into(
     Ok(())
 }
 
+/// `audit --credentials`: the pods only (no config or lookups needed).
+pub async fn list_pods_into(
+    client: &Client,
+    scope: &Scope,
+    inventory: &mut Inventory,
+) -> Result<(), ListError> {
+    let kind = ("Pod".to_string(), "v1".to_string());
+    list(scope.api::<Pod>(client), kind, inventory).await
+}
+
 fn not_installed(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(status) if status.code == 404)
 }

@@ -2,6 +2,7 @@
 //! objects come from a dump ([`dump`]) or a cluster ([`cluster`]); the
 //! comparison and the report are the core's ([`kserve_injector_core::audit`]).
 
+pub use kserve_injector_core::audit::credentials::CredentialReport;
 pub use kserve_injector_core::audit::*;
 
 pub mod cluster;
@@ -69,11 +70,32 @@ pub struct AuditArgs {
     /// directory) instead of the cluster's. Example: --config ./config.yaml
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// kserve-injector's own settings file, as the webhook's `--config-file`.
+    /// Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
     /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
     /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = crate::cli::modelcar_mode())]
     pub modelcar_mode: crate::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator the webhook reproduces (its
+    /// `--kserve-version`): v0.16 … v0.20 or head. Default: the
+    /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
+    pub kserve_version: Option<crate::release::Release>,
+    /// The security profile the webhook runs with (its `--security-profile`):
+    /// baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = crate::cli::security_profile())]
+    pub security_profile: crate::inputs::SecurityProfile,
+    /// Instead of comparing, list every live pod (any label) whose
+    /// containers carry a literal value in an env variable KServe fills from
+    /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),
+    /// with its owner, container and variable; values are never printed.
+    /// Exit code 1 when any is found. Example: audit --credentials -A
+    #[arg(long)]
+    pub credentials: bool,
     #[command(flatten)]
     pub budget: crate::cli::BudgetArgs,
 }
@@ -87,6 +109,26 @@ pub enum RunError {
     Cluster(String),
     #[error("{0}")]
     Config(String),
+}
+
+/// `audit --credentials`: reads the pods and gives what the scan found.
+pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
+    let mut inventory = Inventory::default();
+    inventory.credentials = Some(CredentialReport {
+        only_namespace: args.namespace.clone().filter(|_| args.objects.is_some()),
+        ..CredentialReport::default()
+    });
+    match (&args.objects, args.all_namespaces, &args.namespace) {
+        (Some(path), ..) => read_dump(path, &mut inventory, args.budget.budget())?,
+        (None, true, _) => read_cluster(args, cluster::Scope::All, &mut inventory)?,
+        (None, false, ns) => {
+            let scope = cluster::Scope::Namespace(ns.clone().unwrap_or_default());
+            read_cluster(args, scope, &mut inventory)?
+        }
+    }
+    let mut report = inventory.credentials.unwrap_or_default();
+    report.finish();
+    Ok(report)
 }
 
 /// Reads the objects, audits, and gives the report.
@@ -106,8 +148,11 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     for line in inventory.objects.ignored_lines() {
         tracing::debug!("{line}");
     }
+    let settings = config_file::load_settings(args.config_file.as_deref())
+        .map_err(|e| RunError::Config(e.to_string()))?;
     let config = match &args.config {
-        Some(path) => config_file::load(path).map_err(|e| RunError::Config(e.to_string()))?,
+        Some(path) => config_file::load_config(Some(path), &settings, args.kserve_version)
+            .map_err(|e| RunError::Config(e.to_string()))?,
         None => {
             let data = inventory.config_data(&args.controller_namespace).ok_or_else(|| {
                 RunError::Config(format!(
@@ -115,13 +160,19 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
                     args.controller_namespace
                 ))
             })?;
-            Config::from_data(data)
-                .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
+            Config::from_data_with(
+                data,
+                &settings.storage_initializer,
+                settings.release(args.kserve_version),
+            )
+            .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };
     let mut env = Inputs::new(config);
     env.controller_namespace = args.controller_namespace.clone();
     env.modelcar_mode = args.modelcar_mode;
+    env.security_profile = args.security_profile;
+    env.model_volume = settings.model_volume;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
     let mut report = inventory.audit(&env, &rules);
@@ -192,6 +243,11 @@ fn read_cluster(
             }
             other => other,
         };
+        if args.credentials {
+            return cluster::list_pods_into(&client, &scope, inventory)
+                .await
+                .map_err(|e| failed(&e));
+        }
         cluster::list_into(&client, &scope, &args.controller_namespace, inventory)
             .await
             .map_err(|e| failed(&e))

@@ -3,11 +3,12 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
-use crate::inputs::ModelcarMode;
+use crate::inputs::{ModelcarMode, SecurityProfile};
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
+use crate::release::Release;
 use clap::{ArgAction, Parser, ValueEnum};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -102,6 +103,10 @@ pub struct ConfigArgs {
     /// mounted at; reloaded when it changes. Default: KServe's shipped values.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for. Read once at start. Example: --config-file /etc/kserve-injector/settings.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
     /// Watch the config path for changes (in addition to polling).
     #[arg(long, default_value_t = true,
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
@@ -119,6 +124,31 @@ pub struct ConfigArgs {
     /// kserve-injector.io/modelcar-mode annotation overrides it.
     #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
+    /// The KServe release the cluster runs, whose pod mutator to reproduce:
+    /// v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
+    /// the --config-file's kserveVersion key, else head.
+    #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
+    pub kserve_version: Option<Release>,
+    /// The security profile of the containers the webhook adds: baseline
+    /// (KServe's containers as they are) or restricted (each meets the
+    /// restricted Pod Security Standard). A pod's
+    /// kserve-injector.io/security-profile annotation overrides it.
+    #[arg(long, value_name = "PROFILE", default_value = "baseline", value_parser = security_profile())]
+    pub security_profile: SecurityProfile,
+}
+
+/// `--kserve-version`'s parser (`serve`, `mutate`, `audit`): a release whose
+/// differences are all modelled, or an error naming the supported ones.
+pub fn kserve_version() -> impl clap::builder::TypedValueParser<Value = Release> {
+    |text: &str| text.parse::<Release>()
+}
+
+/// `--security-profile`'s parser (`serve`, `mutate`, `audit`), listing the profiles in `--help`.
+pub fn security_profile() -> impl clap::builder::TypedValueParser<Value = SecurityProfile> {
+    use clap::builder::TypedValueParser;
+    // The possible values are exactly the names, so every one parses.
+    clap::builder::PossibleValuesParser::new(SecurityProfile::NAMES)
+        .map(|name| name.parse::<SecurityProfile>().unwrap_or_default())
 }
 
 /// `--modelcar-mode`'s parser (`serve` and `mutate`), listing the modes in `--help`.

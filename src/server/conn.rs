@@ -3,10 +3,12 @@
 //! builder (pinned to the protocol ALPN chose, so a silent client cannot park
 //! in version sniffing) serving the axum router, and a watchdog for what
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
-//! idleness, and the drain. At the cap, connections that have sent no
-//! request yet give up their slots after [`SILENT_AT_CAP`], so silent
-//! clients cannot keep real ones (the API server) waiting for the whole
-//! first-request timeout.
+//! idleness, and the drain. At the cap, a new connection takes the slot of
+//! the connection idle the longest (no request in flight: after its last
+//! answer, or since it was accepted), which is closed gracefully ([`Open`]),
+//! and connections that have sent no request yet give up their slots after
+//! [`SILENT_AT_CAP`]: clients that only hold connections, silent or idle,
+//! cannot keep real ones (the API server) waiting.
 
 use super::metrics::Metrics;
 use super::tls::Tls;
@@ -18,11 +20,12 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -90,34 +93,113 @@ impl Throttle {
     }
 }
 
-/// One connection's requests, for the watchdog.
-#[derive(Default)]
+/// One connection's requests, for the watchdog and for eviction at the cap.
 struct Activity {
+    /// When the connection was accepted.
+    epoch: Instant,
     started: AtomicU64,
     in_flight: AtomicUsize,
-    /// Milliseconds after `epoch` when the last request finished.
-    last_done_ms: AtomicU64,
+    /// Microseconds after `epoch` when the last request finished (fine
+    /// enough to order connections answered one after another).
+    last_done_us: AtomicU64,
     first: Notify,
+    /// Cancelled when a new connection at the cap takes this one's slot.
+    evict: CancellationToken,
 }
 
 impl Activity {
-    /// Since when no request has been in flight (`epoch` if none finished
-    /// yet); `None` while one is.
-    fn idle_since(&self, epoch: Instant) -> Option<Instant> {
-        let last_done = Duration::from_millis(self.last_done_ms.load(Ordering::Relaxed));
-        (self.in_flight.load(Ordering::Relaxed) == 0).then(|| epoch + last_done)
+    fn new() -> Self {
+        Self {
+            epoch: Instant::now(),
+            started: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            last_done_us: AtomicU64::new(0),
+            first: Notify::new(),
+            evict: CancellationToken::new(),
+        }
+    }
+
+    /// Since when no request has been in flight (the accept if none
+    /// finished yet); `None` while one is.
+    fn idle_since(&self) -> Option<Instant> {
+        let last_done = Duration::from_micros(self.last_done_us.load(Ordering::Relaxed));
+        // SeqCst, with `Busy::drop` and `Open::waiting`: a request that
+        // ends during a scan at the cap is seen idle or wakes the scanner.
+        (self.in_flight.load(Ordering::SeqCst) == 0).then(|| self.epoch + last_done)
     }
 }
 
 /// Held while a request is being answered, however that ends (a reset
 /// stream drops it unpolled).
-struct Busy(Arc<Activity>, Instant);
+struct Busy(Arc<Activity>, Arc<Open>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        let ms = self.1.elapsed().as_millis() as u64;
-        self.0.last_done_ms.store(ms, Ordering::Relaxed);
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let us = self.0.epoch.elapsed().as_micros() as u64;
+        self.0.last_done_us.store(us, Ordering::Relaxed);
+        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && self.1.waiting() {
+            self.1.became_idle.notify_waiters();
+        }
+    }
+}
+
+/// The open connections, so that a new one at the cap can take the slot of
+/// the one idle the longest. A scan of at most `--max-connections` entries,
+/// only at the cap: cheaper than keeping them ordered on every request.
+#[derive(Default)]
+struct Open {
+    next_id: AtomicU64,
+    connections: Mutex<HashMap<u64, Arc<Activity>>>,
+    /// How many new connections wait at the cap for one to become idle.
+    waiting: AtomicUsize,
+    became_idle: Notify,
+}
+
+impl Open {
+    fn waiting(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// Lists a connection until the returned guard drops.
+    fn enter(self: &Arc<Self>) -> (Arc<Activity>, Listed) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let activity = Arc::new(Activity::new());
+        let mut connections = self
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        connections.insert(id, activity.clone());
+        (activity, Listed(self.clone(), id))
+    }
+
+    /// Tells the connection idle the longest, not yet told, to close;
+    /// false when every connection has a request in flight or is closing.
+    fn evict_longest_idle(&self) -> bool {
+        let connections = self
+            .connections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let idlest = (connections.values())
+            .filter(|a| !a.evict.is_cancelled())
+            .filter_map(|a| a.idle_since().map(|since| (since, a)))
+            .min_by_key(|(since, _)| *since);
+        match idlest {
+            Some((_, activity)) => {
+                activity.evict.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A connection's entry in [`Open`], removed on drop.
+struct Listed(Arc<Open>, u64);
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        let mut connections = (self.0.connections.lock()).unwrap_or_else(PoisonError::into_inner);
+        connections.remove(&self.1);
     }
 }
 
@@ -133,6 +215,7 @@ pub(crate) struct Webhook {
     idle_timeout: Duration,
     /// Told whenever the accept loop waits at the connection cap.
     at_cap: Notify,
+    open: Arc<Open>,
 }
 
 impl Webhook {
@@ -171,12 +254,15 @@ impl Webhook {
             first_request_timeout: limits.first_request_timeout,
             idle_timeout: limits.idle_timeout,
             at_cap: Notify::new(),
+            open: Arc::default(),
         }
     }
 
-    /// Accepts until `close`, at most `max` connections at once (accept
-    /// pauses at the cap), then drops the listening socket so new connections
-    /// are refused. Connections run on `tracker`.
+    /// Accepts until `close`, at most `max` connections at once, then drops
+    /// the listening socket so new connections are refused. At the cap, a
+    /// new connection waits for the slot of the connection idle the longest,
+    /// which is told to close; when every connection has a request in
+    /// flight, for the first one to finish it. Connections run on `tracker`.
     pub(crate) async fn accept_loop(
         self: Arc<Self>,
         listener: TcpListener,
@@ -187,47 +273,78 @@ impl Webhook {
         let close = self.shutdown.close.clone();
         let mut throttle = Throttle::default();
         loop {
-            if slots.available_permits() == 0 {
-                let message = "connection limit reached: accepting again when one closes";
-                throttle.warn(message, &max);
-                self.at_cap.notify_waiters();
-            }
-            // Never closed, so acquiring fails only if that changes.
-            let slot = tokio::select! {
-                _ = close.cancelled() => break,
-                slot = slots.clone().acquire_owned() => slot,
-            };
-            let Ok(slot) = slot else { break };
             let accepted = tokio::select! {
                 biased;
                 _ = close.cancelled() => break,
                 accepted = listener.accept() => accepted,
             };
-            match accepted {
-                Ok((tcp, peer)) => {
-                    // Admission answers are single small writes; Nagle would only delay them.
-                    let _ = tcp.set_nodelay(true);
-                    tracker.spawn(self.clone().serve(tcp, peer, slot));
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::ConnectionAborted) => {}
+            let tcp = match accepted {
+                Ok((tcp, peer)) => (tcp, peer),
+                Err(e) if matches!(e.kind(), ErrorKind::ConnectionAborted) => continue,
                 Err(e) => {
                     // Typically out of file descriptors: pause instead of spinning.
                     throttle.warn("accept failed", &e);
                     tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
                 }
-            }
+            };
+            let slot = match slots.clone().try_acquire_owned() {
+                Ok(slot) => slot,
+                Err(_) => {
+                    let message = "connection limit reached: closing the longest-idle connection for each new one";
+                    throttle.warn(message, &max);
+                    self.at_cap.notify_waiters();
+                    let Some(slot) = self.slot_at_cap(&slots).await else {
+                        break;
+                    };
+                    slot
+                }
+            };
+            let (tcp, peer) = tcp;
+            // Admission answers are single small writes; Nagle would only delay them.
+            let _ = tcp.set_nodelay(true);
+            tracker.spawn(self.clone().serve(tcp, peer, slot));
         }
+    }
+
+    /// A slot for a connection accepted at the cap: the longest-idle
+    /// connection is told to close, or, while none is idle, the first to
+    /// become idle. `None` once the listener closes.
+    async fn slot_at_cap(&self, slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
+        let close = &self.shutdown.close;
+        self.open.waiting.fetch_add(1, Ordering::SeqCst);
+        let slot = loop {
+            // Registered before the scan, so an idle turn after it is not missed.
+            let became_idle = self.open.became_idle.notified();
+            let evicted = self.open.evict_longest_idle();
+            if evicted {
+                self.metrics.connection_evictions.inc();
+            }
+            tokio::select! {
+                biased;
+                _ = close.cancelled() => break None,
+                slot = slots.clone().acquire_owned() => break slot.ok(),
+                _ = became_idle, if !evicted => {}
+            }
+        };
+        self.open.waiting.fetch_sub(1, Ordering::SeqCst);
+        slot
     }
 
     async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
         self.metrics.open_connections.inc();
-        let accepted = Instant::now();
+        let (activity, listed) = self.open.enter();
+        let accepted = activity.epoch;
         let mut deadline = accepted + self.handshake_timeout;
         let handshake = TlsAcceptor::from(self.tls.config.load_full()).accept(tcp);
         tokio::pin!(handshake);
         let tls = loop {
             tokio::select! {
                 _ = self.shutdown.kill.cancelled() => break None,
+                _ = activity.evict.cancelled() => {
+                    debug!(%peer, "closed in the TLS handshake for a new connection at the cap");
+                    break None;
+                }
                 result = &mut handshake => match result {
                     Ok(tls) => break Some(tls),
                     Err(e) => {
@@ -249,29 +366,31 @@ impl Webhook {
         };
         if let Some(tls) = tls {
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            self.run(TokioIo::new(tls), h2, peer).await;
+            self.run(TokioIo::new(tls), h2, peer, activity).await;
         }
+        drop(listed);
         self.metrics.open_connections.dec();
         drop(slot);
     }
 
-    async fn run<I>(&self, io: I, h2: bool, peer: SocketAddr)
+    async fn run<I>(&self, io: I, h2: bool, peer: SocketAddr, activity: Arc<Activity>)
     where
         I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
     {
+        // The first request is due this long after the handshake, not the accept.
         let epoch = Instant::now();
-        let activity = Arc::new(Activity::default());
-        let (router, seen, drain) = (
+        let (router, seen, drain, open) = (
             self.router.clone(),
             activity.clone(),
             self.shutdown.drain.clone(),
+            self.open.clone(),
         );
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             if seen.started.fetch_add(1, Ordering::Relaxed) == 0 {
                 seen.first.notify_one();
             }
             seen.in_flight.fetch_add(1, Ordering::Relaxed);
-            let (busy, drain) = (Busy(seen.clone(), epoch), drain.clone());
+            let (busy, drain) = (Busy(seen.clone(), open.clone()), drain.clone());
             let call = router.clone().oneshot(req.map(Body::new));
             async move {
                 let Ok(mut response) = call.await;
@@ -292,6 +411,9 @@ impl Webhook {
             drain, close, kill, ..
         } = &self.shutdown;
         let (mut graceful, mut close_by) = (false, None);
+        // Once evicted: when the connection is closed even if the client
+        // does not close its side, unless a request is then in flight.
+        let mut evicted_by: Option<Instant> = None;
         loop {
             let started = activity.started.load(Ordering::Relaxed) > 0;
             // Never before the first request: hyper would close a connection
@@ -302,10 +424,15 @@ impl Webhook {
                 graceful = true;
             }
             let first = epoch + self.first_request_timeout;
-            let deadline = match activity.idle_since(epoch) {
+            let deadline = match activity.idle_since() {
                 _ if !started => close_by.map_or(first, |by: Instant| by.min(first)),
                 Some(since) => since + self.idle_timeout,
                 None => Instant::now() + self.idle_timeout,
+            };
+            // Only while idle: an evicted connection's request is never cut.
+            let deadline = match (evicted_by, activity.idle_since()) {
+                (Some(by), Some(_)) => by.min(deadline),
+                _ => deadline,
             };
             tokio::select! {
                 result = conn.as_mut() => {
@@ -322,6 +449,19 @@ impl Webhook {
                 }
                 _ = drain.cancelled(), if h2 && !graceful && started => {}
                 _ = activity.first.notified(), if !started => {}
+                _ = activity.evict.cancelled(), if evicted_by.is_none() => {
+                    if !started {
+                        debug!(%peer, "closed before its first request for a new connection at the cap");
+                        return;
+                    }
+                    // Idle: hyper closes an HTTP/1 connection at once and
+                    // sends HTTP/2 GOAWAY; a request that slipped in is answered.
+                    if !graceful {
+                        conn.as_mut().graceful_shutdown();
+                        graceful = true;
+                    }
+                    evicted_by = Some(Instant::now() + CLOSE_GRACE);
+                }
                 _ = self.at_cap.notified(), if !started => {
                     let by = Instant::now().max(epoch + SILENT_AT_CAP);
                     close_by = Some(close_by.map_or(by, |earlier: Instant| earlier.min(by)));
@@ -333,7 +473,11 @@ impl Webhook {
                         debug!(%peer, "no request in time (first-request timeout, or silent at the cap)");
                         return;
                     }
-                    let idle = activity.idle_since(epoch);
+                    let idle = activity.idle_since();
+                    if evicted_by.is_some_and(|by| Instant::now() >= by) && idle.is_some() {
+                        debug!(%peer, "closed for a new connection at the cap");
+                        return;
+                    }
                     if idle.is_some_and(|since| since.elapsed() >= self.idle_timeout) {
                         if graceful {
                             return;

@@ -90,18 +90,25 @@ fn load_config(
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
+    let settings = config_file::load_settings(args.config_file.as_deref())?;
+    let release = settings.release(args.kserve_version);
+    let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
-    let modelcar_mode = args.modelcar_mode;
+    let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
     let make_env = move |config| {
         let mut env = Inputs::new(config);
         env.controller_namespace = namespace.clone();
         env.modelcar_mode = modelcar_mode;
+        env.security_profile = security_profile;
+        env.model_volume = model_volume.clone();
         Arc::new(env)
     };
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
-        info!("using KServe's default inferenceservice-config");
-        return Ok(Arc::new(ArcSwap::new(make_env(Config::default()))));
+        info!(kserve_version = %release, "using KServe's default inferenceservice-config");
+        let config = Config::default().for_release(release);
+        warn_image_release(&config);
+        return Ok(Arc::new(ArcSwap::new(make_env(config))));
     };
     let source = Source {
         what: "inferenceservice-config",
@@ -113,9 +120,10 @@ fn load_config(
         counters: metrics.config_reloads.clone(),
     };
     let shown = path.display().to_string();
-    let parse = move |snap: &Snapshot| config_file::parse(&path, snap);
+    let parse = move |snap: &Snapshot| config_file::parse_with(&path, snap, &defaults, release);
     let (config, loaded) = source.load(parse)?;
-    info!(config = shown, "inferenceservice-config loaded");
+    info!(config = shown, kserve_version = %config.release, "inferenceservice-config loaded");
+    warn_image_release(&config);
     let env = Arc::new(ArcSwap::new(make_env(config)));
     let (target, metrics) = (env.clone(), metrics.clone());
     loaded.watch(&shutdown.kill, &shutdown.background, move |config| {
@@ -123,6 +131,20 @@ fn load_config(
         metrics.config_last_reload.set(unix_now());
     });
     Ok(env)
+}
+
+/// Once, at startup: the agent or storage-initializer image of the config
+/// is tagged for another KServe release than the one reproduced.
+fn warn_image_release(config: &Config) {
+    for m in crate::release::image_mismatches(config, config.release) {
+        warn!(
+            key = m.key,
+            image = m.image,
+            kserve_version = %config.release,
+            "the {} image names KServe {}, but --kserve-version is {}: set --kserve-version to the release the cluster runs",
+            m.key, m.names, config.release
+        );
+    }
 }
 
 fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {

@@ -21,6 +21,10 @@ const CODES: [u16; 9] = [200, 400, 404, 405, 413, 415, 500, 503, 504];
 /// Which certificate a certificate metric is about.
 pub(crate) const SERVING: &str = "serving";
 pub(crate) const CLIENT_CA: &str = "client_ca";
+/// The `injector` of a shadow difference that is a denial (ours, or a pod
+/// or request we could not read), whatever its reason: the reason is in the
+/// log line, so the series stay one per injector plus this one.
+pub(crate) const SHADOW_DENY: &str = "deny";
 
 /// Now as Unix seconds, the unit of the timestamp gauges.
 pub(crate) fn unix_now() -> i64 {
@@ -84,6 +88,7 @@ pub struct Metrics {
     pub(crate) in_flight: Gauge,
     pub(crate) open_connections: Gauge,
     pub(crate) connection_deadlines: Counter,
+    pub(crate) connection_evictions: Counter,
     pub(crate) denials: Counter,
     pub(crate) panics: Counter,
     pub(crate) tls_handshake_errors: Counter,
@@ -116,6 +121,7 @@ impl Metrics {
             in_flight: Gauge::default(),
             open_connections: Gauge::default(),
             connection_deadlines: Counter::default(),
+            connection_evictions: Counter::default(),
             denials: Counter::default(),
             panics: Counter::default(),
             tls_handshake_errors: Counter::default(),
@@ -140,6 +146,7 @@ impl Metrics {
             "requests_in_flight", "Webhook requests being served", m.in_flight;
             "open_connections", "Webhook connections open (TLS handshake included)", m.open_connections;
             "connection_deadlines", "Connections closed for missing the handshake, first-request or idle deadline", m.connection_deadlines;
+            "connection_evictions", "Idle connections closed at --max-connections to make room for a new one", m.connection_evictions;
             "injections", "Injector runs on admitted pods, by injector and outcome", injections;
             "denials", "Admission requests denied (the pod was refused)", m.denials;
             "panics", "Requests that panicked and were answered with 500", m.panics;
@@ -150,9 +157,9 @@ impl Metrics {
             "config_reloads", "inferenceservice-config loads after a change on disk", m.config_reloads.ok;
             "config_reload_errors", "Changed configs that could not be loaded (the previous one stayed in use)", m.config_reloads.failed;
             "config_last_reload_success_timestamp_seconds", "When the config in use was loaded (Unix time)", m.config_last_reload;
-            "shadow_differences", "Shadow mode: pods this webhook would have changed, by injector", m.shadow_differences;
+            "shadow_differences", "Shadow mode: pods this webhook would have changed, by injector, or denied (injector=deny)", m.shadow_differences;
         }
-        for injector in INJECTOR_NAMES.iter().chain([&MUTATOR]) {
+        for injector in INJECTOR_NAMES.iter().chain([&MUTATOR, &SHADOW_DENY]) {
             m.shadow_differences
                 .get_or_create(&InjectorLabels { injector })
                 .inc_by(0);

@@ -15,8 +15,8 @@ use crate::Inputs;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Version};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -194,8 +194,34 @@ pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
     Router::new()
         .route("/mutate-pods", post(mutate))
         .route("/mutate", post(mutate))
+        .fallback(|version: Version, body: Body| async move {
+            (StatusCode::NOT_FOUND, drained(version, body).await)
+        })
+        .method_not_allowed_fallback(|version: Version, body: Body| async move {
+            (StatusCode::METHOD_NOT_ALLOWED, drained(version, body).await)
+        })
         .layer(layers)
         .with_state(app)
+}
+
+/// Reads and drops the body of a request answered without it, so that its
+/// HTTP/1.1 connection can carry the next request: hyper closes a
+/// connection whose request body was left unread unless the rest is
+/// already buffered (`poll_drain_or_close_read`), and a client reusing it
+/// then meets EOF. Bounded by the body limit and the request timeout. When
+/// the body cannot be read to its end, the answer says `Connection: close`
+/// (HTTP/1; HTTP/2 resets just the stream).
+async fn drained(version: Version, mut body: Body) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    while let Some(frame) = body.frame().await {
+        if frame.is_err() {
+            if version < Version::HTTP_2 {
+                headers.insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            break;
+        }
+    }
+    headers
 }
 
 async fn overloaded(_: tower::BoxError) -> ApiError {
@@ -210,6 +236,7 @@ async fn overloaded(_: tower::BoxError) -> ApiError {
 async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     let start = Instant::now();
     let path = Metrics::path_index(req.uri().path());
+    let version = req.version();
     app.metrics.in_flight.inc();
     let mut response = next.run(req).await;
     app.metrics.in_flight.dec();
@@ -234,6 +261,18 @@ async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Respon
         }
         response = json;
     }
+    // These are answered before the body is read (too large, shed) or while
+    // it is (timeout): hyper then closes an HTTP/1 connection after the
+    // answer, and the client must know not to send another request on it.
+    let unread = [
+        StatusCode::PAYLOAD_TOO_LARGE,
+        StatusCode::SERVICE_UNAVAILABLE,
+        StatusCode::GATEWAY_TIMEOUT,
+    ];
+    if version < Version::HTTP_2 && unread.contains(&status) {
+        let close = HeaderValue::from_static("close");
+        response.headers_mut().insert(CONNECTION, close);
+    }
     let seconds = start.elapsed().as_secs_f64();
     app.metrics.record_request(path, status.as_u16(), seconds);
     response
@@ -246,6 +285,7 @@ fn too_large() -> ApiError {
 
 async fn mutate(
     State(app): State<Arc<App>>,
+    version: Version,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -255,7 +295,8 @@ async fn mutate(
     if !media_type.trim().eq_ignore_ascii_case("application/json") {
         let message =
             format!("content type {content_type:?} is not supported: send application/json");
-        return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message));
+        let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
+        return Ok((drained(version, body).await, refused).into_response());
     }
     let (body, _held) = read_body(&app.body_budget, body).await?;
     let env = app.env.load_full();
@@ -294,11 +335,12 @@ async fn review(
     objects: &ClusterObjects,
     mode: Mode,
 ) -> Result<Reviewed, admission::ReviewError> {
-    let prepared = admission::prepare(body)?;
+    // In shadow mode every answer below is an allowance, a denial included.
+    let prepared = admission::prepare_in(body, mode)?;
     // With lookups off the pod's facts are not even gathered.
     let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
     let Some(facts) = facts.flatten() else {
-        return prepared.answer_in(env, mode);
+        return prepared.answer(env);
     };
     match objects.outside(&facts.namespace) {
         Some((OutsideNamespaces::Deny, served)) => {
@@ -312,7 +354,7 @@ async fn review(
         None => {}
     }
     match objects.snapshot(&facts, &env.config).await {
-        Ok(cluster) => prepared.answer_in(&env.with_cluster(cluster), mode),
+        Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
         Err(e) => prepared.deny(&e.to_string()),
     }
 }
@@ -379,6 +421,18 @@ impl App {
         if !r.withheld.is_empty() {
             self.shadow_difference(r);
         }
+        if let Some(reason) = &r.withheld_denial {
+            self.shadow_denial(r, reason);
+        }
+        for lack in &r.unsupported {
+            debug!(
+                request_uid = r.uid.as_str(),
+                namespace = r.namespace.as_str(),
+                object_name = r.name.as_str(),
+                kserve_version = %lack.release,
+                "{lack}"
+            );
+        }
         debug!(
             request_uid = r.uid.as_str(),
             namespace = r.namespace.as_str(),
@@ -417,6 +471,23 @@ impl App {
             injectors = injectors.join(",").as_str(),
             changes = changes.join("; ").as_str(),
             "shadow mode: this webhook would change the pod"
+        );
+    }
+}
+
+impl App {
+    /// Shadow mode allowed a pod this webhook would have denied: one line
+    /// with the reason, counted as `injector="deny"`.
+    fn shadow_denial(&self, r: &Reviewed, reason: &str) {
+        self.metrics
+            .record_shadow_difference(super::metrics::SHADOW_DENY);
+        info!(
+            request_uid = r.uid.as_str(),
+            namespace = r.namespace.as_str(),
+            pod = r.name.as_str(),
+            generate_name = r.generate_name.as_deref(),
+            reason,
+            "shadow mode: this webhook would deny the pod"
         );
     }
 }

@@ -209,3 +209,80 @@ fn the_audit_runs_the_core_in_the_modelcar_mode_it_is_given() {
         );
     }
 }
+
+const PLANTED: &str = "PLANTED-SECRET-VALUE-7c41";
+
+fn credentials_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/audit-credentials")
+        .join(name)
+}
+
+/// `audit --credentials` against its goldens (table and JSON); the value
+/// planted in every literal credential of the dump appears nowhere.
+#[test]
+fn credentials_match_their_goldens_exit_1_and_never_print_a_value() {
+    let dump = credentials_fixture("objects.yaml").display().to_string();
+    for (format, golden) in [("table", "expected.txt"), ("json", "expected.json")] {
+        let out = audit(&["--credentials", "--objects", &dump, "-o", format], None);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let golden = credentials_fixture(golden);
+        if std::env::var_os("REGENERATE_GOLDENS").is_some_and(|v| v != "0") {
+            std::fs::write(&golden, &out.stdout).expect("golden written");
+        }
+        let want = std::fs::read(&golden).expect("golden readable");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&want)
+        );
+        for stream in [&out.stdout, &out.stderr] {
+            assert!(
+                !String::from_utf8_lossy(stream).contains(PLANTED),
+                "{format}: the value leaked"
+            );
+        }
+    }
+    let source = std::fs::read_to_string(credentials_fixture("objects.yaml")).expect("dump");
+    assert!(
+        source.matches(PLANTED).count() >= 4,
+        "the dump must carry the planted value"
+    );
+}
+
+#[test]
+fn credentials_in_a_clean_namespace_exit_0_and_bad_input_exits_2() {
+    let dump = credentials_fixture("objects.yaml").display().to_string();
+    let out = audit(
+        &[
+            "--credentials",
+            "--objects",
+            &dump,
+            "-n",
+            "nowhere",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(
+        report,
+        serde_json::json!({"podsScanned": 0, "findings": []})
+    );
+    let out = audit(
+        &["--credentials", "--objects", "-"],
+        Some(b"{\"items\": [{\"a\": }"),
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -8,9 +8,12 @@
 //! hold: `mutate --objects` on the CLI path, the Inputs' snapshot on the
 //! AdmissionReview path), optionally `args` (`mutate` flags, whitespace
 //! separated, which the AdmissionReview path gets as its [`Inputs`]: only
-//! `--modelcar-mode`, the one flag that changes a pod, is known), and the
+//! `--modelcar-mode` and `--security-profile`, the flags that change a pod,
+//! are known), and the
 //! golden: `expected.yaml` (the mutated pod) or
-//! `expected-error.txt` (the denial message). `REGENERATE_GOLDENS=1 cargo
+//! `expected-error.txt` (the denial message). An optional `settings.yaml`
+//! is our own settings file (`mutate --config-file`; the AdmissionReview
+//! path loads the config with it). `REGENERATE_GOLDENS=1 cargo
 //! test --test cli golden::` rewrites the goldens from the CLI's output.
 //!
 //! A case holding `cli-only` (its one line says why) is a file only a user
@@ -20,22 +23,65 @@
 //!
 //! Goldens are read and written with the CLI's own reader and writer, so
 //! numbers compare by their text.
+//!
+//! `fixtures/releases/<release>/<case>/` holds what an older KServe
+//! release gives: the case runs with `--kserve-version <release>` (the
+//! directory's name). A file `same-input-as` there names (relative to the
+//! case) the HEAD case whose `input.yaml`, `config.yaml` and `cluster.yaml`
+//! it reuses when it has none of its own, so both goldens come from one input.
+//! A config the release refuses has the golden `expected-config-error.txt`
+//! (the CLI exits 2 with it; the server would not load the config).
 
 use base64::Engine;
-use kserve_injector::{admission, cli, config_file, reader, Config, Inputs};
+use kserve_injector::settings::Settings;
+use kserve_injector::{admission, cli, config_file, reader, Config, Inputs, Release};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("readable fixtures/").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
 fn cases() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("fixtures/ exists")
-        .map(|e| e.expect("readable fixtures/").path())
+    let mut cases: Vec<PathBuf> = subdirs(&root)
+        .into_iter()
         .filter(|p| p.join("input.yaml").is_file())
         .collect();
-    cases.sort();
+    for release in subdirs(&root.join("releases")) {
+        cases.extend(
+            subdirs(&release)
+                .into_iter()
+                .filter(|p| case_file(p, "input.yaml").is_some()),
+        );
+    }
     cases
+}
+
+/// The release a case under `fixtures/releases/` runs as.
+fn release_of(case: &Path) -> Option<String> {
+    let release_dir = case.parent()?;
+    (release_dir.parent()?.file_name()? == "releases")
+        .then(|| release_dir.file_name()?.to_str().map(str::to_string))
+        .flatten()
+}
+
+/// The case's own file, else the `same-input-as` case's.
+fn case_file(case: &Path, name: &str) -> Option<PathBuf> {
+    let own = case.join(name);
+    if own.is_file() {
+        return Some(own);
+    }
+    let base = std::fs::read_to_string(case.join("same-input-as")).ok()?;
+    let path = case.join(base.trim()).join(name);
+    path.is_file().then_some(path)
 }
 
 fn regenerate() -> bool {
@@ -59,10 +105,14 @@ fn to_yaml(value: &Value) -> String {
 /// The case's `args` file as flags, empty without one.
 fn flags(case: &Path) -> Vec<String> {
     let path = case.join("args");
-    match std::fs::read_to_string(&path) {
+    let mut flags: Vec<String> = match std::fs::read_to_string(&path) {
         Ok(text) => text.split_whitespace().map(str::to_string).collect(),
         Err(_) => Vec::new(),
+    };
+    if let Some(release) = release_of(case) {
+        flags.extend(["--kserve-version".to_string(), release]);
     }
+    flags
 }
 
 /// The `args` flags as the server's inputs would carry them.
@@ -81,6 +131,13 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
             }
+            // Read with the config, in `config_for`.
+            "--kserve-version" => {}
+            "--security-profile" => {
+                env.security_profile = value
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
+            }
             other => panic!(
                 "{}: args: the golden runner does not know {other}",
                 case.display()
@@ -89,15 +146,38 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
     }
 }
 
+/// The case's `--kserve-version`, as the CLI parses it.
+fn release_flag(case: &Path) -> Option<Release> {
+    let flags = flags(case);
+    let at = flags.iter().position(|f| f == "--kserve-version")?;
+    let value = flags.get(at + 1)?;
+    Some(
+        value
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: {e}", case.display())),
+    )
+}
+
+/// The case's config and settings as the server would load them, or why
+/// it refuses the config.
+fn config_for(case: &Path) -> Result<(Config, Settings), String> {
+    let settings = case_file(case, "settings.yaml");
+    let settings = config_file::load_settings(settings.as_deref()).map_err(|e| e.to_string())?;
+    let config = case_file(case, "config.yaml");
+    config_file::load_config(config.as_deref(), &settings, release_flag(case))
+        // Without the path, which the golden cannot hold.
+        .map_err(|e| match e {
+            config_file::LoadError::Invalid { source, .. } => source.to_string(),
+            other => other.to_string(),
+        })
+        .map(|config| (config, settings))
+}
+
 fn env_for(case: &Path) -> Inputs {
-    let config = case.join("config.yaml");
-    let mut env = if config.is_file() {
-        Inputs::new(config_file::load(&config).unwrap_or_else(|e| panic!("{e}")))
-    } else {
-        Inputs::new(Config::default())
-    };
-    let objects = case.join("cluster.yaml");
-    if objects.is_file() {
+    let (config, settings) = config_for(case).unwrap_or_else(|e| panic!("{e}"));
+    let mut env = Inputs::new(config);
+    env.model_volume = settings.model_volume;
+    if let Some(objects) = case_file(case, "cluster.yaml") {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
         env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
             .unwrap_or_else(|e| panic!("{}: {e}", objects.display()))
@@ -115,13 +195,16 @@ enum Outcome {
 fn cli_command(case: &Path, format: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kserve-injector"));
     cmd.arg("mutate").arg("-o").arg(format).args(flags(case));
-    if case.join("config.yaml").is_file() {
-        cmd.arg("--config").arg(case.join("config.yaml"));
+    if let Some(config) = case_file(case, "config.yaml") {
+        cmd.arg("--config").arg(config);
     }
-    if case.join("cluster.yaml").is_file() {
-        cmd.arg("--objects").arg(case.join("cluster.yaml"));
+    if let Some(objects) = case_file(case, "cluster.yaml") {
+        cmd.arg("--objects").arg(objects);
     }
-    cmd.arg(case.join("input.yaml"));
+    if let Some(settings) = case_file(case, "settings.yaml") {
+        cmd.arg("--config-file").arg(settings);
+    }
+    cmd.arg(case_file(case, "input.yaml").expect("a case has an input"));
     cmd
 }
 
@@ -192,12 +275,18 @@ fn run_review(pod: &Value, env: &Inputs, api_version: &str) -> Outcome {
 }
 
 fn check_case(case: &Path) -> Result<(), String> {
-    let name = case
+    let mut name = case
         .file_name()
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    let input = yaml(&case.join("input.yaml"));
+    if let Some(release) = release_of(case) {
+        name = format!("{release}/{name}");
+    }
+    if let Err(refused) = config_for(case) {
+        return check_config_refused(case, &name, &refused);
+    }
+    let input = yaml(&case_file(case, "input.yaml").expect("a case has an input"));
     let env = env_for(case);
     let expected_pod = case.join("expected.yaml");
     let expected_error = case.join("expected-error.txt");
@@ -280,6 +369,37 @@ fn check_case(case: &Path) -> Result<(), String> {
                 ))
             }
         }
+    }
+    Ok(())
+}
+
+/// A config the selected release refuses (KServe then fails every pod it
+/// is asked about; our server does not load it, `mutate` exits 2): the
+/// golden `expected-config-error.txt` is the reason, which the CLI prints.
+fn check_config_refused(case: &Path, name: &str, refused: &str) -> Result<(), String> {
+    let golden = case.join("expected-config-error.txt");
+    if regenerate() {
+        std::fs::write(&golden, format!("{refused}\n")).expect("golden written");
+    }
+    let want = std::fs::read_to_string(&golden).map_err(|_| {
+        format!(
+            "{name}: the config is refused ({refused}) and there is no expected-config-error.txt"
+        )
+    })?;
+    let out = cli_command(case, "json").output().expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() != Some(2) || !stderr.contains(want.trim()) {
+        return Err(format!(
+            "{name}: expected the config refused with {:?}, the CLI exited {:?}: {stderr}",
+            want.trim(),
+            out.status.code()
+        ));
+    }
+    if refused != want.trim() {
+        return Err(format!(
+            "{name}: config refused with {refused:?}, golden says {:?}",
+            want.trim()
+        ));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ mod audit;
 mod budget;
 mod certs;
 mod golden;
+mod kserve_version;
 mod mutate;
 mod reader;
 

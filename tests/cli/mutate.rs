@@ -331,3 +331,49 @@ fn objects_flag_takes_a_namespace_dump_and_says_what_it_passed_over() {
         ]
     );
 }
+
+#[test]
+fn a_bad_config_file_is_exit_2_naming_the_file_and_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_temp(dir.path(), "pod.yaml", OCI_POD);
+    for (text, want) in [
+        (
+            "storageInitializer:\n  memoryLimit: 16GB\n",
+            "storageInitializer.memoryLimit: \"16GB\" is not a quantity",
+        ),
+        (
+            "storageInitialiser: {}\n",
+            "unknown key \"storageInitialiser\"",
+        ),
+    ] {
+        let settings = write_temp(dir.path(), "settings.yaml", text);
+        let out = run(
+            &[
+                "mutate",
+                "--config-file",
+                settings.to_str().unwrap(),
+                input.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("--config-file") && err.contains("settings.yaml"),
+            "{err}"
+        );
+        assert!(err.contains(want), "{err}");
+    }
+    let missing = dir.path().join("absent.yaml");
+    let out = run(
+        &[
+            "mutate",
+            "--config-file",
+            missing.to_str().unwrap(),
+            input.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("absent.yaml"), "{}", stderr(&out));
+}

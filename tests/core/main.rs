@@ -5,4 +5,6 @@
 
 mod credentials;
 mod lookups;
+mod pod_security;
 mod reinvocation;
+mod shadow;

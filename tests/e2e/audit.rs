@@ -204,6 +204,39 @@ async fn audit_as_its_own_user_finds_same_pods_a_planted_difference_and_skips_or
     );
     eprintln!("e2e audit table:\n{table}");
 
+    // --credentials lists any live pod with a literal credential, as the
+    // same user, without printing the value.
+    let planted = "e2e-planted-token-93b1";
+    create_pod(
+        &pods,
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "notebook"},
+               "spec": {"containers": [{"name": "lab", "image": "jupyter/base-notebook",
+                   "env": [{"name": "HF_TOKEN", "value": planted}]}]}}),
+    )
+    .await;
+    let out = run(
+        &["audit", "--credentials", "-n", NS, "-o", "json"],
+        &auditor,
+        None,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!stdout.contains(planted), "the value was printed: {stdout}");
+    let found: Value = serde_json::from_str(&stdout).expect("JSON report");
+    assert_eq!(
+        found["findings"],
+        json!([{"namespace": NS, "pod": "notebook", "owner": "", "container": "lab", "env": "HF_TOKEN"}])
+    );
+    assert_eq!(found["podsScanned"], 5, "{found}");
+    pods.delete("notebook", &DeleteParams::default())
+        .await
+        .expect("deleted");
+
     // The role is all the audit needs; a user without it is refused.
     let nobody = server.token_kubeconfig("nobody", NOBODY_TOKEN);
     let (code, _, stderr) = audit_json(&nobody, &["-n", NS]);

@@ -6,6 +6,7 @@ a line saying what it checked otherwise."""
 import base64
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -163,10 +164,20 @@ def namespaces(rendered, namespace):
     docs = load(rendered)
     errors = []
     checked = 0
+    # namespaced lookups (--namespaces): their Roles live in the namespaces served
+    served = set()
+    for doc in docs:
+        if doc.get("kind") == "Deployment":
+            for c in doc["spec"]["template"]["spec"]["containers"]:
+                for arg in c.get("args", []):
+                    if arg.startswith("--namespaces="):
+                        served.update(arg.split("=", 1)[1].split(","))
     for doc in docs:
         meta = doc.get("metadata") or {}
         kind = doc.get("kind")
-        if kind not in CLUSTER_SCOPED:
+        if kind in ("Role", "RoleBinding") and meta.get("namespace") in served:
+            checked += 1
+        elif kind not in CLUSTER_SCOPED:
             checked += 1
             if meta.get("namespace") != namespace:
                 errors.append(f"{ident(doc)}: metadata.namespace is {meta.get('namespace')!r}")
@@ -229,12 +240,16 @@ def replaced(rendered):
     print(f"{rendered}: KServe keeps {names}, the pod mutator is removed")
 
 
+DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
 def seconds(text):
-    """A duration as `serve` takes it (5s, 500ms, 1m) in seconds."""
-    for unit, factor in (("ms", 0.001), ("s", 1), ("m", 60)):
-        if text.endswith(unit) and text[: -len(unit)].isdigit():
-            return int(text[: -len(unit)]) * factor
-    raise CheckFailed(f"cannot read the duration {text!r}")
+    """A duration in Go's spelling, which `serve` reads the same way (5s,
+    500ms, 1m30s, 1.5s), in seconds."""
+    if not re.fullmatch(f"(?:{DURATION_PART.pattern})+", text):
+        raise CheckFailed(f"cannot read the duration {text!r}")
+    return sum(float(n) * UNIT_SECONDS[u] for n, u in DURATION_PART.findall(text))
 
 
 def timeouts(rendered):

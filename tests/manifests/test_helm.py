@@ -55,7 +55,7 @@ VALUE_SETS = {
         "imagePullSecrets[0].name=registry",
         "certificates.certManager.issuerRef.name=my-ca",
         "certificates.certManager.issuerRef.kind=ClusterIssuer",
-        "clusterLookups.watchKinds={serviceaccounts,clusterstoragecontainers}",
+        "clusterLookups.watch.inferenceservices=false",
         "server.requestTimeout=2500ms",
         "server.lookupTimeout=1s",
         "server.logFormat=text",
@@ -65,6 +65,7 @@ VALUE_SETS = {
         "server.maxConcurrentRequests=256",
         "server.maxConnections=2048",
         "server.modelcarMode=native-sidecar",
+        "server.kserveVersion=v0.17",
         "server.extraArgs={--idle-timeout=60s}",
         "metrics.serviceMonitor.enabled=true",
         "metrics.serviceMonitor.labels.release=prometheus",
@@ -76,6 +77,40 @@ VALUE_SETS = {
         "podAnnotations.example\\.com/a=b",
         "webhook.annotations.example\\.com/owner=ml-platform",
         "webhook.excludedNamespaces={kube-system,istio-system}",
+    ]),
+    # the kustomize components' counterparts (compared below), and more
+    "prometheus": ("kserve", ["metrics.serviceMonitor.enabled=true"]),
+    "native-sidecar": ("kserve", ["server.modelcarMode=native-sidecar"]),
+    "restricted-profile": ("kserve", ["server.securityProfile=restricted"]),
+    "watch-secrets": ("kserve", ["clusterLookups.watch.secrets=true"]),
+    "namespaced": ("kserve", ["clusterLookups.namespaces={models-a,models-b}",
+                              "clusterLookups.outsideNamespaces=allow",
+                              "clusterLookups.watch.secrets=true"]),
+    "shadow": ("kserve", ["shadow.enabled=true", "shadow.warnings=true"]),
+    # every generated name and label at its longest
+    "long-names": ("kserve", [
+        "fullnameOverride=k" + "x" * 62,
+        "nameOverride=n" + "y" * 69,
+        "replaceKServeMutator=true",
+        "certificates.mode=self-signed",
+        "clusterLookups.namespaces={models-a}",
+        "metrics.serviceMonitor.enabled=true",
+    ]),
+    "long-names-cert-manager": ("kserve", ["fullnameOverride=k" + "x" * 62]),
+    # the timeouts at their limits, in Go's other spellings
+    "durations": ("kserve", [
+        "webhook.timeoutSeconds=10",
+        "server.requestTimeout=7.5s",
+        "server.lookupTimeout=7499ms",
+        "server.shutdownDelay=0s",
+        "server.drainTimeout=0.5m",
+        "terminationGracePeriodSeconds=36",
+        "clusterLookups.secretTtl=1h30m",
+    ]),
+    "no-lookups-durations": ("kserve", [
+        "clusterLookups.enabled=false",
+        "server.requestTimeout=500ms",
+        "webhook.timeoutSeconds=3",
     ]),
 }
 
@@ -152,7 +187,7 @@ def test_the_everything_set_reaches_the_objects(tools):
                     "--lookup-timeout=1s", "--log-format=text", "--log=kserve_injector=debug",
                     "--shutdown-delay=3s", "--drain-timeout=15s", "--max-concurrent-requests=256",
                     "--max-connections=2048", "--modelcar-mode=native-sidecar",
-                    "--idle-timeout=60s"]
+                    "--kserve-version=v0.17", "--idle-timeout=60s"]
     assert pod["containers"][0]["image"] == "registry.example.com/kserve-injector@sha256:" + "0" * 64
     assert pod["imagePullSecrets"] == [{"name": "registry"}]
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
@@ -171,6 +206,26 @@ def test_the_everything_set_reaches_the_objects(tools):
     assert not by_kind(docs, "Issuer")
     assert one(docs, "Certificate")["spec"]["issuerRef"] == {"name": "my-ca", "kind": "ClusterIssuer"}
     assert len(by_kind(docs, "Job")) == 2
+
+
+def test_settings_kserve_version_reaches_the_server(tools, injector_bin, tmp_path):
+    """settings.kserveVersion goes into the settings file (not into a flag),
+    and the binary reads that file as the release: a LocalModel pod gets
+    v0.17's sub-path."""
+    docs = docs_of(tools.template(["settings.kserveVersion=v0.17"]))
+    maps = [d for d in by_kind(docs, "ConfigMap") if "settings.yaml" in d.get("data", {})]
+    assert len(maps) == 1, [d["metadata"]["name"] for d in by_kind(docs, "ConfigMap")]
+    text = maps[0]["data"]["settings.yaml"]
+    assert yaml.safe_load(text) == {"kserveVersion": "v0.17"}
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--config-file=/etc/kserve-injector/settings/settings.yaml" in args
+    assert not [a for a in args if a.startswith("--kserve-version")]
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(text)
+    pod = ROOT / "fixtures" / "s30a-local-model-root" / "input.yaml"
+    out = run([injector_bin, "mutate", "-o", "json", "--config-file", settings, pod]).stdout
+    mount = json.loads(out)["spec"]["containers"][0]["volumeMounts"][0]
+    assert mount["subPath"] == "models/bar/"
 
 
 def test_only_the_webhook_pods_match_its_selectors(tools):
@@ -192,8 +247,7 @@ def test_no_lookups_drops_rbac_and_token(tools):
     assert "--cluster-lookups=off" in pod["containers"][0]["args"]
 
 
-WATCH_SECRETS = ("clusterLookups.watchKinds="
-                 "{serviceaccounts,secrets,clusterstoragecontainers,inferenceservices}")
+WATCH_SECRETS = "clusterLookups.watch.secrets=true"
 
 
 def secret_verbs(docs):
@@ -201,7 +255,10 @@ def secret_verbs(docs):
     rules = one(docs, "ClusterRole", "kserve-injector-lookups")["rules"]
     found = [r["verbs"] for r in rules if "secrets" in r["resources"]]
     assert len(found) == 1, rules
-    assert all(r["verbs"] == ["get", "list", "watch"] for r in rules if "secrets" not in r["resources"])
+    others = {res: r["verbs"] for r in rules for res in r["resources"] if res != "secrets"}
+    assert others == {"serviceaccounts": ["get", "list", "watch"],
+                      "clusterstoragecontainers": ["list", "watch"],
+                      "inferenceservices": ["get", "list", "watch"]}, rules
     return found[0]
 
 
@@ -222,7 +279,9 @@ def test_watching_secrets_grants_list_and_watch(tools):
     assert secret_verbs(docs) == ["get", "list", "watch"]
     args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--watch-kinds=serviceaccounts,secrets,clusterstoragecontainers,inferenceservices" in args
-    assert secret_verbs(docs_of(render_set(tools, "everything")[1])) == ["get"]
+    everything = docs_of(render_set(tools, "everything")[1])
+    rules = one(everything, "ClusterRole", "kserve-injector-lookups")["rules"]
+    assert {res: r["verbs"] for r in rules for res in r["resources"]}["inferenceservices"] == ["get"]
 
 
 def test_secret_ttl_values_reach_the_args(tools):
@@ -242,7 +301,7 @@ def test_namespaced_mode_has_roles_per_namespace(tools):
     cluster_rules = one(docs, "ClusterRole", "kserve-injector-lookups")["rules"]
     assert cluster_rules == [{"apiGroups": ["serving.kserve.io"],
                               "resources": ["clusterstoragecontainers"],
-                              "verbs": ["get", "list", "watch"]}]
+                              "verbs": ["list", "watch"]}]
     roles = by_kind(docs, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["models-a", "models-b"]
     for role in roles:
@@ -320,6 +379,17 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "restricted-profile").mkdir()
+    (cases / "restricted-profile" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/restricted-profile
+transformers:
+  - ../../manifests/follow-namespace
+""")
     static = tree / "manifests" / "overlays" / "static-certs" / "certs"
     static.mkdir(exist_ok=True)
     for name in ("ca.crt", "tls.crt", "tls.key"):
@@ -331,6 +401,8 @@ transformers:
         "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
         "native-sidecar": (cases / "native-sidecar", "kserve", ["server.modelcarMode=native-sidecar"],
                            []),
+        "restricted-profile": (cases / "restricted-profile", "kserve",
+                               ["server.securityProfile=restricted"], []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
         "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
         "namespaced": (cases / "namespaced", "kserve", ["clusterLookups.namespaces={models}"], []),
@@ -338,7 +410,8 @@ transformers:
 
 
 @pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "native-sidecar",
-                                  "static-certs", "watch-secrets", "namespaced"])
+                                  "restricted-profile", "static-certs", "watch-secrets",
+                                  "namespaced"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace
@@ -465,7 +538,8 @@ BROKEN = {
     "lookupTimeout not below requestTimeout": (
         ["server.lookupTimeout=3s"], "must stay below server.requestTimeout"),
     "a named flag in extraArgs": (
-        ["server.extraArgs={--request-timeout=1s}"], "set requestTimeout instead"),
+        ["server.extraArgs={--request-timeout=1s}"], "set server.requestTimeout instead"),
+    "settings.kserveVersion not a release": (["settings.kserveVersion=latest"], "kserveVersion"),
     "timeoutSeconds above 30": (["webhook.timeoutSeconds=31"], "timeoutSeconds"),
     "provided without caCrt": (["certificates.mode=provided"], "certificates.provided.caCrt"),
     "provided without a serving pair": (
@@ -480,6 +554,225 @@ def test_broken_values_fail(any_tools, what):
     proc = any_tools.template(sets, check=False)
     assert proc.returncode != 0, f"{what}: helm template succeeded:\n{proc.stdout[:500]}"
     assert message in proc.stderr, f"{what}: {proc.stderr}"
+
+
+# Each value set issue 27 found rendering (exit 0) into objects that crash-loop
+# the server, that cert-manager or Kubernetes refuse, or that contradict each
+# other: each is now refused, with a message naming the values to change.
+# name -> (--set values, --set-file values, namespace, the message's words).
+WHY = {
+    "requestTimeout 0s": (["server.requestTimeout=0s"], [], "kserve",
+                          'server.requestTimeout: "0s": must be greater than zero'),
+    "lookupTimeout 0s": (["server.lookupTimeout=0s"], [], "kserve",
+                         'server.lookupTimeout: "0s": must be greater than zero'),
+    "secretTtl banana": (["clusterLookups.secretTtl=banana"], [], "kserve", "secretTtl"),
+    "secretTtl 0s": (["clusterLookups.secretTtl=0s"], [], "kserve",
+                     'clusterLookups.secretTtl: "0s": must be greater than zero'),
+    "a duration serve cannot represent (0.001h)": (
+        ["server.drainTimeout=0.001h"], [], "kserve", "a fraction of an hour must be whole seconds"),
+    "requestTimeout 1s below the default lookup timeout": (
+        ["server.requestTimeout=1s"], [], "kserve",
+        "server.lookupTimeout (null: the server's 2s) must stay below server.requestTimeout (1s)"),
+    "drainTimeout 120s with terminationGracePeriodSeconds 35": (
+        ["server.drainTimeout=120s"], [], "kserve",
+        "server.drainTimeout (120s) must stay below terminationGracePeriodSeconds (35)"),
+    "shutdownDelay + drainTimeout at the grace period": (
+        ["server.shutdownDelay=10s", "server.drainTimeout=20s"], [], "kserve",
+        "raise terminationGracePeriodSeconds or lower server.shutdownDelay / server.drainTimeout"),
+    "extraArgs --addr=0.0.0.0:9999": (["server.extraArgs={--addr=0.0.0.0:9999}"], [], "kserve",
+                                      "server.extraArgs: --addr is set by the chart"),
+    "extraArgs --cert-dir and its value": (["server.extraArgs={--cert-dir,/certs}"], [], "kserve",
+                                           "server.extraArgs: --cert-dir is set by the chart"),
+    "extraArgs '--admin-addr 0.0.0.0:1'": (["server.extraArgs={--admin-addr 0.0.0.0:1}"], [], "kserve",
+                                           "server.extraArgs: --admin-addr is set by the chart"),
+    "extraArgs '--idle-timeout 60s' as one item": (
+        ["server.extraArgs={--idle-timeout 60s}"], [], "kserve", "is one argument with a space in it"),
+    "extraArgs --namespaces": (["server.extraArgs={--namespaces=a}"], [], "kserve",
+                               "--namespaces is set by the chart: set clusterLookups.namespaces instead"),
+    "extraArgs --kserve-version": (["server.extraArgs={--kserve-version=v0.17}"], [], "kserve",
+                                   "--kserve-version is set by the chart: set server.kserveVersion instead"),
+    "issuerRef.kind without a name": (["certificates.certManager.issuerRef.kind=ClusterIssuer"], [],
+                                      "kserve", "certificates.certManager.issuerRef.name is required"),
+    "namespaceSelector null": (["webhook.namespaceSelector=null"], [], "kserve",
+                               "webhook.namespaceSelector is null"),
+    "excludedNamespaces null": (["webhook.excludedNamespaces=null"], [], "kserve",
+                                "webhook.excludedNamespaces is null"),
+    "objectSelector null": (["webhook.objectSelector=null"], [], "kserve",
+                            "webhook.objectSelector is null, which would send every pod"),
+    "shadow with reinvocationPolicy Never": (
+        ["shadow.enabled=true", "webhook.reinvocationPolicy=Never"], [], "kserve",
+        "shadow.enabled needs webhook.reinvocationPolicy=IfNeeded"),
+    "shadow.warnings without shadow": (["shadow.warnings=true"], [], "kserve",
+                                       "set shadow.enabled=true, or shadow.warnings=false"),
+    "shadow name sorting first": (["shadow.enabled=true", "fullnameOverride=alpha"], [], "kserve",
+                                  "set fullnameOverride to a name that sorts after it"),
+    "watchKinds={secrets}": (["clusterLookups.watchKinds={secrets}"], [], "kserve",
+                             "clusterLookups.watchKinds is replaced by clusterLookups.watch"),
+    "no kind watched": ([f"clusterLookups.watch.{k}=false" for k in
+                         ("serviceaccounts", "clusterstoragecontainers", "inferenceservices")],
+                        [], "kserve", "keep at least one kind watched"),
+    "namespaces={kube-system}": (["clusterLookups.namespaces={kube-system}"], [], "kserve",
+                                 "clusterLookups.namespaces lists kube-system, a namespace of "
+                                 "webhook.excludedNamespaces"),
+    "namespaces listing the release namespace": (
+        ["clusterLookups.namespaces={models,kserve}"], [], "kserve",
+        "clusterLookups.namespaces lists kserve, the release namespace"),
+    "outsideNamespaces without namespaces": (
+        ["clusterLookups.outsideNamespaces=allow"], [], "kserve",
+        "clusterLookups.outsideNamespaces (allow) applies only with clusterLookups.namespaces"),
+    "lookups off with namespaces and watches": (
+        ["clusterLookups.enabled=false", "clusterLookups.namespaces={models}",
+         "clusterLookups.watch.secrets=true"], [], "kserve",
+        "clusterLookups.enabled is false, so clusterLookups.watch, clusterLookups.namespaces would do nothing"),
+    "lookups off with lookupTimeout": (
+        ["clusterLookups.enabled=false", "server.lookupTimeout=1s"], [], "kserve",
+        "clusterLookups.enabled is false, so server.lookupTimeout would do nothing"),
+    "caCrt=notapem": (["certificates.mode=provided", "certificates.provided.caCrt=notapem",
+                       "certificates.provided.existingSecret=mine"], [], "kserve",
+                      "certificates.provided.caCrt is not a PEM certificate"),
+    "certificates for another namespace's Service": (
+        ["certificates.mode=provided"], "other-namespace-certs", "kserve",
+        "certificates.provided.tlsCrt does not name kserve-injector.kserve.svc"),
+    "a serving key that is not a key": (
+        ["certificates.mode=provided"], "key-is-a-cert", "kserve",
+        "certificates.provided.tlsKey is not a PEM private key"),
+}
+
+
+@pytest.fixture(scope="session")
+def other_certs(tmp_path_factory):
+    return make_certs(tmp_path_factory.mktemp("other-certs"), "other")
+
+
+@pytest.mark.parametrize("what", list(WHY))
+def test_issue_27_values_are_refused(any_tools, what, certs, other_certs):
+    sets, files, namespace, message = WHY[what]
+    if files == "other-namespace-certs":
+        files = provided_args(other_certs)[1]
+    elif files == "key-is-a-cert":
+        files = provided_args(certs)[1][:2] + [f"certificates.provided.tlsKey={certs}/tls.crt"]
+    proc = any_tools.template(sets, namespace=namespace, files=files, check=False)
+    assert proc.returncode != 0, f"{what}: helm template succeeded:\n{proc.stdout[:500]}"
+    assert message in proc.stderr, f"{what}: {proc.stderr}"
+    if what == "shadow name sorting first":
+        assert "release name" not in proc.stderr, proc.stderr
+
+
+# Durations: the chart takes Go's spelling, which serve (humantime) reads the
+# same; both refuse the second list; the chart refuses the third, which serve
+# reads but Go does not spell that way (docs/helm.md).
+BOTH_TAKE = ["1s", "500ms", "1m30s", "1h", "0.5h", "1.5s", "2.25m", "100us", "100µs", "7ns",
+             "0.000001s", "1h2m3s4ms", "007s"]
+BOTH_REFUSE = ["banana", "", "1.s", ".5s", "-1s", "1.5ns", "0.001h", "1S", "1s2"]
+ONLY_SERVE_TAKES = ["30", "1 s", "1min", "1d", "2days", "1sec", "1.0000001s"]
+
+
+def serve_takes(injector_bin, flag, value):
+    """`serve FLAG=VALUE --help`: clap reads the value, then prints the help."""
+    return run([injector_bin, "serve", f"{flag}={value}", "--help"], check=False).returncode == 0
+
+
+def chart_takes(tools, value):
+    proc = tools.template([f"server.drainTimeout={value}", "terminationGracePeriodSeconds=999999999999"],
+                          check=False)
+    return proc.returncode == 0
+
+
+def test_durations_match_serve(tools, injector_bin):
+    """server.drainTimeout (zero allowed) against `serve --drain-timeout`."""
+    for value in BOTH_TAKE:
+        assert serve_takes(injector_bin, "--drain-timeout", value), value
+        assert chart_takes(tools, value), value
+    for value in BOTH_REFUSE:
+        assert not serve_takes(injector_bin, "--drain-timeout", value), value
+        assert not chart_takes(tools, value), value
+    for value in ONLY_SERVE_TAKES:
+        assert serve_takes(injector_bin, "--drain-timeout", value), value
+        assert not chart_takes(tools, value), value
+    # zero: allowed for the drain, refused where serve refuses it
+    assert chart_takes(tools, "0s") and serve_takes(injector_bin, "--drain-timeout", "0s")
+    for value in ("0s", "0ms", "0m0s", "0.0s"):
+        assert not serve_takes(injector_bin, "--secret-ttl", value), value
+        proc = tools.template([f"clusterLookups.secretTtl={value}"], check=False)
+        assert proc.returncode != 0 and "must be greater than zero" in proc.stderr, (value, proc.stderr)
+
+
+def test_provided_certificates_for_the_release_namespace_pass(tools, tmp_path):
+    """The refusal above is about the names: the same files made for the
+    namespace the release goes to render, and so does a wildcard for it."""
+    other = make_certs(tmp_path / "other", "other")
+    tools.template(["certificates.mode=provided"], namespace="other", files=provided_args(other)[1])
+    wild = tmp_path / "wild"
+    wild.mkdir()
+    run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-keyout", wild / "tls.key", "-out", wild / "tls.crt", "-days", "2", "-subj", "/CN=wild",
+         "-addext", "subjectAltName=DNS:*.models.svc"])
+    files = [f"certificates.provided.caCrt={wild}/tls.crt", f"certificates.provided.tlsCrt={wild}/tls.crt",
+             f"certificates.provided.tlsKey={wild}/tls.key"]
+    tools.template(["certificates.mode=provided"], namespace="models", files=files)
+    proc = tools.template(["certificates.mode=provided"], namespace="kserve", files=files, check=False)
+    assert proc.returncode != 0 and "does not name kserve-injector.kserve.svc" in proc.stderr
+
+
+def test_names_and_labels_fit_63(any_tools):
+    """Issue 27: a fullnameOverride over 40 characters with
+    replaceKServeMutator made a 70-character Job name, a 60-character
+    nameOverride an 80-character label. Every name and label value is now at
+    most 63 characters, cut with a hash (so still distinct), and the objects
+    still refer to each other by those names."""
+    for name in ("long-names", "long-names-cert-manager"):
+        docs = docs_of(any_tools.template(VALUE_SETS[name][1]))
+        names = [(d["kind"], d["metadata"]["name"]) for d in docs]
+        assert len(set(names)) == len(names), names
+        for doc in docs:
+            metas = [doc["metadata"]]
+            template = (doc.get("spec") or {}).get("template")
+            if template:
+                metas.append(template["metadata"])
+            for meta in metas:
+                for value in [meta.get("name") or ""] + list((meta.get("labels") or {}).values()):
+                    assert len(value) <= 63, f"{doc['kind']}: {value!r} is {len(value)} characters"
+    docs = docs_of(any_tools.template(VALUE_SETS["long-names"][1]))
+    full = "k" + "x" * 62
+    job = one(docs, "Job", next(d["metadata"]["name"] for d in by_kind(docs, "Job")
+                                if d["metadata"]["name"].endswith("-replace-kserve-mutator")))
+    assert job["spec"]["template"]["spec"]["serviceAccountName"] in {
+        d["metadata"]["name"] for d in by_kind(docs, "ServiceAccount")}
+    dep = one(docs, "Deployment", full)
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert one(docs, "Secret", volumes["serving-cert"]["secret"]["secretName"])
+    for binding in by_kind(docs, "ClusterRoleBinding") + by_kind(docs, "RoleBinding"):
+        assert one(docs, binding["roleRef"]["kind"], binding["roleRef"]["name"])
+        for subject in binding["subjects"]:
+            assert one(docs, "ServiceAccount", subject["name"])
+    cm = docs_of(any_tools.template(VALUE_SETS["long-names-cert-manager"][1]))
+    inject = one(cm, "MutatingWebhookConfiguration")["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+    assert one(cm, "Certificate", inject.split("/")[1])["spec"]["isCA"] is True
+    issuers = {d["metadata"]["name"] for d in by_kind(cm, "Issuer")}
+    certificates = by_kind(cm, "Certificate")
+    assert all(c["spec"]["issuerRef"]["name"] in issuers for c in certificates)
+    mounted = one(cm, "Deployment")["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"]
+    assert mounted in {c["spec"]["secretName"] for c in certificates if not c["spec"].get("isCA")}
+
+
+def test_watch_adds_to_the_default_kinds(tools, tmp_path):
+    """clusterLookups.watch switches one kind on or off; the others keep the
+    server's default (watchKinds={secrets} used to replace them all)."""
+    def args(*sets):
+        docs = docs_of(tools.template(list(sets)))
+        return [a for a in one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+                if a.startswith("--watch-kinds")]
+    assert args() == []
+    assert args("clusterLookups.watch.secrets=true") == [
+        "--watch-kinds=serviceaccounts,secrets,clusterstoragecontainers,inferenceservices"]
+    assert args("clusterLookups.watch.inferenceservices=false") == [
+        "--watch-kinds=serviceaccounts,clusterstoragecontainers"]
+    # a values file copied from before keeps rendering: the former default
+    old = tmp_path / "old-values.yaml"
+    old.write_text("clusterLookups:\n  watchKinds: []\n")
+    docs = docs_of(tools.template(values_files=[old]))
+    assert not [a for a in one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+                if a.startswith("--watch-kinds")]
 
 
 def test_kube_version_floor(tools):
@@ -524,7 +817,7 @@ def cluster(apiserver, tools, tmp_path_factory):
     apiserver.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
     for group, kind, plural in STUB_CRDS:
         apiserver.kubectl("wait", "--for=condition=Established", f"crd/{plural}.{group}", "--timeout=60s")
-    for ns in ("kserve", ALT_NS):
+    for ns in ("kserve", ALT_NS, "models-a", "models-b"):
         apiserver.ensure_namespace(ns)
     chart = copy_tree(CHART, tmp_path_factory.mktemp("chart-1.20") / "kserve-injector")
     chart_yaml = chart / "Chart.yaml"
@@ -610,6 +903,235 @@ def test_self_signed_reused_on_upgrade(cluster, tools, tmp_path):
         run(["openssl", "verify", "-CAfile", tmp_path / "ca.crt", tmp_path / "tls.crt"])
     finally:
         run(base + ["uninstall", "kserve-injector"], check=False)
+
+
+def test_certificate_mode_switches(cluster, tools, tmp_path):
+    """certificates.mode on `helm upgrade` (docs/helm.md, "Switching
+    certificates.mode"): cert-manager -> self-signed stops before anything
+    changes, because cert-manager made the serving Secret Helm would have to
+    take over, with the commands that get through; after them it works, and
+    so do self-signed -> provided -> self-signed -> cert-manager."""
+    server, chart = cluster
+    ns, name = "switch", "kserve-injector-switch"
+    server.ensure_namespace(ns)
+    secret = f"{name}-serving-cert"
+    base = [tools.helm, "--kubeconfig", server.kubeconfig, "--namespace", ns]
+    common = ["--set", f"podDisruptionBudget.enabled=false,fullnameOverride={name}"]
+    certs_dir = make_certs(tmp_path / "certs", ns, service=name)
+    provided = ["--set", "certificates.mode=provided"] + [
+        a for f in provided_args(certs_dir)[1] for a in ("--set-file", f)]
+
+    def upgrade(*sets, check=True):
+        return run(base + ["upgrade", "kserve-injector", chart] + common + list(sets), check=check)
+
+    try:
+        run(base + ["install", "kserve-injector", chart] + common)  # cert-manager, the default
+        # what cert-manager's issuance creates (no controller runs here)
+        server.kubectl("-n", ns, "create", "secret", "tls", secret,
+                       f"--cert={certs_dir}/tls.crt", f"--key={certs_dir}/tls.key")
+        server.kubectl("-n", ns, "annotate", "secret", secret,
+                       f"cert-manager.io/certificate-name={name}-serving")
+        refused = upgrade("--set", "certificates.mode=self-signed", check=False)
+        assert refused.returncode != 0, refused.stdout
+        assert (f"renders the Secret {ns}/{secret}, which exists and cert-manager made it for the "
+                f"Certificate {name}-serving") in refused.stderr, refused.stderr
+        assert "cannot be imported" not in refused.stderr
+        assert server.kubectl("-n", ns, "get", "certificate", f"{name}-serving").returncode == 0
+        # the message's way through
+        server.kubectl("-n", ns, "delete", "certificate", f"{name}-serving", "--ignore-not-found")
+        server.kubectl("-n", ns, "delete", "secret", secret)
+        upgrade("--set", "certificates.mode=self-signed")
+        data, _ = secret_data(server, ns, secret)
+        assert webhook_bundle(server, name) == data["ca.crt"]
+
+        upgrade(*provided)
+        data, _ = secret_data(server, ns, secret)
+        assert data["tls.crt"] == (certs_dir / "tls.crt").read_bytes()
+        assert webhook_bundle(server, name) == (certs_dir / "ca.crt").read_bytes()
+
+        upgrade("--set", "certificates.mode=self-signed")
+        data, _ = secret_data(server, ns, secret)
+        assert data["tls.crt"] != (certs_dir / "tls.crt").read_bytes()
+        assert webhook_bundle(server, name) == data["ca.crt"]
+
+        upgrade("--set", "certificates.mode=cert-manager")
+        assert server.kubectl("-n", ns, "get", "certificate", f"{name}-serving").returncode == 0
+        gone = server.kubectl("-n", ns, "get", "secret", secret, check=False)
+        assert gone.returncode != 0, "the chart's Secret stays for cert-manager to fill"
+        config = json.loads(server.kubectl("get", "mutatingwebhookconfiguration", name, "-o", "json").stdout)
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{ns}/{name}-ca"
+    finally:
+        run(base + ["uninstall", "kserve-injector"], check=False)
+
+
+def test_existing_secret_must_name_the_service(cluster, tools, other_certs, tmp_path):
+    """certificates.provided.existingSecret: on a server-side dry-run
+    (lookup reads the Secret), a Secret whose certificate names another
+    namespace's Service is refused; one for this Service passes."""
+    server, chart = cluster
+    ns = "existing"
+    server.ensure_namespace(ns)
+    made = make_certs(tmp_path / "certs", ns)
+    for name, pair in (("for-other", other_certs), ("for-existing", made)):
+        server.kubectl("-n", ns, "create", "secret", "tls", name, f"--cert={pair}/tls.crt",
+                       f"--key={pair}/tls.key")
+
+    def dry_run(secret):
+        return run([tools.helm, "install", "kserve-injector", chart, "--namespace", ns,
+                    "--kubeconfig", server.kubeconfig, "--dry-run=server",
+                    "--set", f"podDisruptionBudget.enabled=false,certificates.mode=provided,"
+                             f"certificates.provided.existingSecret={secret}",
+                    "--set-file", f"certificates.provided.caCrt={made}/ca.crt"], check=False)
+    refused = dry_run("for-other")
+    assert refused.returncode != 0
+    assert (f"the tls.crt of the Secret {ns}/for-other (certificates.provided.existingSecret) does not "
+            f"name kserve-injector.{ns}.svc") in refused.stderr, refused.stderr
+    assert dry_run("for-existing").returncode == 0
+    assert dry_run("not-there").returncode == 0, "a Secret made later is not checked"
+
+
+def webhook_bundle(server, name):
+    out = server.kubectl("get", "mutatingwebhookconfiguration", name, "-o", "json").stdout
+    return base64.b64decode(json.loads(out)["webhooks"][0]["clientConfig"]["caBundle"])
+
+
+LOOKUP_KINDS = {"serviceaccounts": "", "secrets": "", "clusterstoragecontainers": "serving.kserve.io",
+                "inferenceservices": "serving.kserve.io"}
+VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+def used_verbs(kind, watched):
+    """What the server does with a kind (src/lookups): a watched kind is
+    listed and watched; one object a pod needs is read with a GET (on a
+    cache miss, or when the kind is not watched); ClusterStorageContainers
+    are always read whole, with a LIST."""
+    if kind == "clusterstoragecontainers":
+        return {"list", "watch"} if watched else {"list"}
+    return {"get", "list", "watch"} if watched else {"get"}
+
+
+def rbac_cases():
+    """Every non-empty set of watched kinds, cluster-wide and namespaced, and
+    lookups off: (id, --set values, watched kinds or None, namespaced)."""
+    cases = []
+    kinds = list(LOOKUP_KINDS)
+    for mask in range(1, 16):
+        watched = {k for i, k in enumerate(kinds) if mask & (1 << i)}
+        sets = [f"clusterLookups.watch.{k}={str(k in watched).lower()}" for k in kinds]
+        for namespaced in (False, True):
+            extra = ["clusterLookups.namespaces={models-a}"] if namespaced else []
+            cases.append((f"lk{mask}{'n' if namespaced else 'c'}", sets + extra, watched, namespaced))
+    cases.append(("lkoff", ["clusterLookups.enabled=false"], None, False))
+    return cases
+
+
+def json_stream(text):
+    """kubectl -o json's output for several objects: one JSON document after another."""
+    decoder, docs, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return docs
+        doc, at = decoder.raw_decode(text, at)
+        docs.extend(doc["items"] if doc.get("kind") == "List" else [doc])
+
+
+def rbac_mismatches(server, ns, case, docs, watched, namespaced):
+    """Applies the ServiceAccount and RBAC of docs, then asks one
+    SelfSubjectAccessReview per verb, resource and namespace as that
+    ServiceAccount (`case`); returns (answers checked, what differs from
+    used_verbs)."""
+    rbac = [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                                             "Role", "RoleBinding")]
+    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(rbac))
+    reviews, expected = [], []
+    for kind, group in LOOKUP_KINDS.items():
+        scopes = [""] if kind == "clusterstoragecontainers" else ["models-a", "elsewhere", ""]
+        for scope in scopes:
+            for verb in VERBS:
+                attrs = {"verb": verb, "group": group, "resource": kind}
+                if scope:
+                    attrs["namespace"] = scope
+                reviews.append({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                                "spec": {"resourceAttributes": attrs}})
+                allowed = (watched is not None and verb in used_verbs(kind, kind in watched)
+                           and (not namespaced or scope == "models-a" or kind == "clusterstoragecontainers"))
+                expected.append((f"{verb} {kind} in {scope or '(all namespaces)'}", allowed))
+    out = server.kubectl(f"--as=system:serviceaccount:{ns}:{case}", "create", "-o", "json", "-f", "-",
+                         stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": reviews})).stdout
+    answers = json_stream(out)
+    assert len(answers) == len(expected), case
+    return len(answers), [
+        f"{case}: {what}: {'allowed' if not allowed else 'denied'}, expected {'allowed' if allowed else 'denied'}"
+        for (what, allowed), answer in zip(expected, answers)
+        if answer["status"].get("allowed", False) != allowed]
+
+
+def test_rbac_grants_exactly_what_the_flags_use(cluster, tools):
+    """For every combination of clusterLookups.watch, cluster-wide and with
+    clusterLookups.namespaces, and with lookups off: the rendered
+    ServiceAccount and RBAC applied to kube-apiserver 1.20, then one
+    SelfSubjectAccessReview per verb, resource and namespace, as the
+    webhook's ServiceAccount. Allowed is exactly what the server uses with
+    the flags the same render passes (used_verbs); writes never. A role with
+    one verb too many is caught."""
+    server, chart = cluster
+    ns = "rbac"
+    server.ensure_namespace(ns)
+    failures = []
+    checked = 0
+    for case, sets, watched, namespaced in rbac_cases():
+        docs = docs_of(tools.template(sets + [f"fullnameOverride={case}"], namespace=ns, chart=chart))
+        args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        if watched is not None:
+            flag = [a for a in args if a.startswith("--watch-kinds=")]
+            passed = set(flag[0].split("=", 1)[1].split(",")) if flag else {
+                "serviceaccounts", "clusterstoragecontainers", "inferenceservices"}
+            assert passed == watched, (case, args)
+        n, differ = rbac_mismatches(server, ns, case, docs, watched, namespaced)
+        checked += n
+        failures += differ
+    assert not failures, "\n".join(failures)
+    assert checked == 31 * 80
+    # the check sees a role granting `get` on ClusterStorageContainers, which
+    # the server never uses
+    docs = docs_of(tools.template(["fullnameOverride=lkextra"], namespace=ns, chart=chart))
+    role = one(docs, "ClusterRole", "lkextra-lookups")
+    next(r for r in role["rules"] if r["resources"] == ["clusterstoragecontainers"])["verbs"].append("get")
+    _, differ = rbac_mismatches(server, ns, "lkextra", docs,
+                                {"serviceaccounts", "clusterstoragecontainers", "inferenceservices"}, False)
+    assert differ == ["lkextra: get clusterstoragecontainers in (all namespaces): allowed, expected denied"]
+    # the same answers through kubectl auth can-i, for the default install
+    # (kubectl resolves a resource through discovery: stand-in CRDs for KServe's)
+    crds = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": f"{plural}.serving.kserve.io"},
+             "spec": {"group": "serving.kserve.io", "scope": scope,
+                      "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                                "listKind": kind + "List"},
+                      "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {
+                          "openAPIV3Schema": {"type": "object",
+                                              "x-kubernetes-preserve-unknown-fields": True}}}]}}
+            for kind, plural, scope in (("ClusterStorageContainer", "clusterstoragecontainers", "Cluster"),
+                                        ("InferenceService", "inferenceservices", "Namespaced"))]
+    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds))
+    for crd in crds:
+        server.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}",
+                       "--timeout=60s")
+    docs = docs_of(tools.template(["fullnameOverride=lkdefault"], namespace=ns, chart=chart))
+    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(
+        [d for d in docs if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]))
+
+    def can(*what):
+        proc = server.kubectl("auth", "can-i", f"--as=system:serviceaccount:{ns}:lkdefault", *what,
+                              check=False)
+        return proc.stdout.strip() or proc.stderr.strip()
+    assert can("get", "secrets", "-n", "models-a") == "yes"
+    assert can("list", "secrets", "-n", "models-a") == "no"
+    assert can("watch", "serviceaccounts", "--all-namespaces") == "yes"
+    assert can("get", "clusterstoragecontainers.serving.kserve.io") == "no"
+    assert can("list", "clusterstoragecontainers.serving.kserve.io") == "yes"
+    assert can("patch", "inferenceservices.serving.kserve.io", "-n", "models-a") == "no"
 
 
 def test_self_signed_certificate_is_served(tools, injector_bin, tmp_path):

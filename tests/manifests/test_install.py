@@ -45,8 +45,9 @@ TARGETS = {
     "base": ("manifests/base", "kserve"),
     "static-certs": ("manifests/overlays/static-certs", "kserve"),
     "all-components": ("cases/all-components", "kserve"),
+    "argocd-webhook": ("manifests/argocd/webhook", "kserve"),
 }
-ALT_TARGETS = ["other-namespace", "other-namespace-static"]
+ALT_TARGETS = ["other-namespace", "other-namespace-static", "argocd-webhook-other-namespace"]
 
 
 # the checks' own exception: what `proof` takes for a check failing
@@ -154,6 +155,17 @@ images:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    # the Argo CD webhook overlay, in another namespace
+    (cases / "argocd-webhook-other-namespace").mkdir()
+    (cases / "argocd-webhook-other-namespace" / "kustomization.yaml").write_text(f"""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: {ALT_NS}
+resources:
+  - ../../manifests/argocd/webhook
+transformers:
+  - ../../manifests/follow-namespace
+""")
     (cases / "other-namespace-static").mkdir()
     (cases / "other-namespace-static" / "kustomization.yaml").write_text(f"""\
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -232,8 +244,8 @@ def test_helm_post_renderer(tools, checks, tree, tmp_path):
 
 
 def test_hadolint():
-    """hadolint Dockerfile (the image build itself is not run: no docker
-    daemon in CI)."""
+    """hadolint Dockerfile (its build stage runs in .ci/image.sh, its context
+    is checked in test_image.py)."""
     hadolint(ROOT / "Dockerfile")
 
 
@@ -374,6 +386,18 @@ def broken_no_follow(ctx):
     return ctx.checks.namespaces, str(rendered), ALT_NS
 
 
+def broken_argocd_no_follow(ctx):
+    # manifests/argocd/webhook without its follow-namespace transformer: the
+    # component's Issuers and Certificates have no namespace
+    shutil.copytree(ctx.tree / "manifests", ctx.tmp / "manifests")
+    overlay = ctx.tmp / "manifests" / "argocd" / "webhook" / "kustomization.yaml"
+    text = overlay.read_text()
+    assert "transformers:\n  - ../../follow-namespace\n" in text
+    overlay.write_text(text.replace("transformers:\n  - ../../follow-namespace\n", ""))
+    rendered = render(ctx.tools.kubectl, overlay.parent, ctx.tmp / "argocd.yaml")
+    return ctx.checks.namespaces, str(rendered), "kserve"
+
+
 def broken_subject(ctx):
     # the lookups' ClusterRoleBinding still names the ServiceAccount in kserve
     def change(d):
@@ -477,6 +501,7 @@ BROKEN = {
     "size (a 262,144-byte ConfigMap)": broken_size,
     "namespaces (namespace: models-infra overlay without follow-namespace)": broken_no_follow,
     "namespaces (ClusterRoleBinding subject left in kserve, deployed in models-infra)": broken_subject,
+    "namespaces (argocd/webhook without follow-namespace)": broken_argocd_no_follow,
     "namespaces (namespaceSelector excludes kserve-old, not kserve)": broken_own_ns,
     "namespaces (static certs made for kserve, deployed in models-infra)": broken_static_ns,
     "namespaces/static certs (caBundle from another CA)": broken_ca,

@@ -243,3 +243,73 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
     );
     Ok(())
 }
+
+#[test]
+fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Result<(), clap::Error>
+{
+    use kserve_injector::Release;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(default.inference_config.kserve_version, None);
+    let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
+    assert_eq!(v0_17.inference_config.kserve_version, Some(Release::V0_17));
+    let message = match ServeArgs::try_parse_from(["--kserve-version", "v0.15"]) {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("v0.15 is not supported yet") && message.contains("v0.20, head"),
+        "{message}"
+    );
+    Ok(())
+}
+
+#[test]
+fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
+{
+    use kserve_injector::inputs::SecurityProfile;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(
+        default.inference_config.security_profile,
+        SecurityProfile::Baseline
+    );
+    assert_eq!(default.inference_config.config_file, None);
+    let set = ServeArgs::try_parse_from([
+        "--security-profile",
+        "restricted",
+        "--config-file",
+        "/etc/kserve-injector/settings/settings.yaml",
+    ])?;
+    assert_eq!(
+        set.inference_config.security_profile,
+        SecurityProfile::Restricted
+    );
+    assert!(set.inference_config.config_file.is_some());
+    let message = match ServeArgs::try_parse_from(["--security-profile", "strict"]) {
+        Ok(_) => "accepted".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        message.contains("baseline") && message.contains("restricted"),
+        "{message}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn serve_refuses_to_start_with_a_bad_config_file_naming_it_and_the_key() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = dir.path().join("settings.yaml");
+    std::fs::write(&bad, "modelVolume:\n  hostPth: {path: /x}\n").expect("written");
+    let path = bad.to_string_lossy().into_owned();
+    let error = match crate::support::start(&["--self-signed", "--config-file", &path]).await {
+        Ok(server) => {
+            server.shutdown();
+            panic!("serve started with a bad --config-file");
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains(&path) && error.contains("\"hostPth\" is not a volume source"),
+        "{error}"
+    );
+}

@@ -19,7 +19,11 @@ async fn golden_fixtures_through_http1_and_http2() -> TestResult {
     let mut checked = 0;
     for case in &cases {
         let mut flags = vec!["--shutdown-delay".to_string(), "0s".to_string()];
-        for (flag, file) in [("--config", "config.yaml"), ("--objects", "cluster.yaml")] {
+        for (flag, file) in [
+            ("--config", "config.yaml"),
+            ("--config-file", "settings.yaml"),
+            ("--objects", "cluster.yaml"),
+        ] {
             if case.join(file).is_file() {
                 flags.extend([
                     flag.to_string(),

@@ -5,8 +5,11 @@
 
 mod args;
 mod attacks;
+mod cap;
 mod drain;
 mod http;
+mod keepalive;
+mod kserve_version;
 mod memory;
 mod router;
 mod shadow;

@@ -68,6 +68,7 @@ fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs,
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
     env.modelcar_mode = args.inference_config.modelcar_mode;
+    env.security_profile = args.inference_config.security_profile;
     Ok(RouterInputs::new(env, Limits::from(&args.limits)))
 }
 
@@ -179,16 +180,23 @@ async fn every_golden_fixture_through_the_router() -> TestResult {
     ensure(failures.is_empty(), || failures.join("\n"))
 }
 
-/// A case's `config.yaml`, `cluster.yaml` and `args`, as `serve --config
-/// --objects` with those flags would load them.
+/// A case's `config.yaml`, `settings.yaml`, `cluster.yaml` and `args`, as
+/// `serve --config --config-file --objects` with those flags would load them.
 fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
-    let config = case.join("config.yaml");
-    let config = if config.is_file() {
-        kserve_injector::config_file::load(&config)?
-    } else {
-        Config::default()
-    };
+    let optional = |name: &str| Some(case.join(name)).filter(|p| p.is_file());
+    let settings =
+        kserve_injector::config_file::load_settings(optional("settings.yaml").as_deref())?;
+    let config = kserve_injector::config_file::load_config(
+        optional("config.yaml").as_deref(),
+        &settings,
+        None,
+    )?;
     let mut inputs = inputs_with_flags(config, case_flags(case))?;
+    if let Some(volume) = settings.model_volume {
+        let mut env = (*inputs.env.load_full()).clone();
+        env.model_volume = Some(volume);
+        inputs.env.store(Arc::new(env));
+    }
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
         let file = std::fs::File::open(&objects)?;

@@ -1,14 +1,41 @@
+{{/*
+A name or label value of at most 63 characters (the limit of a label value
+and of most object names): (list base suffix) gives "<base>-<suffix>" when
+it fits; otherwise base is cut and 8 hex digits of the whole name's sha256
+keep it distinct, before the suffix, which stays readable.
+*/}}
+{{- define "kserve-injector.fit" -}}
+{{- $base := index . 0 -}}
+{{- $suffix := index . 1 -}}
+{{- $whole := $base -}}
+{{- if $suffix }}{{ $whole = printf "%s-%s" $base $suffix }}{{ end -}}
+{{- if le (len $whole) 63 -}}
+{{- $whole }}
+{{- else -}}
+{{- $tail := sha256sum $whole | trunc 8 -}}
+{{- if $suffix }}{{ $tail = printf "%s-%s" $tail $suffix }}{{ end -}}
+{{- $cut := regexReplaceAll "-+$" (trunc (int (sub 62 (len $tail))) $base) "" -}}
+{{- printf "%s-%s" $cut $tail }}
+{{- end -}}
+{{- end }}
+
 {{/* The app.kubernetes.io/name label: the chart's name. */}}
 {{- define "kserve-injector.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- include "kserve-injector.fit" (list (default .Chart.Name .Values.nameOverride) "") }}
 {{- end }}
 
 {{/*
 Object names: "kserve-injector" whatever the release is called, as in the
 kustomize install (the webhook configuration and ClusterRole are cluster-wide).
+The release name is not part of it.
 */}}
 {{- define "kserve-injector.fullname" -}}
-{{- default "kserve-injector" .Values.fullnameOverride | trunc 52 | trimSuffix "-" }}
+{{- include "kserve-injector.fit" (list (default "kserve-injector" .Values.fullnameOverride) "") }}
+{{- end }}
+
+{{/* (list . "suffix"): "<fullname>-<suffix>", at most 63 characters. */}}
+{{- define "kserve-injector.named" -}}
+{{- include "kserve-injector.fit" (list (include "kserve-injector.fullname" (index . 0)) (index . 1)) }}
 {{- end }}
 
 {{- define "kserve-injector.serviceAccountName" -}}
@@ -20,7 +47,7 @@ kustomize install (the webhook configuration and ClusterRole are cluster-wide).
 {{- if and (eq .Values.certificates.mode "provided") .Values.certificates.provided.existingSecret -}}
 {{- .Values.certificates.provided.existingSecret }}
 {{- else -}}
-{{- printf "%s-serving-cert" (include "kserve-injector.fullname" .) }}
+{{- include "kserve-injector.named" (list . "serving-cert") }}
 {{- end }}
 {{- end }}
 
@@ -53,54 +80,82 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- list $svc (printf "%s.cluster.local" $svc) | toJson }}
 {{- end }}
 
-{{/*
-A duration as `serve` takes it (500ms, 3s, 1m) in milliseconds; the schema
-restricts the named timeouts to these forms.
-*/}}
-{{- define "kserve-injector.millis" -}}
-{{- $d := toString . -}}
-{{- if hasSuffix "ms" $d -}}
-{{- trimSuffix "ms" $d | int64 }}
-{{- else if hasSuffix "s" $d -}}
-{{- mul (trimSuffix "s" $d | int64) 1000 }}
-{{- else if hasSuffix "m" $d -}}
-{{- mul (trimSuffix "m" $d | int64) 60000 }}
-{{- else -}}
-{{- fail (printf "cannot read the duration %q (use e.g. 500ms, 3s, 1m)" $d) }}
+{{/* The kinds of clusterLookups.watch that are true, in the server's order (JSON list). */}}
+{{- define "kserve-injector.watchKinds" -}}
+{{- $watch := .Values.clusterLookups.watch -}}
+{{- $kinds := list -}}
+{{- range list "serviceaccounts" "secrets" "clusterstoragecontainers" "inferenceservices" -}}
+{{- if get $watch . }}{{ $kinds = append $kinds . }}{{ end -}}
+{{- end -}}
+{{- toJson $kinds }}
 {{- end }}
+
+{{/* `serve --watch-kinds`'s default (JSON list). */}}
+{{- define "kserve-injector.defaultWatchKinds" -}}
+{{- list "serviceaccounts" "clusterstoragecontainers" "inferenceservices" | toJson }}
 {{- end }}
 
 {{/*
-The arguments of `serve`: named values first, then extraArgs. Fails on
-relations the schema cannot express.
+Flags of `serve` that server.extraArgs may not set, and what to do instead:
+those the chart sets from a named value, and those its objects depend on
+(the container ports and probes, the mounted certificate, the cluster).
+*/}}
+{{- define "kserve-injector.reservedFlags" -}}
+{{- $ports := "the Service, probes and NetworkPolicy use the chart's ports 9443 and 8081" -}}
+{{- $cert := "the chart mounts the serving certificate at the default --cert-dir; see certificates.mode" -}}
+{{- $named := dict "--request-timeout" "set server.requestTimeout instead" "--lookup-timeout" "set server.lookupTimeout instead" "--log-format" "set server.logFormat instead" "--log" "set server.logLevel instead" "--shutdown-delay" "set server.shutdownDelay instead" "--drain-timeout" "set server.drainTimeout instead" "--max-concurrent-requests" "set server.maxConcurrentRequests instead" "--max-connections" "set server.maxConnections instead" "--modelcar-mode" "set server.modelcarMode instead" "--kserve-version" "set server.kserveVersion instead" -}}
+{{- $_ := merge $named (dict "--cluster-lookups" "set clusterLookups.enabled instead" "--watch-kinds" "set clusterLookups.watch instead" "--secret-ttl" "set clusterLookups.secretTtl instead" "--secret-cache-entries" "set clusterLookups.secretCacheEntries instead" "--namespaces" "set clusterLookups.namespaces instead" "--outside-namespaces" "set clusterLookups.outsideNamespaces instead" "--config" "set inferenceServiceConfig instead" "--shadow" "set shadow.enabled instead" "--shadow-warnings" "set shadow.warnings instead") -}}
+{{- $_ = merge $named (dict "--security-profile" "set server.securityProfile instead" "--config-file" "set settings instead") -}}
+{{- $_ = merge $named (dict "--addr" $ports "--admin-addr" $ports "--cert-dir" $cert "--tls-cert-file" $cert "--tls-key-file" $cert "--self-signed" $cert "--dns-name" $cert "--self-signed-ca-file" $cert "--objects" "the chart runs the server against the cluster (clusterLookups)" "--kubeconfig" "the server uses its ServiceAccount in the cluster" "--context" "the server uses its ServiceAccount in the cluster") -}}
+{{- toJson $named }}
+{{- end }}
+
+{{/*
+server.extraArgs, checked: each item is a flag (--name or --name=value) or
+the value of the flag before it; a reserved flag is refused by name.
+*/}}
+{{- define "kserve-injector.extraArgs" -}}
+{{- $reserved := include "kserve-injector.reservedFlags" . | fromJson -}}
+{{- $valueMayFollow := false -}}
+{{- range .Values.server.extraArgs -}}
+{{- if hasPrefix "--" . -}}
+{{- $flag := regexReplaceAll "[= ].*$" . "" -}}
+{{- if hasKey $reserved $flag -}}
+{{- fail (printf "server.extraArgs: %s is set by the chart: %s" $flag (get $reserved $flag)) -}}
+{{- end -}}
+{{- if and (contains " " .) (not (contains "=" .)) -}}
+{{- fail (printf "server.extraArgs: %q is one argument with a space in it, which serve does not split: write %s=VALUE, or the flag and its value as two items" . $flag) -}}
+{{- end -}}
+{{- $valueMayFollow = not (contains "=" .) -}}
+{{- else if $valueMayFollow -}}
+{{- $valueMayFollow = false -}}
+{{- else -}}
+{{- fail (printf "server.extraArgs: %q is neither a flag (--name, --name=value) nor the value of the flag before it" .) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson .Values.server.extraArgs }}
+{{- end }}
+
+{{/*
+The arguments of `serve`: named values first, then extraArgs. The checks on
+their values are in _checks.tpl.
 */}}
 {{- define "kserve-injector.serveArgs" -}}
 {{- $s := .Values.server -}}
-{{- $request := include "kserve-injector.millis" $s.requestTimeout | int64 -}}
-{{- $limit := mul .Values.webhook.timeoutSeconds 1000 -}}
-{{- if gt (add $request 2000) $limit -}}
-{{- fail (printf "server.requestTimeout (%s) must stay at least 2s below webhook.timeoutSeconds (%d): the server answers (504 at the latest) before the API server gives up, with time left for the connection and TLS handshake" $s.requestTimeout (int .Values.webhook.timeoutSeconds)) -}}
-{{- end -}}
-{{- if and $s.lookupTimeout (ge (include "kserve-injector.millis" $s.lookupTimeout | int64) $request) -}}
-{{- fail (printf "server.lookupTimeout (%s) must stay below server.requestTimeout (%s)" $s.lookupTimeout $s.requestTimeout) -}}
-{{- end -}}
-{{- $named := dict "--request-timeout" "requestTimeout" "--lookup-timeout" "lookupTimeout" "--log-format" "logFormat" "--log" "logLevel" "--shutdown-delay" "shutdownDelay" "--drain-timeout" "drainTimeout" "--max-concurrent-requests" "maxConcurrentRequests" "--max-connections" "maxConnections" "--cluster-lookups" "clusterLookups.enabled" "--watch-kinds" "clusterLookups.watchKinds" "--secret-ttl" "clusterLookups.secretTtl" "--secret-cache-entries" "clusterLookups.secretCacheEntries" "--namespaces" "clusterLookups.namespaces" "--outside-namespaces" "clusterLookups.outsideNamespaces" "--config" "inferenceServiceConfig" "--shadow" "shadow.enabled" "--shadow-warnings" "shadow.warnings" "--modelcar-mode" "modelcarMode" -}}
-{{- range $s.extraArgs -}}
-{{- $flag := regexReplaceAll "=.*$" . "" -}}
-{{- if hasKey $named $flag -}}
-{{- fail (printf "server.extraArgs: %s has a value of its own, set %s instead" $flag (get $named $flag)) -}}
-{{- end -}}
-{{- end -}}
+{{- $l := .Values.clusterLookups -}}
 {{- $args := list "serve" "--config=/etc/kserve-injector/config" (printf "--request-timeout=%s" $s.requestTimeout) -}}
-{{- $args = append $args (printf "--cluster-lookups=%s" (ternary "on" "off" .Values.clusterLookups.enabled)) -}}
-{{- with .Values.clusterLookups.watchKinds -}}
-{{- $args = append $args (printf "--watch-kinds=%s" (join "," .)) -}}
+{{- $args = append $args (printf "--cluster-lookups=%s" (ternary "on" "off" $l.enabled)) -}}
+{{- if $l.enabled -}}
+{{- $kinds := include "kserve-injector.watchKinds" . | fromJsonArray -}}
+{{- if ne (join "," $kinds) (include "kserve-injector.defaultWatchKinds" . | fromJsonArray | join ",") -}}
+{{- $args = append $args (printf "--watch-kinds=%s" (join "," $kinds)) -}}
 {{- end -}}
-{{- with .Values.clusterLookups.secretTtl }}{{ $args = append $args (printf "--secret-ttl=%s" .) }}{{ end -}}
-{{- with .Values.clusterLookups.secretCacheEntries }}{{ $args = append $args (printf "--secret-cache-entries=%d" (int .)) }}{{ end -}}
-{{- with .Values.clusterLookups.namespaces }}{{ $args = append $args (printf "--namespaces=%s" (join "," .)) }}{{ end -}}
-{{- with .Values.clusterLookups.outsideNamespaces }}{{ $args = append $args (printf "--outside-namespaces=%s" .) }}{{ end -}}
+{{- with $l.secretTtl }}{{ $args = append $args (printf "--secret-ttl=%s" .) }}{{ end -}}
+{{- with $l.secretCacheEntries }}{{ $args = append $args (printf "--secret-cache-entries=%d" (int .)) }}{{ end -}}
+{{- with $l.namespaces }}{{ $args = append $args (printf "--namespaces=%s" (join "," .)) }}{{ end -}}
+{{- with $l.outsideNamespaces }}{{ $args = append $args (printf "--outside-namespaces=%s" .) }}{{ end -}}
 {{- with $s.lookupTimeout }}{{ $args = append $args (printf "--lookup-timeout=%s" .) }}{{ end -}}
+{{- end -}}
 {{- with $s.logFormat }}{{ $args = append $args (printf "--log-format=%s" .) }}{{ end -}}
 {{- with $s.logLevel }}{{ $args = append $args (printf "--log=%s" .) }}{{ end -}}
 {{- with $s.shutdownDelay }}{{ $args = append $args (printf "--shutdown-delay=%s" .) }}{{ end -}}
@@ -110,7 +165,10 @@ relations the schema cannot express.
 {{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}
-{{- concat $args $s.extraArgs | toJson }}
+{{- with $s.kserveVersion }}{{ $args = append $args (printf "--kserve-version=%s" .) }}{{ end -}}
+{{- with $s.securityProfile }}{{ $args = append $args (printf "--security-profile=%s" .) }}{{ end -}}
+{{- if .Values.settings }}{{ $args = append $args "--config-file=/etc/kserve-injector/settings/settings.yaml" }}{{ end -}}
+{{- concat $args (include "kserve-injector.extraArgs" . | fromJsonArray) | toJson }}
 {{- end }}
 
 {{/*
@@ -131,8 +189,8 @@ such render makes a new pair.
 {{- $cfg := .Values.certificates.selfSigned -}}
 {{- $dnsNames := include "kserve-injector.dnsNames" . | fromJsonArray -}}
 {{- $layout := "2006-01-02T15:04:05Z07:00" -}}
-{{- $caSecret := lookup "v1" "Secret" .Release.Namespace (printf "%s-self-signed-ca" $fullname) -}}
-{{- $servingSecret := lookup "v1" "Secret" .Release.Namespace (printf "%s-serving-cert" $fullname) -}}
+{{- $caSecret := lookup "v1" "Secret" .Release.Namespace (include "kserve-injector.named" (list . "self-signed-ca")) -}}
+{{- $servingSecret := lookup "v1" "Secret" .Release.Namespace (include "kserve-injector.named" (list . "serving-cert")) -}}
 {{- $ca := dict -}}
 {{- $caCrt := "" -}}
 {{- $caKey := "" -}}
@@ -142,7 +200,7 @@ such render makes a new pair.
 {{- $caKey = get $caData "tls.key" | b64dec -}}
 {{- $ca = buildCustomCert (get $caData "tls.crt") (get $caData "tls.key") -}}
 {{- else -}}
-{{- $ca = genCA (printf "%s-ca" $fullname) (int $cfg.caValidityDays) -}}
+{{- $ca = genCA (include "kserve-injector.named" (list . "ca")) (int $cfg.caValidityDays) -}}
 {{- $caCrt = $ca.Cert -}}
 {{- $caKey = $ca.Key -}}
 {{- end -}}
@@ -242,19 +300,9 @@ volumeMounts:
 {{- end }}
 
 {{/*
-shadow.enabled: checks the release can run beside KServe's mutator. The API
-server calls MutatingWebhookConfigurations in name order, so ours must sort
-after KServe's to see the pods it mutated; and KServe's mutator must stay.
+The ConfigMap of our own settings (values `settings`, `--config-file`),
+named after a hash of its content, so changed settings roll the pods.
 */}}
-{{- define "kserve-injector.shadowChecks" -}}
-{{- if .Values.shadow.enabled -}}
-{{- $name := include "kserve-injector.fullname" . -}}
-{{- $kserve := .Values.kserveMutatorHook.configuration -}}
-{{- if .Values.replaceKServeMutator -}}
-{{- fail "shadow.enabled runs beside KServe's pod mutator: it cannot be combined with replaceKServeMutator" -}}
-{{- end -}}
-{{- if not (lt $kserve $name) -}}
-{{- fail (printf "shadow.enabled: the MutatingWebhookConfiguration %q sorts before KServe's %q, so the API server would call it first and it would not see KServe's result; choose a release name or fullnameOverride that sorts after it (kserve-injector does)" $name $kserve) -}}
-{{- end -}}
-{{- end -}}
+{{- define "kserve-injector.settingsConfigMap" -}}
+{{- include "kserve-injector.named" (list . (printf "settings-%s" (toYaml .Values.settings | sha256sum | trunc 8))) }}
 {{- end }}

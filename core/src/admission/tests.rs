@@ -648,3 +648,46 @@ fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
     assert_eq!(answer(&body, &env).0.modelcar_shape, None);
 }
+
+#[test]
+fn in_shadow_mode_a_refusal_or_lookup_denial_is_an_allowance_with_the_reason_withheld() {
+    let shadow = Mode::Shadow { warnings: true };
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
+    let refused = prepare_in(&body, shadow)
+        .unwrap()
+        .refuse(403, "outside --namespaces");
+    let denied = prepare_in(&body, shadow).unwrap().deny("lookup timed out");
+    for (reviewed, code, reason) in [
+        (refused.unwrap(), 403, "outside --namespaces"),
+        (denied.unwrap(), 500, "lookup timed out"),
+    ] {
+        let response: Value = serde_json::from_slice(&reviewed.body).unwrap();
+        assert_eq!(response["response"]["allowed"], true, "{response}");
+        assert_eq!(response["response"]["status"]["code"], 200, "{response}");
+        assert!(response["response"].get("patch").is_none());
+        let warning = response["response"]["warnings"][0].as_str().unwrap();
+        let expected = format!("would deny the pod (code {code}): {reason}");
+        assert!(warning.ends_with(&expected), "{warning}");
+        assert!(reviewed.allowed && reviewed.denial.is_none());
+        assert_eq!(reviewed.withheld_denial.as_deref(), Some(reason));
+    }
+    let plain = prepare(&body)
+        .unwrap()
+        .refuse(403, "outside --namespaces")
+        .unwrap();
+    assert!(!plain.allowed && plain.withheld_denial.is_none());
+    assert_eq!(plain.denial.as_deref(), Some("outside --namespaces"));
+}
+
+#[test]
+fn a_long_shadow_denial_warning_is_cut_on_a_character_boundary() {
+    let reason = "é".repeat(400);
+    let text = shadow_denial_warning(400, &reason);
+    assert!(text.len() <= MAX_WARNING_CHARS, "{}", text.len());
+    assert!(text.ends_with("é..."), "{text}");
+    let short = shadow_denial_warning(500, "cannot find container: kserve-container");
+    assert_eq!(
+        short,
+        "kserve-injector (shadow mode) would deny the pod (code 500): cannot find container: kserve-container"
+    );
+}

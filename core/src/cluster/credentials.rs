@@ -39,6 +39,8 @@ pub struct CredentialRequest<'a> {
     /// `spec.serviceAccountName` (or the logger storage's); empty means `default`.
     pub service_account_name: &'a str,
     pub pod_annotations: &'a dyn Annotations,
+    /// The KServe release whose Secret kinds apply.
+    pub release: crate::release::Release,
 }
 
 /// The container being built (its env and mounts so far) and the pod
@@ -105,10 +107,12 @@ pub fn add_service_account_credentials(
         })
         .collect::<Result<Vec<&Secret>, _>>()?;
     if sa.annotations.contains_key(IRSA_ANNOTATION) {
-        target.env.extend(s3_env(&sa.annotations, None, &config.s3));
+        target
+            .env
+            .extend(s3_env(&sa.annotations, None, &config.s3, request.release));
     }
     for secret in secrets {
-        add_secret(secret, config, target);
+        add_secret(secret, config, request.release, target);
     }
     Ok(())
 }
@@ -133,7 +137,12 @@ fn or_default<'a>(configured: &'a str, default: &'a str) -> &'a str {
     }
 }
 
-fn add_secret(secret: &Secret, config: &CredentialConfig, target: &mut CredentialTarget) {
+fn add_secret(
+    secret: &Secret,
+    config: &CredentialConfig,
+    release: crate::release::Release,
+    target: &mut CredentialTarget,
+) {
     let s3 = &config.s3;
     let secret_key = or_default(
         &s3.secret_access_key_name,
@@ -143,14 +152,14 @@ fn add_secret(secret: &Secret, config: &CredentialConfig, target: &mut Credentia
         &config.gcs_credential_file_name,
         DEFAULT_GCS_CREDENTIAL_FILE_NAME,
     );
-    match contribution(secret, secret_key, gcs_file) {
+    match contribution(secret, secret_key, gcs_file, release) {
         Contribution::S3 => {
             let key_id = or_default(&s3.access_key_id_name, DEFAULT_S3_ACCESS_KEY_ID_NAME);
             let mut env = vec![
                 secret_key_ref("AWS_ACCESS_KEY_ID", &secret.name, key_id),
                 secret_key_ref("AWS_SECRET_ACCESS_KEY", &secret.name, secret_key),
             ];
-            env.extend(s3_env(&secret.annotations, Some(secret), s3));
+            env.extend(s3_env(&secret.annotations, Some(secret), s3, release));
             merge_env_values(&mut target.env, env);
         }
         Contribution::Env(env) => target.env.extend(env),

@@ -15,7 +15,7 @@ use crate::constants::{
     AGENT_ANNOTATION, BATCHER_ANNOTATION, ISVC_LABEL, LOCAL_MODEL_LABEL, LOGGER_ANNOTATION,
     SOURCE_URI_ANNOTATION, STORAGE_SPEC_ANNOTATION,
 };
-use crate::injectors::storage_uri::{oci_effective_mode, parse_oci, parse_pvc};
+use crate::injectors::storage_uri::{oci_effective_mode, parse_oci_in, parse_pvc};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the rules read of a pod; any pod representation can fill it.
@@ -125,7 +125,9 @@ pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTre
         let downloads = ann(AGENT_ANNOTATION).is_none()
             && !pod.labels.contains_key(LOCAL_MODEL_LABEL)
             && parse_pvc(uri).is_none()
-            && parse_oci(uri).is_none_or(|oci| oci_effective_mode(&oci, oci_mode).is_empty());
+            // As the release reads the URI: `oci+native://` is a download before v0.20.
+            && parse_oci_in(uri, config.release)
+                .is_none_or(|oci| oci_effective_mode(&oci, oci_mode).is_empty());
         if downloads && ann(STORAGE_SPEC_ANNOTATION) == Some("true") {
             keys.insert(ObjectKey::Secret(storage_spec_secret(pod, config)));
         } else if downloads {

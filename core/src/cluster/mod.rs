@@ -28,6 +28,7 @@ pub use objects::{
     ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
     KEPT_SECRET_VALUE_KEYS,
 };
+pub use secret_kinds::secret_env_names;
 
 use std::collections::BTreeMap;
 

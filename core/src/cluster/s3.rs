@@ -8,6 +8,7 @@
 
 use super::objects::Secret;
 use crate::config::S3Config;
+use crate::release::Release;
 use k8s_openapi::api::core::v1::EnvVar;
 use std::collections::BTreeMap;
 
@@ -84,15 +85,33 @@ fn setting(
 /// without one `S3_USE_HTTPS` is the selected setting as written (left out
 /// when empty) and the URL is `http://` only for exactly `0`. A blank
 /// endpoint still gives `S3_ENDPOINT` (empty) and a bare scheme as URL.
+///
+/// Before v0.17 ([`Release::s3_endpoint_scheme`]) `S3_USE_HTTPS` comes
+/// first whenever it is set, and the endpoint is used as written: the URL
+/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`.
 pub(super) fn s3_env(
     annotations: &BTreeMap<String, String>,
     data: Option<&Secret>,
     config: &S3Config,
+    release: Release,
 ) -> Vec<EnvVar> {
     let get = |annotation: &str, env: &str| setting(annotations, data, config, annotation, env);
     let mut env = Vec::new();
     let configured = get("s3-endpoint", S3_ENDPOINT);
-    if !configured.is_empty() {
+    if !release.s3_endpoint_scheme() {
+        let use_https = get("s3-usehttps", S3_USE_HTTPS);
+        if !use_https.is_empty() {
+            env.push(literal(S3_USE_HTTPS, &use_https));
+        }
+        if !configured.is_empty() {
+            let scheme = if use_https == "0" { "http" } else { "https" };
+            env.push(literal(S3_ENDPOINT, &configured));
+            env.push(literal(
+                AWS_ENDPOINT_URL,
+                &format!("{scheme}://{configured}"),
+            ));
+        }
+    } else if !configured.is_empty() {
         let (use_https, endpoint, url) =
             endpoint_configuration(configured.trim(), || get("s3-usehttps", S3_USE_HTTPS));
         if !use_https.is_empty() {
@@ -137,6 +156,14 @@ fn endpoint_configuration(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn s3_env(
+        annotations: &BTreeMap<String, String>,
+        data: Option<&Secret>,
+        config: &S3Config,
+    ) -> Vec<EnvVar> {
+        super::s3_env(annotations, data, config, Release::Head)
+    }
 
     fn names_values(env: &[EnvVar]) -> Vec<(String, String)> {
         env.iter()

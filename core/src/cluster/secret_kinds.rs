@@ -3,6 +3,7 @@
 
 use super::objects::Secret;
 use super::s3::literal;
+use crate::release::Release;
 use k8s_openapi::api::core::v1::{
     EnvVar, EnvVarSource, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
 };
@@ -36,6 +37,24 @@ const AZURE_ENV: [(&str, Option<&str>); 9] = [
     ("AZURE_ACCOUNT_NAME", None),
     ("AZURE_SERVICE_URL", None),
 ];
+
+/// Every env variable KServe's credential builders fill from a Secret
+/// (`valueFrom.secretKeyRef`): S3's pair, every Azure variable, the Azure
+/// storage key, Hugging Face's and ModelScope's tokens, and the
+/// storage-spec `STORAGE_CONFIG`. A container carrying one of these as a
+/// literal `value` holds what should have stayed in the Secret.
+pub fn secret_env_names() -> Vec<&'static str> {
+    let mut names = vec!["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"];
+    names.extend(AZURE_ENV.iter().map(|(env, _)| *env));
+    names.extend([
+        HF_TOKEN,
+        MODELSCOPE_TOKEN,
+        crate::constants::STORAGE_CONFIG_ENV,
+    ]);
+    names.sort_unstable();
+    names.dedup();
+    names
+}
 
 /// Data keys that make a Secret an Azure service-principal/token Secret.
 const AZURE_MARKERS: [&str; 3] = ["AZ_CLIENT_ID", "AZURE_CLIENT_ID", "AZURE_ACCESS_TOKEN"];
@@ -90,11 +109,12 @@ fn secret_volume(volume: &str, mount_path: &str, secret: &str) -> (Volume, Volum
 /// Classifies a Secret, first match wins: S3 (the configured secret-key
 /// key), GCS (the configured credential file), Azure service principal or
 /// token, Azure storage key, https host headers, HDFS, Hugging Face,
-/// ModelScope.
+/// ModelScope (HEAD only: see [`Release::modelscope_credentials`]).
 pub(super) fn contribution(
     secret: &Secret,
     s3_secret_key_name: &str,
     gcs_file_name: &str,
+    release: Release,
 ) -> Contribution {
     let name = &secret.name;
     if secret.has_key(s3_secret_key_name) {
@@ -118,7 +138,7 @@ pub(super) fn contribution(
         Contribution::Volume { volume, mount, env }
     } else if secret.has_key(HF_TOKEN) {
         Contribution::Env(vec![secret_key_ref(HF_TOKEN, name, HF_TOKEN)])
-    } else if secret.has_key(MODELSCOPE_TOKEN) {
+    } else if secret.has_key(MODELSCOPE_TOKEN) && release.modelscope_credentials() {
         let key = MODELSCOPE_TOKEN;
         Contribution::Env(vec![secret_key_ref(key, name, key)])
     } else {
@@ -156,6 +176,7 @@ mod tests {
             secret,
             DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
             DEFAULT_GCS_CREDENTIAL_FILE_NAME,
+            Release::Head,
         )
     }
 
@@ -194,6 +215,39 @@ mod tests {
                 "/var/secrets/gcloud-application-credentials.json"
             )]
         );
+    }
+
+    #[test]
+    fn every_env_a_secret_fills_is_in_the_audited_names() {
+        let names = secret_env_names();
+        let secrets = [
+            Secret::new("ns", "hf").with_data("HF_TOKEN", "t"),
+            Secret::new("ns", "ms").with_data("MODELSCOPE_API_TOKEN", "t"),
+            Secret::new("ns", "az").with_data("AZURE_STORAGE_ACCESS_KEY", "k"),
+            AZURE_ENV
+                .iter()
+                .fold(Secret::new("ns", "sp"), |s, (env, _)| s.with_data(env, "v")),
+        ];
+        for secret in &secrets {
+            let Contribution::Env(env) = classify(secret) else {
+                panic!("{} gives env", secret.name)
+            };
+            for var in env.iter().filter(|v| v.value_from.is_some()) {
+                assert!(
+                    names.contains(&var.name.as_str()),
+                    "{} is not audited",
+                    var.name
+                );
+            }
+        }
+        for name in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "STORAGE_CONFIG",
+            "AZURE_CLIENT_SECRET",
+        ] {
+            assert!(names.contains(&name), "{name}");
+        }
     }
 
     #[test]
@@ -294,6 +348,9 @@ mod tests {
             ("HF_TOKEN".into(), "hf".into(), "HF_TOKEN".into())
         );
         let ms = Secret::new("ns", "ms").with_data("MODELSCOPE_API_TOKEN", "t");
+        // v0.20 and older skip it ("unsupported secret").
+        let v0_20 = contribution(&ms, "awsSecretAccessKey", "x.json", Release::V0_20);
+        assert!(matches!(v0_20, Contribution::None));
         let Contribution::Env(env) = classify(&ms) else {
             panic!()
         };

@@ -4,6 +4,7 @@
 mod fields;
 
 use crate::quantity;
+use crate::release::Release;
 use fields::Fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -154,6 +155,9 @@ pub struct Config {
     pub batcher: BatcherConfig,
     pub agent: AgentConfig,
     pub metrics_aggregator: MetricsAggregatorConfig,
+    /// The KServe release whose mutator is reproduced; the config is read
+    /// as that release reads it.
+    pub release: Release,
 }
 
 impl Default for Config {
@@ -175,6 +179,17 @@ impl Config {
 
     /// Parses a ConfigMap manifest (YAML or JSON) and reads its `data`.
     pub fn from_manifest(text: &str) -> Result<Self, ConfigError> {
+        Self::from_manifest_with(text, &Resources::default(), Release::Head)
+    }
+
+    /// [`Self::from_manifest`], with `defaults` for the storage-initializer
+    /// resource keys the ConfigMap leaves out or empty, read as `release`
+    /// reads it (see [`Self::from_data_with`]).
+    pub fn from_manifest_with(
+        text: &str,
+        defaults: &Resources,
+        release: Release,
+    ) -> Result<Self, ConfigError> {
         // The CLI's reader: JSON as JSON, YAML the way kubectl reads it.
         let manifest = |e: String| ConfigError::Manifest(e);
         let mut bytes = text.as_bytes();
@@ -198,12 +213,26 @@ impl Config {
                 data.insert(k.clone(), s.clone());
             }
         }
-        Self::from_data(&data)
+        Self::from_data_with(&data, defaults, release)
     }
 
     /// Builds the config from ConfigMap data, in KServe's order: the first
-    /// invalid section is the error reported.
+    /// invalid section is the error reported; as HEAD reads it.
     pub fn from_data(data: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        Self::from_data_with(data, &Resources::default(), Release::Head)
+    }
+
+    /// [`Self::from_data`], where a storage-initializer resource key that the
+    /// ConfigMap leaves out or empty takes its value from `defaults` (our own
+    /// settings file, [`crate::settings`]); a key the ConfigMap sets wins.
+    /// An empty default changes nothing: the key is KServe's error as before.
+    /// The data is read as `release` reads it (`--kserve-version`, else the
+    /// settings file's `kserveVersion`, [`crate::settings::Settings::release`]).
+    pub fn from_data_with(
+        data: &BTreeMap<String, String>,
+        defaults: &Resources,
+        release: Release,
+    ) -> Result<Self, ConfigError> {
         let section = |key: &str| -> Result<Value, ConfigError> {
             match data.get(key) {
                 None => Ok(Value::Null),
@@ -214,7 +243,8 @@ impl Config {
             }
         };
         let credentials = parse_credentials(&section(CREDENTIALS_KEY)?)?;
-        let storage_initializer = parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?)?;
+        let storage_initializer =
+            parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?, defaults, release)?;
         let logger = parse_logger(&section(LOGGER_KEY)?)?;
         let batcher = parse_batcher(&section(BATCHER_KEY)?)?;
         let agent = parse_agent(&section(AGENT_KEY)?)?;
@@ -226,22 +256,29 @@ impl Config {
             batcher,
             agent,
             metrics_aggregator,
-        })
+            release,
+        }
+        .for_release(release))
     }
 }
 
 /// Reads the four resource keys in KServe's validation order and canonicalises them.
 fn parse_resources(
     f: &Fields,
+    defaults: &Resources,
     on_error: impl Fn(&str, quantity::QuantityError) -> String,
 ) -> Result<Resources, ConfigError> {
-    let q = |key: &str| -> Result<String, ConfigError> {
-        quantity::canonicalize(&f.string(key)?).map_err(|e| ConfigError::Invalid(on_error(key, e)))
+    let q = |key: &str, default: &str| -> Result<String, ConfigError> {
+        let mut raw = f.string(key)?;
+        if raw.is_empty() {
+            raw = default.to_string();
+        }
+        quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(on_error(key, e)))
     };
-    let memory_request = q("memoryRequest")?;
-    let memory_limit = q("memoryLimit")?;
-    let cpu_request = q("cpuRequest")?;
-    let cpu_limit = q("cpuLimit")?;
+    let memory_request = q("memoryRequest", &defaults.memory_request)?;
+    let memory_limit = q("memoryLimit", &defaults.memory_limit)?;
+    let cpu_request = q("cpuRequest", &defaults.cpu_request)?;
+    let cpu_limit = q("cpuLimit", &defaults.cpu_limit)?;
     Ok(Resources {
         cpu_request,
         cpu_limit,
@@ -250,15 +287,19 @@ fn parse_resources(
     })
 }
 
-fn parse_storage_initializer(v: &Value) -> Result<StorageInitializerConfig, ConfigError> {
+fn parse_storage_initializer(
+    v: &Value,
+    defaults: &Resources,
+    release: Release,
+) -> Result<StorageInitializerConfig, ConfigError> {
     let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
     let message = |key: &str, e: quantity::QuantityError| {
         format!("failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\".\"{key}\": {e}")
     };
-    let resources = parse_resources(&f, message)?;
+    let resources = parse_resources(&f, defaults, message)?;
     let optional_quantity = |key: &str| -> Result<String, ConfigError> {
         let raw = f.string(key)?;
-        if raw.is_empty() {
+        if raw.is_empty() && release.modelcar_quantities_optional() {
             return Ok(raw);
         }
         quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(message(key, e)))
@@ -266,10 +307,13 @@ fn parse_storage_initializer(v: &Value) -> Result<StorageInitializerConfig, Conf
     let cpu_modelcar = optional_quantity("cpuModelcar")?;
     let memory_modelcar = optional_quantity("memoryModelcar")?;
     let oci_model_mode = f.string("ociModelMode")?;
-    if !matches!(
-        oci_model_mode.as_str(),
-        "" | "modelcar" | "native" | "fetch"
-    ) {
+    // Before v0.20 the key is unknown to KServe, so never refused.
+    if release.oci_mode_keys()
+        && !matches!(
+            oci_model_mode.as_str(),
+            "" | "modelcar" | "native" | "fetch"
+        )
+    {
         return Err(ConfigError::Invalid(format!(
             "invalid \"{STORAGE_INITIALIZER_KEY}\".ociModelMode {oci_model_mode:?}: must be one of \"modelcar\", \"native\", \"fetch\""
         )));
@@ -325,7 +369,7 @@ fn go_quote(s: &str) -> String {
 
 fn parse_logger(v: &Value) -> Result<LoggerConfig, ConfigError> {
     let f = Fields::new(LOGGER_KEY, v)?;
-    let resources = parse_resources(&f, |_, e| {
+    let resources = parse_resources(&f, &Resources::default(), |_, e| {
         format!(
             "Failed to parse resource configuration for \"{LOGGER_KEY}\": {}",
             go_quote(&e.to_string())
@@ -367,7 +411,7 @@ fn with_logger_storage_defaults(mut s: LoggerStorage) -> LoggerStorage {
 
 fn parse_batcher(v: &Value) -> Result<BatcherConfig, ConfigError> {
     let f = Fields::new(BATCHER_KEY, v)?;
-    let resources = parse_resources(&f, |_, e| {
+    let resources = parse_resources(&f, &Resources::default(), |_, e| {
         format!(
             "Failed to parse resource configuration for \"{BATCHER_KEY}\": {}",
             go_quote(&e.to_string())
@@ -383,7 +427,7 @@ fn parse_batcher(v: &Value) -> Result<BatcherConfig, ConfigError> {
 
 fn parse_agent(v: &Value) -> Result<AgentConfig, ConfigError> {
     let f = Fields::new(AGENT_KEY, v)?;
-    let resources = parse_resources(&f, |_, e| {
+    let resources = parse_resources(&f, &Resources::default(), |_, e| {
         format!("failed to parse resource configuration for \"{AGENT_KEY}\": {e}")
     })?;
     Ok(AgentConfig {

@@ -162,3 +162,27 @@ fn manifest_must_be_a_configmap() {
     let err = Config::from_manifest("kind: Secret\n").unwrap_err();
     assert!(err.to_string().contains("expected kind ConfigMap"));
 }
+
+#[test]
+fn settings_defaults_fill_only_what_the_configmap_leaves_out() {
+    let defaults = Resources {
+        cpu_request: "250m".into(),
+        cpu_limit: "2".into(),
+        memory_request: "2Gi".into(),
+        memory_limit: "4Gi".into(),
+    };
+    let storage = r#"{"memoryRequest":"100Mi","cpuLimit":"","image":"x"}"#;
+    let c = Config::from_data_with(&valid_with(storage), &defaults, Release::Head).unwrap();
+    let r = &c.storage_initializer.resources;
+    assert_eq!(r.memory_request, "100Mi", "the ConfigMap's value wins");
+    assert_eq!(r.cpu_limit, "2", "an empty key takes the default");
+    assert_eq!(
+        (r.cpu_request.as_str(), r.memory_limit.as_str()),
+        ("250m", "4Gi")
+    );
+    // The other sections never read the storage-initializer defaults.
+    assert_eq!(c.agent.resources.cpu_limit, "1");
+    // Without a default, a missing key stays KServe's error.
+    let missing = Config::from_data(&valid_with(storage)).unwrap_err();
+    assert!(missing.to_string().contains("\"memoryLimit\""), "{missing}");
+}

@@ -38,10 +38,17 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     // for every pod; only a logger uses it).
     let logger_config = logger.then(|| {
         let isvc = pod.label(ISVC_LABEL).unwrap_or_default();
-        effective_logger(
+        let mut config = effective_logger(
             &env.config.logger,
             env.cluster.inference_service(pod.namespace(), isvc),
-        )
+        );
+        // Before v0.17 neither the config nor the InferenceService has them.
+        if !env.config.release.logger_marshaller() {
+            config.marshaller_url.clear();
+            config.batch_size = 0;
+            config.batch_interval.clear();
+        }
+        config
     });
     let mut args = Vec::new();
     if puller {
@@ -89,7 +96,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
 
     let security_context = (pod.containers(List::Containers).first())
         .and_then(|c| c.security_context.as_deref().cloned());
-    let agent = Container {
+    let mut agent = Container {
         name: AGENT_CONTAINER.to_string(),
         image: Some(env.config.agent.image.clone()).filter(|i| !i.is_empty()),
         args: Some(args),
@@ -106,6 +113,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         ..Default::default()
     };
+    let profile = super::security_profile::choose(pod, env, NAME)?;
+    super::security_profile::harden(&mut agent, profile, None, NAME)?;
     pod.ensure_container(List::Containers, agent);
     for volume in &volumes {
         pod.ensure_volume(volume);
@@ -152,6 +161,7 @@ fn add_credentials(
         namespace: pod.namespace(),
         service_account_name: pod.service_account_name(),
         pod_annotations: pod,
+        release: env.config.release,
     };
     let config = &env.config.credentials;
     add_service_account_credentials(&env.cluster, config, &request, target)?;

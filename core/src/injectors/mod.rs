@@ -7,6 +7,7 @@ pub mod ca_bundle;
 pub mod istio_cni;
 pub mod metrics_aggregator;
 pub mod modelcar;
+pub mod security_profile;
 pub mod storage_initializer;
 pub mod storage_uri;
 

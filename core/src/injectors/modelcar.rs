@@ -5,10 +5,11 @@
 //! `--modelcar-mode` or the pod's annotation, a native sidecar ([`shape`]).
 
 use super::ca_bundle;
-use super::storage_uri::{oci_effective_mode, parse_oci, OciUri};
-use super::InjectError;
+use super::storage_initializer::overrides::InitResources;
+use super::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
+use super::{security_profile, InjectError};
 use crate::constants::*;
-use crate::inputs::{Inputs, ModelcarMode};
+use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
@@ -34,9 +35,17 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
-    let Some(oci) = parse_oci(&src) else {
+    let Some(oci) = parse_oci_in(&src, env.config.release) else {
         return Ok(());
     };
+    if !env.config.release.modelcar_worker_fallback()
+        && pod.position(List::Containers, KSERVE_CONTAINER).is_none()
+    {
+        return Err(InjectError::new(
+            NAME,
+            format!("no container found with name {KSERVE_CONTAINER}"),
+        ));
+    }
     let containers = model_containers(pod).ok_or_else(|| {
         InjectError::new(
             NAME,
@@ -45,12 +54,12 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     })?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
         "native" => inject_image_volume(pod, &oci, &containers),
-        "fetch" => inject_fetch(pod, env, &oci, &containers),
+        // v0.20 parses `fetch` but has no branch for it: a modelcar.
+        "fetch" if env.config.release.oci_fetch() => inject_fetch(pod, env, &oci, &containers),
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
             let shape = shape::choose(pod, env)?;
-            inject_modelcar(pod, env, &oci, &containers, shape.mode);
-            Ok(())
+            inject_modelcar(pod, env, &oci, &containers, shape.mode)
         }
     }
 }
@@ -63,9 +72,10 @@ pub fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
     if env.config.storage_initializer.oci_mode().is_empty() {
         return None;
     }
-    let oci = parse_oci(pod.annotation(SOURCE_URI_ANNOTATION)?)?;
+    let oci = parse_oci_in(pod.annotation(SOURCE_URI_ANNOTATION)?, env.config.release)?;
     match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
-        "native" | "fetch" => None,
+        "native" => None,
+        "fetch" if env.config.release.oci_fetch() => None,
         _ => shape::choose(pod, env).ok(),
     }
 }
@@ -76,8 +86,9 @@ fn inject_modelcar(
     oci: &OciUri,
     containers: &[&str],
     mode: ModelcarMode,
-) {
+) -> Result<(), InjectError> {
     let config = &env.config.storage_initializer;
+    let profile = security_profile::choose(pod, env, NAME)?;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
         name: PROVISION_LOCATION_VOLUME.to_string(),
@@ -95,7 +106,14 @@ fn inject_modelcar(
         }
     }
     if !pod.has_container_named(MODELCAR_CONTAINER) {
-        let (sidecar, init) = modelcar_containers(env, oci.image, mount);
+        let (mut sidecar, mut init) = modelcar_containers(env, oci.image, mount);
+        if profile == SecurityProfile::Restricted {
+            let (uid, group) = security_profile::modelcar_identity(pod, env, NAME)?;
+            security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
+            security_profile::harden(&mut init, profile, Some(uid), NAME)?;
+            security_profile::share_group(&mut sidecar, group);
+            security_profile::share_group(&mut init, group);
+        }
         match mode {
             // The pair is added together, as in KServe; each is still keyed by name.
             ModelcarMode::Classic => {
@@ -118,6 +136,7 @@ fn inject_modelcar(
     // The model server reaches the model through /proc/<modelcar pid>/root,
     // so both shapes need the shared process namespace.
     pod.set_share_process_namespace(true);
+    Ok(())
 }
 
 /// The classic modelcar (same image, volume, resources and security
@@ -269,7 +288,7 @@ fn inject_fetch(
     let uri = oci.normalized();
     match pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
         Some(position) => add_fetch_pair(pod, position, &uri),
-        None => add_fetch_init_container(pod, env, &uri),
+        None => add_fetch_init_container(pod, env, &uri)?,
     }
     // One emptyDir at the model path: the initializer writes it, the
     // configured containers read it.
@@ -305,7 +324,11 @@ fn add_fetch_pair(pod: &mut impl PodEdit, position: usize, uri: &str) {
 /// The initializer with registry credentials (first pull secret), the
 /// configured CA bundle and the insecure-registry switch. Like KServe, a
 /// credential whose volume name is already taken is left out.
-fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
+fn add_fetch_init_container(
+    pod: &mut impl PodEdit,
+    env: &Inputs,
+    uri: &str,
+) -> Result<(), InjectError> {
     let mut vars = Vec::new();
     let mut mounts = Vec::new();
     let mut volumes = Vec::new();
@@ -346,7 +369,7 @@ fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
     if env.config.storage_initializer.oci_insecure_registry {
         vars.push(env_var(OCI_INSECURE_REGISTRY_ENV, "true"));
     }
-    let container = Container {
+    let mut container = Container {
         name: STORAGE_INITIALIZER_CONTAINER.to_string(),
         image: Some(initializer_image(env)),
         args: Some(vec![
@@ -359,10 +382,14 @@ fn add_fetch_init_container(pod: &mut impl PodEdit, env: &Inputs, uri: &str) {
         env: (!vars.is_empty()).then_some(vars),
         ..Default::default()
     };
+    InitResources::from_pod(pod, NAME)?.apply(&mut container, NAME)?;
+    let profile = security_profile::choose(pod, env, NAME)?;
+    security_profile::harden(&mut container, profile, None, NAME)?;
     pod.ensure_container(List::InitContainers, container);
     for volume in &volumes {
         pod.ensure_volume(volume);
     }
+    Ok(())
 }
 
 #[cfg(test)]

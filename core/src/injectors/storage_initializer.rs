@@ -5,8 +5,10 @@
 //! [`crate::cluster`].
 
 use super::ca_bundle;
-use super::storage_uri::{local_model_uri, oci_effective_mode, parse_oci, parse_pvc};
-use super::InjectError;
+use super::storage_uri::{
+    local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
+};
+use super::{security_profile, InjectError};
 use crate::cluster::container_merge::merge_storage_container;
 use crate::cluster::credentials::{
     add_service_account_credentials, CredentialRequest, CredentialTarget,
@@ -18,6 +20,7 @@ use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::ClusterStorageContainer;
 use crate::constants::*;
 use crate::inputs::Inputs;
+use crate::inputs::SecurityProfile;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
@@ -25,6 +28,7 @@ use crate::pod::{ContainerEdit, List, PodEdit};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
+use overrides::InitResources;
 
 pub const NAME: &str = "storage-initializer";
 
@@ -47,19 +51,27 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         let local_source = pod
             .annotation(LOCAL_MODEL_SOURCE_URI_ANNOTATION)
             .unwrap_or_default();
-        src = local_model_uri(&src, local_source, pvc);
+        src = if env.config.release.local_model_by_hash() {
+            local_model_uri(&src, local_source, pvc)
+        } else {
+            let cache = pod.label(LOCAL_MODEL_LABEL).unwrap_or_default();
+            local_model_uri_in(&src, local_source, pvc, cache)
+        };
     }
     let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
+    let overrides = InitResources::from_pod(pod, NAME)?;
+    let profile = security_profile::choose(pod, env, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     // KServe looks the ClusterStorageContainer up before any skip, so its
     // errors deny even a pod that then gets no storage-initializer.
-    let explicit = pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION);
+    let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
+        .filter(|_| env.config.release.explicit_storage_container());
     let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
     // The model puller (agent) downloads models itself.
     if pod.annotation(AGENT_ANNOTATION).is_some() {
         return Ok(());
     }
-    if let Some(oci) = parse_oci(&src) {
+    if let Some(oci) = parse_oci_in(&src, env.config.release) {
         if !oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()).is_empty() {
             return Ok(());
         }
@@ -79,10 +91,16 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
                 src: &src,
                 storage_spec: storage_spec.as_ref(),
                 csc,
+                overrides: &overrides,
+                profile,
             };
             let (init, credential_volumes) = plan.build(pod, env)?;
             pod.ensure_container(List::InitContainers, init);
-            let mut volumes = vec![empty_dir_volume(PROVISION_LOCATION_VOLUME)];
+            // The configured source, else KServe's emptyDir; a pod that
+            // already has a volume of this name keeps its own.
+            let model_volume = (env.model_volume.clone())
+                .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
+            let mut volumes = vec![model_volume];
             volumes.extend(credential_volumes);
             let mount = VolumeMount {
                 read_only: read_only.then_some(true),
@@ -144,6 +162,8 @@ struct InitPlan<'a> {
     src: &'a str,
     storage_spec: Option<&'a StorageSpec>,
     csc: Option<&'a ClusterStorageContainer>,
+    overrides: &'a InitResources,
+    profile: SecurityProfile,
 }
 
 impl InitPlan<'_> {
@@ -181,6 +201,7 @@ impl InitPlan<'_> {
                     namespace: pod.namespace(),
                     service_account_name: pod.service_account_name(),
                     pod_annotations: pod,
+                    release: env.config.release,
                 };
                 add_service_account_credentials(&env.cluster, config, &request, &mut credentials)
                     .map_err(|e| error(e.to_string()))?;
@@ -203,6 +224,8 @@ impl InitPlan<'_> {
             }
             None => built,
         };
+        self.overrides.apply(&mut container, NAME)?;
+        security_profile::harden(&mut container, self.profile, None, NAME)?;
         let mut volumes = credentials.volumes;
         let mut vars = container.env.take().unwrap_or_default();
         if let Some((volume, mount, ca_vars)) = ca_bundle {
@@ -218,7 +241,9 @@ impl InitPlan<'_> {
         for (name, value) in HF_DEFAULT_ENV {
             push_env_if_absent(&mut vars, env_var(name, value));
         }
-        apply_confidential(pod, &mut vars);
+        if env.config.release.confidential_env() {
+            apply_confidential(pod, &mut vars);
+        }
         container.env = (!vars.is_empty()).then_some(vars);
         Ok((container, volumes))
     }
@@ -243,6 +268,8 @@ fn apply_confidential(pod: &impl PodEdit, vars: &mut Vec<EnvVar>) {
         set_var(vars, CONFIDENTIAL_RESOURCE_ID_ENV, id);
     }
 }
+
+pub mod overrides;
 
 #[cfg(test)]
 mod tests;

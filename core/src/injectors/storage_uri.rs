@@ -1,5 +1,6 @@
 //! Storage URI forms KServe's injectors recognise.
 
+use crate::release::Release;
 use sha2::{Digest, Sha256};
 
 pub const PVC_PREFIX: &str = "pvc://";
@@ -38,6 +39,13 @@ pub fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
     })
 }
 
+/// [`parse_oci`] as `release` reads URIs: before v0.20 only `oci://` is
+/// OCI, and `oci+<mode>://` is an ordinary storage URI.
+pub fn parse_oci_in(uri: &str, release: Release) -> Option<OciUri<'_>> {
+    let oci = parse_oci(uri)?;
+    (oci.mode.is_none() || release.oci_mode_schemes()).then_some(oci)
+}
+
 /// The mode KServe uses for a URI: the pinned one, else the configured one.
 pub fn oci_effective_mode<'a>(uri: &OciUri<'a>, configured: &'a str) -> &'a str {
     uri.mode.unwrap_or(configured)
@@ -51,16 +59,19 @@ pub fn storage_key(uri: &str) -> String {
 
 /// The PVC URI of a model cached on a node by a LocalModel.
 pub fn local_model_uri(src: &str, local_source: &str, pvc_name: &str) -> String {
+    local_model_uri_in(src, local_source, pvc_name, &storage_key(local_source))
+}
+
+/// The same with the model's folder under `models/` given: up to v0.17
+/// the LocalModelCache's name (the pod's localmodel label), not the hash.
+pub fn local_model_uri_in(src: &str, local_source: &str, pvc_name: &str, folder: &str) -> String {
     let sub = src.strip_prefix(local_source).unwrap_or(src);
     let sub = if sub.starts_with('/') {
         sub.to_string()
     } else {
         format!("/{sub}")
     };
-    format!(
-        "{PVC_PREFIX}{pvc_name}/models/{}{sub}",
-        storage_key(local_source)
-    )
+    format!("{PVC_PREFIX}{pvc_name}/models/{folder}{sub}")
 }
 
 #[cfg(test)]
@@ -92,6 +103,32 @@ mod tests {
         assert_eq!(pinned.normalized(), "oci://r/m:v1");
         assert_eq!(parse_oci("s3://bla"), None);
         assert_eq!(parse_oci("oci+native"), None);
+    }
+
+    #[test]
+    fn oci_mode_schemes_arrive_in_v0_20() {
+        assert!(parse_oci_in("oci+native://r/m", Release::V0_19).is_none());
+        assert!(parse_oci_in("oci://r/m", Release::V0_17).is_some());
+        assert_eq!(
+            parse_oci_in("oci+fetch://r/m", Release::V0_20).and_then(|o| o.mode),
+            Some("fetch")
+        );
+    }
+
+    #[test]
+    fn local_model_folder_is_the_cache_name_up_to_v0_17() {
+        // kserve v0.17.0 storage_initializer_injector_test.go's table.
+        let uri = |src, local| local_model_uri_in(src, local, "model-h100", "bar");
+        assert_eq!(uri("s3://foo", "s3://foo"), "pvc://model-h100/models/bar/");
+        assert_eq!(uri("s3://foo/", "s3://foo"), "pvc://model-h100/models/bar/");
+        assert_eq!(
+            uri("s3://foo/model1", "s3://foo"),
+            "pvc://model-h100/models/bar/model1"
+        );
+        assert_eq!(
+            uri("s3://foo/model1", "s3://foo/"),
+            "pvc://model-h100/models/bar/model1"
+        );
     }
 
     #[test]

@@ -28,11 +28,11 @@ impl fmt::Debug for Case {
     }
 }
 
-/// A case in one of `mode`'s environments.
-pub(super) fn case(mode: ModelcarMode) -> impl Strategy<Value = Case> {
+/// A case in one of `profile`'s environments.
+pub(super) fn case(profile: Profile) -> impl Strategy<Value = Case> {
     (
         pod_parts(),
-        envs_in(mode),
+        envs_in(profile),
         prop::sample::select(NAMESPACES.to_vec()),
         prop::collection::vec(other(), 1..4),
     )

@@ -659,3 +659,22 @@ pub(super) fn managed_fields(n: usize) -> Value {
         "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}, "f:spec": {"f:containers": containers}}
     }])
 }
+
+/// A `modelVolume` of `--config-file`: the source the storage-initializer
+/// downloads into, as a volume named `kserve-provision-location`.
+pub(super) fn model_volume_source() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(json!({"ephemeral": {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local-nvme",
+            "resources": {"requests": {"storage": "200Gi"}}
+        }}}})),
+        Just(json!({"persistentVolumeClaim": {"claimName": "model-scratch"}})),
+        Just(json!({"emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}})),
+        Just(json!({"hostPath": {"path": "/mnt/nvme/models", "type": "DirectoryOrCreate"}})),
+    ]
+    .prop_map(|mut source| {
+        source["name"] = json!(PROVISION_LOCATION_VOLUME);
+        source
+    })
+}

@@ -24,11 +24,21 @@
 //!   pod cloned into a JSON tree, the injectors run on it, and its tree
 //!   compared: `mutate`'s pod (the input plus the recorded patch) must be
 //!   exactly the oracle's, or both must refuse with the same message.
+//! * `restricted_profile_passes_the_checker` (`restricted.rs`): under
+//!   `--security-profile restricted` no container a pass adds violates the
+//!   restricted Pod Security Standard, and under `baseline` every pass that
+//!   adds one does (the checker can fail).
+//! * `model_volume_is_used_and_stable` (`model_volume.rs`): with a
+//!   `modelVolume` source configured, the storage-initializer's volume is
+//!   that source, a pod's own volume of that name is kept, `pvc://` mounts
+//!   its claim, and reinvocation changes nothing.
 //! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //!
-//! Every property runs once per `--modelcar-mode` (the same environments,
-//! classic then native-sidecar, each run with its full case count); the
+//! Every property runs once per profile: each `--kserve-version` the flag
+//! accepts ([`Release::SUPPORTED`], the same environments read as that
+//! release reads them), each in both `--modelcar-mode`s. A property's case
+//! count per mode is split between the releases. The
 //! generated pods carry the `kserve-injector.io/modelcar-mode` annotation
 //! (either mode, or a value naming none), a modelcar already present in
 //! either shape, and other webhooks that set the annotation after the
@@ -36,8 +46,8 @@
 //! in the shape the rule gives ([`check_modelcar_shape`]).
 //!
 //! Runs are deterministic: each property uses proptest's XorShift RNG seeded
-//! from [`SEED`] (the property's index, plus 16 in native-sidecar mode, is
-//! XORed into the last byte) and
+//! from [`SEED`] (the property's index, plus 16 in native-sidecar mode, plus
+//! 32 times the release's index, is XORed into the last byte) and
 //! prints seed and case count. XorShift rather than ChaCha because ChaCha in
 //! an unoptimised test build made case generation 3–4 times slower and the
 //! file must stay within its CI time budget. `KSERVE_PROPTEST_SEED=<32 hex
@@ -52,7 +62,7 @@ use kserve_injector::constants::*;
 use kserve_injector::injectors::InjectorOutcome;
 use kserve_injector::inputs::ModelcarMode;
 use kserve_injector::pod::{Op, OpKind, PodEdit};
-use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError};
+use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
 use kserve_injector_core::oracle::TreeDoc;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -73,6 +83,9 @@ const STABLE_CASES: u32 = 4_000;
 const FIELD_REMOVAL_CASES: u32 = 2_500;
 const CONTAINER_REMOVAL_CASES: u32 = 1_500;
 const REVIEW_CASES: u32 = 2_000;
+/// Per modelcar mode: 10,000 generated pods per run in restricted mode.
+const RESTRICTED_CASES: u32 = 5_000;
+const MODEL_VOLUME_CASES: u32 = 1_500;
 
 // ---------------------------------------------------------------------------
 // Runner
@@ -98,22 +111,64 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// [`run_property`] once per modelcar mode, each with `cases` cases of the
-/// strategy `strategy(mode)` makes (pods in that mode's environments).
+/// A KServe release and a modelcar mode: what the properties run under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Profile {
+    pub(super) release: Release,
+    pub(super) mode: ModelcarMode,
+}
+
+impl Profile {
+    /// Every supported release in both modes, oldest release first.
+    fn all() -> Vec<Profile> {
+        (Release::SUPPORTED.iter())
+            .flat_map(|&release| ModelcarMode::ALL.map(|mode| Profile { release, mode }))
+            .collect()
+    }
+
+    /// XORed into the seed's last byte with the property's index; HEAD's
+    /// is 0 in classic mode, so its cases are the first of the seed's.
+    fn seed_offset(self) -> u8 {
+        let release = (Release::SUPPORTED.iter().rev()).position(|r| *r == self.release);
+        16 * (self.mode == ModelcarMode::NativeSidecar) as u8 + 32 * release.unwrap_or(0) as u8
+    }
+
+    /// A property's count per mode, split between the releases.
+    fn share(cases: u32) -> u32 {
+        cases.div_ceil(Release::SUPPORTED.len() as u32)
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "--kserve-version {} --modelcar-mode {}",
+            self.release, self.mode
+        )
+    }
+}
+
+/// [`run_property`] once per [`Profile`], each with its share of `cases`
+/// cases of the strategy `strategy(profile)` makes (pods in that
+/// profile's environments).
 fn run_per_mode<S>(
     name: &str,
     property: u8,
     cases: u32,
-    strategy: impl Fn(ModelcarMode) -> S,
-    test: impl Fn(ModelcarMode, S::Value) -> Result<(), TestCaseError>,
+    strategy: impl Fn(Profile) -> S,
+    test: impl Fn(Profile, S::Value) -> Result<(), TestCaseError>,
 ) where
     S: Strategy,
     S::Value: fmt::Debug,
 {
-    for mode in ModelcarMode::ALL {
-        let property = property + 16 * (mode == ModelcarMode::NativeSidecar) as u8;
-        let name = format!("{name} [--modelcar-mode {mode}]");
-        run_property(&name, property, cases, strategy(mode), |v| test(mode, v));
+    for profile in Profile::all() {
+        let property = property + profile.seed_offset();
+        let name = format!("{name} [{profile}]");
+        let cases = Profile::share(cases);
+        run_property(&name, property, cases, strategy(profile), |v| {
+            test(profile, v)
+        });
     }
 }
 
@@ -183,34 +238,41 @@ const ENV_NAMES: [&str; 5] = [
     "defaults + aggregation on, caBundleConfigMapName custom-ca, storage-config secret in team-a",
 ];
 
-/// [`ENV_NAMES`]' environments in classic mode, then the same in
-/// native-sidecar mode.
+/// [`ENV_NAMES`]' environments under each [`Profile`], in
+/// [`Profile::all`]'s order: the config read as that release reads it.
 fn envs() -> &'static [Inputs] {
     static ENVS: OnceLock<Vec<Inputs>> = OnceLock::new();
     ENVS.get_or_init(|| {
         let classic = classic_envs();
-        let native = classic.iter().map(|env| {
-            let mut env = env.clone();
-            env.modelcar_mode = ModelcarMode::NativeSidecar;
-            env
-        });
-        classic.iter().cloned().chain(native).collect()
+        let mut all = Vec::new();
+        for profile in Profile::all() {
+            all.extend(classic.iter().map(|env| {
+                let mut env = env.clone();
+                let config = env.config.as_ref().clone().for_release(profile.release);
+                *env.config_mut() = config;
+                env.modelcar_mode = profile.mode;
+                env
+            }));
+        }
+        all
     })
 }
 
-/// The indices of [`envs`] in `mode`.
-fn envs_in(mode: ModelcarMode) -> std::ops::Range<usize> {
-    match mode {
-        ModelcarMode::Classic => 0..ENV_NAMES.len(),
-        ModelcarMode::NativeSidecar => ENV_NAMES.len()..2 * ENV_NAMES.len(),
-    }
+/// The indices of [`envs`] under `profile`.
+fn envs_in(profile: Profile) -> std::ops::Range<usize> {
+    let at = (Profile::all().iter())
+        .position(|p| *p == profile)
+        .unwrap_or_default();
+    at * ENV_NAMES.len()..(at + 1) * ENV_NAMES.len()
 }
 
 fn env_name(index: usize) -> String {
-    let mode = envs()[index].modelcar_mode;
+    let env = &envs()[index];
     format!(
-        "{}, --modelcar-mode {mode}",
-        ENV_NAMES[index % ENV_NAMES.len()]
+        "{}, --kserve-version {} --modelcar-mode {}",
+        ENV_NAMES[index % ENV_NAMES.len()],
+        env.config.release,
+        env.modelcar_mode
     )
 }
 
@@ -262,8 +324,10 @@ fn classic_envs() -> Vec<Inputs> {
 mod checks;
 mod gen_containers;
 mod gen_pods;
+mod model_volume;
 mod others;
 mod removal;
+mod restricted;
 mod review;
 mod stable;
 
@@ -274,14 +338,35 @@ use others::*;
 
 #[test]
 fn case_count_meets_the_ci_budget() {
-    // Each property runs its count once per mode (`run_per_mode`).
+    // Each property runs its count once per mode, split between the
+    // releases (`run_per_mode`).
     let per_mode = STABLE_CASES + FIELD_REMOVAL_CASES + CONTAINER_REMOVAL_CASES + REVIEW_CASES;
     let modes = ModelcarMode::ALL.len() as u32;
+    let releases = Release::SUPPORTED.len() as u32;
+    let per_profile: u32 = [
+        STABLE_CASES,
+        FIELD_REMOVAL_CASES,
+        CONTAINER_REMOVAL_CASES,
+        REVIEW_CASES,
+    ]
+    .map(Profile::share)
+    .iter()
+    .sum();
     println!(
-        "proptest total: {per_mode} cases per modelcar mode, {} per run, base seed {}",
-        per_mode * modes,
+        "proptest total: {per_mode} cases per modelcar mode ({per_profile} per release), {} per run, base seed {}",
+        per_profile * modes * releases,
         hex(SEED)
     );
     assert!(per_mode >= 10_000);
-    assert_eq!(envs().len(), 2 * ENV_NAMES.len(), "each env in each mode");
+    assert!(per_profile * releases >= per_mode);
+    assert_eq!(
+        envs().len(),
+        Profile::all().len() * ENV_NAMES.len(),
+        "each env in each profile"
+    );
+    // Every profile has its own seed.
+    let mut offsets: Vec<u8> = Profile::all().iter().map(|p| p.seed_offset()).collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    assert_eq!(offsets.len(), Profile::all().len());
 }

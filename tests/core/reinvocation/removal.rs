@@ -212,7 +212,7 @@ pub(super) fn removal_property(name: &str, property: u8, cases: u32, containers:
         name,
         property,
         cases,
-        |mode| (case(mode), any::<Index>()),
+        |profile| (case(profile), any::<Index>()),
         |_, (c, pick)| removal(&c, &pick, containers, &stats).map_err(fail),
     );
     report(

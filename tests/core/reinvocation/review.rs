@@ -71,9 +71,9 @@ pub(super) struct ReviewCase {
     pub(super) kind: &'static str,
 }
 
-pub(super) fn review_case(mode: ModelcarMode) -> impl Strategy<Value = ReviewCase> {
+pub(super) fn review_case(profile: Profile) -> impl Strategy<Value = ReviewCase> {
     (
-        case(mode),
+        case(profile),
         prop::option::weighted(
             0.25,
             prop::sample::select(vec![

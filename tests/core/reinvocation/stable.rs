@@ -74,13 +74,18 @@ pub(super) fn stable(case: &Case, stats: &Stats) -> Result<(), String> {
 
 #[test]
 pub(super) fn reinvocation_is_stable() {
+    // The coverage checks below hold per mode, over every release's share.
     for mode in ModelcarMode::ALL {
         let stats = Stats::default();
         let name = format!("reinvocation_is_stable [--modelcar-mode {mode}]");
-        let property = 1 + 16 * (mode == ModelcarMode::NativeSidecar) as u8;
-        run_property(&name, property, STABLE_CASES, case(mode), |c| {
-            stable(&c, &stats).map_err(fail)
-        });
+        for profile in Profile::all().into_iter().filter(|p| p.mode == mode) {
+            let name = format!("reinvocation_is_stable [{profile}]");
+            let property = 1 + profile.seed_offset();
+            let cases = Profile::share(STABLE_CASES);
+            run_property(&name, property, cases, case(profile), |c| {
+                stable(&c, &stats).map_err(fail)
+            });
+        }
         report(
             &name,
             &stats,

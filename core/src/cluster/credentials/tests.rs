@@ -44,6 +44,7 @@ fn run(
         namespace: "default",
         service_account_name: sa_name,
         pod_annotations: annotations,
+        release: Default::default(),
     };
     add_service_account_credentials(cluster, config, &request, &mut target)?;
     Ok(target)
@@ -189,6 +190,7 @@ fn missing_secret_denies_with_kserve_message_and_changes_nothing() {
         namespace: "default",
         service_account_name: "sa",
         pod_annotations: &annotations,
+        release: Default::default(),
     };
     let err =
         add_service_account_credentials(&cluster, &s3_config(), &request, &mut target).unwrap_err();
@@ -320,6 +322,7 @@ fn repeated_lookup_adds_each_volume_and_mount_once() {
             namespace: "default",
             service_account_name: sa_name,
             pod_annotations: &annotations,
+            release: Default::default(),
         };
         add_service_account_credentials(
             &cluster,
@@ -358,6 +361,7 @@ fn existing_env_is_kept_in_front() {
         namespace: "default",
         service_account_name: "",
         pod_annotations: &annotations,
+        release: Default::default(),
     };
     add_service_account_credentials(
         &cluster,

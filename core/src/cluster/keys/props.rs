@@ -12,6 +12,7 @@ use crate::cluster::storage_container::select;
 use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::InferenceService;
 use crate::config::LoggerStorage;
+use crate::injectors::storage_uri::parse_oci;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::json;
@@ -178,6 +179,7 @@ fn credentials(
         namespace: &pod.namespace,
         service_account_name: sa,
         pod_annotations: &pod.annotations,
+        release: Default::default(),
     };
     add_service_account_credentials(data, &config.credentials, &request, &mut target)
         .map_err(|e| e.to_string())?;

@@ -240,3 +240,18 @@ fn pod_facts_keep_only_what_the_rules_read() {
 
 #[path = "props.rs"]
 mod props;
+
+#[test]
+fn an_oci_mode_uri_is_a_download_before_v0_20() {
+    let p = pod(&[(URI, "oci+native://registry/model:v1")]);
+    let head = Config::default();
+    assert_eq!(
+        keys(&p, &head, &ClusterData::default()),
+        [ObjectKey::ClusterStorageContainers]
+    );
+    let v0_19 = Config::default().for_release(crate::release::Release::V0_19);
+    assert_eq!(
+        keys(&p, &v0_19, &ClusterData::default()),
+        [sa_key("default"), ObjectKey::ClusterStorageContainers]
+    );
+}

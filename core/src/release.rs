@@ -1,0 +1,392 @@
+//! KServe release profiles: which release's pod mutator to reproduce
+//! (`--kserve-version`). HEAD is the default; an older release is HEAD
+//! with the differences listed here switched off or changed, each read in
+//! the injector it belongs to. A release is accepted only once every
+//! difference of its mutator's webhook path is modelled
+//! ([`Release::SUPPORTED`]); the others are refused by name.
+//!
+//! Where an older release has a bug HEAD fixed, which gives an invalid pod
+//! or drops what the user wrote, every profile keeps HEAD's fix (our patch
+//! never removes what we did not add, and never makes a pod the API server
+//! rejects); docs/compatibility.md lists them per release:
+//! - the agent's readiness path is the user's HTTP probe path (kserve#5341,
+//!   fixed in v0.18; `AgentInjector.InjectAgent` @v0.17.0 always probes `/`);
+//! - `uidModelcar` sets `runAsUser` and keeps the rest of the model
+//!   server's securityContext (`ConfigureModelcarToContainer` @v0.17.0
+//!   replaces it whole);
+//! - a ClusterStorageContainer is merged into a fresh container and a
+//!   variable left with both `value` and `valueFrom` is reconciled
+//!   (kserve#5516, fixed in v0.20; `mergeContainerSpecs` @v0.19.0 decodes
+//!   the merge into the built container, whose env items keep stale fields).
+//!
+//! Each switch names the Go function it follows and the release that
+//! changed it (`git diff vX.Y.0 <HEAD>` of `pkg/webhook/admission/pod`,
+//! `pkg/credentials`, `pkg/utils`, `pkg/types` and
+//! `pkg/apis/serving/v1beta1/configmap.go` of kserve/kserve).
+
+use crate::cluster::storage_container::STORAGE_CONTAINER_NAME_ANNOTATION;
+use crate::constants::*;
+use crate::pod::PodEdit;
+use std::fmt;
+
+/// A KServe release whose pod mutator we reproduce. Ordered by age, so a
+/// switch reads as "since" (`release >= Release::V0_18`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Release {
+    V0_15,
+    V0_16,
+    V0_17,
+    V0_18,
+    V0_19,
+    V0_20,
+    /// kserve/kserve at aaac4e2 (after v0.20.0).
+    #[default]
+    Head,
+}
+
+/// The releases `--kserve-version` knows, newest last.
+pub const ALL: [Release; 7] = [
+    Release::V0_15,
+    Release::V0_16,
+    Release::V0_17,
+    Release::V0_18,
+    Release::V0_19,
+    Release::V0_20,
+    Release::Head,
+];
+
+/// A spelling that names no release, or one not modelled yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReleaseError {
+    #[error("{0:?} is not a KServe version: expected one of {list} (also spelled v0.17.0 or 0.17)", list = supported_list())]
+    Unknown(String),
+    #[error("{0} is not supported yet: its pod mutator's differences from HEAD are not all modelled; supported: {list}", list = supported_list())]
+    NotYet(Release),
+}
+
+fn supported_list() -> String {
+    let names: Vec<&str> = Release::SUPPORTED.iter().map(|r| r.as_str()).collect();
+    names.join(", ")
+}
+
+impl Release {
+    /// The releases whose differences are all modelled, newest last.
+    pub const SUPPORTED: &'static [Release] = &[
+        Release::V0_16,
+        Release::V0_17,
+        Release::V0_18,
+        Release::V0_19,
+        Release::V0_20,
+        Release::Head,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Release::V0_15 => "v0.15",
+            Release::V0_16 => "v0.16",
+            Release::V0_17 => "v0.17",
+            Release::V0_18 => "v0.18",
+            Release::V0_19 => "v0.19",
+            Release::V0_20 => "v0.20",
+            Release::Head => "head",
+        }
+    }
+
+    /// `(0, minor)` of a numbered release; `None` for HEAD.
+    fn minor(self) -> Option<u32> {
+        match self {
+            Release::V0_15 => Some(15),
+            Release::V0_16 => Some(16),
+            Release::V0_17 => Some(17),
+            Release::V0_18 => Some(18),
+            Release::V0_19 => Some(19),
+            Release::V0_20 => Some(20),
+            Release::Head => None,
+        }
+    }
+
+    /// Reads `v0.17`, `v0.17.0`, `0.17` or `head` (any case), known or not.
+    pub fn parse_any(text: &str) -> Result<Release, ReleaseError> {
+        let unknown = || ReleaseError::Unknown(text.to_string());
+        let t = text.trim().to_ascii_lowercase();
+        if t == "head" {
+            return Ok(Release::Head);
+        }
+        let numbers = t.strip_prefix('v').unwrap_or(&t);
+        let mut parts = numbers.split('.');
+        let (Some("0"), Some(minor), patch, None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(unknown());
+        };
+        if patch.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+            return Err(unknown());
+        }
+        (ALL.into_iter())
+            .find(|r| r.minor().map(|m| m.to_string()).as_deref() == Some(minor))
+            .ok_or_else(unknown)
+    }
+
+    /// The release an image tag names (`kserve/agent:v0.17.0` → v0.17):
+    /// KServe's release manifests and Helm chart pin the agent and
+    /// storage-initializer images to the release. `None` for `latest`, a
+    /// digest or a tag that names no release.
+    pub fn of_image(image: &str) -> Option<ImageRelease> {
+        let without_digest = image.split('@').next().unwrap_or(image);
+        let name_start = without_digest.rfind('/').map_or(0, |i| i + 1);
+        let (_, tag) = without_digest[name_start..].split_once(':')?;
+        let numbers = tag.strip_prefix('v')?;
+        let mut parts = numbers.split(['.', '-', '+']);
+        let major: u32 = parts.next()?.parse().ok()?;
+        let minor: u32 = parts.next()?.parse().ok()?;
+        Some(ImageRelease { major, minor })
+    }
+
+    /// Whether images of `tag` belong to this release. KServe's chart at
+    /// HEAD still renders `v0.20.0`, so HEAD accepts v0.20 and newer.
+    pub fn matches_image(self, tag: ImageRelease) -> bool {
+        match self.minor() {
+            Some(minor) => tag.major == 0 && tag.minor == minor,
+            None => tag.major > 0 || tag.minor >= 20,
+        }
+    }
+
+    // --- storage initializer -------------------------------------------------
+
+    /// LocalModel sub-path `models/<sha256(sourceUri)[:16]>` since v0.18;
+    /// before, `models/<LocalModelCache name>` (the pod's localmodel label)
+    /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.17.0).
+    pub fn local_model_by_hash(self) -> bool {
+        self >= Release::V0_18
+    }
+
+    /// `internal.serving.kserve.io/storage-container-name` picks the
+    /// ClusterStorageContainer since v0.20; before, it is ignored and the
+    /// URI picks one (`GetStorageContainerSpec` @v0.19.0).
+    pub fn explicit_storage_container(self) -> bool {
+        self >= Release::V0_20
+    }
+
+    /// Confidential serving env (`applyConfidentialConfig`) since v0.20.
+    pub fn confidential_env(self) -> bool {
+        self >= Release::V0_20
+    }
+
+    /// A Secret with `MODELSCOPE_API_TOKEN` is a credential at HEAD only
+    /// (`CredentialBuilder.mountSecretCredential` @v0.20.0 skips it).
+    pub fn modelscope_credentials(self) -> bool {
+        self >= Release::Head
+    }
+
+    /// S3 endpoint env since v0.17: trimmed, its scheme read, and
+    /// `S3_USE_HTTPS` only beside an endpoint; before, `S3_USE_HTTPS`
+    /// whenever set and the endpoint verbatim (`s3.BuildS3EnvVars` @v0.16.0).
+    pub fn s3_endpoint_scheme(self) -> bool {
+        self >= Release::V0_17
+    }
+
+    // --- OCI -----------------------------------------------------------------
+
+    /// `oci+<mode>://` URIs (`ParseOciScheme`) since v0.20; before, only
+    /// `oci://` is OCI and the rest is a plain storage URI.
+    pub fn oci_mode_schemes(self) -> bool {
+        self >= Release::V0_20
+    }
+
+    /// `ociModelMode` and `enableOciModelSupport` are read (and the mode
+    /// validated) since v0.20; before, only `enableModelcar` turns OCI on
+    /// (`Mutator.mutate` @v0.19.0).
+    pub fn oci_mode_keys(self) -> bool {
+        self >= Release::V0_20
+    }
+
+    /// The mode `fetch` is implemented at HEAD only; v0.20 parses it and
+    /// injects a modelcar (`StorageInitializerInjector.InjectModelcar` @v0.20.0).
+    pub fn oci_fetch(self) -> bool {
+        self >= Release::Head
+    }
+
+    /// The modelcar targets `worker-container` when there is no
+    /// `kserve-container` since v0.17; before, the pod is denied
+    /// (`StorageInitializerInjector.InjectModelcar` @v0.16.0).
+    pub fn modelcar_worker_fallback(self) -> bool {
+        self >= Release::V0_17
+    }
+
+    /// `cpuModelcar` and `memoryModelcar` may be left out since v0.17;
+    /// v0.16 parses them always, so an absent one is a config error
+    /// (`GetStorageInitializerConfigs` @v0.16.0).
+    pub fn modelcar_quantities_optional(self) -> bool {
+        self >= Release::V0_17
+    }
+
+    // --- agent ---------------------------------------------------------------
+
+    /// The logger's `marshallerUrl`, `batchSize`, `batchInterval` (config
+    /// and InferenceService) since v0.17.
+    pub fn logger_marshaller(self) -> bool {
+        self >= Release::V0_17
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Release {
+    type Err = ReleaseError;
+
+    /// A supported release; a known but unmodelled one is refused by name.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let release = Release::parse_any(text)?;
+        if Release::SUPPORTED.contains(&release) {
+            Ok(release)
+        } else {
+            Err(ReleaseError::NotYet(release))
+        }
+    }
+}
+
+impl crate::Config {
+    /// This config as `release` reads its ConfigMap: the keys that release
+    /// does not know are cleared (Go's JSON decoding ignores unknown keys),
+    /// so every injector sees what that release's mutator sees.
+    /// - `storageInitializer.ociModelMode`, `enableOciModelSupport`: v0.20
+    ///   (`types.StorageInitializerConfig` @v0.19.0 has neither);
+    ///   `ociInsecureRegistry`: HEAD.
+    /// - `logger.marshallerUrl`, `batchSize`, `batchInterval`: v0.17
+    ///   (`LoggerConfig` @v0.16.0).
+    pub fn for_release(mut self, release: Release) -> Self {
+        self.release = release;
+        let storage = &mut self.storage_initializer;
+        if !release.oci_mode_keys() {
+            storage.oci_model_mode.clear();
+            storage.enable_oci_model_support = false;
+        }
+        if !release.oci_fetch() {
+            storage.oci_insecure_registry = false;
+        }
+        if !release.logger_marshaller() {
+            self.logger.marshaller_url.clear();
+            self.logger.batch_size = 0;
+            self.logger.batch_interval.clear();
+        }
+        self
+    }
+}
+
+/// The `0.17` an image tag names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageRelease {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl fmt::Display for ImageRelease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}.{}", self.major, self.minor)
+    }
+}
+
+/// One image of the config that names another release than the selected one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageMismatch {
+    /// The config key (`agent`, `storageInitializer`).
+    pub key: &'static str,
+    pub image: String,
+    pub names: ImageRelease,
+}
+
+/// The agent and storage-initializer images whose tags name a release
+/// other than `release` (`latest`, digests and other tags name none).
+pub fn image_mismatches(config: &crate::Config, release: Release) -> Vec<ImageMismatch> {
+    let images = [
+        (crate::config::AGENT_KEY, &config.agent.image),
+        (
+            crate::config::STORAGE_INITIALIZER_KEY,
+            &config.storage_initializer.image,
+        ),
+    ];
+    (images.into_iter())
+        .filter_map(|(key, image)| {
+            let names = Release::of_image(image)?;
+            (!release.matches_image(names)).then(|| ImageMismatch {
+                key,
+                image: image.clone(),
+                names,
+            })
+        })
+        .collect()
+}
+
+/// Something the pod asks for that the selected release did not have, and
+/// what that release does instead; for the adapters' debug logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    pub release: Release,
+    /// What the pod asks for (an annotation, a URI scheme).
+    pub asked: String,
+    /// What the release does instead.
+    pub instead: &'static str,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "KServe {} has no {}: {}",
+            self.release, self.asked, self.instead
+        )
+    }
+}
+
+/// What `pod` asks for that `release` lacks (empty at HEAD). Read before
+/// the pipeline, from the same annotations the injectors read.
+pub fn unsupported<P: PodEdit>(pod: &P, release: Release) -> Vec<Unsupported> {
+    let mut out = Vec::new();
+    let mut note = |asked: String, instead: &'static str| {
+        out.push(Unsupported {
+            release,
+            asked,
+            instead,
+        })
+    };
+    if let Some(uri) = pod.annotation(SOURCE_URI_ANNOTATION) {
+        if let Some((scheme, _)) = uri.split_once("://") {
+            let mode = scheme.strip_prefix("oci+");
+            if mode.is_some() && !release.oci_mode_schemes() {
+                note(
+                    format!("URI scheme {scheme}://"),
+                    "the URI is a plain storage URI: the storage-initializer downloads it as it is",
+                );
+            } else if mode == Some("fetch") && !release.oci_fetch() {
+                note(
+                    format!("URI scheme {scheme}://"),
+                    "fetch is not implemented: the image becomes a modelcar",
+                );
+            }
+        }
+    }
+    if pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION).is_some()
+        && !release.explicit_storage_container()
+    {
+        note(
+            format!("annotation {STORAGE_CONTAINER_NAME_ANNOTATION}"),
+            "ignored: the storage URI picks the ClusterStorageContainer",
+        );
+    }
+    if pod.annotation(CONFIDENTIAL_ENABLED_ANNOTATION) == Some("true")
+        && !release.confidential_env()
+    {
+        note(
+            format!("annotation {CONFIDENTIAL_ENABLED_ANNOTATION}"),
+            "ignored: the storage-initializer gets no CONFIDENTIAL_* env",
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

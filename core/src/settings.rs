@@ -1,0 +1,323 @@
+//! kserve-injector's own settings file (`--config-file`): what KServe's
+//! `inferenceservice-config` has no key for. Pure: text in, [`Settings`] or
+//! a [`SettingsError`] out; the adapters read the file.
+//!
+//! ```yaml
+//! kserveVersion: v0.17     # the KServe release to reproduce (--kserve-version wins)
+//! storageInitializer:      # defaults below the ConfigMap's storageInitializer keys
+//!   cpuRequest: 100m
+//!   memoryLimit: 2Gi
+//! modelVolume:             # the source of kserve-provision-location
+//!   ephemeral:
+//!     volumeClaimTemplate:
+//!       spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 200Gi}}}
+//! ```
+
+use crate::config::Resources;
+use crate::constants::PROVISION_LOCATION_VOLUME;
+use crate::quantity;
+use crate::release::Release;
+use k8s_openapi::api::core::v1::Volume;
+use serde_json::{Map, Value};
+
+pub const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
+pub const MODEL_VOLUME_KEY: &str = "modelVolume";
+pub const KSERVE_VERSION_KEY: &str = "kserveVersion";
+/// The storage-initializer keys, named as in KServe's ConfigMap.
+pub const RESOURCE_KEYS: [&str; 4] = ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingsError(pub String);
+
+/// The parsed settings; the default is an empty file (nothing changes).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Settings {
+    /// Storage-initializer requests and limits, canonical quantities, empty
+    /// where unset: they fill the keys KServe's ConfigMap leaves out
+    /// ([`crate::Config::from_data_with`]).
+    pub storage_initializer: Resources,
+    /// The `kserve-provision-location` volume the storage-initializer
+    /// downloads into, instead of KServe's `emptyDir` (named already).
+    pub model_volume: Option<Volume>,
+    /// The KServe release whose pod mutator is reproduced, when the file
+    /// names one ([`Self::release`]).
+    pub kserve_version: Option<Release>,
+}
+
+impl Settings {
+    /// Parses the file's text (YAML the way kubectl reads it, or JSON). An
+    /// unknown key is an error, so a typo is not silently ignored.
+    pub fn from_text(text: &str) -> Result<Self, SettingsError> {
+        let fail = |m: String| SettingsError(m);
+        let mut bytes = text.as_bytes();
+        let mut docs = crate::reader::documents(&mut bytes).map_err(|e| fail(e.to_string()))?;
+        let doc = match docs.next() {
+            Some(doc) => doc.map_err(|e| fail(e.to_string()))?,
+            None => return Ok(Self::default()),
+        };
+        let root = match doc {
+            Value::Null => return Ok(Self::default()),
+            Value::Object(map) => map,
+            other => return Err(fail(format!("expected a mapping, found {}", kind(&other)))),
+        };
+        let mut settings = Self::default();
+        for (key, value) in &root {
+            match key.as_str() {
+                STORAGE_INITIALIZER_KEY => {
+                    settings.storage_initializer = storage_initializer(value)?;
+                }
+                MODEL_VOLUME_KEY => settings.model_volume = model_volume(value)?,
+                KSERVE_VERSION_KEY => settings.kserve_version = kserve_version(value)?,
+                other => {
+                    return Err(fail(format!(
+                    "unknown key {other:?} (known: {KSERVE_VERSION_KEY}, {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})"
+                )))
+                }
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The release to reproduce: `flag` (`--kserve-version`) when given, else
+    /// the file's `kserveVersion`, else HEAD.
+    pub fn release(&self, flag: Option<Release>) -> Release {
+        flag.or(self.kserve_version).unwrap_or_default()
+    }
+}
+
+/// `v0.17`, `v0.17.0`, `0.17` or `head`, as `--kserve-version` reads it.
+fn kserve_version(value: &Value) -> Result<Option<Release>, SettingsError> {
+    let fail = |m: String| SettingsError(format!("{KSERVE_VERSION_KEY}: {m}"));
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|e: crate::release::ReleaseError| fail(e.to_string())),
+        // Unquoted `0.20` is a number, read with its text as written.
+        Value::Number(n) => n
+            .to_string()
+            .parse()
+            .map(Some)
+            .map_err(|e: crate::release::ReleaseError| fail(e.to_string())),
+        other => Err(fail(format!(
+            "expected a release such as v0.17 or head, found {}",
+            kind(other)
+        ))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// One volume source (`emptyDir`, `ephemeral`, `persistentVolumeClaim`, …),
+/// as a pod's volume holds it, without the name.
+fn model_volume(value: &Value) -> Result<Option<Volume>, SettingsError> {
+    let fail = |m: String| SettingsError(format!("{MODEL_VOLUME_KEY}: {m}"));
+    let map = match value {
+        Value::Null => return Ok(None),
+        Value::Object(map) => map,
+        other => return Err(fail(format!("expected a mapping, found {}", kind(other)))),
+    };
+    let keys: Vec<&String> = map.keys().collect();
+    let [source] = keys.as_slice() else {
+        return Err(fail(format!(
+            "expected exactly one volume source (such as ephemeral, persistentVolumeClaim or emptyDir), found {}",
+            keys.len()
+        )));
+    };
+    if source.as_str() == "name" {
+        return Err(fail(format!(
+            "the volume is named {PROVISION_LOCATION_VOLUME}; give only its source"
+        )));
+    }
+    let mut named = map.clone();
+    named.insert(
+        "name".into(),
+        Value::String(PROVISION_LOCATION_VOLUME.into()),
+    );
+    let volume: Volume =
+        serde_json::from_value(Value::Object(named)).map_err(|e| fail(format!("{source}: {e}")))?;
+    // k8s-openapi skips fields it does not know: a misspelt source would
+    // leave a volume without one.
+    let known = serde_json::to_value(&volume).map_err(|e| fail(e.to_string()))?;
+    if known.get(source.as_str()).is_none() {
+        return Err(fail(format!("{source:?} is not a volume source")));
+    }
+    Ok(Some(volume))
+}
+
+fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
+    let empty = Map::new();
+    let map = match value {
+        Value::Null => &empty,
+        Value::Object(map) => map,
+        other => {
+            return Err(SettingsError(format!(
+                "{STORAGE_INITIALIZER_KEY}: expected a mapping, found {}",
+                kind(other)
+            )))
+        }
+    };
+    let mut r = Resources::default();
+    for (key, value) in map {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            other => {
+                return Err(SettingsError(format!(
+                    "{STORAGE_INITIALIZER_KEY}.{key}: expected a quantity, found {}",
+                    kind(other)
+                )))
+            }
+        };
+        let canonical = quantity::canonicalize(&text).map_err(|e| {
+            SettingsError(format!(
+                "{STORAGE_INITIALIZER_KEY}.{key}: {text:?} is not a quantity ({e}); \
+                 write one such as 500m, 2, 512Mi or 4Gi"
+            ))
+        })?;
+        let slot = match key.as_str() {
+            "cpuRequest" => &mut r.cpu_request,
+            "cpuLimit" => &mut r.cpu_limit,
+            "memoryRequest" => &mut r.memory_request,
+            "memoryLimit" => &mut r.memory_limit,
+            other => {
+                return Err(SettingsError(format!(
+                    "{STORAGE_INITIALIZER_KEY}: unknown key {other:?} (known: {})",
+                    RESOURCE_KEYS.join(", ")
+                )))
+            }
+        };
+        *slot = canonical;
+    }
+    for (what, request, limit) in [
+        ("cpu", &r.cpu_request, &r.cpu_limit),
+        ("memory", &r.memory_request, &r.memory_limit),
+    ] {
+        if request.is_empty() || limit.is_empty() {
+            continue;
+        }
+        if quantity::compare(limit, request) == Ok(std::cmp::Ordering::Less) {
+            return Err(SettingsError(format!(
+                "{STORAGE_INITIALIZER_KEY}.{what}Limit {limit:?} is below {what}Request {request:?}"
+            )));
+        }
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_text_is_no_settings() {
+        for text in ["", "---\n", "null\n", "{}"] {
+            assert_eq!(
+                Settings::from_text(text),
+                Ok(Settings::default()),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn storage_initializer_keys_are_canonical_quantities() {
+        let s = Settings::from_text(
+            "storageInitializer:\n  cpuRequest: 0.5\n  cpuLimit: 2\n  memoryLimit: 2048Mi\n",
+        )
+        .unwrap();
+        let r = &s.storage_initializer;
+        assert_eq!(r.cpu_request, "500m");
+        assert_eq!(r.cpu_limit, "2");
+        assert_eq!(r.memory_limit, "2Gi");
+        assert_eq!(r.memory_request, "");
+    }
+
+    #[test]
+    fn model_volume_is_one_named_source() {
+        let s = Settings::from_text(
+            "modelVolume:\n  ephemeral:\n    volumeClaimTemplate:\n      spec:\n        accessModes: [ReadWriteOnce]\n        resources: {requests: {storage: 200Gi}}\n",
+        )
+        .unwrap();
+        let v = s.model_volume.unwrap();
+        assert_eq!(v.name, PROVISION_LOCATION_VOLUME);
+        let claim = v.ephemeral.unwrap().volume_claim_template.unwrap().spec;
+        assert_eq!(claim.access_modes.unwrap(), ["ReadWriteOnce"]);
+    }
+
+    #[test]
+    fn kserve_version_names_the_release_and_the_flag_wins() {
+        for (text, want) in [
+            ("kserveVersion: v0.17\n", Release::V0_17),
+            ("kserveVersion: v0.18.0\n", Release::V0_18),
+            ("kserveVersion: '0.16'\n", Release::V0_16),
+            ("kserveVersion: 0.20\n", Release::V0_20),
+            ("{\"kserveVersion\": 0.20}", Release::V0_20),
+            ("kserveVersion: HEAD\n", Release::Head),
+        ] {
+            let s = Settings::from_text(text).unwrap();
+            assert_eq!(s.kserve_version, Some(want), "{text:?}");
+            assert_eq!(s.release(None), want, "{text:?}");
+            assert_eq!(s.release(Some(Release::V0_19)), Release::V0_19, "{text:?}");
+        }
+        assert_eq!(Settings::default().release(None), Release::Head);
+        assert_eq!(
+            Settings::default().release(Some(Release::V0_20)),
+            Release::V0_20
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_errors_naming_the_key() {
+        for (text, want) in [
+            (
+                "storageInitializer:\n  cpuLimit: lots\n",
+                "storageInitializer.cpuLimit: \"lots\" is not a quantity",
+            ),
+            (
+                "storageInitializer:\n  gpuLimit: 1\n",
+                "unknown key \"gpuLimit\"",
+            ),
+            (
+                "storageInitializer: 3\n",
+                "expected a mapping, found a number",
+            ),
+            (
+                "storageInitialiser: {}\n",
+                "unknown key \"storageInitialiser\"",
+            ),
+            ("- a\n", "expected a mapping, found a list"),
+            (
+                "storageInitializer:\n  memoryRequest: 2Gi\n  memoryLimit: 1Gi\n",
+                "memoryLimit \"1Gi\" is below memoryRequest \"2Gi\"",
+            ),
+            (
+                "storageInitializer:\n  cpuLimit: [1]\n",
+                "expected a quantity, found a list",
+            ),
+            (
+                "kserveVersion: v0.15\n",
+                "kserveVersion: v0.15 is not supported yet",
+            ),
+            (
+                "kserveVersion: v1.2\n",
+                "kserveVersion: \"v1.2\" is not a KServe version",
+            ),
+            ("kserveVersion: [v0.17]\n", "expected a release"),
+        ] {
+            let e = Settings::from_text(text).unwrap_err().0;
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! `--kserve-version` on `mutate` and `audit`, and the settings file's
+//! `kserveVersion` key: the spellings, the refusals, and a LocalModel pod
+//! under v0.17 and HEAD (the goldens under `fixtures/releases/` hold every
+//! difference).
+
+use std::path::Path;
+
+fn fixture(case: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(case)
+        .join("input.yaml")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The LocalModel PVC subPath `mutate` gives the s30a pod with `flags`.
+fn local_model_sub_path(flags: &[&str]) -> Result<String, String> {
+    let input = fixture("s30a-local-model-root");
+    let mut args = vec!["mutate", "-o", "json"];
+    args.extend_from_slice(flags);
+    args.push(&input);
+    let out = crate::run_bin(&args, b"");
+    if out.status.code() != Some(0) {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let pod: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON pod");
+    let mount = &pod["spec"]["containers"][0]["volumeMounts"][0];
+    Ok(mount["subPath"].as_str().unwrap_or_default().to_string())
+}
+
+#[test]
+fn every_spelling_selects_the_release_and_head_is_the_default() {
+    for spelling in ["v0.17", "v0.17.0", "0.17", "V0.17", "v0.16"] {
+        let got = local_model_sub_path(&["--kserve-version", spelling]);
+        assert_eq!(got.as_deref(), Ok("models/bar/"), "{spelling}");
+    }
+    for flags in [
+        &[][..],
+        &["--kserve-version", "head"],
+        &["--kserve-version", "v0.18"],
+    ] {
+        let got = local_model_sub_path(flags);
+        assert_eq!(got.as_deref(), Ok("models/83fbff445b51876f/"), "{flags:?}");
+    }
+}
+
+#[test]
+fn unknown_and_unmodelled_releases_are_refused_with_the_supported_list() {
+    for (spelling, says) in [
+        ("v0.15", "v0.15 is not supported yet"),
+        ("0.15.0", "v0.15 is not supported yet"),
+        ("v0.9", "\"v0.9\" is not a KServe version"),
+        ("latest", "\"latest\" is not a KServe version"),
+    ] {
+        let err = local_model_sub_path(&["--kserve-version", spelling]).unwrap_err();
+        assert!(err.contains(says), "{spelling}: {err}");
+        assert!(
+            err.contains("v0.16, v0.17, v0.18, v0.19, v0.20, head"),
+            "{spelling}: {err}"
+        );
+    }
+    let input = fixture("s30a-local-model-root");
+    let out = crate::run_bin(&["mutate", "--kserve-version", "v0.15", &input], b"");
+    assert_eq!(out.status.code(), Some(2));
+    let out = crate::run_bin(
+        &["audit", "--kserve-version", "v0.15", "--objects", &input],
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("v0.15 is not supported yet"));
+}
+
+#[test]
+fn the_settings_key_selects_the_release_and_the_flag_wins() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = dir.path().join("settings.yaml");
+    std::fs::write(&settings, "kserveVersion: v0.17.0\n").expect("written");
+    let settings = settings.to_string_lossy().into_owned();
+    let keyed = local_model_sub_path(&["--config-file", &settings]);
+    assert_eq!(keyed.as_deref(), Ok("models/bar/"));
+    let flagged = local_model_sub_path(&["--config-file", &settings, "--kserve-version", "head"]);
+    assert_eq!(flagged.as_deref(), Ok("models/83fbff445b51876f/"));
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "kserveVersion: v0.15\n").expect("written");
+    let bad = bad.to_string_lossy().into_owned();
+    let err = local_model_sub_path(&["--config-file", &bad]).unwrap_err();
+    assert!(
+        err.contains(&bad) && err.contains("kserveVersion") && err.contains("not supported yet"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_kserve_version_key_in_the_configmap_is_ignored() {
+    // KServe's ConfigMap holds KServe's keys only; KServe ignores this one.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let manifest = kserve_injector::Config::default_manifest().replacen(
+        "\ndata:\n",
+        "\ndata:\n  kserveVersion: v0.17.0\n",
+        1,
+    );
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, manifest).expect("written");
+    let config = config.to_string_lossy().into_owned();
+    let got = local_model_sub_path(&["--config", &config]);
+    assert_eq!(got.as_deref(), Ok("models/83fbff445b51876f/"));
+}
+
+#[test]
+fn help_names_the_flag_on_every_command() {
+    for command in ["mutate", "audit", "serve"] {
+        let out = crate::run_bin(&[command, "--help"], b"");
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("--kserve-version <VERSION>"),
+            "{command}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn what_the_release_lacks_is_logged_at_debug_on_stderr() {
+    let input = fixture("m12-native-explicit-mode");
+    let run = |log: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kserve-injector"));
+        cmd.args(["mutate", "-o", "patch", "--kserve-version", "v0.19", &input]);
+        match log {
+            Some(filter) => cmd.env("RUST_LOG", filter),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd.output().expect("binary runs");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let debug = run(Some("kserve_injector=debug"));
+    assert!(
+        debug.contains("KServe v0.19 has no URI scheme oci+native://"),
+        "{debug}"
+    );
+    assert!(run(None).is_empty());
+}
