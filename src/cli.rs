@@ -12,6 +12,7 @@ use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
+pub use budget_args::BudgetArgs;
 pub use serve_args::{
     kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
     ListenArgs, LogFormat, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
@@ -238,12 +239,7 @@ fn process(
     }
 }
 
-/// Runs `mutate` over every document of `input`, one document at a time,
-/// writing each result to `out` as soon as it is ready (so memory follows the
-/// largest document, not the input). Stops at the first document that fails;
-/// the documents before it have been written. A denied AdmissionReview is
-/// written (it is the answer) and then reported as [`CliError::Denied`].
-/// Each pod's cluster objects come from `cluster`.
+/// [`mutate_stream_within`] the default [`reader::Budget`].
 pub fn mutate_stream(
     input: &mut impl BufRead,
     out: &mut impl Write,
@@ -252,8 +248,28 @@ pub fn mutate_stream(
     env: &Inputs,
     cluster: &mut dyn ClusterSource,
 ) -> Result<(), CliError> {
+    let budget = reader::Budget::default();
+    mutate_stream_within(input, out, format, namespace, env, cluster, budget)
+}
+
+/// Runs `mutate` over every document of `input`, one document at a time,
+/// writing each result to `out` as soon as it is ready (so memory follows the
+/// largest document, not the input). Stops at the first document that fails;
+/// the documents before it have been written. A denied AdmissionReview is
+/// written (it is the answer) and then reported as [`CliError::Denied`].
+/// Each pod's cluster objects come from `cluster`; the input is read within
+/// `budget`.
+pub fn mutate_stream_within(
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+    format: OutputFormat,
+    namespace: Option<&str>,
+    env: &Inputs,
+    cluster: &mut dyn ClusterSource,
+    budget: reader::Budget,
+) -> Result<(), CliError> {
     let mut index = 0;
-    for doc in reader::documents(input).map_err(read_error)? {
+    for doc in reader::documents_within(input, budget).map_err(read_error)? {
         let doc = doc.map_err(read_error)?;
         let processed = process(&doc, index, namespace, env, cluster)?;
         let label = describe(&doc, index);
@@ -315,10 +331,19 @@ pub fn run_mutate(
 
 /// Loads `--objects`: ServiceAccounts, Secrets, ClusterStorageContainers and
 /// InferenceServices, as multi-document YAML/JSON or Lists; documents of
-/// other kinds are counted in [`LoadedObjects::ignored`].
+/// other kinds are counted in [`LoadedObjects::ignored`]. The whole input is
+/// kept, so the default [`reader::Budget`]'s input limits bound it.
 pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedObjects, CliError> {
+    load_objects_within(input, reader::Budget::default())
+}
+
+/// [`load_objects`] within `budget`.
+pub fn load_objects_within(
+    input: &mut impl BufRead,
+    budget: reader::Budget,
+) -> Result<LoadedObjects, CliError> {
     let mut docs = Vec::new();
-    for doc in reader::documents(input).map_err(read_error)? {
+    for doc in reader::documents_within(input, budget).map_err(read_error)? {
         docs.push(doc.map_err(read_error)?);
     }
     ClusterData::load(docs).map_err(|e| CliError::Input(e.to_string()))
@@ -340,6 +365,7 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
     out.write_all(b"\n").map_err(write_error)
 }
 
+mod budget_args;
 mod serve_args;
 
 #[cfg(test)]

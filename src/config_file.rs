@@ -63,8 +63,30 @@ impl Snapshot {
     }
 }
 
+/// Most bytes read from one file of a source. Kubernetes keeps a ConfigMap
+/// or a Secret (the usual origin of these files) under 1 MiB; a file over
+/// the cap is refused after reading one byte past it, so a huge file costs
+/// no more memory than the cap.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
 fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    read_capped(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// The bytes of `path`, refused past [`MAX_FILE_BYTES`].
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {MAX_FILE_BYTES} bytes (4 MiB)"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// Regular files (symlinks through `..data` are followed), sorted, without
@@ -157,7 +179,7 @@ pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {
     let Some(path) = path else {
         return Ok(Settings::default());
     };
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+    let bytes = read_capped(path).map_err(|source| LoadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -196,6 +218,22 @@ mod tests {
         );
         let missing = Snapshot::read(&[dir.path().join("nope")]);
         assert!(missing.file(&dir.path().join("nope")).is_err());
+    }
+
+    #[test]
+    fn a_file_over_the_cap_is_refused_and_one_at_the_cap_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("tls.crt");
+        std::fs::write(&big, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        // Sparse: 120 MB on paper, no disk used.
+        let file = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
+        file.set_len(120_000_000).unwrap();
+        let snap = Snapshot::read(std::slice::from_ref(&big));
+        let err = snap.file(&big).unwrap_err();
+        assert!(err.ends_with("larger than 4194304 bytes (4 MiB)"), "{err}");
+        file.set_len(MAX_FILE_BYTES).unwrap();
+        let snap = Snapshot::read(std::slice::from_ref(&big));
+        assert_eq!(snap.file(&big).unwrap().len() as u64, MAX_FILE_BYTES);
     }
 
     #[test]

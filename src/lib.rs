@@ -20,5 +20,6 @@ pub mod cli;
 pub mod config_file;
 pub mod limits;
 pub mod lookups;
+pub mod memory;
 pub mod reload;
 pub mod server;

@@ -1,6 +1,8 @@
 #![deny(unsafe_code)]
 use clap::{Parser, Subcommand, ValueEnum};
-use kserve_injector::cli::{load_objects, mutate_stream, CliError, ClusterSource, OutputFormat};
+use kserve_injector::cli::{
+    load_objects_within, mutate_stream_within, BudgetArgs, CliError, ClusterSource, OutputFormat,
+};
 use kserve_injector::cluster::keys::PodFacts;
 use kserve_injector::lookups::{
     resolve_client, ClusterLookups, Environment, Lookups, DEFAULT_GET_TIMEOUT,
@@ -38,7 +40,8 @@ enum Command {
   kserve-injector mutate review.json        # prints the AdmissionReview response
 
 Input starting with { or [ is read as JSON, anything else as YAML the way
-kubectl reads it (merge keys expanded; at most 64 levels of nesting, JSON 128).
+kubectl reads it (merge keys expanded; at most 64 levels of nesting; see
+--max-document-bytes and the other input limits below).
 Documents are processed and printed one at a time; the first one that fails
 stops the run.
 
@@ -148,6 +151,8 @@ struct MutateArgs {
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
+    #[command(flatten)]
+    budget: BudgetArgs,
 }
 
 /// Whether fd 1 was closed when the process started. Rust's runtime
@@ -234,6 +239,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let budget = args.budget.budget();
     let format = match args.output {
         Format::Yaml => OutputFormat::Yaml,
         Format::Json => OutputFormat::Json,
@@ -243,7 +249,7 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
     {
         (Some(path), _) => File::open(path)
             .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
-            .and_then(|file| load_objects(&mut BufReader::new(file)))
+            .and_then(|file| load_objects_within(&mut BufReader::new(file), budget))
             .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
             .map(|loaded| {
                 for line in loaded.ignored_lines() {
@@ -269,20 +275,24 @@ fn mutate_command(args: MutateArgs) -> ExitCode {
         Some(path) => match File::open(path) {
             Ok(file) => {
                 let mut input = BufReader::new(file);
-                mutate_stream(&mut input, &mut out, format, namespace, &env, &mut *cluster)
+                let cluster = &mut *cluster;
+                mutate_stream_within(
+                    &mut input, &mut out, format, namespace, &env, cluster, budget,
+                )
             }
             Err(e) => Err(CliError::Input(format!(
                 "cannot read {}: {e}",
                 path.display()
             ))),
         },
-        None => mutate_stream(
+        None => mutate_stream_within(
             &mut std::io::stdin().lock(),
             &mut out,
             format,
             namespace,
             &env,
             &mut *cluster,
+            budget,
         ),
     };
     match result.and_then(|()| out.flush().map_err(CliError::from_write)) {
@@ -407,6 +417,7 @@ fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(cli.command, Command::Mutate(_) | Command::Audit(_)) {
+        kserve_injector::memory::purge_at_once();
         stderr_logs_from_env();
     }
     match cli.command {

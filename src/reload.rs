@@ -122,6 +122,9 @@ impl<P> Loaded<P> {
                         info!(what, "reloaded");
                     }
                     Err(e) => {
+                        // What the refused parse built is freed by now;
+                        // without this its pages stay with this thread.
+                        crate::memory::give_back();
                         self.source.counters.failed.inc();
                         error!(what, error = %e, "not reloaded; the previous one stays in use");
                     }

@@ -15,20 +15,22 @@
 //! - Numbers are `serde_json::Number`s holding their text (serde_json's
 //!   `arbitrary_precision`), and both writers print that text.
 //!
-//! Limits per YAML document: [`MAX_DEPTH`] levels of nesting, [`MAX_NODES`]
-//! nodes, 64 MiB of scalar text. JSON: serde_json's 128 levels.
+//! Both grammars are read within one [`Budget`] (see [`budget`]): bytes
+//! of source text, nodes and bytes of scalar text per document (an alias
+//! charged each time it is used), nesting depth, and nodes and text per
+//! input, all charged as the values are produced.
 
 use serde_json::Value;
 use std::io::BufRead;
+use std::rc::Rc;
 
-/// Deepest nesting accepted in YAML (mappings + sequences). A Pod, even with
-/// `managedFields`, nests about 15 levels; 64 keeps the recursive
+pub use budget::{Budget, Meter};
+pub use json::{JsonDocuments, ValueSeed};
+
+/// Deepest nesting accepted by default (mappings + sequences). A Pod, even
+/// with `managedFields`, nests about 15 levels; 64 keeps the recursive
 /// deserialisation well inside a 2 MiB thread stack even in debug builds.
-/// (JSON stops at serde_json's own limit, 128.)
 pub const MAX_DEPTH: usize = 64;
-
-/// Most nodes (mappings, sequences, scalars) in one YAML document.
-pub const MAX_NODES: usize = 1_000_000;
 
 /// Which grammar the input was read with, decided by its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,10 +75,19 @@ pub fn sniff(input: &mut impl BufRead) -> std::io::Result<Syntax> {
     }
 }
 
-/// The documents of `input`, one at a time; empty and `null` documents are
-/// skipped. After an error the iterator ends.
+/// The documents of `input`, one at a time, within the default [`Budget`];
+/// empty and `null` documents are skipped. After an error the iterator ends.
 pub fn documents<'a, R: BufRead + 'a>(
     input: &'a mut R,
+) -> Result<Box<dyn Iterator<Item = Result<Value, ReadError>> + 'a>, ReadError> {
+    documents_within(input, Budget::default())
+}
+
+/// [`documents`] within `budget`: a document over it ends the read at the
+/// place it went over, before the rest of it is read.
+pub fn documents_within<'a, R: BufRead + 'a>(
+    input: &'a mut R,
+    budget: Budget,
 ) -> Result<Box<dyn Iterator<Item = Result<Value, ReadError>> + 'a>, ReadError> {
     let syntax = sniff(input)?;
     let mut count = 0;
@@ -90,15 +101,19 @@ pub fn documents<'a, R: BufRead + 'a>(
         Some(item.map_err(|e| e.at(count)))
     };
     Ok(match syntax {
-        Syntax::Json => Box::new(
-            serde_json::Deserializer::from_reader(input)
-                .into_iter::<Value>()
-                .map(|r| r.map_err(json_error))
+        Syntax::Json => {
+            let mut docs = JsonDocuments::new(input, Rc::new(Meter::new(budget)));
+            Box::new(
+                std::iter::from_fn(move || {
+                    let item = docs.next_value()?;
+                    Some(item.map_err(|e| json_error(e, docs.meter())))
+                })
                 .filter(|r| !matches!(r, Ok(Value::Null)))
                 .map_while(numbered),
-        ),
+            )
+        }
         Syntax::Yaml => Box::new(
-            yaml::YamlDocuments::new(input)
+            yaml::YamlDocuments::new(input, Meter::new(budget))
                 .map(|r| {
                     r.map_err(|e| match e {
                         yaml::YamlError::Io(e) => ReadError::Io(e),
@@ -113,18 +128,20 @@ pub fn documents<'a, R: BufRead + 'a>(
     })
 }
 
-fn json_error(e: serde_json::Error) -> ReadError {
-    if e.is_io() {
-        return ReadError::Io(e.into());
-    }
-    ReadError::Json {
-        document: 0,
-        message: e.to_string(),
+/// A JSON error as the reader reports it (see [`json::message`]).
+pub fn json_error(e: serde_json::Error, meter: &Meter) -> ReadError {
+    match json::message(&e, meter) {
+        Some(message) => ReadError::Json {
+            document: 0,
+            message,
+        },
+        None => ReadError::Io(e.into()),
     }
 }
 
 impl ReadError {
-    fn at(self, n: usize) -> Self {
+    /// The error, placed in document `n` (counting from 1).
+    pub fn at(self, n: usize) -> Self {
         match self {
             ReadError::Json { message, .. } => ReadError::Json {
                 document: n,
@@ -342,7 +359,12 @@ impl<W: std::fmt::Write> std::fmt::Write for PlaceholderAware<'_, W> {
     }
 }
 
+pub mod budget;
+mod json;
 mod yaml;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod budget_tests;

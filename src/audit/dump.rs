@@ -1,16 +1,18 @@
 //! `audit --objects`: a dump (`kubectl get pods,rs,deploy,... -A -o yaml`
 //! or `-o json`) read object by object into the inventory. A JSON List is
 //! read one item at a time, so a dump of ten thousand pods is never held
-//! as one tree; YAML is read a document at a time (see `reader`'s limits),
-//! its Lists then split.
+//! as one tree, and each item is a document of its own for the reader's
+//! budget; YAML is read a document at a time (see `reader`'s budget), its
+//! Lists then split.
 
 use crate::audit::AuditError;
 use crate::audit::Inventory;
-use crate::reader::{self, Syntax};
+use crate::reader::{self, Budget, JsonDocuments, Meter, Syntax, ValueSeed};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::io::BufRead;
+use std::rc::Rc;
 
 /// Why a dump could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -25,12 +27,16 @@ pub enum DumpError {
     Io(#[from] std::io::Error),
 }
 
-/// Reads every object of `input` into `inventory`.
-pub fn read_into(input: &mut impl BufRead, inventory: &mut Inventory) -> Result<(), DumpError> {
+/// Reads every object of `input` into `inventory`, within `budget`.
+pub fn read_into(
+    input: &mut impl BufRead,
+    inventory: &mut Inventory,
+    budget: Budget,
+) -> Result<(), DumpError> {
     match reader::sniff(input)? {
-        Syntax::Json => read_json(input, inventory),
+        Syntax::Json => read_json(input, inventory, budget),
         Syntax::Yaml => {
-            for (i, doc) in reader::documents(input)?.enumerate() {
+            for (i, doc) in reader::documents_within(input, budget)?.enumerate() {
                 let at = format!("document {}", i + 1);
                 match doc? {
                     Value::Object(mut map) if map.get("items").is_some_and(Value::is_array) => {
@@ -49,30 +55,35 @@ pub fn read_into(input: &mut impl BufRead, inventory: &mut Inventory) -> Result<
     }
 }
 
-fn read_json(input: &mut impl BufRead, inventory: &mut Inventory) -> Result<(), DumpError> {
+fn read_json(
+    input: &mut impl BufRead,
+    inventory: &mut Inventory,
+    budget: Budget,
+) -> Result<(), DumpError> {
+    let meter = Rc::new(Meter::new(budget));
+    let mut docs = JsonDocuments::new(input, meter.clone());
     let mut document = 0;
-    loop {
-        // Blank space between documents; the end of the input ends the read.
-        if reader::sniff(input)? == Syntax::Yaml && input.fill_buf()?.is_empty() {
-            return Ok(());
-        }
+    let json_error = |e, document| match reader::json_error(e, &meter).at(document) {
+        reader::ReadError::Json { document, message } => DumpError::Json { document, message },
+        other => other.into(),
+    };
+    while docs.more().map_err(|e| json_error(e, document + 1))? {
         document += 1;
-        let mut de = serde_json::Deserializer::from_reader(&mut *input);
+        meter.start_document();
         let mut failed = None;
         let seed = Document {
             inventory: &mut *inventory,
             document,
             failed: &mut failed,
+            meter: &meter,
         };
-        let read = seed.deserialize(&mut de);
+        let read = docs.next_with(seed);
         if let Some(e) = failed {
             return Err(e.into());
         }
-        read.map_err(|e| DumpError::Json {
-            document,
-            message: e.to_string(),
-        })?;
+        read.map_err(|e| json_error(e, document))?;
     }
+    Ok(())
 }
 
 /// One top-level JSON value: a List's items go to the inventory as they
@@ -82,6 +93,7 @@ struct Document<'a> {
     document: usize,
     /// The inventory's refusal, kept apart from JSON errors.
     failed: &'a mut Option<AuditError>,
+    meter: &'a Meter,
 }
 
 impl<'de> DeserializeSeed<'de> for Document<'_> {
@@ -108,11 +120,19 @@ impl<'de> Visitor<'de> for Document<'_> {
                     inventory: &mut *self.inventory,
                     document: self.document,
                     failed: &mut *self.failed,
+                    meter: self.meter,
                 })?;
             } else if listed {
                 map.next_value::<IgnoredAny>()?;
             } else {
-                fields.insert(key, map.next_value()?);
+                self.meter
+                    .text(key.len())
+                    .and_then(|()| self.meter.nodes(1))
+                    .map_err(serde::de::Error::custom)?;
+                fields.insert(
+                    key,
+                    map.next_value_seed(ValueSeed::at_depth(self.meter, 1))?,
+                );
             }
         }
         if !listed && self.failed.is_none() {
@@ -129,6 +149,7 @@ struct Items<'a> {
     inventory: &'a mut Inventory,
     document: usize,
     failed: &'a mut Option<AuditError>,
+    meter: &'a Meter,
 }
 
 impl<'de> DeserializeSeed<'de> for Items<'_> {
@@ -147,7 +168,12 @@ impl<'de> Visitor<'de> for Items<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut n = 0;
-        while let Some(item) = seq.next_element::<Value>()? {
+        loop {
+            // Each item is read within a document's budget of its own.
+            self.meter.start_document();
+            let Some(item) = seq.next_element_seed(ValueSeed::at_depth(self.meter, 2))? else {
+                break;
+            };
             n += 1;
             if self.failed.is_some() {
                 continue;

@@ -96,6 +96,8 @@ pub struct AuditArgs {
     /// Exit code 1 when any is found. Example: audit --credentials -A
     #[arg(long)]
     pub credentials: bool,
+    #[command(flatten)]
+    pub budget: crate::cli::BudgetArgs,
 }
 
 /// Why the audit could not run (exit code 2).
@@ -117,7 +119,7 @@ pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
         ..CredentialReport::default()
     });
     match (&args.objects, args.all_namespaces, &args.namespace) {
-        (Some(path), ..) => read_dump(path, &mut inventory)?,
+        (Some(path), ..) => read_dump(path, &mut inventory, args.budget.budget())?,
         (None, true, _) => read_cluster(args, cluster::Scope::All, &mut inventory)?,
         (None, false, ns) => {
             let scope = cluster::Scope::Namespace(ns.clone().unwrap_or_default());
@@ -134,7 +136,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
         (Some(path), ..) => {
-            read_dump(path, &mut inventory)?;
+            read_dump(path, &mut inventory, args.budget.budget())?;
             None
         }
         (None, true, _) => Some(cluster::Scope::All),
@@ -186,18 +188,26 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     Ok(report)
 }
 
-fn read_dump(path: &std::path::Path, inventory: &mut Inventory) -> Result<(), RunError> {
+fn read_dump(
+    path: &std::path::Path,
+    inventory: &mut Inventory,
+    budget: crate::reader::Budget,
+) -> Result<(), RunError> {
     let failed = |message: String| RunError::Objects {
         path: path.display().to_string(),
         message,
     };
     if path.as_os_str() == "-" {
-        return dump::read_into(&mut std::io::stdin().lock(), inventory)
+        return dump::read_into(&mut std::io::stdin().lock(), inventory, budget)
             .map_err(|e| failed(e.to_string()));
     }
     let file = File::open(path).map_err(|e| failed(e.to_string()))?;
-    dump::read_into(&mut BufReader::with_capacity(1 << 16, file), inventory)
-        .map_err(|e| failed(e.to_string()))
+    dump::read_into(
+        &mut BufReader::with_capacity(1 << 16, file),
+        inventory,
+        budget,
+    )
+    .map_err(|e| failed(e.to_string()))
 }
 
 fn read_cluster(

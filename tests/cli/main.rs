@@ -3,6 +3,7 @@
 //! the CLI and the AdmissionReview path.
 
 mod audit;
+mod budget;
 mod certs;
 mod golden;
 mod kserve_version;

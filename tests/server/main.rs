@@ -10,6 +10,7 @@ mod drain;
 mod http;
 mod keepalive;
 mod kserve_version;
+mod memory;
 mod router;
 mod shadow;
 mod support;

@@ -17,17 +17,16 @@
 //! stay strings (JSON has no such numbers). Merge keys (`<<`) merge as YAML
 //! 1.1 defines; a duplicate key is an error, as in go-yaml.
 
-use super::{MAX_DEPTH, MAX_NODES};
+use super::budget::Meter;
 use granit_parser::{
     ErrorKind, Event, FallibleBufferedInput, InputIoError, Parser, ScalarStyle, ScanError, Span,
     Tag,
 };
 use serde_json::{Map, Number, Value};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::BufRead;
-
-/// Most bytes of scalar text in one document.
-const MAX_SCALAR_BYTES: usize = 64 << 20;
+use std::rc::Rc;
 
 const CORE_TAG: &str = "tag:yaml.org,2002:";
 
@@ -42,37 +41,61 @@ pub(super) enum YamlError {
 /// documents are skipped. After an error the iterator ends.
 pub(super) struct YamlDocuments<R: BufRead> {
     parser: Parser<'static, FallibleBufferedInput<Utf8Chars<R>>>,
+    shared: Rc<Shared>,
     done: bool,
 }
 
+/// What the character source and the document builder both see: the
+/// budget, and why the source stopped (granit-parser reports an input
+/// error at its own position, which is not where the input went wrong).
+struct Shared {
+    meter: Meter,
+    failure: RefCell<Option<String>>,
+}
+
 impl<R: BufRead> YamlDocuments<R> {
-    pub(super) fn new(input: R) -> Self {
+    pub(super) fn new(input: R, meter: Meter) -> Self {
         let mut options = granit_parser::Options::default();
-        // The builder refuses depth past MAX_DEPTH with a clear message;
+        // The builder refuses depth past the budget with a clear message;
         // the parser's own limits only bound its state stack.
-        options.flow_nesting_limit = MAX_DEPTH + 1;
-        options.block_nesting_limit = MAX_DEPTH + 1;
+        options.flow_nesting_limit = meter.budget().depth + 1;
+        options.block_nesting_limit = meter.budget().depth + 1;
+        let shared = Rc::new(Shared {
+            meter,
+            failure: RefCell::new(None),
+        });
         let chars = Utf8Chars {
             input,
             carry: Vec::new(),
             decoded: Vec::new().into_iter(),
+            invalid: false,
+            line: 1,
+            column: 1,
+            shared: shared.clone(),
         };
         Self {
             parser: Parser::new_from_fallible_iter_with_options(chars, options),
+            shared,
             done: false,
         }
     }
 
     fn next_document(&mut self) -> Result<Option<Value>, YamlError> {
-        let mut doc = Builder::default();
+        let mut doc = Builder::new(self.shared.clone());
         loop {
             let Some(event) = self.parser.next_event() else {
                 return Ok(None);
             };
-            let (event, span) = event.map_err(scan_error)?;
+            let (event, span) = event.map_err(|e| match self.shared.failure.take() {
+                Some(message) => YamlError::Syntax(message),
+                None => scan_error(e),
+            })?;
             match event {
                 Event::StreamEnd => return Ok(None),
-                Event::DocumentStart(..) => doc = Builder::default(),
+                Event::DocumentStart(..) => {
+                    self.shared.meter.start_document();
+                    doc = Builder::new(self.shared.clone());
+                }
                 Event::DocumentEnd => match doc.root.take() {
                     None | Some(Value::Null) => continue,
                     Some(value) => return Ok(Some(value)),
@@ -121,37 +144,54 @@ enum Frame {
     Seq {
         items: Vec<Value>,
         anchor: usize,
-        nodes_before: usize,
+        before: Cost,
     },
     Map {
         map: Map<String, Value>,
         key: Option<Key>,
         merges: Vec<Value>,
         anchor: usize,
-        nodes_before: usize,
+        before: Cost,
     },
 }
 
+/// What an anchored node cost: an alias to it is charged as much again.
+#[derive(Clone, Copy)]
+struct Cost {
+    nodes: u64,
+    text: usize,
+}
+
 /// One document under construction, with its anchors and budget.
-#[derive(Default)]
 struct Builder {
     root: Option<Value>,
     stack: Vec<Frame>,
-    /// Anchored nodes with the number of nodes each holds.
-    anchors: HashMap<usize, (Value, usize)>,
-    nodes: usize,
-    scalar_bytes: usize,
+    /// Anchored nodes with what each cost.
+    anchors: HashMap<usize, (Value, Cost)>,
+    /// What this document has cost so far.
+    spent: Cost,
+    shared: Rc<Shared>,
 }
 
 impl Builder {
+    fn new(shared: Rc<Shared>) -> Self {
+        Self {
+            root: None,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            spent: Cost { nodes: 0, text: 0 },
+            shared,
+        }
+    }
+
     fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), String> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
-                self.count(1, &span)?;
-                self.scalar_bytes += text.len();
-                if self.scalar_bytes > MAX_SCALAR_BYTES {
-                    return Err(at(&span, "more than 64 MiB of text in one document"));
-                }
+                let cost = Cost {
+                    nodes: 1,
+                    text: text.len(),
+                };
+                self.charge(cost, &span)?;
                 if self.expects_key() {
                     let merge = style == ScalarStyle::Plain && text == "<<"
                         || tag.as_deref().is_some_and(|t| is_core(t, "merge"));
@@ -165,23 +205,26 @@ impl Builder {
                             Key::Name(n) => n.clone(),
                             Key::Merge => "<<".to_string(),
                         };
-                        self.anchors.insert(anchor, (Value::String(name), 1));
+                        self.anchors.insert(anchor, (Value::String(name), cost));
                     }
                     return self.set_key(key);
                 }
                 let value = resolve(&text, style, tag.as_deref()).map_err(|m| at(&span, m))?;
                 if anchor > 0 {
-                    self.anchors.insert(anchor, (value.clone(), 1));
+                    self.anchors.insert(anchor, (value.clone(), cost));
                 }
                 self.push(value, &span)
             }
             Event::Alias(id) => {
-                let (value, nodes) = self
+                let cost = self
                     .anchors
                     .get(&id)
-                    .ok_or_else(|| at(&span, "an alias to an unknown anchor"))?;
-                let (value, nodes) = (value.clone(), *nodes);
-                self.count(nodes, &span)?;
+                    .ok_or_else(|| at(&span, "an alias to an unknown anchor"))?
+                    .1;
+                // Charged before the copy is made, so a copy over budget is
+                // never made.
+                self.charge(cost, &span)?;
+                let value = self.anchors[&id].0.clone();
                 if self.expects_key() {
                     return match value {
                         Value::String(name) => self.set_key(Key::Name(name)),
@@ -191,49 +234,55 @@ impl Builder {
                 self.push(value, &span)
             }
             Event::SequenceStart(_, anchor, _) => {
+                // What an alias to it costs includes its own node.
+                let before = self.spent;
                 self.open(&span)?;
                 self.stack.push(Frame::Seq {
                     items: Vec::new(),
                     anchor,
-                    nodes_before: self.nodes,
+                    before,
                 });
                 Ok(())
             }
             Event::MappingStart(_, anchor, _) => {
+                let before = self.spent;
                 self.open(&span)?;
                 self.stack.push(Frame::Map {
                     map: Map::new(),
                     key: None,
                     merges: Vec::new(),
                     anchor,
-                    nodes_before: self.nodes,
+                    before,
                 });
                 Ok(())
             }
             Event::SequenceEnd | Event::MappingEnd => {
-                let (value, anchor, nodes_before) = match self.stack.pop() {
+                let (value, anchor, before) = match self.stack.pop() {
                     Some(Frame::Seq {
                         items,
                         anchor,
-                        nodes_before,
-                    }) => (Value::Array(items), anchor, nodes_before),
+                        before,
+                    }) => (Value::Array(items), anchor, before),
                     Some(Frame::Map {
                         mut map,
                         merges,
                         anchor,
-                        nodes_before,
+                        before,
                         ..
                     }) => {
                         for source in merges {
                             merge_into(&mut map, source).map_err(|m| at(&span, m))?;
                         }
-                        (Value::Object(map), anchor, nodes_before)
+                        (Value::Object(map), anchor, before)
                     }
                     None => return Err(at(&span, "a collection ends that never started")),
                 };
                 if anchor > 0 {
-                    let nodes = self.nodes - nodes_before;
-                    self.anchors.insert(anchor, (value.clone(), nodes));
+                    let cost = Cost {
+                        nodes: self.spent.nodes - before.nodes,
+                        text: self.spent.text - before.text,
+                    };
+                    self.anchors.insert(anchor, (value.clone(), cost));
                 }
                 self.push(value, &span)
             }
@@ -243,15 +292,13 @@ impl Builder {
         }
     }
 
-    fn count(&mut self, nodes: usize, span: &Span) -> Result<(), String> {
-        self.nodes = self.nodes.saturating_add(nodes);
-        if self.nodes > MAX_NODES {
-            return Err(at(
-                span,
-                format!("more than {MAX_NODES} nodes in one document"),
-            ));
-        }
-        Ok(())
+    /// Charges the budget for what is about to be produced.
+    fn charge(&mut self, cost: Cost, span: &Span) -> Result<(), String> {
+        self.spent.nodes = self.spent.nodes.saturating_add(cost.nodes);
+        self.spent.text = self.spent.text.saturating_add(cost.text);
+        let meter = &self.shared.meter;
+        meter.nodes(cost.nodes).map_err(|m| at(span, m))?;
+        meter.text(cost.text).map_err(|m| at(span, m))
     }
 
     /// A collection starts: it is a node, and it nests one level deeper.
@@ -259,11 +306,9 @@ impl Builder {
         if self.expects_key() {
             return Err(at(span, "a mapping key must be a scalar"));
         }
-        self.count(1, span)?;
-        if self.stack.len() >= MAX_DEPTH {
-            return Err(at(span, format!("nested deeper than {MAX_DEPTH} levels")));
-        }
-        Ok(())
+        self.charge(Cost { nodes: 1, text: 0 }, span)?;
+        let meter = &self.shared.meter;
+        meter.depth(self.stack.len() + 1).map_err(|m| at(span, m))
     }
 
     fn expects_key(&self) -> bool {
@@ -488,12 +533,22 @@ fn binary(text: &str) -> Result<Value, String> {
         .map_err(|_| "a !!binary scalar does not decode to UTF-8 text".to_string())
 }
 
-/// The characters of a UTF-8 byte stream, read a buffer at a time.
+/// The characters of a UTF-8 byte stream, read a buffer at a time, each
+/// charged to the document's budget of source text as it is handed to the
+/// parser (the scanner holds a whole scalar before it reports it, so a
+/// budget checked only on the scalar would come after the memory is spent).
 pub(super) struct Utf8Chars<R> {
     input: R,
     /// The start of a character split across two reads.
     carry: Vec<u8>,
     decoded: std::vec::IntoIter<char>,
+    /// The bytes after `decoded` are not UTF-8.
+    invalid: bool,
+    /// Where the next character is (1-based; columns in characters, as the
+    /// parser counts them).
+    line: usize,
+    column: usize,
+    shared: Rc<Shared>,
 }
 
 impl<R: BufRead> Utf8Chars<R> {
@@ -501,6 +556,9 @@ impl<R: BufRead> Utf8Chars<R> {
         let io = |e: std::io::Error| ErrorKind::InputIo {
             error: InputIoError::from_io(e),
         };
+        if self.invalid {
+            return Err(self.fail("the input is not valid UTF-8".to_string()));
+        }
         let buf = loop {
             match self.input.fill_buf() {
                 Ok(buf) => break buf,
@@ -513,7 +571,7 @@ impl<R: BufRead> Utf8Chars<R> {
                 return Ok(false);
             }
             self.carry.clear();
-            return Err(not_utf8());
+            return Err(self.fail("the input is not valid UTF-8".to_string()));
         }
         let mut bytes = std::mem::take(&mut self.carry);
         bytes.extend_from_slice(buf);
@@ -521,19 +579,27 @@ impl<R: BufRead> Utf8Chars<R> {
         self.input.consume(consumed);
         let valid = match std::str::from_utf8(&bytes) {
             Ok(text) => text.len(),
-            Err(e) if e.error_len().is_none() => e.valid_up_to(),
-            Err(_) => return Err(not_utf8()),
+            Err(e) => {
+                // Invalid bytes: the characters before them are still
+                // handed out, so the error comes at their place.
+                self.invalid = e.error_len().is_some();
+                e.valid_up_to()
+            }
         };
-        self.carry = bytes.split_off(valid);
-        let text = std::str::from_utf8(&bytes).map_err(|_| not_utf8())?;
+        if !self.invalid {
+            self.carry = bytes.split_off(valid);
+        }
+        let text = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
         self.decoded = text.chars().collect::<Vec<_>>().into_iter();
         Ok(true)
     }
-}
 
-fn not_utf8() -> ErrorKind {
-    ErrorKind::InputDecoding {
-        message: "the input is not valid UTF-8".to_string(),
+    /// Keeps `message`, placed where the next character would be, for the
+    /// document reader to report in place of the parser's error.
+    fn fail(&self, message: String) -> ErrorKind {
+        let message = format!("{message} at line {} column {}", self.line, self.column);
+        *self.shared.failure.borrow_mut() = Some(message.clone());
+        ErrorKind::InputDecoding { message }
     }
 }
 
@@ -543,6 +609,16 @@ impl<R: BufRead> Iterator for Utf8Chars<R> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(c) = self.decoded.next() {
+                if let Err(message) = self.shared.meter.read(c.len_utf8()) {
+                    self.decoded = Vec::new().into_iter();
+                    return Some(Err(self.fail(message)));
+                }
+                if c == '\n' {
+                    self.line += 1;
+                    self.column = 1;
+                } else {
+                    self.column += 1;
+                }
                 return Some(Ok(c));
             }
             match self.refill() {
