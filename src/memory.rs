@@ -8,10 +8,9 @@
 /// system.
 #[allow(unsafe_code)]
 pub fn give_back() {
-    // SAFETY: mi_collect takes no arguments to trust and only walks
-    // mimalloc's own heaps; it may be called from any thread at any time,
-    // also where mimalloc is not the global allocator (its heaps are then
-    // empty, as in this crate's own test binaries).
+    // Callable from any thread at any time, also where mimalloc is not the
+    // global allocator (its heaps are then empty, as in the test binaries).
+    // SAFETY: mi_collect trusts no argument and walks only mimalloc's heaps.
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
 
@@ -27,8 +26,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// and at 146 MB every time with this.
 #[allow(unsafe_code)]
 pub fn purge_at_once() {
+    // 15 is the purge delay's index in both mimalloc versions the crate builds.
     // SAFETY: mi_option_set only stores an integer in mimalloc's option
-    // table, which may be changed at any time; 15 is the purge delay's
-    // index in both mimalloc versions the crate builds.
+    // table, which may be changed at any time.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) }
 }
