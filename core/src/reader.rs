@@ -128,7 +128,7 @@ pub fn documents_within<'a, R: BufRead + 'a>(
     })
 }
 
-/// A JSON error as the reader reports it (see [`json::message`]).
+/// A JSON error as the reader reports it (worded by `json::message`).
 pub fn json_error(e: serde_json::Error, meter: &Meter) -> ReadError {
     match json::message(&e, meter) {
         Some(message) => ReadError::Json {
