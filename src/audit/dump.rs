@@ -69,7 +69,8 @@ fn read_json(
     };
     while docs.more().map_err(|e| json_error(e, document + 1))? {
         document += 1;
-        meter.start_document();
+        // `more` read the document's first byte.
+        meter.start_document_with(1);
         let mut failed = None;
         let seed = Document {
             inventory: &mut *inventory,

@@ -73,7 +73,14 @@ impl Meter {
 
     /// A new document starts: its own counters go back to zero.
     pub fn start_document(&self) {
-        self.document_source.set(0);
+        self.start_document_with(0);
+    }
+
+    /// A new document starts, `carried` bytes of its source already read
+    /// (a parser reads ahead before it reports where a document starts):
+    /// they stay charged, so no buffer of the document outgrows its budget.
+    pub fn start_document_with(&self, carried: u64) {
+        self.document_source.set(carried);
         self.document_nodes.set(0);
         self.document_text.set(0);
     }

@@ -226,3 +226,37 @@ fn values_within_budget_read_as_before() {
     assert_eq!(docs[0]["a"][4].to_string(), "-0");
     assert_eq!(docs[0]["b"], json!({"c": "d"}));
 }
+
+#[test]
+fn a_document_is_charged_from_its_first_character_not_from_where_its_start_is_reported() {
+    // The scanner reads past `---` before the parser reports the document's
+    // start; those characters stay charged, so a scalar is cut where the
+    // document reaches its budget (1024 bytes) and the buffer holding it,
+    // which grows by doubling, never doubles past the budget.
+    let cases = [
+        ("--- |\n", "document 1", 2, 1024 - 6 + 1),
+        ("a: 1\n--- |\n", "document 2", 3, 1024 - 6 + 1),
+        ("kind: Pod\nx: |\n  ", "document 1", 3, 1024 - 17 + 2 + 1),
+    ];
+    for (head, document, line, column) in cases {
+        let text = format!("{head}{}", "a".repeat(4096));
+        let err = read_within(text.as_bytes(), small(1024))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!("{document}: not valid YAML or JSON: more than 1024 bytes of text in one document at line {line} column {column}"),
+            "{head:?}"
+        );
+    }
+    // JSON: the first byte, read to tell whether a value follows, counts
+    // too; serde_json places the error after the last byte it was given.
+    let text = format!("{{\"x\": \"{}\"}}", "a".repeat(4096));
+    let err = read_within(text.as_bytes(), small(1024))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "document 1: not valid JSON: more than 1024 bytes of text in one document at line 1 column 1024"
+    );
+}

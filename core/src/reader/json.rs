@@ -244,13 +244,15 @@ impl<R: BufRead> JsonDocuments<R> {
             Err(e) => return Some(Err(e)),
             Ok(true) => {}
         }
-        self.meter.start_document();
+        // `more` read the value's first byte.
+        self.meter.start_document_with(1);
         Some(ValueSeed::new(&self.meter).deserialize(&mut self.de))
     }
 
     /// Runs `seed` on the next value, which the caller has checked is there
     /// with [`Self::more`] (for readers that take a value apart as it is
-    /// read, and start the budget's documents themselves).
+    /// read, and start the budget's documents themselves, the first byte
+    /// that `more` read included).
     pub fn next_with<'de, S: DeserializeSeed<'de>>(
         &mut self,
         seed: S,

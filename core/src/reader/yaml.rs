@@ -24,7 +24,7 @@ use granit_parser::{
 };
 use serde_json::{Map, Number, Value};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::BufRead;
 use std::rc::Rc;
 
@@ -51,6 +51,45 @@ pub(super) struct YamlDocuments<R: BufRead> {
 struct Shared {
     meter: Meter,
     failure: RefCell<Option<String>>,
+    handed: RefCell<Handed>,
+}
+
+/// How many characters went to the parser, and the byte length of the
+/// latest ones: the source of a document that the scanner read ahead
+/// before the parser reported the document's start.
+#[derive(Default)]
+struct Handed {
+    chars: usize,
+    recent: VecDeque<u8>,
+}
+
+/// Far more than the scanner reads ahead of a document's start (a few
+/// characters past `---`, or the first key); older characters count one
+/// byte each, the least they can cost.
+const RECENT: usize = 4096;
+
+impl Handed {
+    fn push(&mut self, len: usize) {
+        self.chars += 1;
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(len as u8);
+    }
+
+    /// Bytes of the characters handed from character `index` on.
+    fn bytes_since(&self, index: usize) -> u64 {
+        let count = self.chars.saturating_sub(index);
+        let known = count.min(self.recent.len());
+        let bytes: u64 = self
+            .recent
+            .iter()
+            .rev()
+            .take(known)
+            .map(|&n| u64::from(n))
+            .sum();
+        bytes + (count - known) as u64
+    }
 }
 
 impl<R: BufRead> YamlDocuments<R> {
@@ -63,6 +102,7 @@ impl<R: BufRead> YamlDocuments<R> {
         let shared = Rc::new(Shared {
             meter,
             failure: RefCell::new(None),
+            handed: RefCell::new(Handed::default()),
         });
         let chars = Utf8Chars {
             input,
@@ -93,7 +133,8 @@ impl<R: BufRead> YamlDocuments<R> {
             match event {
                 Event::StreamEnd => return Ok(None),
                 Event::DocumentStart(..) => {
-                    self.shared.meter.start_document();
+                    let carried = self.shared.handed.borrow().bytes_since(span.start.index());
+                    self.shared.meter.start_document_with(carried);
                     doc = Builder::new(self.shared.clone());
                 }
                 Event::DocumentEnd => match doc.root.take() {
@@ -613,6 +654,7 @@ impl<R: BufRead> Iterator for Utf8Chars<R> {
                     self.decoded = Vec::new().into_iter();
                     return Some(Err(self.fail(message)));
                 }
+                self.shared.handed.borrow_mut().push(c.len_utf8());
                 if c == '\n' {
                     self.line += 1;
                     self.column = 1;
