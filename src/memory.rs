@@ -21,9 +21,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// Makes freed memory go back to the system at once, where mimalloc waits
 /// 10 ms by default. For the one-shot commands: a buffer that grows by
 /// doubling while a huge document is read frees each smaller copy within
-/// that delay, and they all stayed resident: one 1 GiB document refused at
-/// the 64 MiB budget peaked at 146 to 223 MB from one run to the next,
-/// and at 146 MB every time with this.
+/// that delay, and they could all stay resident at once, so the peak of a
+/// refused huge document varied by half from one run to the next.
 #[allow(unsafe_code)]
 pub fn purge_at_once() {
     // 15 is the purge delay's index in both mimalloc versions the crate builds.
