@@ -364,18 +364,24 @@ fn certs_command(args: &CertsArgs) -> ExitCode {
     }
 }
 
-/// `audit --credentials`: the table or JSON, exit 1 when anything is found.
-fn audit_credentials(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
-    use kserve_injector::audit::{run_credentials, AuditFormat};
-    let report = match run_credentials(args) {
+/// An audit report as a table or JSON on stdout; exit 1 when `flagged`
+/// (differences, or credentials found), 2 when the audit could not run.
+fn print_report<R: serde::Serialize, E: std::fmt::Display>(
+    report: Result<R, E>,
+    output: kserve_injector::audit::AuditFormat,
+    table: impl Fn(&R) -> String,
+    flagged: impl Fn(&R) -> bool,
+) -> ExitCode {
+    use kserve_injector::audit::AuditFormat;
+    let report = match report {
         Ok(report) => report,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let text = match args.output {
-        AuditFormat::Table => report.table(),
+    let text = match output {
+        AuditFormat::Table => table(&report),
         AuditFormat::Json => match serde_json::to_string_pretty(&report) {
             Ok(json) => json + "\n",
             Err(e) => return fail(&CliError::Output(e.to_string())),
@@ -383,35 +389,22 @@ fn audit_credentials(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
     };
     match write_stdout(&text) {
         code if code != ExitCode::SUCCESS => code,
-        _ if report.found() => ExitCode::from(1),
+        _ if flagged(&report) => ExitCode::from(1),
         ok => ok,
     }
 }
 
 fn audit_command(args: &kserve_injector::audit::AuditArgs) -> ExitCode {
-    use kserve_injector::audit::{run, AuditFormat};
+    use kserve_injector::audit::{run, run_credentials};
     if args.credentials {
-        return audit_credentials(args);
+        return print_report(
+            run_credentials(args),
+            args.output,
+            |r| r.table(),
+            |r| r.found(),
+        );
     }
-    let report = match run(args) {
-        Ok(report) => report,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let text = match args.output {
-        AuditFormat::Table => report.table(),
-        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
-            Ok(json) => json + "\n",
-            Err(e) => return fail(&CliError::Output(e.to_string())),
-        },
-    };
-    match write_stdout(&text) {
-        code if code != ExitCode::SUCCESS => code,
-        _ if report.differs() => ExitCode::from(1),
-        ok => ok,
-    }
+    print_report(run(args), args.output, |r| r.table(), |r| r.differs())
 }
 
 fn main() -> ExitCode {
