@@ -228,6 +228,28 @@ def test_settings_kserve_version_reaches_the_server(tools, injector_bin, tmp_pat
     assert mount["subPath"] == "models/bar/"
 
 
+@pytest.mark.parametrize("case", ["v01-model-volume-ephemeral", "x06-si-resources-config-file"])
+def test_settings_values_reach_the_server_as_the_golden_expects(case, tools, injector_bin, tmp_path):
+    """`settings` (modelVolume, storageInitializer defaults) is rendered into
+    the settings file unchanged, and the binary reading that rendered file
+    gives the golden's pod."""
+    fixture = ROOT / "fixtures" / case
+    wanted = yaml.safe_load((fixture / "settings.yaml").read_text())
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"settings": wanted}))
+    docs = docs_of(tools.template(values_files=[values]))
+    maps = [d for d in by_kind(docs, "ConfigMap") if "settings.yaml" in d.get("data", {})]
+    assert len(maps) == 1, [d["metadata"]["name"] for d in by_kind(docs, "ConfigMap")]
+    assert yaml.safe_load(maps[0]["data"]["settings.yaml"]) == wanted
+    rendered = tmp_path / "settings.yaml"
+    rendered.write_text(maps[0]["data"]["settings.yaml"])
+    cmd = [injector_bin, "mutate", "-o", "json", "--config-file", rendered]
+    if (fixture / "config.yaml").exists():
+        cmd += ["--config", fixture / "config.yaml"]
+    out = json.loads(run([*cmd, fixture / "input.yaml"]).stdout)
+    assert out == yaml.safe_load((fixture / "expected.yaml").read_text())
+
+
 def test_only_the_webhook_pods_match_its_selectors(tools):
     """The hook Jobs' pods never join the webhook's Service, PDB or spread."""
     docs = docs_of(render_set(tools, "everything")[1])
