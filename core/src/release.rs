@@ -70,15 +70,12 @@ fn supported_list() -> String {
 }
 
 impl Release {
-    /// The releases whose differences are all modelled, newest last.
-    pub const SUPPORTED: &'static [Release] = &[
-        Release::V0_16,
-        Release::V0_17,
-        Release::V0_18,
-        Release::V0_19,
-        Release::V0_20,
-        Release::Head,
-    ];
+    /// The releases whose differences are all modelled, newest last: all
+    /// but the oldest, v0.15.
+    pub const SUPPORTED: &'static [Release] = match ALL.split_first() {
+        Some((_, rest)) => rest,
+        None => &[],
+    };
 
     pub fn as_str(self) -> &'static str {
         match self {

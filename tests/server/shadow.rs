@@ -22,13 +22,17 @@ fn shadow_inputs(flags: &[&str]) -> Result<RouterInputs, Error> {
     Ok(inputs)
 }
 
-async fn post(router: &Router, body: Vec<u8>) -> Result<Value, Error> {
+async fn send(router: &Router, body: Vec<u8>) -> Result<axum::response::Response, Error> {
     let request = Request::builder()
         .method(Method::POST)
         .uri("/mutate-pods")
         .header(CONTENT_TYPE, "application/json")
         .body(Body::from(body))?;
-    let response = router.clone().oneshot(request).await?;
+    Ok(router.clone().oneshot(request).await?)
+}
+
+async fn post(router: &Router, body: Vec<u8>) -> Result<Value, Error> {
+    let response = send(router, body).await?;
     ensure(response.status() == StatusCode::OK, || {
         format!("status {}", response.status())
     })?;
@@ -243,12 +247,7 @@ async fn a_body_that_is_not_an_admission_review_keeps_its_400_in_shadow_mode() -
     let (_, body) = sample_review()?;
     let other_kind = String::from_utf8(body)?.replacen("\"AdmissionReview\"", "\"Pod\"", 1);
     for body in [b"not json".to_vec(), other_kind.into_bytes()] {
-        let request = Request::builder()
-            .method(Method::POST)
-            .uri("/mutate-pods")
-            .header(CONTENT_TYPE, "application/json")
-            .body(Body::from(body))?;
-        let response = router.clone().oneshot(request).await?;
+        let response = send(&router, body).await?;
         ensure(response.status() == StatusCode::BAD_REQUEST, || {
             format!("status {}", response.status())
         })?;
