@@ -1,9 +1,8 @@
 //! KServe release profiles: which release's pod mutator to reproduce
 //! (`--kserve-version`). HEAD is the default; an older release is HEAD
 //! with the differences listed here switched off or changed, each read in
-//! the injector it belongs to. A release is accepted only once every
-//! difference of its mutator's webhook path is modelled
-//! ([`Release::SUPPORTED`]); the others are refused by name.
+//! the injector it belongs to. Every release from v0.15 on is modelled
+//! ([`Release::SUPPORTED`]); any other spelling is refused.
 //!
 //! Where an older release has a bug HEAD fixed, which gives an invalid pod
 //! or drops what the user wrote, every profile keeps HEAD's fix (our patch
@@ -17,7 +16,16 @@
 //! - a ClusterStorageContainer is merged into a fresh container and a
 //!   variable left with both `value` and `valueFrom` is reconciled
 //!   (kserve#5516, fixed in v0.20; `mergeContainerSpecs` @v0.19.0 decodes
-//!   the merge into the built container, whose env items keep stale fields).
+//!   the merge into the built container, whose env items keep stale fields;
+//!   `mergeContainerSpecs` @v0.15.0 decodes into a fresh container but does
+//!   not reconcile either);
+//! - the Hugging Face token is a `secretKeyRef` (kserve#4674, fixed in
+//!   v0.16; `hf.BuildSecretEnvs` @v0.15.0 copies the token into the pod
+//!   spec as a literal value, which `audit --credentials` reports, and our
+//!   Secret reduction never holds a credential's value);
+//! - a bad `cpuModelcar`/`memoryModelcar` is a config error at load
+//!   (`getStorageInitializerConfigs` @v0.15.0 does not check them and
+//!   `resource.MustParse` panics in the handler of every modelcar pod).
 //!
 //! Each switch names the Go function it follows and the release that
 //! changed it (`git diff vX.Y.0 <HEAD>` of `pkg/webhook/admission/pod`,
@@ -55,13 +63,11 @@ pub const ALL: [Release; 7] = [
     Release::Head,
 ];
 
-/// A spelling that names no release, or one not modelled yet.
+/// A spelling that names no release.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReleaseError {
     #[error("{0:?} is not a KServe version: expected one of {list} (also spelled v0.17.0 or 0.17)", list = supported_list())]
     Unknown(String),
-    #[error("{0} is not supported yet: its pod mutator's differences from HEAD are not all modelled; supported: {list}", list = supported_list())]
-    NotYet(Release),
 }
 
 fn supported_list() -> String {
@@ -70,12 +76,8 @@ fn supported_list() -> String {
 }
 
 impl Release {
-    /// The releases whose differences are all modelled, newest last: all
-    /// but the oldest, v0.15.
-    pub const SUPPORTED: &'static [Release] = match ALL.split_first() {
-        Some((_, rest)) => rest,
-        None => &[],
-    };
+    /// The releases whose differences are all modelled, newest last: all.
+    pub const SUPPORTED: &'static [Release] = &ALL;
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -102,7 +104,7 @@ impl Release {
         }
     }
 
-    /// Reads `v0.17`, `v0.17.0`, `0.17` or `head` (any case), known or not.
+    /// Reads `v0.17`, `v0.17.0`, `0.17` or `head` (any case).
     pub fn parse_any(text: &str) -> Result<Release, ReleaseError> {
         let unknown = || ReleaseError::Unknown(text.to_string());
         let t = text.trim().to_ascii_lowercase();
@@ -155,6 +157,59 @@ impl Release {
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.17.0).
     pub fn local_model_by_hash(self) -> bool {
         self >= Release::V0_18
+    }
+
+    /// A `pvc://` URI is always mounted directly since v0.16; v0.15 copies
+    /// it into the emptyDir through the storage-initializer unless
+    /// `storageInitializer.enableDirectPvcVolumeMount` is true
+    /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
+    pub fn direct_pvc_always(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// Since v0.16 the ClusterStorageContainer is looked up before any skip
+    /// with the source URI as written; v0.15 looks it up only for an init
+    /// container it builds, after the model puller and modelcar checks, with
+    /// the URI it gives that container (a storage-spec placeholder
+    /// resolved, a PVC copy's `/mnt/pvc/…` path), and writes KServe's
+    /// missing-container error with the container's name
+    /// (`StorageInitializerInjector.InjectStorageInitializer`,
+    /// `GetContainerSpecForStorageUri` @v0.15.0).
+    pub fn storage_container_lookup_first(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The CA bundle env and mount are added after the ClusterStorageContainer
+    /// merge, where it left them absent, since v0.16; v0.15 appends them
+    /// before the merge (`StorageInitializerInjector.InjectStorageInitializer`
+    /// @v0.15.0).
+    pub fn ca_bundle_after_merge(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The default Hugging Face env on every storage-initializer
+    /// (`utils.AddDefaultHuggingFaceEnvVars`) since v0.16; v0.15 has none,
+    /// and its HF Secret gives `HF_HUB_ENABLE_HF_TRANSFER=1` after the token
+    /// (`hf.BuildSecretEnvs` @v0.15.0).
+    pub fn hf_default_env(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// S3 settings are read from the S3 Secret's data (between annotation
+    /// and config) since v0.16; v0.15 reads annotation, else config, and
+    /// has its own endpoint rules (`s3.BuildS3EnvVars` @v0.15.0).
+    pub fn s3_secret_data(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The Azure access-token Secret kind and the env `AZURE_ACCESS_TOKEN`,
+    /// `AZURE_ACCESS_EXPIRES_ON_SECONDS`, `AZURE_ACCOUNT_NAME`,
+    /// `AZURE_SERVICE_URL`, each left out when absent (as is every key but
+    /// the tenant), since v0.16; v0.15 has five keys and leaves out only an
+    /// absent client secret or storage key (`azure.BuildSecretEnvs`,
+    /// `CredentialBuilder.mountSecretCredential` @v0.15.0).
+    pub fn azure_access_token(self) -> bool {
+        self >= Release::V0_16
     }
 
     /// `internal.serving.kserve.io/storage-container-name` picks the
@@ -210,14 +265,47 @@ impl Release {
         self >= Release::V0_17
     }
 
-    /// `cpuModelcar` and `memoryModelcar` may be left out since v0.17;
-    /// v0.16 parses them always, so an absent one is a config error
-    /// (`GetStorageInitializerConfigs` @v0.16.0).
+    /// `cpuModelcar` and `memoryModelcar` may be left out, except under
+    /// v0.16, which parses them always, so an absent one is a config error
+    /// (`GetStorageInitializerConfigs` @v0.16.0); v0.15 falls back to
+    /// `10m`/`15Mi` (`createModelContainer` @v0.15.0).
     pub fn modelcar_quantities_optional(self) -> bool {
-        self >= Release::V0_17
+        self != Release::V0_16
+    }
+
+    /// The transformer gets `MODEL_INIT_MODE` and `uidModelcar` as the model
+    /// server does since v0.16; v0.15 gives it only the mount
+    /// (`StorageInitializerInjector.InjectModelcar` @v0.15.0).
+    pub fn modelcar_transformer_env(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The `storageInitializer` resource error names the key since v0.16;
+    /// v0.15 writes `Failed to parse resource configuration for
+    /// "storageInitializer": "<error>"` (`getStorageInitializerConfigs`
+    /// @v0.15.0).
+    pub fn storage_initializer_error_names_key(self) -> bool {
+        self >= Release::V0_16
     }
 
     // --- agent ---------------------------------------------------------------
+
+    /// The logger's storage (`logger.storage` and the InferenceService's
+    /// `spec.predictor.logger`, which KServe GETs for it): the agent's
+    /// `--log-store-path`/`--log-store-format` and the storage
+    /// ServiceAccount's credentials, since v0.16; v0.15 neither reads the key
+    /// nor fetches the InferenceService (`getLoggerConfigs`,
+    /// `AgentInjector.InjectAgent`, `Mutator.Handle` @v0.15.0).
+    pub fn logger_storage(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// `--metadata-annotations` from the pod's
+    /// `internal.serving.kserve.io/logger-metadata-annotations` since v0.16
+    /// (`AgentInjector.InjectAgent` @v0.15.0 has no such flag).
+    pub fn logger_metadata_annotations(self) -> bool {
+        self >= Release::V0_16
+    }
 
     /// The logger's `marshallerUrl`, `batchSize`, `batchInterval` (config
     /// and InferenceService) since v0.17.
@@ -235,14 +323,8 @@ impl fmt::Display for Release {
 impl std::str::FromStr for Release {
     type Err = ReleaseError;
 
-    /// A supported release; a known but unmodelled one is refused by name.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let release = Release::parse_any(text)?;
-        if Release::SUPPORTED.contains(&release) {
-            Ok(release)
-        } else {
-            Err(ReleaseError::NotYet(release))
-        }
+        Release::parse_any(text)
     }
 }
 
@@ -254,7 +336,10 @@ impl crate::Config {
     ///   (`types.StorageInitializerConfig` @v0.19.0 has neither);
     ///   `ociInsecureRegistry`: HEAD.
     /// - `logger.marshallerUrl`, `batchSize`, `batchInterval`: v0.17
-    ///   (`LoggerConfig` @v0.16.0).
+    ///   (`LoggerConfig` @v0.16.0); `logger.storage`: v0.16 (`LoggerConfig`
+    ///   @v0.15.0).
+    /// - `storageInitializer.enableDirectPvcVolumeMount`: v0.15 only
+    ///   (`StorageInitializerConfig` @v0.15.0), read at parse.
     pub fn for_release(mut self, release: Release) -> Self {
         self.release = release;
         let storage = &mut self.storage_initializer;
@@ -269,6 +354,15 @@ impl crate::Config {
             self.logger.marshaller_url.clear();
             self.logger.batch_size = 0;
             self.logger.batch_interval.clear();
+        }
+        if !release.logger_storage() {
+            self.logger.storage = None;
+        }
+        // The copy mode is read from the ConfigMap only under v0.15; a
+        // config read as another release (KServe's shipped one, whose
+        // v0.15.0 says `enableDirectPvcVolumeMount: true`) mounts directly.
+        if release.direct_pvc_always() {
+            self.storage_initializer.pvc_copy_mode = false;
         }
         self
     }
@@ -372,6 +466,17 @@ pub fn unsupported<P: PodEdit>(pod: &P, release: Release) -> Vec<Unsupported> {
         note(
             format!("annotation {STORAGE_CONTAINER_NAME_ANNOTATION}"),
             "ignored: the storage URI picks the ClusterStorageContainer",
+        );
+    }
+    if pod.annotation(LOGGER_ANNOTATION).is_some()
+        && pod
+            .annotation(LOGGER_METADATA_ANNOTATIONS_ANNOTATION)
+            .is_some()
+        && !release.logger_metadata_annotations()
+    {
+        note(
+            format!("annotation {LOGGER_METADATA_ANNOTATIONS_ANNOTATION}"),
+            "ignored: the agent gets no --metadata-annotations",
         );
     }
     if pod.annotation(CONFIDENTIAL_ENABLED_ANNOTATION) == Some("true")

@@ -307,8 +307,8 @@ mod tests {
                 "expected a quantity, found a list",
             ),
             (
-                "kserveVersion: v0.15\n",
-                "kserveVersion: v0.15 is not supported yet",
+                "kserveVersion: v0.14\n",
+                "kserveVersion: \"v0.14\" is not a KServe version",
             ),
             (
                 "kserveVersion: v1.2\n",

@@ -102,12 +102,13 @@ pub enum ObjectKey {
 /// - nothing unless the pod has the `serving.kserve.io/inferenceservice` label;
 /// - with a source-URI annotation: all ClusterStorageContainers (looked up
 ///   before any skip); then, unless the agent downloads the model, the URI
-///   is a PVC (or local model) or OCI handled by the modelcar step: the
+///   is a PVC (or local model; v0.15's copy mode excepted) or OCI handled
+///   by the modelcar step: the
 ///   storage-spec Secret when `storage-spec` is `"true"`, else the pod's
 ///   ServiceAccount credentials;
 /// - with a logger, agent or batcher annotation: the pod's ServiceAccount
-///   credentials; with a logger also the InferenceService named by the
-///   label and, if the effective logger has storage, that ServiceAccount's
+///   credentials; with a logger also (since v0.16) the InferenceService
+///   named by the label and, if the effective logger has storage, that ServiceAccount's
 ///   credentials (`logger-sa` by default).
 ///
 /// A ServiceAccount's credentials are: the ServiceAccount; once it is known,
@@ -122,9 +123,10 @@ pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTre
     if let Some(uri) = ann(SOURCE_URI_ANNOTATION) {
         keys.insert(ObjectKey::ClusterStorageContainers);
         let oci_mode = config.storage_initializer.oci_mode();
+        // A PVC (a local model's too) is a download only in v0.15's copy mode.
+        let pvc = pod.labels.contains_key(LOCAL_MODEL_LABEL) || parse_pvc(uri).is_some();
         let downloads = ann(AGENT_ANNOTATION).is_none()
-            && !pod.labels.contains_key(LOCAL_MODEL_LABEL)
-            && parse_pvc(uri).is_none()
+            && (!pvc || config.storage_initializer.pvc_copy_mode)
             // As the release reads the URI: `oci+native://` is a download before v0.20.
             && parse_oci_in(uri, config.release)
                 .is_none_or(|oci| oci_effective_mode(&oci, oci_mode).is_empty());
@@ -140,8 +142,10 @@ pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTre
     }
     if logger {
         let isvc = ObjectRef::new(&pod.namespace, isvc_name);
-        let found = known.inference_services.get(&isvc);
-        if !isvc_name.is_empty() {
+        // v0.15 does not fetch it.
+        let fetched = config.release.logger_storage();
+        let found = known.inference_services.get(&isvc).filter(|_| fetched);
+        if !isvc_name.is_empty() && fetched {
             keys.insert(ObjectKey::InferenceService(isvc));
         }
         let effective = effective_logger(&config.logger, found);

@@ -88,17 +88,23 @@ fn setting(
 ///
 /// Before v0.17 ([`Release::s3_endpoint_scheme`]) `S3_USE_HTTPS` comes
 /// first whenever it is set, and the endpoint is used as written: the URL
-/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`.
+/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`. v0.15
+/// ([`Release::s3_secret_data`]) reads no Secret data and has its own
+/// endpoint rules (`v0_15_endpoint`).
 pub(super) fn s3_env(
     annotations: &BTreeMap<String, String>,
     data: Option<&Secret>,
     config: &S3Config,
     release: Release,
 ) -> Vec<EnvVar> {
+    // v0.15 reads no setting from the Secret's data.
+    let data = data.filter(|_| release.s3_secret_data());
     let get = |annotation: &str, env: &str| setting(annotations, data, config, annotation, env);
     let mut env = Vec::new();
     let configured = get("s3-endpoint", S3_ENDPOINT);
-    if !release.s3_endpoint_scheme() {
+    if !release.s3_secret_data() {
+        v0_15_endpoint(annotations, config, &mut env);
+    } else if !release.s3_endpoint_scheme() {
         let use_https = get("s3-usehttps", S3_USE_HTTPS);
         if !use_https.is_empty() {
             env.push(literal(S3_USE_HTTPS, &use_https));
@@ -127,6 +133,40 @@ pub(super) fn s3_env(
         }
     }
     env
+}
+
+/// v0.15's endpoint block (`s3.BuildS3EnvVars` @v0.15.0): an endpoint
+/// annotation (present, even empty) gives `S3_USE_HTTPS` only beside a
+/// `s3-usehttps` annotation, which makes the URL `http://` when `0`; else a
+/// configured endpoint gives `S3_USE_HTTPS` only when the configured value
+/// is `0` (then the URL is `http://`). The endpoint is used as written.
+fn v0_15_endpoint(
+    annotations: &BTreeMap<String, String>,
+    config: &S3Config,
+    env: &mut Vec<EnvVar>,
+) {
+    let annotation = |suffix: &str| annotations.get(&format!("{ANNOTATION_PREFIX}{suffix}"));
+    let (endpoint, use_https) = match annotation("s3-endpoint") {
+        Some(endpoint) => (
+            endpoint.as_str(),
+            annotation("s3-usehttps").map(String::as_str),
+        ),
+        None if !config.endpoint.is_empty() => (
+            config.endpoint.as_str(),
+            Some(config.use_https.as_str()).filter(|v| *v == "0"),
+        ),
+        None => return,
+    };
+    if let Some(use_https) = use_https {
+        env.push(literal(S3_USE_HTTPS, use_https));
+    }
+    let scheme = if use_https == Some("0") {
+        "http"
+    } else {
+        "https"
+    };
+    env.push(literal(S3_ENDPOINT, endpoint));
+    env.push(literal(AWS_ENDPOINT_URL, &format!("{scheme}://{endpoint}")));
 }
 
 /// `(S3_USE_HTTPS, S3_ENDPOINT, AWS_ENDPOINT_URL)` for a trimmed endpoint;

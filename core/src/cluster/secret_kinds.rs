@@ -18,6 +18,7 @@ pub const HDFS_VOLUME: &str = "hdfs-secrets";
 pub const HDFS_MOUNT_PATH: &str = "/var/secrets/kserve-hdfscreds";
 const HDFS_NAMENODE: &str = "HDFS_NAMENODE";
 const HF_TOKEN: &str = "HF_TOKEN";
+const HF_TRANSFER: &str = "HF_HUB_ENABLE_HF_TRANSFER";
 const MODELSCOPE_TOKEN: &str = "MODELSCOPE_API_TOKEN";
 const HTTPS_HOST: &str = "https-host";
 const HTTPS_HEADERS: &str = "headers";
@@ -125,8 +126,8 @@ pub(super) fn contribution(
         let env = vec![literal(GCS_CREDENTIALS_ENV, &path)];
         let volume = Box::new(volume);
         Contribution::Volume { volume, mount, env }
-    } else if AZURE_MARKERS.iter().any(|k| secret.has_key(k)) {
-        Contribution::Env(azure_env(secret))
+    } else if azure_markers(release).iter().any(|k| secret.has_key(k)) {
+        Contribution::Env(azure_env(secret, release))
     } else if secret.has_key(AZURE_STORAGE_ACCESS_KEY) {
         let key = AZURE_STORAGE_ACCESS_KEY;
         Contribution::Env(vec![secret_key_ref(key, name, key)])
@@ -137,7 +138,12 @@ pub(super) fn contribution(
         let (volume, env) = (Box::new(volume), Vec::new());
         Contribution::Volume { volume, mount, env }
     } else if secret.has_key(HF_TOKEN) {
-        Contribution::Env(vec![secret_key_ref(HF_TOKEN, name, HF_TOKEN)])
+        let mut env = vec![secret_key_ref(HF_TOKEN, name, HF_TOKEN)];
+        // v0.15's builder adds this itself (there are no default HF env).
+        if !release.hf_default_env() {
+            env.push(literal(HF_TRANSFER, "1"));
+        }
+        Contribution::Env(env)
     } else if secret.has_key(MODELSCOPE_TOKEN) && release.modelscope_credentials() {
         let key = MODELSCOPE_TOKEN;
         Contribution::Env(vec![secret_key_ref(key, name, key)])
@@ -146,15 +152,38 @@ pub(super) fn contribution(
     }
 }
 
+/// Data keys that make a Secret an Azure Secret under `release`: v0.15
+/// has no access-token kind ([`Release::azure_access_token`]).
+fn azure_markers(release: Release) -> &'static [&'static str] {
+    if release.azure_access_token() {
+        &AZURE_MARKERS
+    } else {
+        &AZURE_MARKERS[..2]
+    }
+}
+
 /// Every Azure variable whose data key exists (legacy key preferred), and
-/// `AZURE_TENANT_ID` always, as KServe does.
-fn azure_env(secret: &Secret) -> Vec<EnvVar> {
-    AZURE_ENV
+/// `AZURE_TENANT_ID` always, as KServe does. v0.15 knows the first five
+/// variables and leaves out only an absent client secret or storage key
+/// (`azure.BuildSecretEnvs` @v0.15.0).
+fn azure_env(secret: &Secret, release: Release) -> Vec<EnvVar> {
+    let (known, omitted): (&[_], &[&str]) = if release.azure_access_token() {
+        (&AZURE_ENV, &[])
+    } else {
+        (
+            &AZURE_ENV[..5],
+            &["AZURE_CLIENT_SECRET", AZURE_STORAGE_ACCESS_KEY],
+        )
+    };
+    known
         .iter()
         .filter_map(|(env, legacy)| {
             let key = legacy.filter(|k| secret.has_key(k)).unwrap_or(env);
-            (secret.has_key(key) || *env == AZURE_TENANT_ID)
-                .then(|| secret_key_ref(env, &secret.name, key))
+            let kept = match release.azure_access_token() {
+                true => secret.has_key(key) || *env == AZURE_TENANT_ID,
+                false => secret.has_key(key) || !omitted.contains(env),
+            };
+            kept.then(|| secret_key_ref(env, &secret.name, key))
         })
         .collect()
 }

@@ -66,6 +66,10 @@ pub struct StorageInitializerConfig {
     pub memory_modelcar: String,
     pub uid_modelcar: Option<i64>,
     pub oci_insecure_registry: bool,
+    /// v0.15 only: `enableDirectPvcVolumeMount` false or absent, so a
+    /// `pvc://` model is copied into the emptyDir by the storage-initializer
+    /// ([`Release::direct_pvc_always`]); always false under other releases.
+    pub pvc_copy_mode: bool,
 }
 
 impl StorageInitializerConfig {
@@ -294,7 +298,14 @@ fn parse_storage_initializer(
 ) -> Result<StorageInitializerConfig, ConfigError> {
     let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
     let message = |key: &str, e: quantity::QuantityError| {
-        format!("failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\".\"{key}\": {e}")
+        if release.storage_initializer_error_names_key() {
+            format!("failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\".\"{key}\": {e}")
+        } else {
+            format!(
+                "Failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\": {}",
+                go_quote(&e.to_string())
+            )
+        }
     };
     let resources = parse_resources(&f, defaults, message)?;
     let optional_quantity = |key: &str| -> Result<String, ConfigError> {
@@ -330,6 +341,8 @@ fn parse_storage_initializer(
         memory_modelcar,
         uid_modelcar: f.integer("uidModelcar")?,
         oci_insecure_registry: f.boolean("ociInsecureRegistry")?,
+        // Other releases do not know the key, so never read (nor refuse) it.
+        pvc_copy_mode: !release.direct_pvc_always() && !f.boolean("enableDirectPvcVolumeMount")?,
     })
 }
 

@@ -12,6 +12,7 @@ use crate::inputs::Inputs;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
 use crate::pod::{ContainerEdit, List, PodEdit};
 use crate::probe_json::go_probe_json;
+use crate::release::Release;
 use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, HTTPHeader, Probe,
@@ -38,10 +39,10 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     // for every pod; only a logger uses it).
     let logger_config = logger.then(|| {
         let isvc = pod.label(ISVC_LABEL).unwrap_or_default();
-        let mut config = effective_logger(
-            &env.config.logger,
-            env.cluster.inference_service(pod.namespace(), isvc),
-        );
+        // v0.15 does not fetch it (and has no logger storage).
+        let isvc = (env.cluster.inference_service(pod.namespace(), isvc))
+            .filter(|_| env.config.release.logger_storage());
+        let mut config = effective_logger(&env.config.logger, isvc);
         // Before v0.17 neither the config nor the InferenceService has them.
         if !env.config.release.logger_marshaller() {
             config.marshaller_url.clear();
@@ -58,7 +59,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         args.extend(batcher_args(pod));
     }
     if let Some(config) = &logger_config {
-        args.extend(logger_args(pod, config));
+        args.extend(logger_args(pod, config, env.config.release));
     }
     let port = component_port(pod);
     args.extend(["--component-port".to_string(), port.clone()]);
@@ -226,7 +227,7 @@ fn batcher_args(pod: &impl PodEdit) -> Vec<String> {
     args
 }
 
-fn logger_args(pod: &impl PodEdit, config: &LoggerConfig) -> Vec<String> {
+fn logger_args(pod: &impl PodEdit, config: &LoggerConfig, release: Release) -> Vec<String> {
     let label = |key: &str| pod.label(key).unwrap_or_default().to_string();
     let url = pod
         .annotation(LOGGER_SINK_URL_ANNOTATION)
@@ -270,7 +271,8 @@ fn logger_args(pod: &impl PodEdit, config: &LoggerConfig) -> Vec<String> {
     );
     optional(
         "--metadata-annotations",
-        pod.annotation(LOGGER_METADATA_ANNOTATIONS_ANNOTATION)
+        (pod.annotation(LOGGER_METADATA_ANNOTATIONS_ANNOTATION))
+            .filter(|_| release.logger_metadata_annotations())
             .map(|keys| metadata_annotations(pod, keys)),
     );
     optional("--logger-ca-cert-file", non_empty(&config.ca_cert_file));

@@ -95,12 +95,16 @@ fn inject_modelcar(
         mount_path: MODELCAR_MOUNT_PATH.to_string(),
         ..Default::default()
     };
-    for name in containers {
+    for (i, name) in containers.iter().enumerate() {
         pod.ensure_volume(&volume);
+        // v0.15 gives the transformer the mount only.
+        let env_and_uid = i == 0 || env.config.release.modelcar_transformer_env();
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
-            c.set_env(MODEL_INIT_MODE_ENV, "async");
+            if env_and_uid {
+                c.set_env(MODEL_INIT_MODE_ENV, "async");
+            }
             c.ensure_mount(&mount);
-            if let Some(uid) = config.uid_modelcar {
+            if let Some(uid) = config.uid_modelcar.filter(|_| env_and_uid) {
                 c.set_run_as_user(uid);
             }
         }

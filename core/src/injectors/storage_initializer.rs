@@ -40,6 +40,12 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
+    let release = env.config.release;
+    // v0.15 checks these before anything else, so a skipped pod is never
+    // denied for its LocalModel, storage spec or ClusterStorageContainer.
+    if !release.storage_container_lookup_first() && skipped(pod, env, &src) {
+        return Ok(());
+    }
     if pod.label(LOCAL_MODEL_LABEL).is_some() {
         let pvc = pod
             .annotation(LOCAL_MODEL_PVC_NAME_ANNOTATION)
@@ -51,7 +57,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         let local_source = pod
             .annotation(LOCAL_MODEL_SOURCE_URI_ANNOTATION)
             .unwrap_or_default();
-        src = if env.config.release.local_model_by_hash() {
+        src = if release.local_model_by_hash() {
             local_model_uri(&src, local_source, pvc)
         } else {
             let cache = pod.label(LOCAL_MODEL_LABEL).unwrap_or_default();
@@ -62,33 +68,78 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let overrides = InitResources::from_pod(pod, NAME)?;
     let profile = security_profile::choose(pod, env, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
-    // KServe looks the ClusterStorageContainer up before any skip, so its
-    // errors deny even a pod that then gets no storage-initializer.
-    let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
-        .filter(|_| env.config.release.explicit_storage_container());
-    let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
-    // The model puller (agent) downloads models itself.
-    if pod.annotation(AGENT_ANNOTATION).is_some() {
-        return Ok(());
-    }
-    if let Some(oci) = parse_oci_in(&src, env.config.release) {
-        if !oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()).is_empty() {
+    let copy = parse_pvc(&src)
+        .filter(|_| env.config.storage_initializer.pvc_copy_mode)
+        .map(|(claim, sub_path)| {
+            (
+                claim.to_string(),
+                format!("{PVC_COPY_MOUNT_PATH}/{sub_path}"),
+            )
+        });
+    let selected = if release.storage_container_lookup_first() {
+        // KServe looks the ClusterStorageContainer up before any skip, so its
+        // errors deny even a pod that then gets no storage-initializer.
+        let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
+            .filter(|_| release.explicit_storage_container());
+        let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
+        if skipped(pod, env, &src) {
             return Ok(());
         }
-    }
-    let csc_name = csc.map(|c| c.container.name.as_str());
+        Ok(csc)
+    } else if parse_pvc(&src).is_some() && copy.is_none() {
+        Ok(None)
+    } else {
+        // v0.15 matches the URI the init container is given.
+        let given = copy
+            .as_ref()
+            .map_or(src.as_str(), |(_, path)| path.as_str());
+        let uri = init_uri(pod, env, given, storage_spec.as_ref());
+        select(&env.cluster, &uri, None)
+    };
+    let csc_name = (selected.as_ref().ok().copied().flatten()).map(|c| c.container.name.as_str());
     if storage_initializer_injected(&pod.containers(List::InitContainers), csc_name) {
         return Ok(());
     }
-    let user_containers = model_containers(pod)
-        .ok_or_else(|| error("Invalid configuration: cannot find container"))?;
+    let csc = selected.map_err(|e| error(e.to_string()))?;
+    let user_containers = model_containers(pod).ok_or_else(|| {
+        let message = "Invalid configuration: cannot find container";
+        match release.storage_container_lookup_first() {
+            true => error(message),
+            false => error(format!("{message}: {KSERVE_CONTAINER}")),
+        }
+    })?;
     let target = user_containers[0];
 
-    let (volumes, mount) = match parse_pvc(&src) {
-        Some((claim, sub_path)) => pvc_volume(claim, sub_path, read_only),
-        None => {
+    let mut user_mounts = Vec::new();
+    let mut volumes = Vec::new();
+    match (parse_pvc(&src), &copy) {
+        (Some((claim, sub_path)), None) => {
+            let (volume, mount) = pvc_volume(claim, sub_path, read_only);
+            volumes.push(volume);
+            user_mounts.push(mount);
+        }
+        (_, plan_copy) => {
+            // A PVC copy (v0.15): the claim is mounted at /mnt/pvc in the
+            // init container and the model servers, and the init container
+            // copies from there into the emptyDir.
+            let mut init_mounts = Vec::new();
+            let mut init_src = src.as_str();
+            if let Some((claim, path)) = plan_copy {
+                let (volume, _) = pvc_volume(claim, "", read_only);
+                let pvc_mount = VolumeMount {
+                    name: PVC_SOURCE_VOLUME.to_string(),
+                    mount_path: PVC_COPY_MOUNT_PATH.to_string(),
+                    read_only: read_only.then_some(true),
+                    ..Default::default()
+                };
+                volumes.push(volume);
+                init_mounts.push(pvc_mount.clone());
+                user_mounts.push(pvc_mount);
+                init_src = path.as_str();
+            }
             let plan = InitPlan {
-                src: &src,
+                src: init_src,
+                mounts: init_mounts,
                 storage_spec: storage_spec.as_ref(),
                 csc,
                 overrides: &overrides,
@@ -100,25 +151,62 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
             // already has a volume of this name keeps its own.
             let model_volume = (env.model_volume.clone())
                 .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
-            let mut volumes = vec![model_volume];
+            volumes.push(model_volume);
             volumes.extend(credential_volumes);
-            let mount = VolumeMount {
+            user_mounts.push(VolumeMount {
                 read_only: read_only.then_some(true),
                 ..model_mount(PROVISION_LOCATION_VOLUME)
-            };
-            (volumes, mount)
+            });
         }
-    };
+    }
     for volume in &volumes {
         pod.ensure_volume(volume);
     }
     for name in &user_containers {
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
-            c.ensure_mount(&mount);
+            for mount in &user_mounts {
+                c.ensure_mount(mount);
+            }
         }
     }
     rewrite_storage_uri(pod, target);
     Ok(())
+}
+
+/// Where v0.15 mounts a PVC it copies the model from.
+const PVC_COPY_MOUNT_PATH: &str = "/mnt/pvc";
+
+/// The model puller (agent) downloads models itself, and an OCI URI with
+/// a mode is the modelcar step's.
+fn skipped(pod: &impl PodEdit, env: &Inputs, src: &str) -> bool {
+    if pod.annotation(AGENT_ANNOTATION).is_some() {
+        return true;
+    }
+    parse_oci_in(src, env.config.release).is_some_and(|oci| {
+        !oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()).is_empty()
+    })
+}
+
+/// The URI the init container is given: `src` with a storage-spec
+/// placeholder resolved. Errors are left to the real build, which reports
+/// them.
+fn init_uri(pod: &impl PodEdit, env: &Inputs, src: &str, spec: Option<&StorageSpec>) -> String {
+    let mut args = vec![src.to_string(), DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string()];
+    if let Some(spec) = spec {
+        let config = &env.config.credentials;
+        let mut ignored = Vec::new();
+        let ns = pod.namespace();
+        let _ = add_storage_spec_credentials(
+            &env.cluster,
+            config,
+            ns,
+            pod,
+            spec,
+            &mut ignored,
+            &mut args,
+        );
+    }
+    args.swap_remove(0)
 }
 
 fn model_mount(volume: &str) -> VolumeMount {
@@ -129,7 +217,7 @@ fn model_mount(volume: &str) -> VolumeMount {
     }
 }
 
-fn pvc_volume(claim: &str, sub_path: &str, read_only: bool) -> (Vec<Volume>, VolumeMount) {
+fn pvc_volume(claim: &str, sub_path: &str, read_only: bool) -> (Volume, VolumeMount) {
     let volume = Volume {
         name: PVC_SOURCE_VOLUME.to_string(),
         persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
@@ -143,7 +231,7 @@ fn pvc_volume(claim: &str, sub_path: &str, read_only: bool) -> (Vec<Volume>, Vol
         read_only: read_only.then_some(true),
         ..model_mount(PVC_SOURCE_VOLUME)
     };
-    (vec![volume], mount)
+    (volume, mount)
 }
 
 /// The server reads the model from the mount, not from the remote URI.
@@ -160,6 +248,8 @@ fn rewrite_storage_uri(pod: &mut impl PodEdit, target: &str) {
 /// What the init container is built from.
 struct InitPlan<'a> {
     src: &'a str,
+    /// Mounts before the model volume's (a PVC copy's source).
+    mounts: Vec<VolumeMount>,
     storage_spec: Option<&'a StorageSpec>,
     csc: Option<&'a ClusterStorageContainer>,
     overrides: &'a InitResources,
@@ -180,8 +270,10 @@ impl InitPlan<'_> {
             self.src.to_string(),
             DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
         ];
+        let mut volume_mounts = self.mounts.clone();
+        volume_mounts.push(model_mount(PROVISION_LOCATION_VOLUME));
         let mut credentials = CredentialTarget {
-            volume_mounts: vec![model_mount(PROVISION_LOCATION_VOLUME)],
+            volume_mounts,
             ..CredentialTarget::default()
         };
         let config = &env.config.credentials;
@@ -207,7 +299,16 @@ impl InitPlan<'_> {
                     .map_err(|e| error(e.to_string()))?;
             }
         }
-        let ca_bundle = ca_bundle::plan(env, pod.namespace(), &credentials.env, true);
+        let mut ca_bundle = ca_bundle::plan(env, pod.namespace(), &credentials.env, true);
+        let mut volumes = credentials.volumes;
+        if !env.config.release.ca_bundle_after_merge() {
+            // v0.15 appends them before the merge, whatever is there.
+            if let Some((volume, mount, ca_vars)) = ca_bundle.take() {
+                credentials.env.extend(ca_vars);
+                volumes.push(volume);
+                credentials.volume_mounts.push(mount);
+            }
+        }
         let built = Container {
             name: STORAGE_INITIALIZER_CONTAINER.to_string(),
             image: Some(initializer_image(env)),
@@ -226,7 +327,6 @@ impl InitPlan<'_> {
         };
         self.overrides.apply(&mut container, NAME)?;
         security_profile::harden(&mut container, self.profile, None, NAME)?;
-        let mut volumes = credentials.volumes;
         let mut vars = container.env.take().unwrap_or_default();
         if let Some((volume, mount, ca_vars)) = ca_bundle {
             for var in ca_vars {
@@ -238,8 +338,10 @@ impl InitPlan<'_> {
                 .get_or_insert_with(Vec::new)
                 .push(mount);
         }
-        for (name, value) in HF_DEFAULT_ENV {
-            push_env_if_absent(&mut vars, env_var(name, value));
+        if env.config.release.hf_default_env() {
+            for (name, value) in HF_DEFAULT_ENV {
+                push_env_if_absent(&mut vars, env_var(name, value));
+            }
         }
         if env.config.release.confidential_env() {
             apply_confidential(pod, &mut vars);

@@ -29,28 +29,20 @@ fn other_spellings_are_refused_with_the_supported_list() {
         assert_eq!(err, ReleaseError::Unknown(text.to_string()));
         assert!(
             err.to_string()
-                .contains("v0.16, v0.17, v0.18, v0.19, v0.20, head"),
+                .contains("v0.15, v0.16, v0.17, v0.18, v0.19, v0.20, head"),
             "{err}"
         );
     }
 }
 
 #[test]
-fn releases_not_modelled_yet_are_refused_by_name() {
+fn every_release_is_supported() {
     for (text, release) in [("v0.15", Release::V0_15), ("0.15.2", Release::V0_15)] {
-        let err = text.parse::<Release>().unwrap_err();
-        assert_eq!(err, ReleaseError::NotYet(release));
-        assert!(err
-            .to_string()
-            .starts_with(&format!("{release} is not supported yet: ")));
+        assert_eq!(text.parse::<Release>(), Ok(release));
     }
-    // Every supported release is one of ALL, in order.
-    let mut last = None;
-    for r in Release::SUPPORTED {
-        assert!(ALL.contains(r));
-        assert!(last < Some(*r));
-        last = Some(*r);
-    }
+    assert_eq!(Release::SUPPORTED, ALL.as_slice());
+    // Newest last, as the error's list reads.
+    assert!(ALL.windows(2).all(|w| w[0] < w[1]));
 }
 
 #[test]
@@ -201,4 +193,81 @@ fn unsupported_requests_are_named_per_release() {
     assert_eq!(lacks(&both, Release::V0_19).len(), 2);
     assert!(lacks(&both, Release::V0_20).is_empty());
     assert!(lacks(&both, Release::Head).is_empty());
+}
+
+#[test]
+fn direct_pvc_volume_mount_is_read_under_v0_15_only() {
+    let absent = data("{}");
+    let at = |d: &BTreeMap<String, String>, r| Config::from_data_with(d, &Default::default(), r);
+    assert!(
+        at(&absent, Release::V0_15)
+            .unwrap()
+            .storage_initializer
+            .pvc_copy_mode
+    );
+    let direct = data(r#"{"enableDirectPvcVolumeMount": true}"#);
+    assert!(
+        !at(&direct, Release::V0_15)
+            .unwrap()
+            .storage_initializer
+            .pvc_copy_mode
+    );
+    // Unknown to every later release: never read, so never refused.
+    let odd = data(r#"{"enableDirectPvcVolumeMount": "yes"}"#);
+    for release in [Release::V0_17, Release::Head] {
+        assert!(
+            !at(&absent, release)
+                .unwrap()
+                .storage_initializer
+                .pvc_copy_mode
+        );
+        assert!(at(&odd, release).is_ok());
+    }
+    assert!(at(&odd, Release::V0_15).is_err());
+    // KServe's shipped ConfigMap of v0.15.0 says true.
+    let shipped = Config::default().for_release(Release::V0_15);
+    assert!(!shipped.storage_initializer.pvc_copy_mode);
+}
+
+#[test]
+fn logger_storage_arrives_in_v0_16() {
+    let mut config = Config::default();
+    config.logger.storage = Some(crate::config::LoggerStorage {
+        path: "/logs".into(),
+        ..Default::default()
+    });
+    assert!(config
+        .clone()
+        .for_release(Release::V0_16)
+        .logger
+        .storage
+        .is_some());
+    assert!(config.for_release(Release::V0_15).logger.storage.is_none());
+}
+
+#[test]
+fn v0_15_storage_initializer_resource_error_text() {
+    let bad = data(r#"{"memoryRequest": "lots"}"#);
+    let err = Config::from_data_with(&bad, &Default::default(), Release::V0_15).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("Failed to parse resource configuration for \"storageInitializer\": \""),
+        "{err}"
+    );
+    let err = Config::from_data_with(&bad, &Default::default(), Release::V0_16).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "failed to parse resource configuration for \"storageInitializer\".\"memoryRequest\""
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn modelcar_quantities_are_required_under_v0_16_only() {
+    let absent = data("{}");
+    for release in [Release::V0_15, Release::V0_17, Release::Head] {
+        assert!(Config::from_data_with(&absent, &Default::default(), release).is_ok());
+    }
+    assert!(Config::from_data_with(&absent, &Default::default(), Release::V0_16).is_err());
 }
