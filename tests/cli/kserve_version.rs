@@ -31,7 +31,9 @@ fn local_model_sub_path(flags: &[&str]) -> Result<String, String> {
 
 #[test]
 fn every_spelling_selects_the_release_and_head_is_the_default() {
-    for spelling in ["v0.17", "v0.17.0", "0.17", "V0.17", "v0.16"] {
+    for spelling in [
+        "v0.17", "v0.17.0", "0.17", "V0.17", "v0.16", "v0.15", "0.15.2",
+    ] {
         let got = local_model_sub_path(&["--kserve-version", spelling]);
         assert_eq!(got.as_deref(), Ok("models/bar/"), "{spelling}");
     }
@@ -46,29 +48,28 @@ fn every_spelling_selects_the_release_and_head_is_the_default() {
 }
 
 #[test]
-fn unknown_and_unmodelled_releases_are_refused_with_the_supported_list() {
+fn unknown_releases_are_refused_with_the_supported_list() {
     for (spelling, says) in [
-        ("v0.15", "v0.15 is not supported yet"),
-        ("0.15.0", "v0.15 is not supported yet"),
+        ("v0.14", "\"v0.14\" is not a KServe version"),
         ("v0.9", "\"v0.9\" is not a KServe version"),
         ("latest", "\"latest\" is not a KServe version"),
     ] {
         let err = local_model_sub_path(&["--kserve-version", spelling]).unwrap_err();
         assert!(err.contains(says), "{spelling}: {err}");
         assert!(
-            err.contains("v0.16, v0.17, v0.18, v0.19, v0.20, head"),
+            err.contains("v0.15, v0.16, v0.17, v0.18, v0.19, v0.20, head"),
             "{spelling}: {err}"
         );
     }
     let input = fixture("s30a-local-model-root");
-    let out = crate::run_bin(&["mutate", "--kserve-version", "v0.15", &input], b"");
+    let out = crate::run_bin(&["mutate", "--kserve-version", "v0.14", &input], b"");
     assert_eq!(out.status.code(), Some(2));
     let out = crate::run_bin(
-        &["audit", "--kserve-version", "v0.15", "--objects", &input],
+        &["audit", "--kserve-version", "v0.14", "--objects", &input],
         b"",
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("v0.15 is not supported yet"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a KServe version"));
 }
 
 #[test]
@@ -82,11 +83,11 @@ fn the_settings_key_selects_the_release_and_the_flag_wins() {
     let flagged = local_model_sub_path(&["--config-file", &settings, "--kserve-version", "head"]);
     assert_eq!(flagged.as_deref(), Ok("models/83fbff445b51876f/"));
     let bad = dir.path().join("bad.yaml");
-    std::fs::write(&bad, "kserveVersion: v0.15\n").expect("written");
+    std::fs::write(&bad, "kserveVersion: v0.14\n").expect("written");
     let bad = bad.to_string_lossy().into_owned();
     let err = local_model_sub_path(&["--config-file", &bad]).unwrap_err();
     assert!(
-        err.contains(&bad) && err.contains("kserveVersion") && err.contains("not supported yet"),
+        err.contains(&bad) && err.contains("kserveVersion") && err.contains("not a KServe version"),
         "{err}"
     );
 }

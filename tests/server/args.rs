@@ -252,12 +252,14 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
     assert_eq!(default.inference_config.kserve_version, None);
     let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
     assert_eq!(v0_17.inference_config.kserve_version, Some(Release::V0_17));
-    let message = match ServeArgs::try_parse_from(["--kserve-version", "v0.15"]) {
+    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
+    assert_eq!(v0_15.inference_config.kserve_version, Some(Release::V0_15));
+    let message = match ServeArgs::try_parse_from(["--kserve-version", "v0.14"]) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),
     };
     assert!(
-        message.contains("v0.15 is not supported yet") && message.contains("v0.20, head"),
+        message.contains("\"v0.14\" is not a KServe version") && message.contains("v0.15, v0.16"),
         "{message}"
     );
     Ok(())

@@ -63,6 +63,10 @@ fn image_tags_name_a_release() {
     let tag = |image| Release::of_image(image).expect("a release tag");
     assert!(Release::V0_17.matches_image(tag("kserve/agent:v0.17.2")));
     assert!(!Release::V0_17.matches_image(tag("kserve/agent:v0.18.0")));
+    // KServe v0.15.0's release manifests pin both images to v0.15.0.
+    assert!(Release::V0_15.matches_image(tag("kserve/storage-initializer:v0.15.0")));
+    assert!(!Release::V0_15.matches_image(tag("kserve/agent:v0.16.0")));
+    assert!(!Release::Head.matches_image(tag("kserve/agent:v0.15.2")));
     // KServe's chart at HEAD still renders v0.20.0.
     assert!(Release::Head.matches_image(tag("kserve/agent:v0.20.0")));
     assert!(Release::Head.matches_image(tag("kserve/agent:v0.21.0")));
