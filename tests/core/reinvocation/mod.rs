@@ -234,7 +234,7 @@ const ENV_NAMES: [&str; 5] = [
     "KServe defaults (modelcar mode, uidModelcar 1010)",
     "ociModelMode native",
     "ociModelMode fetch, caBundleConfigMapName custom-ca, ociInsecureRegistry",
-    "OCI support off, aggregation and scraping on, logger caBundle logger-ca",
+    "OCI support off, aggregation and scraping on, logger caBundle logger-ca, PVC copy (v0.15)",
     "defaults + aggregation on, caBundleConfigMapName custom-ca, storage-config secret in team-a",
 ];
 
@@ -316,6 +316,9 @@ fn classic_envs() -> Vec<Inputs> {
             c.metrics_aggregator.enable_metric_aggregation = "true".into();
             c.metrics_aggregator.enable_prometheus_scraping = "true".into();
             c.logger.ca_bundle = "logger-ca".into();
+            // `enableDirectPvcVolumeMount` left out: v0.15 copies a PVC
+            // (the other releases clear it, `Config::for_release`).
+            c.storage_initializer.pvc_copy_mode = true;
         }),
         with_secrets,
     ]

@@ -1,7 +1,8 @@
 //! `model_volume_is_used_and_stable`: with a `modelVolume` source
 //! configured, a pass that adds `kserve-provision-location` adds exactly
 //! that source; a pod that had a volume of that name keeps it unchanged; a
-//! `pvc://` URI mounts its claim, not the configured source; a second pass,
+//! `pvc://` URI mounts its claim, not the configured source (v0.15's copy
+//! mode excepted); a second pass,
 //! and one after other webhooks, changes nothing.
 
 use super::*;
@@ -47,7 +48,9 @@ fn check(case: &Case, source: &Value, counts: &[AtomicUsize; 3]) -> Result<(), S
         }
         _ => {}
     }
-    if uri.starts_with("pvc://") && had.is_none() {
+    // v0.15's PVC copy downloads into the model volume.
+    let mounts_pvc = !env.config.storage_initializer.pvc_copy_mode;
+    if uri.starts_with("pvc://") && had.is_none() && mounts_pvc {
         let added = volume_named(&m.pod, PROVISION_LOCATION_VOLUME);
         check!(
             added.is_none(),
