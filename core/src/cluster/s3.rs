@@ -380,4 +380,58 @@ mod tests {
         assert_eq!(raw[0], literal("S3_USE_HTTPS", "false"));
         assert_eq!(raw[2], literal("AWS_ENDPOINT_URL", "https://h"));
     }
+
+    #[test]
+    fn v0_15_reads_no_secret_data_and_its_own_endpoint_rules() {
+        let v0_15 = |annotations: &[(&str, &str)], data: Option<&Secret>, config: &S3Config| {
+            let annotations = (annotations.iter())
+                .map(|(k, v)| (format!("{ANNOTATION_PREFIX}{k}"), v.to_string()))
+                .collect();
+            names_values(&super::s3_env(&annotations, data, config, Release::V0_15))
+        };
+        // Secret data is ignored (HEAD reads S3_ENDPOINT and S3_USE_HTTPS from it).
+        let secret = Secret::new("ns", "s")
+            .with_data("S3_ENDPOINT", "minio:9000")
+            .with_data("S3_USE_HTTPS", "0")
+            .with_data("AWS_DEFAULT_REGION", "eu-1");
+        assert_eq!(v0_15(&[], Some(&secret), &S3Config::default()), pairs(&[]));
+        // From the config, S3_USE_HTTPS only when it is "0".
+        let mut config = S3Config {
+            endpoint: "minio:9000".into(),
+            use_https: "1".into(),
+            ..Default::default()
+        };
+        let https = [
+            ("S3_ENDPOINT", "minio:9000"),
+            ("AWS_ENDPOINT_URL", "https://minio:9000"),
+        ];
+        assert_eq!(v0_15(&[], None, &config), pairs(&https));
+        config.use_https = "0".into();
+        assert_eq!(
+            v0_15(&[], None, &config),
+            pairs(&[
+                ("S3_USE_HTTPS", "0"),
+                ("S3_ENDPOINT", "minio:9000"),
+                ("AWS_ENDPOINT_URL", "http://minio:9000")
+            ])
+        );
+        // An endpoint annotation wins, with S3_USE_HTTPS only from its own
+        // annotation; the config's "0" is then not read.
+        assert_eq!(
+            v0_15(&[("s3-endpoint", "s3.example")], None, &config),
+            pairs(&[
+                ("S3_ENDPOINT", "s3.example"),
+                ("AWS_ENDPOINT_URL", "https://s3.example")
+            ])
+        );
+        // No endpoint: no S3_USE_HTTPS, whatever is set.
+        let no_endpoint = S3Config {
+            use_https: "0".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            v0_15(&[("s3-usehttps", "0")], None, &no_endpoint),
+            pairs(&[])
+        );
+    }
 }

@@ -387,4 +387,46 @@ mod tests {
         let other = Secret::new("ns", "token").with_data("token", "x");
         assert_eq!(classify(&other), Contribution::None);
     }
+
+    #[test]
+    fn v0_15_azure_keys_and_hf_transfer() {
+        let v0_15 = |secret: &Secret| {
+            contribution(
+                secret,
+                DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
+                DEFAULT_GCS_CREDENTIAL_FILE_NAME,
+                Release::V0_15,
+            )
+        };
+        // Five keys; only an absent client secret or storage key is left out.
+        let sp = Secret::new("ns", "sp")
+            .with_data("AZURE_CLIENT_ID", "id")
+            .with_data("AZURE_ACCESS_TOKEN", "t");
+        let Contribution::Env(env) = v0_15(&sp) else {
+            panic!()
+        };
+        let names: Vec<_> = env.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "AZURE_SUBSCRIPTION_ID",
+                "AZURE_TENANT_ID",
+                "AZURE_CLIENT_ID"
+            ]
+        );
+        // No access-token kind.
+        let token = Secret::new("ns", "tok").with_data("AZURE_ACCESS_TOKEN", "t");
+        assert_eq!(v0_15(&token), Contribution::None);
+        // The token stays a reference (kept as HEAD), then the transfer switch.
+        let hf = Secret::new("ns", "hf").with_data("HF_TOKEN", "t");
+        let Contribution::Env(env) = v0_15(&hf) else {
+            panic!()
+        };
+        assert_eq!(
+            ref_of(&env[0]),
+            ("HF_TOKEN".into(), "hf".into(), "HF_TOKEN".into())
+        );
+        assert_eq!(env[1], literal("HF_HUB_ENABLE_HF_TRANSFER", "1"));
+        assert_eq!(env.len(), 2);
+    }
 }

@@ -1,5 +1,6 @@
 //! Storage initializer: downloads the model into an emptyDir before the
-//! server starts, or mounts a PVC directly (KServe's legacy single-URI path).
+//! server starts, or mounts a PVC directly (KServe's legacy single-URI path;
+//! under v0.15 without `enableDirectPvcVolumeMount` it copies the PVC).
 //! Its credentials, CA bundle and ClusterStorageContainer come from the
 //! cluster snapshot (`env.cluster`), through the pure functions of
 //! [`crate::cluster`].

@@ -197,6 +197,18 @@ fn unsupported_requests_are_named_per_release() {
     assert_eq!(lacks(&both, Release::V0_19).len(), 2);
     assert!(lacks(&both, Release::V0_20).is_empty());
     assert!(lacks(&both, Release::Head).is_empty());
+    let metadata = pod(serde_json::json!({
+        LOGGER_ANNOTATION: "true",
+        LOGGER_METADATA_ANNOTATIONS_ANNOTATION: "team",
+    }));
+    assert!(lacks(&metadata, Release::V0_16).is_empty());
+    let got = lacks(&metadata, Release::V0_15);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].instead.contains("--metadata-annotations"),
+        "{}",
+        got[0]
+    );
 }
 
 #[test]
