@@ -9,7 +9,6 @@ use crate::constants::ISVC_LABEL;
 use crate::injectors::modelcar::{self, ShapeChoice};
 use crate::injectors::{self, InjectError, InjectorOutcome};
 use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
-use crate::release::{self, Unsupported};
 use crate::view::{self, PodView, ViewError};
 use k8s_openapi::api::core::v1::PodSpec;
 use serde::Deserialize;
@@ -74,7 +73,7 @@ pub fn edit(
         doc.set_namespace(namespace);
     }
     let modelcar_shape = modelcar::planned_shape(&doc, env);
-    let unsupported = release::unsupported(&doc, env.config.release);
+    let unsupported = unsupported(&doc, env.config.release);
     let before = doc.changes();
     let runs = injectors::run_steps(&mut doc, env)?;
     let mut ends = Vec::with_capacity(runs.len() + 1);
@@ -194,6 +193,9 @@ fn mutate_inner(
 }
 
 mod api_decoding;
+mod unsupported;
+
+pub use unsupported::{unsupported, Unsupported};
 
 #[cfg(test)]
 mod tests;

@@ -32,18 +32,7 @@ pub use secret_kinds::secret_env_names;
 
 use std::collections::BTreeMap;
 
-/// A pod's annotations as the lookup rules read them, one key at a time, so
-/// that a caller holding the pod in any form lends it without copying
-/// (`kubectl.kubernetes.io/last-applied-configuration` can be megabytes).
-pub trait Annotations {
-    fn annotation(&self, key: &str) -> Option<&str>;
-}
-
-impl Annotations for BTreeMap<String, String> {
-    fn annotation(&self, key: &str) -> Option<&str> {
-        self.get(key).map(String::as_str)
-    }
-}
+pub use crate::pod_facts::Annotations;
 
 /// A namespaced object's identity.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

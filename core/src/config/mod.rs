@@ -2,6 +2,9 @@
 //! Pure: text or a key→value map in, a [`Config`] or a [`ConfigError`] out.
 
 mod fields;
+mod release;
+
+pub use release::{image_mismatches, ImageMismatch};
 
 use crate::quantity;
 use crate::release::Release;

@@ -1,5 +1,6 @@
 use super::*;
-use crate::config::Config;
+use crate::config::{image_mismatches, Config};
+use crate::mutation::unsupported;
 use std::collections::BTreeMap;
 
 #[test]
