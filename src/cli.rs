@@ -3,11 +3,11 @@
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
 use crate::admission;
-use crate::cluster::keys::PodFacts;
 use crate::cluster::{ClusterData, LoadedObjects};
 use crate::config::Config;
 use crate::mutation::{mutate, mutate_template, Inputs, MutationError};
 use crate::pod::{apply_all, Op};
+use crate::pod_facts::PodFacts;
 use crate::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};

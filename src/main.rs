@@ -3,10 +3,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use kserve_injector::cli::{
     load_objects_within, mutate_stream_within, BudgetArgs, CliError, ClusterSource, OutputFormat,
 };
-use kserve_injector::cluster::keys::PodFacts;
 use kserve_injector::lookups::{
     resolve_client, ClusterLookups, Environment, Lookups, DEFAULT_GET_TIMEOUT,
 };
+use kserve_injector::pod_facts::PodFacts;
 use kserve_injector::ClusterData;
 use kserve_injector::{certs, config_file, server, Config, Inputs};
 use std::fs::File;

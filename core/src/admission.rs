@@ -8,12 +8,12 @@
 //! straight into one buffer, with the patch serialised and base64-encoded in
 //! place.
 
-use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::ISVC_LABEL;
 use crate::injectors::modelcar::ShapeChoice;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Inputs, MutationError};
+use crate::pod_facts::PodFacts;
 use crate::view::{self, PodView, Str, ViewError};
 use encode::encode;
 use kube_core::admission::Operation;

@@ -14,11 +14,11 @@ pub mod compare;
 pub mod credentials;
 pub mod report;
 
-use crate::cluster::keys::PodFacts;
 use crate::cluster::{LoadedObjects, ObjectsLoadError};
 use crate::constants::ISVC_LABEL;
 use crate::inputs::Inputs;
 use crate::mutation::{mutate_template, MutationError};
+use crate::pod_facts::PodFacts;
 pub use compare::{DiffKind, Difference, Rules};
 pub use report::{Report, Row, Status};
 use serde_json::value::RawValue;

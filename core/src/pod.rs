@@ -23,7 +23,7 @@ use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
 use std::borrow::Cow;
 
-pub use crate::cluster::Annotations;
+pub use crate::pod_facts::Annotations;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

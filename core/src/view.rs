@@ -14,12 +14,12 @@
 //! The view is also what the injectors edit: [`crate::pod::WorkingSet`]
 //! changes it in place and records the patch.
 
-use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::{
     AGENT_CONTAINER, KSERVE_CONTAINER, MODELCAR_CONTAINER, QUEUE_PROXY_CONTAINER,
     STORAGE_INITIALIZER_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER,
 };
+use crate::pod_facts::PodFacts;
 use k8s_openapi::api::core::v1::{EnvVarSource, Probe, SecurityContext};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};

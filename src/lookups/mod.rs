@@ -25,11 +25,12 @@ pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeEr
 pub use reduce::{inference_service_resource, storage_container_resource};
 pub use source::{ClusterObjects, ClusterObjectsError};
 
-use crate::cluster::keys::{needed_keys, ObjectKey, PodFacts};
+use crate::cluster::keys::{needed_keys, ObjectKey};
 use crate::cluster::{
     ClusterData, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
 };
 use crate::config::Config;
+use crate::pod_facts::PodFacts;
 use cache::Cache;
 use fetched::FetchCache;
 use k8s_openapi::api::core::v1 as api;

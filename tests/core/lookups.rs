@@ -20,7 +20,7 @@
 //! or got credentials, so a generator that stops reaching them shows.
 
 use base64::Engine;
-use kserve_injector::cluster::keys::PodFacts;
+use kserve_injector::pod_facts::PodFacts;
 use kserve_injector::{admission, mutate, ClusterData, Config, Inputs, MutationError};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};

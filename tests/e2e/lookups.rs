@@ -9,13 +9,13 @@
 
 use crate::harness::*;
 use k8s_openapi::api::core::v1::Secret as ApiSecret;
-use kserve_injector::cluster::keys::PodFacts;
 use kserve_injector::cluster::objects::NOT_A_STORAGE_SPEC;
 use kserve_injector::cluster::ClusterData;
 use kserve_injector::constants::{ISVC_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION};
 use kserve_injector::lookups::{
     fetch_once, Kind, LookupError, LookupMetrics, LookupOptions, Lookups,
 };
+use kserve_injector::pod_facts::PodFacts;
 use kserve_injector::Config;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;

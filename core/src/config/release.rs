@@ -32,7 +32,6 @@ impl Config {
     }
 }
 
-
 /// One image of the config that names another release than the selected one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageMismatch {
@@ -47,10 +46,7 @@ pub struct ImageMismatch {
 pub fn image_mismatches(config: &Config, release: Release) -> Vec<ImageMismatch> {
     let images = [
         (AGENT_KEY, &config.agent.image),
-        (
-            STORAGE_INITIALIZER_KEY,
-            &config.storage_initializer.image,
-        ),
+        (STORAGE_INITIALIZER_KEY, &config.storage_initializer.image),
     ];
     (images.into_iter())
         .filter_map(|(key, image)| {

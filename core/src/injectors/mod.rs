@@ -9,7 +9,6 @@ pub mod metrics_aggregator;
 pub mod modelcar;
 pub mod security_profile;
 pub mod storage_initializer;
-pub mod storage_uri;
 
 use crate::inputs::Inputs;
 use crate::pod::{PodEdit, WorkingSet};

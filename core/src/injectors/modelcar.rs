@@ -6,7 +6,6 @@
 
 use super::ca_bundle;
 use super::storage_initializer::overrides::InitResources;
-use super::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use super::{security_profile, InjectError};
 use crate::constants::*;
 use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
@@ -14,6 +13,7 @@ use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
     Container, ExecAction, ImageVolumeSource, KeyToPath, Probe, ResourceRequirements,

@@ -5,9 +5,6 @@
 //! [`crate::cluster`].
 
 use super::ca_bundle;
-use super::storage_uri::{
-    local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
-};
 use super::{security_profile, InjectError};
 use crate::cluster::container_merge::merge_storage_container;
 use crate::cluster::credentials::{
@@ -25,6 +22,9 @@ use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::storage_uri::{
+    local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
+};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };

@@ -12,7 +12,7 @@ use crate::cluster::storage_container::select;
 use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::InferenceService;
 use crate::config::LoggerStorage;
-use crate::injectors::storage_uri::parse_oci;
+use crate::storage_uri::parse_oci;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::json;
