@@ -137,7 +137,7 @@ enum Processed {
 }
 
 /// What the object asked for that the selected KServe release lacks.
-fn log_unsupported(label: &str, lacks: &[crate::release::Unsupported]) {
+fn log_unsupported(label: &str, lacks: &[crate::mutation::Unsupported]) {
     for lack in lacks {
         tracing::debug!(object = label, kserve_version = %lack.release, "{lack}");
     }

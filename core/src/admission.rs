@@ -54,7 +54,7 @@ pub struct Reviewed {
     /// The modelcar's shape and why, when the pod gets a modelcar.
     pub modelcar_shape: Option<ShapeChoice>,
     /// What the pod asks for that the selected KServe release lacks.
-    pub unsupported: Vec<crate::release::Unsupported>,
+    pub unsupported: Vec<crate::mutation::Unsupported>,
     /// In shadow mode, the operations the answer left out: what this
     /// webhook would have changed.
     pub withheld: Vec<Withheld>,

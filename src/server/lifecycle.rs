@@ -136,7 +136,7 @@ fn load_config(
 /// Once, at startup: the agent or storage-initializer image of the config
 /// is tagged for another KServe release than the one reproduced.
 fn warn_image_release(config: &Config) {
-    for m in crate::release::image_mismatches(config, config.release) {
+    for m in crate::config::image_mismatches(config, config.release) {
         warn!(
             key = m.key,
             image = m.image,
