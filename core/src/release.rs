@@ -24,7 +24,6 @@
 //! `pkg/credentials`, `pkg/utils`, `pkg/types` and
 //! `pkg/apis/serving/v1beta1/configmap.go` of kserve/kserve).
 
-use crate::constants::*;
 use std::fmt;
 
 /// A KServe release whose pod mutator we reproduce. Ordered by age, so a

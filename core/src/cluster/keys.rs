@@ -17,7 +17,7 @@ use crate::constants::{
 };
 use crate::pod_facts::PodFacts;
 use crate::storage_uri::{oci_effective_mode, parse_oci_in, parse_pvc};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ObjectKey {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::constants::*;
 use crate::cluster::storage_container::STORAGE_CONTAINER_NAME_ANNOTATION;
 use crate::config::{image_mismatches, Config};
 use crate::mutation::unsupported;

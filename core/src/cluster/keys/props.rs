@@ -4,6 +4,7 @@
 //! reproducible; 1,000 generated clusters and pods.
 
 use super::*;
+use std::collections::BTreeMap;
 use crate::cluster::credentials::{
     add_service_account_credentials, CredentialRequest, CredentialTarget,
 };

@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeMap;
 use crate::cluster::{InferenceService, IsvcLogger, Secret, ServiceAccount};
 use crate::config::LoggerStorage;
 
