@@ -21,8 +21,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kserve_injector::admission::review;
-use kserve_injector::{mutate, Inputs};
+use kserve_injector_core::admission::review;
+use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -14,9 +14,9 @@
 //! without an owner, `--pods-per-rs N` sets the replicas, `--yaml` writes
 //! one YAML document per object instead of a JSON List.
 
-use kserve_injector::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
-use kserve_injector::mutation::mutate_template;
-use kserve_injector::{Config, Inputs};
+use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::mutation::mutate_template;
+use kserve_injector_core::{Config, Inputs};
 use serde_json::{json, Value};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -153,7 +153,8 @@ impl<W: Write> Out<W> {
         let e = |e: &dyn std::fmt::Display| e.to_string();
         if self.yaml {
             self.w.write_all(b"---\n").map_err(|x| e(&x))?;
-            kserve_injector::reader::write_yaml(&mut self.w, v).map_err(|x| e(&format!("{x:?}")))
+            kserve_injector_core::reader::write_yaml(&mut self.w, v)
+                .map_err(|x| e(&format!("{x:?}")))
         } else {
             if !self.first {
                 self.w.write_all(b",\n").map_err(|x| e(&x))?;
@@ -178,7 +179,7 @@ fn run(o: &Options) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
     }
     let config: Value =
-        kserve_injector::reader::documents(&mut Config::default_manifest().as_bytes())
+        kserve_injector_core::reader::documents(&mut Config::default_manifest().as_bytes())
             .map_err(|e| e.to_string())?
             .next()
             .ok_or("no default config")?

@@ -15,8 +15,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kserve_injector::admission::review;
-use kserve_injector::Inputs;
+use kserve_injector_core::admission::review;
+use kserve_injector_core::Inputs;
 use serde::de::IgnoredAny;
 use std::hint::black_box;
 use std::process::ExitCode;

@@ -2,13 +2,13 @@
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
-use crate::admission;
-use crate::cluster::{ClusterData, LoadedObjects};
-use crate::config::Config;
-use crate::mutation::{mutate, mutate_template, Inputs, MutationError};
-use crate::pod::{apply_all, Op};
-use crate::pod_facts::PodFacts;
-use crate::reader;
+use kserve_injector_core::admission;
+use kserve_injector_core::cluster::{ClusterData, LoadedObjects};
+use kserve_injector_core::config::Config;
+use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
+use kserve_injector_core::pod::{apply_all, Op};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
@@ -23,7 +23,7 @@ pub use serve_args::{
 /// objects of `--objects` are a [`ClusterData`]; a live cluster
 /// (`--kubeconfig`) is read by the binary's own source.
 pub trait ClusterSource {
-    /// The objects `facts` needs (see [`crate::cluster::keys::needed_keys`]);
+    /// The objects `facts` needs (see [`kserve_injector_core::cluster::keys::needed_keys`]);
     /// an error is a lookup that could not be answered.
     fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String>;
 }
@@ -137,7 +137,7 @@ enum Processed {
 }
 
 /// What the object asked for that the selected KServe release lacks.
-fn log_unsupported(label: &str, lacks: &[crate::mutation::Unsupported]) {
+fn log_unsupported(label: &str, lacks: &[kserve_injector_core::mutation::Unsupported]) {
     for lack in lacks {
         tracing::debug!(object = label, kserve_version = %lack.release, "{lack}");
     }

@@ -6,9 +6,10 @@ use kserve_injector::cli::{
 use kserve_injector::lookups::{
     resolve_client, ClusterLookups, Environment, Lookups, DEFAULT_GET_TIMEOUT,
 };
-use kserve_injector::pod_facts::PodFacts;
-use kserve_injector::ClusterData;
-use kserve_injector::{certs, config_file, server, Config, Inputs};
+use kserve_injector::{certs, config_file, server};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::ClusterData;
+use kserve_injector_core::{Config, Inputs};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -135,17 +136,17 @@ struct MutateArgs {
     /// native-sidecar. Example: --modelcar-mode native-sidecar
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = kserve_injector::cli::modelcar_mode())]
-    modelcar_mode: kserve_injector::inputs::ModelcarMode,
+    modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
     /// The KServe release whose pod mutator to reproduce, as `serve
     /// --kserve-version`: v0.16 … v0.20 or head. Default: the --config-file's
     /// kserveVersion, else head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = kserve_injector::cli::kserve_version())]
-    kserve_version: Option<kserve_injector::Release>,
+    kserve_version: Option<kserve_injector_core::Release>,
     /// The security profile of the containers added, as `serve
     /// --security-profile`: baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
           value_parser = kserve_injector::cli::security_profile())]
-    security_profile: kserve_injector::inputs::SecurityProfile,
+    security_profile: kserve_injector_core::inputs::SecurityProfile,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml

@@ -10,7 +10,7 @@ pub mod dump;
 
 use crate::config_file;
 use crate::lookups::{resolve_client, ClusterLookups, Environment};
-use crate::{Config, Inputs};
+use kserve_injector_core::{Config, Inputs};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -64,7 +64,7 @@ pub struct AuditArgs {
     #[arg(long, value_name = "NAME")]
     pub ignore_container: Vec<String>,
     /// The namespace of inferenceservice-config (KServe's controller namespace).
-    #[arg(long, default_value = crate::constants::DEFAULT_CONTROLLER_NAMESPACE)]
+    #[arg(long, default_value = kserve_injector_core::constants::DEFAULT_CONTROLLER_NAMESPACE)]
     pub controller_namespace: String,
     /// Use this inferenceservice-config (a ConfigMap manifest or a mounted
     /// directory) instead of the cluster's. Example: --config ./config.yaml
@@ -78,17 +78,17 @@ pub struct AuditArgs {
     /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = crate::cli::modelcar_mode())]
-    pub modelcar_mode: crate::inputs::ModelcarMode,
+    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
     /// `--kserve-version`): v0.16 … v0.20 or head. Default: the
     /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
-    pub kserve_version: Option<crate::release::Release>,
+    pub kserve_version: Option<kserve_injector_core::release::Release>,
     /// The security profile the webhook runs with (its `--security-profile`):
     /// baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
           value_parser = crate::cli::security_profile())]
-    pub security_profile: crate::inputs::SecurityProfile,
+    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
     /// Instead of comparing, list every live pod (any label) whose
     /// containers carry a literal value in an env variable KServe fills from
     /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),
@@ -191,7 +191,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
 fn read_dump(
     path: &std::path::Path,
     inventory: &mut Inventory,
-    budget: crate::reader::Budget,
+    budget: kserve_injector_core::reader::Budget,
 ) -> Result<(), RunError> {
     let failed = |message: String| RunError::Objects {
         path: path.display().to_string(),

@@ -3,13 +3,13 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
-use crate::inputs::{ModelcarMode, SecurityProfile};
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
-use crate::release::Release;
 use clap::{ArgAction, Parser, ValueEnum};
+use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
+use kserve_injector_core::release::Release;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
@@ -72,13 +72,13 @@ pub struct ShadowArgs {
 }
 
 impl ShadowArgs {
-    pub fn mode(&self) -> crate::admission::Mode {
+    pub fn mode(&self) -> kserve_injector_core::admission::Mode {
         if self.shadow {
-            crate::admission::Mode::Shadow {
+            kserve_injector_core::admission::Mode::Shadow {
                 warnings: self.shadow_warnings,
             }
         } else {
-            crate::admission::Mode::Mutate
+            kserve_injector_core::admission::Mode::Mutate
         }
     }
 }
@@ -419,7 +419,9 @@ impl ConfigArgs {
             .into_iter()
             .flatten()
             .find(|ns| !ns.is_empty())
-            .unwrap_or_else(|| crate::constants::DEFAULT_CONTROLLER_NAMESPACE.to_string())
+            .unwrap_or_else(|| {
+                kserve_injector_core::constants::DEFAULT_CONTROLLER_NAMESPACE.to_string()
+            })
     }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cluster::ClusterData;
+use kserve_injector_core::cluster::ClusterData;
 use serde_json::json;
 
 const POD: &str = r#"

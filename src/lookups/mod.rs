@@ -3,7 +3,7 @@
 //! `--watch-kinds` names them), Secrets fetched when a pod needs them and
 //! kept for a TTL (`fetched`), and [`Lookups::snapshot`], which fills a
 //! [`ClusterData`] for exactly the keys
-//! [`crate::cluster::keys::needed_keys`] names.
+//! [`kserve_injector_core::cluster::keys::needed_keys`] names.
 //!
 //! A key a synced cache holds costs no API call. A key it does not hold (an
 //! object created a moment before the pod, a cache not synced yet, a kind
@@ -25,15 +25,15 @@ pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeEr
 pub use reduce::{inference_service_resource, storage_container_resource};
 pub use source::{ClusterObjects, ClusterObjectsError};
 
-use crate::cluster::keys::{needed_keys, ObjectKey};
-use crate::cluster::{
-    ClusterData, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
-};
-use crate::config::Config;
-use crate::pod_facts::PodFacts;
 use cache::Cache;
 use fetched::FetchCache;
 use k8s_openapi::api::core::v1 as api;
+use kserve_injector_core::cluster::keys::{needed_keys, ObjectKey};
+use kserve_injector_core::cluster::{
+    ClusterData, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
+};
+use kserve_injector_core::config::Config;
+use kserve_injector_core::pod_facts::PodFacts;
 use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};

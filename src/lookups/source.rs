@@ -4,9 +4,9 @@
 
 use super::{resolve_client, ClusterLookups, Environment, LookupError, LookupMetrics};
 use super::{LookupOptions, Lookups, ModeError, OutsideNamespaces};
-use crate::cluster::ClusterData;
-use crate::config::Config;
-use crate::pod_facts::PodFacts;
+use kserve_injector_core::cluster::ClusterData;
+use kserve_injector_core::config::Config;
+use kserve_injector_core::pod_facts::PodFacts;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tracing::{info, warn};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
 
 fn s3_pod(sa: &str) -> PodFacts {
     PodFacts {

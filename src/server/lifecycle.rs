@@ -13,8 +13,8 @@ use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment};
 use crate::reload::{Source, Trigger};
-use crate::{Config, Inputs};
 use arc_swap::ArcSwap;
+use kserve_injector_core::{Config, Inputs};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -136,7 +136,7 @@ fn load_config(
 /// Once, at startup: the agent or storage-initializer image of the config
 /// is tagged for another KServe release than the one reproduced.
 fn warn_image_release(config: &Config) {
-    for m in crate::config::image_mismatches(config, config.release) {
+    for m in kserve_injector_core::config::image_mismatches(config, config.release) {
         warn!(
             key = m.key,
             image = m.image,

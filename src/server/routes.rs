@@ -7,11 +7,9 @@
 //! provides (a limit on the bytes buffered across all requests).
 
 use super::metrics::{unix_now, Metrics};
-use crate::admission::{self, Mode, Reviewed};
 use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{ClusterObjects, OutsideNamespaces};
-use crate::Inputs;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -23,6 +21,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError};
 use hyper::body::Body as _;
+use kserve_injector_core::admission::{self, Mode, Reviewed};
+use kserve_injector_core::Inputs;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};

@@ -20,8 +20,8 @@
 //! or got credentials, so a generator that stops reaching them shows.
 
 use base64::Engine;
-use kserve_injector::pod_facts::PodFacts;
-use kserve_injector::{admission, mutate, ClusterData, Config, Inputs, MutationError};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::{admission, mutate, ClusterData, Config, Inputs, MutationError};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
@@ -267,7 +267,7 @@ impl Case {
         config.credentials.storage_secret_name_annotation =
             "serving.kserve.io/storageSecretName".into();
         if self.config_logger_storage {
-            config.logger.storage = Some(kserve_injector::config::LoggerStorage {
+            config.logger.storage = Some(kserve_injector_core::config::LoggerStorage {
                 path: "/logs".into(),
                 ..Default::default()
             });

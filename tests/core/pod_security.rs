@@ -8,9 +8,10 @@
 //! Each check reads a container's securityContext and, where the standard
 //! lets the pod's value stand in for an unset one, the pod's.
 
-use kserve_injector::constants::SECURITY_PROFILE_ANNOTATION;
-use kserve_injector::inputs::{ModelcarMode, SecurityProfile};
-use kserve_injector::{cli, config_file, mutate, Inputs};
+use kserve_injector::{cli, config_file};
+use kserve_injector_core::constants::SECURITY_PROFILE_ANNOTATION;
+use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
+use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -196,7 +197,7 @@ struct Golden {
 fn read_doc(path: &Path) -> Value {
     let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut bytes = text.as_slice();
-    let mut docs = kserve_injector::reader::documents(&mut bytes)
+    let mut docs = kserve_injector_core::reader::documents(&mut bytes)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     docs.next()
         .unwrap_or_else(|| panic!("{}: empty", path.display()))

@@ -14,8 +14,8 @@
 //! - a body whose envelope was left intact (only the pod edited) is always
 //!   answered.
 
-use kserve_injector::admission::{review_in, Mode};
-use kserve_injector::Inputs;
+use kserve_injector_core::admission::{review_in, Mode};
+use kserve_injector_core::Inputs;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};

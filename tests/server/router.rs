@@ -18,7 +18,7 @@ use kserve_injector::cli::ServeArgs;
 use kserve_injector::limits::MAX_BODY_BYTES;
 use kserve_injector::lookups::ClusterObjects;
 use kserve_injector::server::{Limits, RouterInputs};
-use kserve_injector::{Config, Inputs};
+use kserve_injector_core::{Config, Inputs};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::Ordering;

@@ -10,7 +10,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use kserve_injector::cli::ServeArgs;
 use kserve_injector::server::{Limits, RouterInputs};
-use kserve_injector::{mutate, Inputs};
+use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -93,7 +93,10 @@ async fn shadow_warnings_reach_the_response_and_an_agreeing_pod_counts_nothing()
 fn shadow_warnings_need_shadow() {
     assert!(ServeArgs::try_parse_from(["--shadow-warnings"]).is_err());
     let plain = ServeArgs::try_parse_from(Vec::<&str>::new()).map(|a| a.shadow.mode());
-    assert_eq!(plain.ok(), Some(kserve_injector::admission::Mode::Mutate));
+    assert_eq!(
+        plain.ok(),
+        Some(kserve_injector_core::admission::Mode::Mutate)
+    );
 }
 
 /// The sample review with `from` replaced by `to` once in its JSON text:

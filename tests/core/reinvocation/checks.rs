@@ -212,7 +212,7 @@ pub(super) fn oracle(input: &Value, namespace: &str, env: &Inputs) -> Result<Val
     if !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
-    kserve_injector::injectors::run_all(&mut doc, env).map_err(|e| e.to_string())?;
+    kserve_injector_core::injectors::run_all(&mut doc, env).map_err(|e| e.to_string())?;
     Ok(whole)
 }
 

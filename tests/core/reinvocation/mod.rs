@@ -57,13 +57,13 @@
 //! regression files are written into the repository.
 
 use base64::Engine;
-use kserve_injector::cluster::Secret;
-use kserve_injector::constants::*;
-use kserve_injector::injectors::InjectorOutcome;
-use kserve_injector::inputs::ModelcarMode;
-use kserve_injector::pod::{Op, OpKind, PodEdit};
-use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
+use kserve_injector_core::cluster::Secret;
+use kserve_injector_core::constants::*;
+use kserve_injector_core::injectors::InjectorOutcome;
+use kserve_injector_core::inputs::ModelcarMode;
 use kserve_injector_core::oracle::TreeDoc;
+use kserve_injector_core::pod::{Op, OpKind, PodEdit};
+use kserve_injector_core::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{
