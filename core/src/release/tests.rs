@@ -1,7 +1,7 @@
 use super::*;
-use crate::constants::*;
 use crate::cluster::storage_container::STORAGE_CONTAINER_NAME_ANNOTATION;
 use crate::config::{image_mismatches, Config};
+use crate::constants::*;
 use crate::mutation::unsupported;
 use std::collections::BTreeMap;
 

@@ -4,7 +4,6 @@
 //! reproducible; 1,000 generated clusters and pods.
 
 use super::*;
-use std::collections::BTreeMap;
 use crate::cluster::credentials::{
     add_service_account_credentials, CredentialRequest, CredentialTarget,
 };
@@ -17,6 +16,7 @@ use crate::storage_uri::parse_oci;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 const NAMESPACES: [&str; 2] = ["default", "team"];
 const ACCOUNTS: [&str; 3] = ["default", "sa", "logger-sa"];

@@ -1,7 +1,7 @@
 use super::*;
-use std::collections::BTreeMap;
 use crate::cluster::{InferenceService, IsvcLogger, Secret, ServiceAccount};
 use crate::config::LoggerStorage;
+use std::collections::BTreeMap;
 
 fn pod(annotations: &[(&str, &str)]) -> PodFacts {
     PodFacts {
