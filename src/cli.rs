@@ -15,7 +15,7 @@ use std::io::{BufRead, Write};
 pub use budget_args::BudgetArgs;
 pub use serve_args::{
     kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
-    ListenArgs, LogFormat, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
+    ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
     DEFAULT_CERT_DIR,
 };
 

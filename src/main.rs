@@ -416,7 +416,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Mutate(args) => mutate_command(args),
-        Command::Serve(args) => match server::run(*args) {
+        Command::Serve(args) => match server::run((*args).into()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e:#}");

@@ -2,6 +2,7 @@
 //! docs' table of them.
 
 use kserve_injector::cli::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
+use kserve_injector::server::settings::ServeSettings;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -21,7 +22,7 @@ fn durations() {
 
 #[test]
 fn defaults_match_the_issue() -> Result<(), clap::Error> {
-    let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    let args = ServeSettings::from(ServeArgs::try_parse_from(Vec::<String>::new())?);
     assert_eq!(args.listen.addr.port(), 9443);
     assert_eq!(args.listen.admin_addr.port(), 8081);
     assert_eq!(
@@ -80,7 +81,9 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
 
 #[test]
 fn the_default_connection_cap_is_three_quarters_of_the_open_file_limit() {
-    let args = ServeArgs::try_parse_from(std::iter::empty::<&str>()).expect("defaults parse");
+    let args = ServeArgs::try_parse_from(std::iter::empty::<&str>())
+        .map(ServeSettings::from)
+        .expect("defaults parse");
     let cap = args.limits.resolved_max_connections();
     let soft = std::process::Command::new("sh")
         .args(["-c", "ulimit -Sn"])
@@ -191,7 +194,9 @@ fn flag_table_parsers_read_flag_columns_only() {
 #[test]
 fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     use kserve_injector::lookups::{Kind, OutsideNamespaces};
-    let args = ServeArgs::try_parse_from(Vec::<&str>::new()).unwrap();
+    let args = ServeArgs::try_parse_from(Vec::<&str>::new())
+        .map(ServeSettings::from)
+        .unwrap();
     let options = args.lookups.options();
     assert!(!options.watched.contains(&Kind::Secrets));
     assert_eq!(options.secret_ttl, std::time::Duration::from_secs(30));
@@ -205,6 +210,7 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
         "--secret-ttl",
         "5s",
     ])
+    .map(ServeSettings::from)
     .unwrap();
     let options = args.lookups.options();
     assert_eq!(

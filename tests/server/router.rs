@@ -17,6 +17,7 @@ use http_body_util::BodyExt;
 use kserve_injector::cli::ServeArgs;
 use kserve_injector::limits::MAX_BODY_BYTES;
 use kserve_injector::lookups::ClusterObjects;
+use kserve_injector::server::settings::ServeSettings;
 use kserve_injector::server::{Limits, RouterInputs};
 use kserve_injector_core::{Config, Inputs};
 use serde_json::Value;
@@ -64,7 +65,7 @@ fn inputs_with(config: Config) -> Result<RouterInputs, Error> {
 
 /// As `serve` with `flags` starts.
 fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs, Error> {
-    let args = ServeArgs::try_parse_from(flags)?;
+    let args = ServeSettings::from(ServeArgs::try_parse_from(flags)?);
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
     env.modelcar_mode = args.inference_config.modelcar_mode;
