@@ -9,10 +9,10 @@ use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Limits, RouterInputs};
 use super::serving_cert;
-use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{ClusterObjects, Environment};
 use crate::reload::{Source, Trigger};
+use crate::server::settings::{ConfigSettings, ServeSettings};
 use arc_swap::ArcSwap;
 use kserve_injector_core::{Config, Inputs};
 use std::net::SocketAddr;
@@ -86,7 +86,7 @@ impl RunningServer {
 
 /// The inferenceservice-config, reloaded like the certificates.
 fn load_config(
-    args: &ConfigArgs,
+    args: &ConfigSettings,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
@@ -203,7 +203,7 @@ impl Server {
     /// Loads config and certificates, binds both listeners, writes the
     /// `--self-signed` CA, and starts serving. Must run inside a
     /// multi-threaded tokio runtime.
-    pub async fn start(args: ServeArgs) -> Result<RunningServer, ServeError> {
+    pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
         args.validate().map_err(ServeError::Args)?;
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -7,9 +7,9 @@
 //! provides (a limit on the bytes buffered across all requests).
 
 use super::metrics::{unix_now, Metrics};
-use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{ClusterObjects, OutsideNamespaces};
+use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -80,8 +80,8 @@ pub struct Limits {
     pub request_timeout: Duration,
 }
 
-impl From<&LimitArgs> for Limits {
-    fn from(args: &LimitArgs) -> Self {
+impl From<&LimitSettings> for Limits {
+    fn from(args: &LimitSettings) -> Self {
         Self {
             max_concurrent_requests: args.max_concurrent_requests,
             max_buffered_bytes: args.max_buffered_bytes,
