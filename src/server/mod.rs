@@ -4,7 +4,7 @@
 //! serving, and a graceful drain on SIGTERM.
 //!
 //! Embedding (as the integration tests do):
-//! [`Server::start`] with [`crate::server::settings::ServeSettings::try_parse_from`], then
+//! [`Server::start`] with a [`settings::ServeSettings`] (`cli::ServeArgs` makes one from flags), then
 //! [`RunningServer::shutdown`] and [`RunningServer::wait`]. Or, without
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
