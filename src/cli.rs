@@ -3,7 +3,7 @@
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
 use kserve_injector_core::admission;
-use kserve_injector_core::cluster::{ClusterData, LoadedObjects};
+use kserve_injector_core::cluster::ClusterData;
 use kserve_injector_core::config::Config;
 use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
 use kserve_injector_core::pod::{apply_all, Op};
@@ -12,7 +12,11 @@ use kserve_injector_core::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
+pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
+pub use certs_args::CertsArgs;
+pub use live_cluster::LiveCluster;
+pub use mutate_args::MutateArgs;
 pub use serve_args::{
     kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
     ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
@@ -50,7 +54,7 @@ fn env_for(
     Ok(env.with_cluster(objects))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OutputFormat {
     #[default]
     Yaml,
@@ -329,26 +333,6 @@ pub fn run_mutate(
     String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))
 }
 
-/// Loads `--objects`: ServiceAccounts, Secrets, ClusterStorageContainers and
-/// InferenceServices, as multi-document YAML/JSON or Lists; documents of
-/// other kinds are counted in [`LoadedObjects::ignored`]. The whole input is
-/// kept, so the default [`reader::Budget`]'s input limits bound it.
-pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedObjects, CliError> {
-    load_objects_within(input, reader::Budget::default())
-}
-
-/// [`load_objects`] within `budget`.
-pub fn load_objects_within(
-    input: &mut impl BufRead,
-    budget: reader::Budget,
-) -> Result<LoadedObjects, CliError> {
-    let mut docs = Vec::new();
-    for doc in reader::documents_within(input, budget).map_err(read_error)? {
-        docs.push(doc.map_err(read_error)?);
-    }
-    ClusterData::load(docs).map_err(|e| CliError::Input(e.to_string()))
-}
-
 fn read_error(e: reader::ReadError) -> CliError {
     CliError::Input(e.to_string())
 }
@@ -365,7 +349,12 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
     out.write_all(b"\n").map_err(write_error)
 }
 
+mod audit_args;
 mod budget_args;
+mod certs_args;
+pub mod commands;
+mod live_cluster;
+mod mutate_args;
 mod serve_args;
 
 #[cfg(test)]

@@ -17,11 +17,13 @@ mod cache;
 mod fetched;
 pub mod metrics;
 pub mod mode;
+mod objects_file;
 mod reduce;
 mod source;
 
 pub use metrics::{KindMetrics, LookupMetrics};
 pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeError};
+pub use objects_file::{load_objects, load_objects_within, ObjectsFileError};
 pub use reduce::{inference_service_resource, storage_container_resource};
 pub use source::{ClusterObjects, ClusterObjectsError};
 
