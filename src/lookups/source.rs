@@ -51,7 +51,7 @@ impl ClusterObjects {
                 message,
             };
             let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
-            let loaded = crate::cli::load_objects(&mut std::io::BufReader::new(file))
+            let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file))
                 .map_err(|e| failed(e.to_string()))?;
             for line in loaded.ignored_lines() {
                 warn!(file = %path.display(), "{line}");

@@ -180,7 +180,7 @@ fn env_for(case: &Path) -> Inputs {
     env.model_volume = settings.model_volume;
     if let Some(objects) = case_file(case, "cluster.yaml") {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
-        env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
+        env.cluster = kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))
             .unwrap_or_else(|e| panic!("{}: {e}", objects.display()))
             .data;
     }

@@ -226,9 +226,10 @@ fn goldens() -> Vec<Golden> {
             env.model_volume = settings.model_volume;
             if let Some(path) = optional("cluster.yaml") {
                 let file = std::fs::File::open(&path).expect("cluster.yaml");
-                env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
-                    .expect("objects")
-                    .data;
+                env.cluster =
+                    kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))
+                        .expect("objects")
+                        .data;
             }
             let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
             if args.contains("native-sidecar") {

@@ -201,7 +201,7 @@ fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
         let file = std::fs::File::open(&objects)?;
-        let loaded = kserve_injector::cli::load_objects(&mut std::io::BufReader::new(file))?;
+        let loaded = kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))?;
         inputs.objects = Arc::new(ClusterObjects::Static(loaded.data));
     }
     Ok(inputs)
