@@ -33,7 +33,7 @@
 //! (the CLI exits 2 with it; the server would not load the config).
 
 use base64::Engine;
-use kserve_injector::{cli, config_file};
+use kserve_injector::config_file;
 use kserve_injector_core::settings::Settings;
 use kserve_injector_core::{admission, reader, Config, Inputs, Release};
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@
 //! Each check reads a container's securityContext and, where the standard
 //! lets the pod's value stand in for an unset one, the pod's.
 
-use kserve_injector::{cli, config_file};
+use kserve_injector::config_file;
 use kserve_injector_core::constants::SECURITY_PROFILE_ANNOTATION;
 use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::{mutate, Inputs};
