@@ -168,11 +168,6 @@ impl Inventory {
         Ok(())
     }
 
-    /// Adds a pod already reduced to what the audit reads.
-    pub fn add_pod(&mut self, pod: AuditPod) {
-        self.pods.push(pod);
-    }
-
     pub fn pods(&self) -> usize {
         self.pods.len()
     }

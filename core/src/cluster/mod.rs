@@ -100,10 +100,6 @@ impl ClusterData {
         self.inference_services.insert(isvc.object_ref(), isvc);
     }
 
-    pub fn insert_storage_container(&mut self, csc: ClusterStorageContainer) {
-        self.storage_containers.insert(csc.name.clone(), csc);
-    }
-
     /// Number of objects held, all kinds together.
     pub fn len(&self) -> usize {
         self.service_accounts.len()

@@ -82,6 +82,7 @@ pub struct Pipeline<P>(std::marker::PhantomData<P>);
 
 impl<P: PodEdit> Pipeline<P> {
     /// KServe's injectors in KServe's order: the one list of the pipeline.
+    /// The length is the list's: a step added or removed without it does not compile.
     pub const STEPS: [Step<P>; 6] = [
         Step {
             name: accelerator::NAME,
@@ -117,7 +118,8 @@ impl<P: PodEdit> Pipeline<P> {
 }
 
 /// The steps as the webhook and the CLI run them.
-pub const PIPELINE: [Step<WorkingSet<'static>>; 6] = Pipeline::<WorkingSet<'static>>::STEPS;
+pub const PIPELINE: [Step<WorkingSet<'static>>; Pipeline::<WorkingSet<'static>>::STEPS.len()] =
+    Pipeline::<WorkingSet<'static>>::STEPS;
 
 pub fn run_all<P: PodEdit>(
     pod: &mut P,
