@@ -313,7 +313,7 @@ pub struct Prepared<'a> {
 /// Decodes a request body: the envelope, and for a CREATE of a Pod the
 /// view of the pod. A body that is not an AdmissionReview is an error
 /// (HTTP 400); everything else gets an answer.
-pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
+pub(crate) fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
     prepare_in(body, Mode::Mutate)
 }
 

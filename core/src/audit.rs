@@ -29,14 +29,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const CONFIG_MAP_NAME: &str = "inferenceservice-config";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnerRef {
+pub(crate) struct OwnerRef {
     pub kind: String,
     pub name: String,
 }
 
 /// A pod the audit will check.
 #[derive(Debug)]
-pub struct AuditPod {
+pub(crate) struct AuditPod {
     pub namespace: String,
     pub name: String,
     pub owner: Option<OwnerRef>,

@@ -29,13 +29,13 @@ use std::fmt;
 /// The most entries a list or map the injectors read may hold. Kubernetes
 /// caps an object at about 1.5 MB in etcd and real pods have tens of
 /// containers, env vars or annotations; this is two orders of magnitude above.
-pub const MAX_ENTRIES: usize = 4096;
+pub(crate) const MAX_ENTRIES: usize = 4096;
 
 /// The most entries all those lists and maps may hold together: a pod with
 /// 50 fully configured containers has about 1,500. Past it the pod is
 /// refused before the working set is built, which bounds the working set to
 /// a few MiB whatever the body.
-pub const MAX_TOTAL_ENTRIES: usize = 16384;
+pub(crate) const MAX_TOTAL_ENTRIES: usize = 16384;
 
 /// A string, borrowed from the input when it holds no escapes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -276,7 +276,7 @@ pub const LIST_READ_CONTAINERS: [&str; 6] = [
 /// ClusterStorageContainer may give the initializer any name, and the
 /// "already injected" guard looks for the model mount); env, ports and args
 /// only of `storage-initializer` (fetch mode appends to its args).
-pub const LIST_READ_INIT_CONTAINERS: [&str; 1] = [STORAGE_INITIALIZER_CONTAINER];
+pub(crate) const LIST_READ_INIT_CONTAINERS: [&str; 1] = [STORAGE_INITIALIZER_CONTAINER];
 
 /// Which of a container's lists are decoded.
 #[derive(Clone, Copy)]
@@ -339,7 +339,7 @@ fn init_containers<'de: 'a, 'a, D: Deserializer<'de>>(
 /// A container of a JSON tree read with every list, whatever its name: the
 /// test oracle's reads (`crate::oracle::TreeDoc`). Default when unreadable.
 #[cfg(any(test, feature = "oracle"))]
-pub fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
+pub(crate) fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
     let all = |_: Option<&str>| Lists {
         mounts: true,
         others: true,
@@ -685,7 +685,7 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
 
 /// The same view of a pod already held as a JSON tree (the tests' documents).
 #[cfg(any(test, feature = "oracle"))]
-pub fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
+pub(crate) fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
     if !pod.is_object() {
         return Err(ViewError {
             path: ".".into(),

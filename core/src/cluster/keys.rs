@@ -83,7 +83,7 @@ pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTre
 }
 
 /// KServe's storage-spec Secret, in the pod's namespace.
-pub fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef {
+pub(crate) fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef {
     let name = storage_spec_secret_name(&config.credentials, &pod.annotations);
     ObjectRef::new(&pod.namespace, name)
 }

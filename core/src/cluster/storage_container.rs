@@ -10,7 +10,7 @@ use crate::constants::{
 use crate::view::{ContainerView, Str};
 
 /// The pod annotation that selects a CSC by name.
-pub const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
+pub(crate) const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
     "internal.serving.kserve.io/storage-container-name";
 
 /// KServe's messages; each denies the pod.
@@ -112,7 +112,7 @@ pub fn select<'a>(
 ///   `kserve-provision-location` at `/mnt/models`: that mount on an init
 ///   container is only ever put there by this injection, so a user's own
 ///   init container that happens to share the name is not mistaken for it.
-pub fn storage_initializer_injected(
+pub(crate) fn storage_initializer_injected(
     init_containers: &[ContainerView],
     csc_container_name: Option<&str>,
 ) -> bool {

@@ -50,7 +50,7 @@ impl InjectorOutcome {
 type Injector<P> = fn(&mut P, &Inputs) -> Result<(), InjectError>;
 
 /// One named step of the pipeline: its changes are reported under its name.
-pub struct Step<P> {
+pub(crate) struct Step<P> {
     pub name: &'static str,
     run: Injector<P>,
     /// Whether the step is registered for this config.
@@ -78,7 +78,7 @@ pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(),
 /// The pipeline for one kind of pod document. Generic rather than a table of
 /// `dyn` calls: the product instantiates it for the working set only, and the
 /// test oracle (feature `oracle`) for its JSON tree.
-pub struct Pipeline<P>(std::marker::PhantomData<P>);
+pub(crate) struct Pipeline<P>(std::marker::PhantomData<P>);
 
 impl<P: PodEdit> Pipeline<P> {
     /// KServe's injectors in KServe's order: the one list of the pipeline.
@@ -118,8 +118,8 @@ impl<P: PodEdit> Pipeline<P> {
 }
 
 /// The steps as the webhook and the CLI run them.
-pub const PIPELINE: [Step<WorkingSet<'static>>; Pipeline::<WorkingSet<'static>>::STEPS.len()] =
-    Pipeline::<WorkingSet<'static>>::STEPS;
+pub(crate) const PIPELINE: [Step<WorkingSet<'static>>;
+    Pipeline::<WorkingSet<'static>>::STEPS.len()] = Pipeline::<WorkingSet<'static>>::STEPS;
 
 pub fn run_all<P: PodEdit>(
     pod: &mut P,
@@ -132,14 +132,17 @@ pub fn run_all<P: PodEdit>(
 /// One step that ran: its outcome, and how many changes the pod had
 /// recorded once it was done, so each change can be traced to its step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepRun {
+pub(crate) struct StepRun {
     pub name: &'static str,
     pub outcome: InjectorOutcome,
     pub changes_after: usize,
 }
 
 /// [`run_all`], with where each step's changes end.
-pub fn run_steps<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<Vec<StepRun>, InjectError> {
+pub(crate) fn run_steps<P: PodEdit>(
+    pod: &mut P,
+    env: &Inputs,
+) -> Result<Vec<StepRun>, InjectError> {
     let steps = Pipeline::<P>::STEPS;
     let mut runs = Vec::with_capacity(steps.len());
     for step in steps.iter().filter(|s| (s.enabled)(env)) {

@@ -68,7 +68,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
 /// adapters' logs; `None` when it adds no modelcar (not an OCI URI, another
 /// OCI mode, OCI support off) or would refuse the pod. Read before the
 /// pipeline runs: no injector before the modelcar's touches what it reads.
-pub fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
+pub(crate) fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
     if env.config.storage_initializer.oci_mode().is_empty() {
         return None;
     }

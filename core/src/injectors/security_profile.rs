@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Capabilities, Container, SeccompProfile, Securi
 
 /// The profile for this pod: its annotation, else the flag. A value that
 /// is neither spelling is denied.
-pub fn choose(
+pub(crate) fn choose(
     pod: &impl PodEdit,
     env: &Inputs,
     injector: &'static str,
@@ -41,7 +41,7 @@ pub fn choose(
 /// model through `/proc/<modelcar pid>/root`, which the kernel allows only
 /// to a process of the same UID and GID, so the two must match; without a
 /// UID to share the pod is denied.
-pub fn modelcar_identity(
+pub(crate) fn modelcar_identity(
     pod: &mut impl PodEdit,
     env: &Inputs,
     injector: &'static str,
@@ -61,7 +61,7 @@ pub fn modelcar_identity(
 }
 
 /// Gives `container` the model server's group, unless it has one.
-pub fn share_group(container: &mut Container, group: Option<i64>) {
+pub(crate) fn share_group(container: &mut Container, group: Option<i64>) {
     if let (Some(gid), Some(sc)) = (group, container.security_context.as_mut()) {
         sc.run_as_group.get_or_insert(gid);
     }
@@ -79,7 +79,7 @@ fn deny(injector: &'static str, container: &str, field: &str, value: &str) -> In
 /// Fills what `restricted` requires into `container`'s securityContext,
 /// keeping every field already set; `run_as_user` is given where the image
 /// may run as root (the modelcar's). Does nothing under `baseline`.
-pub fn harden(
+pub(crate) fn harden(
     container: &mut Container,
     profile: SecurityProfile,
     run_as_user: Option<i64>,

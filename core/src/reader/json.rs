@@ -20,7 +20,7 @@ use std::rc::Rc;
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A byte source that charges every byte to the current document.
-pub struct MeteredRead<R> {
+pub(crate) struct MeteredRead<R> {
     input: R,
     meter: Rc<Meter>,
 }

@@ -40,7 +40,7 @@ const PAIRS: [Pair; 2] = [
 /// The pod's overrides, canonical quantities (as KServe writes the
 /// ConfigMap's); `None` where the pod sets no annotation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InitResources {
+pub(crate) struct InitResources {
     /// Per [`PAIRS`] entry: (request, limit).
     values: [(Option<String>, Option<String>); 2],
 }
