@@ -684,7 +684,7 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
 }
 
 /// The same view of a pod already held as a JSON tree (the tests' documents).
-#[cfg(any(test, feature = "oracle"))]
+#[cfg(test)]
 pub(crate) fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
     if !pod.is_object() {
         return Err(ViewError {
