@@ -22,7 +22,7 @@ pub(crate) struct OciUri<'a> {
 }
 
 impl OciUri<'_> {
-    pub fn normalized(&self) -> String {
+    pub(crate) fn normalized(&self) -> String {
         format!("{OCI_PREFIX}{}", self.image)
     }
 }

@@ -51,7 +51,7 @@ pub(crate) struct StorageSpec {
 impl StorageSpec {
     /// `None` unless `storage-spec` is `"true"`. The parameters parse as
     /// Go's `json.Unmarshal` into a map: `null` is none, other non-maps fail.
-    pub fn from_annotations(
+    pub(crate) fn from_annotations(
         annotations: &dyn Annotations,
     ) -> Result<Option<Self>, StorageSpecError> {
         if annotations.annotation(STORAGE_SPEC_ANNOTATION) != Some("true") {

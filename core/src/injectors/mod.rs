@@ -83,7 +83,7 @@ pub(crate) struct Pipeline<P>(std::marker::PhantomData<P>);
 impl<P: PodEdit> Pipeline<P> {
     /// KServe's injectors in KServe's order: the one list of the pipeline.
     /// The length is the list's: a step added or removed without it does not compile.
-    pub const STEPS: [Step<P>; 6] = [
+    pub(crate) const STEPS: [Step<P>; 6] = [
         Step {
             name: accelerator::NAME,
             run: accelerator::inject::<P>,
