@@ -3,7 +3,7 @@
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
 use kserve_injector_core::admission;
-use kserve_injector_core::cluster::ClusterData;
+use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
 use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
 use kserve_injector_core::pod::{apply_all, Op};
@@ -24,17 +24,17 @@ pub use serve_args::{
 };
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
-/// objects of `--objects` are a [`ClusterData`]; a live cluster
+/// objects of `--objects` are a [`ClusterSnapshot`]; a live cluster
 /// (`--kubeconfig`) is read by the binary's own source.
-pub trait ClusterSource {
+pub trait MutateSource {
     /// The objects `facts` needs (see [`kserve_injector_core::cluster::keys::needed_keys`]);
     /// an error is a lookup that could not be answered.
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String>;
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String>;
 }
 
 /// A loaded snapshot answers with exactly the part one pod may read.
-impl ClusterSource for ClusterData {
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String> {
+impl MutateSource for ClusterSnapshot {
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String> {
         Ok(self.restrict(facts, config))
     }
 }
@@ -44,7 +44,7 @@ fn env_for(
     pod: &Value,
     namespace: &str,
     env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    cluster: &mut dyn MutateSource,
     label: &str,
 ) -> Result<Inputs, CliError> {
     let facts = PodFacts::from_pod_value(pod, namespace, &env.config);
@@ -152,7 +152,7 @@ fn mutate_object(
     label: &str,
     namespace: Option<&str>,
     env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    cluster: &mut dyn MutateSource,
 ) -> Result<Processed, CliError> {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
     let ns = namespace
@@ -199,7 +199,7 @@ fn process(
     index: usize,
     namespace: Option<&str>,
     env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    cluster: &mut dyn MutateSource,
 ) -> Result<Processed, CliError> {
     let label = describe(doc, index);
     match doc.get("kind").and_then(Value::as_str) {
@@ -250,7 +250,7 @@ pub fn mutate_stream(
     format: OutputFormat,
     namespace: Option<&str>,
     env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    cluster: &mut dyn MutateSource,
 ) -> Result<(), CliError> {
     let budget = reader::Budget::default();
     mutate_stream_within(input, out, format, namespace, env, cluster, budget)
@@ -269,7 +269,7 @@ pub fn mutate_stream_within(
     format: OutputFormat,
     namespace: Option<&str>,
     env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    cluster: &mut dyn MutateSource,
     budget: reader::Budget,
 ) -> Result<(), CliError> {
     let mut index = 0;

@@ -14,7 +14,7 @@ pub mod compare;
 pub mod credentials;
 pub mod report;
 
-use crate::cluster::{LoadedObjects, ObjectsLoadError};
+use crate::cluster::{LoadedSnapshot, ObjectsLoadError};
 use crate::constants::ISVC_LABEL;
 use crate::inputs::Inputs;
 use crate::mutation::{mutate_template, MutationError};
@@ -61,7 +61,7 @@ pub struct Inventory {
     configs: BTreeMap<String, BTreeMap<String, String>>,
     /// The objects the injectors look up (ServiceAccounts, Secrets,
     /// ClusterStorageContainers, InferenceServices), and the kinds passed over.
-    pub objects: LoadedObjects,
+    pub objects: LoadedSnapshot,
     /// `audit --credentials`: every live pod is scanned as it is added,
     /// whatever its labels ([`credentials`]).
     pub credentials: Option<credentials::CredentialReport>,

@@ -28,7 +28,7 @@ pub mod settings;
 pub mod storage_uri;
 pub mod view;
 
-pub use cluster::ClusterData;
+pub use cluster::ClusterSnapshot;
 pub use config::{Config, ConfigError};
 pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};

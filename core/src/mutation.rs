@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub use crate::cluster::ClusterData;
+pub use crate::cluster::ClusterSnapshot;
 pub use crate::inputs::Inputs;
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

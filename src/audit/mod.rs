@@ -11,7 +11,7 @@ pub mod dump;
 pub use crate::cli::{AuditArgs, AuditFormat};
 
 use crate::config_file;
-use crate::lookups::{resolve_client, ClusterLookups, Environment};
+use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
 use kserve_injector_core::{Config, Inputs};
 use std::fs::File;
 use std::io::BufReader;
@@ -138,7 +138,7 @@ fn read_cluster(
         .build()
         .map_err(|e| failed(&e))?;
     runtime.block_on(async {
-        let mut environment = Environment::from_process(args.kubeconfig.clone());
+        let mut environment = KubeEnvironment::from_process(args.kubeconfig.clone());
         if environment.kubeconfig_flag.is_none() && environment.kubeconfig_env.is_none() {
             // As kubectl: ~/.kube/config when nothing else says where.
             let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -147,9 +147,9 @@ fn read_cluster(
         }
         let no_config = "no cluster configuration: pass --kubeconfig or --objects";
         let client =
-            match resolve_client(ClusterLookups::On, &environment, args.context.as_deref()).await {
+            match resolve_client(LookupMode::On, &environment, args.context.as_deref()).await {
                 Ok(Some(client)) => client,
-                Ok(None) | Err(crate::lookups::ModeError::NoConfiguration) => {
+                Ok(None) | Err(crate::lookups::LookupModeError::NoConfiguration) => {
                     return Err(failed(&no_config))
                 }
                 Err(e) => return Err(failed(&e)),

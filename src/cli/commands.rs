@@ -2,11 +2,11 @@
 //! as the binary runs them: flags in, output on stdout, an exit code out.
 
 use super::{
-    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, ClusterSource, LiveCluster,
-    MutateArgs,
+    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, LiveCluster, MutateArgs,
+    MutateSource,
 };
 use crate::lookups::load_objects_within;
-use kserve_injector_core::{ClusterData, Inputs};
+use kserve_injector_core::{ClusterSnapshot, Inputs};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::process::ExitCode;
@@ -93,8 +93,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     };
     let budget = args.budget.budget();
     let format = args.output;
-    let cluster: Result<Box<dyn ClusterSource>, CliError> = match (&args.objects, &args.kubeconfig)
-    {
+    let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
         (Some(path), _) => File::open(path)
             .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
             .and_then(|file| {
@@ -106,11 +105,11 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                 for line in loaded.ignored_lines() {
                     eprintln!("kserve-injector: --objects {}: {line}", path.display());
                 }
-                Box::new(loaded.data) as Box<dyn ClusterSource>
+                Box::new(loaded.data) as Box<dyn MutateSource>
             }),
         (None, Some(path)) => LiveCluster::connect(path, args.context.as_deref())
-            .map(|live| Box::new(live) as Box<dyn ClusterSource>),
-        (None, None) => Ok(Box::new(ClusterData::default())),
+            .map(|live| Box::new(live) as Box<dyn MutateSource>),
+        (None, None) => Ok(Box::new(ClusterSnapshot::default())),
     };
     let mut cluster = match cluster {
         Ok(cluster) => cluster,

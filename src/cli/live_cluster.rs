@@ -1,10 +1,10 @@
 //! `mutate --kubeconfig`: the cluster objects each pod needs, read from a
 //! live cluster with the server's lookups, uncached.
 
-use super::{CliError, ClusterSource};
-use crate::lookups::{resolve_client, ClusterLookups, Environment, Lookups, DEFAULT_GET_TIMEOUT};
+use super::{CliError, MutateSource};
+use crate::lookups::{resolve_client, KubeEnvironment, LookupMode, Lookups, DEFAULT_GET_TIMEOUT};
 use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::{ClusterData, Config};
+use kserve_injector_core::{ClusterSnapshot, Config};
 use std::path::Path;
 
 /// `mutate --kubeconfig`: the objects each pod needs, read from a live
@@ -22,12 +22,12 @@ impl LiveCluster {
             .enable_all()
             .build()
             .map_err(|e| failed(&e))?;
-        let environment = Environment {
+        let environment = KubeEnvironment {
             kubeconfig_flag: Some(kubeconfig.to_path_buf()),
-            ..Environment::default()
+            ..KubeEnvironment::default()
         };
         let client = runtime
-            .block_on(resolve_client(ClusterLookups::On, &environment, context))
+            .block_on(resolve_client(LookupMode::On, &environment, context))
             .map_err(|e| failed(&e))?
             .ok_or_else(|| failed(&"no cluster configuration"))?;
         let lookups = Lookups::uncached(client, DEFAULT_GET_TIMEOUT);
@@ -35,8 +35,8 @@ impl LiveCluster {
     }
 }
 
-impl ClusterSource for LiveCluster {
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String> {
+impl MutateSource for LiveCluster {
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String> {
         (self.runtime.block_on(self.lookups.snapshot(facts, config))).map_err(|e| e.to_string())
     }
 }

@@ -3,7 +3,7 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
-use crate::lookups::{ClusterLookups, Kind, OutsideNamespaces};
+use crate::lookups::{Kind, LookupMode, OutsideNamespaces};
 use crate::server::settings::{
     ConfigSettings, LimitSettings, ListenSettings, LogFormat, LoggingSettings, LookupSettings,
     ServeSettings, ShadowSettings, ShutdownSettings, TlsSettings,
@@ -273,7 +273,7 @@ pub struct LookupArgs {
     /// InferenceServices from the cluster (watch caches). auto: on when
     /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
     #[arg(long, value_enum, default_value = "auto")]
-    pub cluster_lookups: ClusterLookups,
+    pub cluster_lookups: LookupMode,
     /// Kubeconfig for the cluster lookups. Example: --kubeconfig ~/.kube/config
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,

@@ -2,7 +2,7 @@
 //! ClusterStorageContainers and InferenceServices (and of Secrets, when
 //! `--watch-kinds` names them), Secrets fetched when a pod needs them and
 //! kept for a TTL (`fetched`), and [`Lookups::snapshot`], which fills a
-//! [`ClusterData`] for exactly the keys
+//! [`ClusterSnapshot`] for exactly the keys
 //! [`kserve_injector_core::cluster::keys::needed_keys`] names.
 //!
 //! A key a synced cache holds costs no API call. A key it does not hold (an
@@ -22,17 +22,17 @@ mod reduce;
 mod source;
 
 pub use metrics::{KindMetrics, LookupMetrics};
-pub use mode::{resolve_client, ClusterLookups, ConfigSource, Environment, ModeError};
+pub use mode::{resolve_client, KubeConfigSource, KubeEnvironment, LookupMode, LookupModeError};
 pub use objects_file::{load_objects, load_objects_within, ObjectsFileError};
 pub use reduce::{inference_service_resource, storage_container_resource};
-pub use source::{ClusterObjects, ClusterObjectsError};
+pub use source::{SnapshotSource, SnapshotSourceError};
 
 use cache::Cache;
 use fetched::FetchCache;
 use k8s_openapi::api::core::v1 as api;
 use kserve_injector_core::cluster::keys::{needed_keys, ObjectKey};
 use kserve_injector_core::cluster::{
-    ClusterData, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
+    ClusterSnapshot, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
 };
 use kserve_injector_core::config::Config;
 use kserve_injector_core::pod_facts::PodFacts;
@@ -398,7 +398,7 @@ impl Lookups {
         client: Client,
         metrics: LookupMetrics,
         options: &LookupOptions,
-        data: ClusterData,
+        data: ClusterSnapshot,
     ) -> Self {
         let this = Self::unstarted(client, metrics, options);
         preload(&this.service_accounts, data.service_accounts);
@@ -476,14 +476,14 @@ impl Lookups {
     }
 
     /// The objects one pod's mutation may read: [`needed_keys`] iterated to
-    /// a fixed point (as [`ClusterData::restrict`] does over a snapshot),
+    /// a fixed point (as [`ClusterSnapshot::restrict`] does over a snapshot),
     /// each key from its cache or, on a miss, from one GET.
     pub async fn snapshot(
         &self,
         facts: &PodFacts,
         config: &Config,
-    ) -> Result<ClusterData, LookupError> {
-        let mut out = ClusterData::default();
+    ) -> Result<ClusterSnapshot, LookupError> {
+        let mut out = ClusterSnapshot::default();
         let mut seen = BTreeSet::new();
         loop {
             let mut progressed = false;
@@ -501,7 +501,7 @@ impl Lookups {
         }
     }
 
-    async fn fill(&self, key: &ObjectKey, out: &mut ClusterData) -> Result<(), LookupError> {
+    async fn fill(&self, key: &ObjectKey, out: &mut ClusterSnapshot) -> Result<(), LookupError> {
         match key {
             ObjectKey::ServiceAccount(r) => {
                 let kind = Kind::ServiceAccounts;
@@ -577,7 +577,7 @@ impl Lookups {
         found
     }
 
-    async fn fill_storage_containers(&self, out: &mut ClusterData) -> Result<(), LookupError> {
+    async fn fill_storage_containers(&self, out: &mut ClusterSnapshot) -> Result<(), LookupError> {
         let kind = Kind::StorageContainers;
         let m = self.metrics.kind(kind);
         let mut all: BTreeMap<String, Parsed<ClusterStorageContainer>> = BTreeMap::new();
@@ -655,7 +655,7 @@ pub async fn fetch_once(
     facts: &PodFacts,
     config: &Config,
     get_timeout: Duration,
-) -> Result<ClusterData, LookupError> {
+) -> Result<ClusterSnapshot, LookupError> {
     Lookups::uncached(client, get_timeout)
         .snapshot(facts, config)
         .await

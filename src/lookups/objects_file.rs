@@ -2,7 +2,7 @@
 //! ServiceAccounts, Secrets, ClusterStorageContainers and InferenceServices,
 //! as multi-document YAML/JSON or Lists, read with the core's reader.
 
-use kserve_injector_core::cluster::{ClusterData, LoadedObjects};
+use kserve_injector_core::cluster::{ClusterSnapshot, LoadedSnapshot};
 use kserve_injector_core::reader;
 use std::io::BufRead;
 
@@ -16,9 +16,9 @@ pub enum ObjectsFileError {
 }
 
 /// Loads a file of objects; documents of other kinds are counted in
-/// [`LoadedObjects::ignored`]. The whole input is kept, so the default
+/// [`LoadedSnapshot::ignored`]. The whole input is kept, so the default
 /// [`reader::Budget`]'s input limits bound it.
-pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedObjects, ObjectsFileError> {
+pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedSnapshot, ObjectsFileError> {
     load_objects_within(input, reader::Budget::default())
 }
 
@@ -26,10 +26,10 @@ pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedObjects, ObjectsFi
 pub fn load_objects_within(
     input: &mut impl BufRead,
     budget: reader::Budget,
-) -> Result<LoadedObjects, ObjectsFileError> {
+) -> Result<LoadedSnapshot, ObjectsFileError> {
     let mut docs = Vec::new();
     for doc in reader::documents_within(input, budget)? {
         docs.push(doc?);
     }
-    ClusterData::load(docs).map_err(|e| ObjectsFileError::Objects(e.to_string()))
+    ClusterSnapshot::load(docs).map_err(|e| ObjectsFileError::Objects(e.to_string()))
 }

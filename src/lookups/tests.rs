@@ -14,8 +14,8 @@ fn s3_pod(sa: &str) -> PodFacts {
     }
 }
 
-fn data() -> ClusterData {
-    let mut data = ClusterData::default();
+fn data() -> ClusterSnapshot {
+    let mut data = ClusterSnapshot::default();
     data.insert_service_account(ServiceAccount {
         namespace: "ns".into(),
         name: "sa".into(),
@@ -151,7 +151,7 @@ async fn a_fetched_secret_that_cannot_be_read_is_an_error_naming_it() {
         client,
         LookupMetrics::unregistered(),
         &LookupOptions::default(),
-        ClusterData::default(),
+        ClusterSnapshot::default(),
     );
     lookups.get_timeout = Duration::from_millis(200);
     let mut known = data();

@@ -10,7 +10,7 @@ use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Limits, RouterInputs};
 use super::serving_cert;
 use crate::config_file::{self, Snapshot};
-use crate::lookups::{ClusterObjects, Environment};
+use crate::lookups::{KubeEnvironment, SnapshotSource};
 use crate::reload::{Source, Trigger};
 use crate::server::settings::{ConfigSettings, ServeSettings};
 use arc_swap::ArcSwap;
@@ -209,9 +209,9 @@ impl Server {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
         let lookups = &args.lookups;
-        let environment = Environment::from_process(lookups.kubeconfig.clone());
+        let environment = KubeEnvironment::from_process(lookups.kubeconfig.clone());
         let options = lookups.options();
-        let objects = ClusterObjects::start(
+        let objects = SnapshotSource::start(
             lookups.objects.as_deref(),
             lookups.cluster_lookups,
             &environment,
@@ -221,7 +221,7 @@ impl Server {
             || metrics.register_lookups(),
         );
         let objects = objects.await?;
-        if let ClusterObjects::Live(lookups) = &objects {
+        if let SnapshotSource::Live(lookups) = &objects {
             let mode = args.inference_config.modelcar_mode;
             super::native_sidecar::check(lookups.client(), mode).await?;
         }

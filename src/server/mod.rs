@@ -22,7 +22,7 @@ pub mod settings;
 mod signals;
 mod tls;
 
-pub use crate::certs::CertError;
+pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};

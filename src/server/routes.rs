@@ -8,7 +8,7 @@
 
 use super::metrics::{unix_now, Metrics};
 use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::{ClusterObjects, OutsideNamespaces};
+use crate::lookups::{OutsideNamespaces, SnapshotSource};
 use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
@@ -100,7 +100,7 @@ pub struct RouterInputs {
     /// config reload.
     pub env: Arc<ArcSwap<Inputs>>,
     /// Where reviews get the cluster objects a pod needs.
-    pub objects: Arc<ClusterObjects>,
+    pub objects: Arc<SnapshotSource>,
     /// Recorded into by the webhook router, exposed by the admin router.
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
@@ -119,7 +119,7 @@ impl RouterInputs {
     pub fn new(env: Inputs, limits: Limits) -> Self {
         Self {
             env: Arc::new(ArcSwap::from_pointee(env)),
-            objects: Arc::new(ClusterObjects::Off),
+            objects: Arc::new(SnapshotSource::Off),
             metrics: Arc::new(Metrics::new()),
             limits,
             draining: CancellationToken::new(),
@@ -144,7 +144,7 @@ impl RouterInputs {
 /// What the webhook routes share.
 pub(crate) struct App {
     pub env: Arc<ArcSwap<Inputs>>,
-    pub objects: Arc<ClusterObjects>,
+    pub objects: Arc<SnapshotSource>,
     pub metrics: Arc<Metrics>,
     /// One permit per request body byte held in memory.
     pub body_budget: Arc<Semaphore>,
@@ -332,7 +332,7 @@ async fn mutate(
 async fn review(
     body: &[u8],
     env: &Inputs,
-    objects: &ClusterObjects,
+    objects: &SnapshotSource,
     mode: Mode,
 ) -> Result<Reviewed, admission::ReviewError> {
     // In shadow mode every answer below is an allowance, a denial included.

@@ -4,7 +4,7 @@
 
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
-    ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
+    Kind, LookupMode, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
 use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::release::Release;
@@ -71,7 +71,7 @@ pub struct ConfigSettings {
 /// Where the cluster objects an admission reads come from.
 #[derive(Debug, Clone)]
 pub struct LookupSettings {
-    pub cluster_lookups: ClusterLookups,
+    pub cluster_lookups: LookupMode,
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
     pub lookup_timeout: Duration,
@@ -138,7 +138,7 @@ impl ServeSettings {
     /// server useless rather than merely slow are refused there).
     pub fn validate(&self) -> Result<(), String> {
         let lookups = &self.lookups;
-        if lookups.objects.is_some() && lookups.cluster_lookups == ClusterLookups::On {
+        if lookups.objects.is_some() && lookups.cluster_lookups == LookupMode::On {
             return Err(
                 "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
             );

@@ -21,7 +21,7 @@
 
 use base64::Engine;
 use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::{admission, mutate, ClusterData, Config, Inputs, MutationError};
+use kserve_injector_core::{admission, mutate, ClusterSnapshot, Config, Inputs, MutationError};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
@@ -213,7 +213,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 impl Case {
-    fn cluster(&self) -> ClusterData {
+    fn cluster(&self) -> ClusterSnapshot {
         let mut docs = Vec::new();
         let mut seen = BTreeSet::new();
         for (ns, account, listed, irsa) in &self.accounts {
@@ -259,7 +259,7 @@ impl Case {
                 "metadata": {"name": "isvc", "namespace": NAMESPACES[self.namespace]},
                 "spec": {"predictor": {"logger": logger}}}));
         }
-        ClusterData::from_documents(docs).expect("generated objects load")
+        ClusterSnapshot::from_documents(docs).expect("generated objects load")
     }
 
     fn env(&self) -> Inputs {

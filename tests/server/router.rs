@@ -16,7 +16,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use kserve_injector::cli::ServeArgs;
 use kserve_injector::limits::MAX_BODY_BYTES;
-use kserve_injector::lookups::ClusterObjects;
+use kserve_injector::lookups::SnapshotSource;
 use kserve_injector::server::settings::ServeSettings;
 use kserve_injector::server::{Limits, RouterInputs};
 use kserve_injector_core::{Config, Inputs};
@@ -202,7 +202,7 @@ fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     if objects.is_file() {
         let file = std::fs::File::open(&objects)?;
         let loaded = kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))?;
-        inputs.objects = Arc::new(ClusterObjects::Static(loaded.data));
+        inputs.objects = Arc::new(SnapshotSource::Static(loaded.data));
     }
     Ok(inputs)
 }

@@ -14,7 +14,7 @@ use super::secret_kinds::{
     contribution, secret_key_ref, Contribution, DEFAULT_GCS_CREDENTIAL_FILE_NAME,
     DEFAULT_S3_ACCESS_KEY_ID_NAME, DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
 };
-use super::{Annotations, ClusterData};
+use super::{Annotations, ClusterSnapshot};
 use crate::config::CredentialConfig;
 use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
 
@@ -81,7 +81,7 @@ fn merge_env_values(env: &mut Vec<EnvVar>, overrides: Vec<EnvVar>) {
 /// for `logger-sa`), which the API server rejects as a duplicate mount path;
 /// an identical mount is added once here.
 pub(crate) fn add_service_account_credentials(
-    cluster: &ClusterData,
+    cluster: &ClusterSnapshot,
     config: &CredentialConfig,
     request: &CredentialRequest<'_>,
     target: &mut CredentialTarget,

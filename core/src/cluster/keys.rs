@@ -4,12 +4,12 @@
 //! InferenceService's logger), so [`needed_keys`] takes what is known so
 //! far and adapters iterate: fetch the keys, call again, until no new key
 //! appears (at most three rounds: InferenceService, ServiceAccounts,
-//! Secrets). [`ClusterData::restrict`] does exactly that over a snapshot.
+//! Secrets). [`ClusterSnapshot::restrict`] does exactly that over a snapshot.
 
 use super::credentials::{annotated_secret, DEFAULT_SERVICE_ACCOUNT};
 use super::logger::{effective_logger, logger_service_account};
 use super::storage_spec::storage_spec_secret_name;
-use super::{ClusterData, ObjectRef};
+use super::{ClusterSnapshot, ObjectRef};
 use crate::config::Config;
 use crate::constants::{
     AGENT_ANNOTATION, BATCHER_ANNOTATION, ISVC_LABEL, LOCAL_MODEL_LABEL, LOGGER_ANNOTATION,
@@ -43,7 +43,11 @@ pub enum ObjectKey {
 /// A ServiceAccount's credentials are: the ServiceAccount; once it is known,
 /// the Secret the pod's storage-secret annotation names (when the config
 /// designates one and the pod has it) or else every Secret it lists.
-pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTreeSet<ObjectKey> {
+pub fn needed_keys(
+    pod: &PodFacts,
+    config: &Config,
+    known: &ClusterSnapshot,
+) -> BTreeSet<ObjectKey> {
     let mut keys = BTreeSet::new();
     let Some(isvc_name) = pod.labels.get(ISVC_LABEL) else {
         return keys;
@@ -91,7 +95,7 @@ pub(crate) fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef 
 fn credential_keys(
     pod: &PodFacts,
     config: &Config,
-    known: &ClusterData,
+    known: &ClusterSnapshot,
     sa_name: &str,
     keys: &mut BTreeSet<ObjectKey>,
 ) {
@@ -115,9 +119,9 @@ fn credential_keys(
     }
 }
 
-impl ClusterData {
+impl ClusterSnapshot {
     /// Copies of the objects `key` names that this snapshot holds.
-    fn take(&self, key: &ObjectKey, into: &mut ClusterData) {
+    fn take(&self, key: &ObjectKey, into: &mut ClusterSnapshot) {
         match key {
             ObjectKey::ServiceAccount(r) => {
                 if let Some(o) = self.service_accounts.get(r) {
@@ -143,8 +147,8 @@ impl ClusterData {
     /// The part of this snapshot one pod's mutation may read: [`needed_keys`]
     /// iterated to a fixed point. Mutating with the result gives the same pod
     /// as mutating with the whole snapshot.
-    pub fn restrict(&self, pod: &PodFacts, config: &Config) -> ClusterData {
-        let mut out = ClusterData::default();
+    pub fn restrict(&self, pod: &PodFacts, config: &Config) -> ClusterSnapshot {
+        let mut out = ClusterSnapshot::default();
         let mut seen = BTreeSet::new();
         loop {
             let keys = needed_keys(pod, config, &out);

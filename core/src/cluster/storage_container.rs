@@ -3,7 +3,7 @@
 //! injecting a renamed init container twice (KServe #3900).
 
 use super::objects::{ClusterStorageContainer, UriFormat, INIT_CONTAINER_WORKLOAD};
-use super::ClusterData;
+use super::ClusterSnapshot;
 use crate::constants::{
     DEFAULT_MODEL_LOCAL_MOUNT_PATH, PROVISION_LOCATION_VOLUME, STORAGE_INITIALIZER_CONTAINER,
 };
@@ -62,7 +62,7 @@ impl ClusterStorageContainer {
 /// the URI. Without: the first CSC by name that is enabled, of workload type
 /// `initContainer`, and supports the URI; `None` if there is none.
 pub fn select<'a>(
-    cluster: &'a ClusterData,
+    cluster: &'a ClusterSnapshot,
     uri: &str,
     explicit: Option<&str>,
 ) -> Result<Option<&'a ClusterStorageContainer>, StorageContainerError> {

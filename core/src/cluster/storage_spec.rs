@@ -5,7 +5,7 @@
 use super::credentials::annotated_secret;
 use super::s3::literal;
 use super::secret_kinds::secret_key_ref;
-use super::{Annotations, ClusterData};
+use super::{Annotations, ClusterSnapshot};
 use crate::config::CredentialConfig;
 use crate::constants::{
     AWS_CA_BUNDLE_CONFIGMAP_ENV, DEFAULT_STORAGE_SPEC_SECRET, STORAGE_CONFIG_ENV,
@@ -92,7 +92,7 @@ pub(crate) fn storage_spec_secret_name<'a>(
 /// `STORAGE_OVERRIDE_CONFIG` (the parameters as Go's sorted JSON). The env
 /// is left untouched when an error is returned.
 pub(crate) fn add_storage_spec_credentials(
-    cluster: &ClusterData,
+    cluster: &ClusterSnapshot,
     config: &CredentialConfig,
     namespace: &str,
     annotations: &dyn Annotations,

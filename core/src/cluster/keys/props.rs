@@ -88,8 +88,8 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
-fn build(case: &Case) -> (ClusterData, PodFacts, Config) {
-    let mut all = ClusterData::default();
+fn build(case: &Case) -> (ClusterSnapshot, PodFacts, Config) {
+    let mut all = ClusterSnapshot::default();
     for (ns, name, secrets, irsa) in &case.accounts {
         let mut annotations = BTreeMap::new();
         if *irsa {
@@ -124,7 +124,7 @@ fn build(case: &Case) -> (ClusterData, PodFacts, Config) {
     let csc = json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
         "metadata": {"name": "default"},
         "spec": {"container": {"name": "storage-initializer"}, "supportedUriFormats": [{"prefix": "gs://"}]}});
-    all.storage_containers = ClusterData::from_documents(vec![csc])
+    all.storage_containers = ClusterSnapshot::from_documents(vec![csc])
         .unwrap()
         .storage_containers;
 
@@ -170,7 +170,7 @@ fn build(case: &Case) -> (ClusterData, PodFacts, Config) {
 }
 
 fn credentials(
-    data: &ClusterData,
+    data: &ClusterSnapshot,
     pod: &PodFacts,
     config: &Config,
     sa: &str,
@@ -188,7 +188,7 @@ fn credentials(
 }
 
 /// Every lookup the injectors make for this pod, on `data`.
-fn lookups(data: &ClusterData, pod: &PodFacts, config: &Config) -> Vec<String> {
+fn lookups(data: &ClusterSnapshot, pod: &PodFacts, config: &Config) -> Vec<String> {
     let ann = |k: &str| pod.annotations.get(k).map(String::as_str);
     let mut out = Vec::new();
     if let Some(uri) = ann(SOURCE_URI_ANNOTATION) {
