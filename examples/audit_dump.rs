@@ -172,7 +172,7 @@ fn run(o: &Options) -> Result<(), String> {
         yaml: o.yaml,
         first: true,
     };
-    let env = Inputs::new(Config::default());
+    let inputs = Inputs::new(Config::default());
     if !o.yaml {
         out.w
             .write_all(b"{\"apiVersion\":\"v1\",\"items\":[\n")
@@ -202,7 +202,7 @@ fn run(o: &Options) -> Result<(), String> {
         out.put(&json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": meta(&namespace, &rs, Some(("Deployment", &deploy)), &labels),
             "spec": {"replicas": o.per_rs, "template": t}}))?;
-        let mutated = mutate_template(&t, &namespace, &env)
+        let mutated = mutate_template(&t, &namespace, &inputs)
             .map_err(|e| e.to_string())?
             .pod;
         for p in 0..o.per_rs.min(o.pods - pod_index) {
@@ -222,7 +222,7 @@ fn run(o: &Options) -> Result<(), String> {
     }
     for i in 0..o.orphans {
         let t = template("orphan", "0");
-        let mutated = mutate_template(&t, "models-0", &env)
+        let mutated = mutate_template(&t, "models-0", &inputs)
             .map_err(|e| e.to_string())?
             .pod;
         let name = format!("orphan-{i}");

@@ -38,14 +38,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let env = Inputs::default();
+    let inputs = Inputs::default();
     let start = Instant::now();
     let mut bytes = 0;
     for _ in 0..iterations {
         bytes += if pass {
             usize::from(serde_json::from_slice::<IgnoredAny>(black_box(&body)).is_ok())
         } else {
-            match review(black_box(&body), &env) {
+            match review(black_box(&body), &inputs) {
                 Ok(reviewed) => reviewed.body.len(),
                 Err(e) => {
                     eprintln!("{name}: {e}");

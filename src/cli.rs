@@ -43,15 +43,15 @@ impl MutateSource for ClusterSnapshot {
 fn env_for(
     pod: &Value,
     namespace: &str,
-    env: &Inputs,
+    inputs: &Inputs,
     cluster: &mut dyn MutateSource,
     label: &str,
 ) -> Result<Inputs, CliError> {
-    let facts = PodFacts::from_pod_value(pod, namespace, &env.config);
+    let facts = PodFacts::from_pod_value(pod, namespace, &inputs.config);
     let objects = cluster
-        .snapshot(&facts, &env.config)
+        .snapshot(&facts, &inputs.config)
         .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
-    Ok(env.with_cluster(objects))
+    Ok(inputs.with_cluster(objects))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -151,7 +151,7 @@ fn mutate_object(
     doc: &Value,
     label: &str,
     namespace: Option<&str>,
-    env: &Inputs,
+    inputs: &Inputs,
     cluster: &mut dyn MutateSource,
 ) -> Result<Processed, CliError> {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
@@ -163,7 +163,7 @@ fn mutate_object(
         MutationError::Inject(e) => CliError::Denied(e.message),
     };
     if kind == "Pod" {
-        let env = env_for(doc, ns, env, cluster, label)?;
+        let env = env_for(doc, ns, inputs, cluster, label)?;
         let m = mutate(doc, ns, &env).map_err(fail)?;
         log_unsupported(label, &m.unsupported);
         return Ok(Processed::Object {
@@ -179,7 +179,7 @@ fn mutate_object(
     let template = doc
         .pointer(pointer)
         .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
-    let env = env_for(template, ns, env, cluster, label)?;
+    let env = env_for(template, ns, inputs, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
     log_unsupported(label, &m.unsupported);
     // The template's operations, moved under it: the output is the input
@@ -198,7 +198,7 @@ fn process(
     doc: &Value,
     index: usize,
     namespace: Option<&str>,
-    env: &Inputs,
+    inputs: &Inputs,
     cluster: &mut dyn MutateSource,
 ) -> Result<Processed, CliError> {
     let label = describe(doc, index);
@@ -208,7 +208,7 @@ fn process(
                 serde_json::to_vec(doc).map_err(|e| CliError::Input(format!("{label}: {e}")))?;
             let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
             let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
-            let env = env_for(pod, ns.unwrap_or_default(), env, cluster, &label)?;
+            let env = env_for(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
             let reviewed = admission::review(&body, &env)
                 .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
             let response = serde_json::from_slice(&reviewed.body)
@@ -227,7 +227,7 @@ fn process(
                 let Processed::Object {
                     object,
                     patch: item_patch,
-                } = mutate_object(item, &item_label, namespace, env, cluster)?
+                } = mutate_object(item, &item_label, namespace, inputs, cluster)?
                 else {
                     return Err(CliError::Input(format!(
                         "{item_label}: an AdmissionReview cannot be a List item"
@@ -239,7 +239,7 @@ fn process(
             }
             Ok(Processed::Object { object: out, patch })
         }
-        _ => mutate_object(doc, &label, namespace, env, cluster),
+        _ => mutate_object(doc, &label, namespace, inputs, cluster),
     }
 }
 
@@ -249,11 +249,11 @@ pub fn mutate_stream(
     out: &mut impl Write,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Inputs,
+    inputs: &Inputs,
     cluster: &mut dyn MutateSource,
 ) -> Result<(), CliError> {
     let budget = reader::Budget::default();
-    mutate_stream_within(input, out, format, namespace, env, cluster, budget)
+    mutate_stream_within(input, out, format, namespace, inputs, cluster, budget)
 }
 
 /// Runs `mutate` over every document of `input`, one document at a time,
@@ -268,14 +268,14 @@ pub fn mutate_stream_within(
     out: &mut impl Write,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Inputs,
+    inputs: &Inputs,
     cluster: &mut dyn MutateSource,
     budget: reader::Budget,
 ) -> Result<(), CliError> {
     let mut index = 0;
     for doc in reader::documents_within(input, budget).map_err(read_error)? {
         let doc = doc.map_err(read_error)?;
-        let processed = process(&doc, index, namespace, env, cluster)?;
+        let processed = process(&doc, index, namespace, inputs, cluster)?;
         let label = describe(&doc, index);
         drop(doc);
         if index > 0 && format == OutputFormat::Yaml {
@@ -318,16 +318,16 @@ pub fn run_mutate(
     text: &str,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<String, CliError> {
     let mut out = Vec::new();
-    let mut cluster = env.cluster.clone();
+    let mut cluster = inputs.cluster.clone();
     mutate_stream(
         &mut text.as_bytes(),
         &mut out,
         format,
         namespace,
-        env,
+        inputs,
         &mut cluster,
     )?;
     String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))

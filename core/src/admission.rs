@@ -287,13 +287,13 @@ impl<'a> Answer<'a> {
 
 /// Answers one AdmissionReview request body, with the cluster objects in
 /// `env.cluster`.
-pub fn review(body: &[u8], env: &Inputs) -> Result<Reviewed, ReviewError> {
-    prepare(body)?.answer(env)
+pub fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body)?.answer(inputs)
 }
 
 /// [`review`], answering as `mode` says.
-pub fn review_in(body: &[u8], env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
-    prepare_in(body, mode)?.answer(env)
+pub fn review_in(body: &[u8], inputs: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
+    prepare_in(body, mode)?.answer(inputs)
 }
 
 /// A request decoded in one pass and not yet answered. Between
@@ -413,11 +413,11 @@ impl Prepared<'_> {
 
     /// Answers with the injectors' edits, or a denial; in shadow mode
     /// allowed, without either.
-    pub fn answer(self, env: &Inputs) -> Result<Reviewed, ReviewError> {
+    pub fn answer(self, inputs: &Inputs) -> Result<Reviewed, ReviewError> {
         let result = match self.pod {
             Some(pod) if self.applies => Some(
                 pod.map_err(MutationError::from)
-                    .and_then(|pod| Ok(edit(pod, self.namespace.as_str(), true, env)?)),
+                    .and_then(|pod| Ok(edit(pod, self.namespace.as_str(), true, inputs)?)),
             ),
             _ => None,
         };
@@ -469,9 +469,9 @@ impl Prepared<'_> {
     }
 
     /// Answers as `mode` says, whatever mode the request was prepared in.
-    pub fn answer_in(mut self, env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
+    pub fn answer_in(mut self, inputs: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
         self.mode = mode;
-        self.answer(env)
+        self.answer(inputs)
     }
 
     /// Denies the request (HTTP 200, `allowed: false`, code 500): a cluster

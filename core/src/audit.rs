@@ -179,17 +179,17 @@ impl Inventory {
 
     /// Audits every pod: `env` carries the config and the controller's
     /// namespace; the cluster objects each pod needs come from the inventory.
-    pub fn audit(&self, env: &Inputs, rules: &Rules) -> Report {
+    pub fn audit(&self, inputs: &Inputs, rules: &Rules) -> Report {
         let mut order: Vec<&AuditPod> = self.pods.iter().collect();
         order.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         let rows = order
             .into_iter()
-            .map(|pod| self.audit_pod(pod, env, rules))
+            .map(|pod| self.audit_pod(pod, inputs, rules))
             .collect();
         Report::new(rows)
     }
 
-    fn audit_pod(&self, pod: &AuditPod, env: &Inputs, rules: &Rules) -> Row {
+    fn audit_pod(&self, pod: &AuditPod, inputs: &Inputs, rules: &Rules) -> Row {
         let mut row = Row::new(&pod.namespace, &pod.name);
         let skip = |mut row: Row, reason: String| {
             row.status = Status::Skipped;
@@ -227,8 +227,8 @@ impl Inventory {
             (Ok(t), Ok(g)) => (t, g),
             (Err(e), _) | (_, Err(e)) => return skip(row, format!("unreadable: {e}")),
         };
-        let facts = PodFacts::from_pod_value(&template, &pod.namespace, &env.config);
-        let env = env.with_cluster(self.objects.data.restrict(&facts, &env.config));
+        let facts = PodFacts::from_pod_value(&template, &pod.namespace, &inputs.config);
+        let env = inputs.with_cluster(self.objects.data.restrict(&facts, &inputs.config));
         match mutate_template(&template, &pod.namespace, &env) {
             Ok(m) => row.differences = compare::compare(&m.pod, &got, rules),
             Err(MutationError::Inject(e)) => {

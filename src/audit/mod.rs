@@ -85,14 +85,14 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
             .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };
-    let mut env = Inputs::new(config);
-    env.controller_namespace = args.controller_namespace.clone();
-    env.modelcar_mode = args.modelcar_mode;
-    env.security_profile = args.security_profile;
-    env.model_volume = settings.model_volume;
+    let mut inputs = Inputs::new(config);
+    inputs.controller_namespace = args.controller_namespace.clone();
+    inputs.modelcar_mode = args.modelcar_mode;
+    inputs.security_profile = args.security_profile;
+    inputs.model_volume = settings.model_volume;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
-    let mut report = inventory.audit(&env, &rules);
+    let mut report = inventory.audit(&inputs, &rules);
     if let Some(ns) = args.namespace.as_deref().filter(|_| args.objects.is_some()) {
         report = Report::new(
             report

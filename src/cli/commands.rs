@@ -115,10 +115,10 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         Ok(cluster) => cluster,
         Err(e) => return fail(&e),
     };
-    let mut env = Inputs::new(config);
-    env.modelcar_mode = args.modelcar_mode;
-    env.security_profile = args.security_profile;
-    env.model_volume = settings.model_volume;
+    let mut inputs = Inputs::new(config);
+    inputs.modelcar_mode = args.modelcar_mode;
+    inputs.security_profile = args.security_profile;
+    inputs.model_volume = settings.model_volume;
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
@@ -127,7 +127,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                 let mut input = BufReader::new(file);
                 let cluster = &mut *cluster;
                 mutate_stream_within(
-                    &mut input, &mut out, format, namespace, &env, cluster, budget,
+                    &mut input, &mut out, format, namespace, &inputs, cluster, budget,
                 )
             }
             Err(e) => Err(CliError::Input(format!(
@@ -140,7 +140,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             &mut out,
             format,
             namespace,
-            &env,
+            &inputs,
             &mut *cluster,
             budget,
         ),

@@ -366,10 +366,10 @@ impl Case {
         } else {
             String::new()
         };
-        let mut env = Inputs::new(config);
-        env.controller_namespace = CONTROLLER_NAMESPACE.into();
-        env.cluster = ClusterSnapshot::from_documents(docs).expect("generated objects load");
-        env
+        let mut inputs = Inputs::new(config);
+        inputs.controller_namespace = CONTROLLER_NAMESPACE.into();
+        inputs.cluster = ClusterSnapshot::from_documents(docs).expect("generated objects load");
+        inputs
     }
 
     fn pod(&self) -> Value {

@@ -272,9 +272,9 @@ impl Case {
                 ..Default::default()
             });
         }
-        let mut env = Inputs::new(config);
-        env.cluster = self.cluster();
-        env
+        let mut inputs = Inputs::new(config);
+        inputs.cluster = self.cluster();
+        inputs
     }
 
     fn pod(&self) -> Value {
@@ -411,7 +411,7 @@ fn no_duplicates(pod: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn via_review(pod: &Value, namespace: &str, env: &Inputs) -> Result<Value, String> {
+fn via_review(pod: &Value, namespace: &str, inputs: &Inputs) -> Result<Value, String> {
     let body = serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -419,7 +419,7 @@ fn via_review(pod: &Value, namespace: &str, env: &Inputs) -> Result<Value, Strin
                     "namespace": namespace, "operation": "CREATE", "userInfo": {},
                     "object": pod}}))
     .map_err(|e| e.to_string())?;
-    let reviewed = admission::review(&body, env).map_err(|e| e.to_string())?;
+    let reviewed = admission::review(&body, inputs).map_err(|e| e.to_string())?;
     let response: Value = serde_json::from_slice(&reviewed.body).map_err(|e| e.to_string())?;
     if response["response"]["allowed"] != true {
         return Err(response["response"]["status"]["message"]

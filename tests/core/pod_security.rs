@@ -222,18 +222,18 @@ fn goldens() -> Vec<Golden> {
             let config =
                 config_file::load_config(optional("config.yaml").as_deref(), &settings, None)
                     .expect("config");
-            let mut env = Inputs::new(config);
-            env.model_volume = settings.model_volume;
+            let mut inputs = Inputs::new(config);
+            inputs.model_volume = settings.model_volume;
             if let Some(path) = optional("cluster.yaml") {
                 let file = std::fs::File::open(&path).expect("cluster.yaml");
-                env.cluster =
+                inputs.cluster =
                     kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))
                         .expect("objects")
                         .data;
             }
             let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
             if args.contains("native-sidecar") {
-                env.modelcar_mode = ModelcarMode::NativeSidecar;
+                inputs.modelcar_mode = ModelcarMode::NativeSidecar;
             }
             Golden {
                 name: dir
@@ -242,7 +242,7 @@ fn goldens() -> Vec<Golden> {
                     .to_string_lossy()
                     .into_owned(),
                 input: read_doc(&dir.join("input.yaml")),
-                env,
+                env: inputs,
             }
         })
         .collect()

@@ -252,10 +252,10 @@ fn body(case: &Case, seeds: &[Value], tokens: &[String]) -> Vec<u8> {
 }
 
 fn check(case: &Case, seeds: &[Value], tokens: &[String]) -> Result<(), String> {
-    let env = Inputs::default();
+    let inputs = Inputs::default();
     let body = body(case, seeds, tokens);
-    let shadow = review_in(&body, &env, Mode::Shadow { warnings: true });
-    let normal = review_in(&body, &env, Mode::Mutate);
+    let shadow = review_in(&body, &inputs, Mode::Shadow { warnings: true });
+    let normal = review_in(&body, &inputs, Mode::Mutate);
     let shown = || String::from_utf8_lossy(&body[..body.len().min(600)]).into_owned();
     if shadow.is_ok() != normal.is_ok() {
         return Err(format!(

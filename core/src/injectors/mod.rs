@@ -62,17 +62,17 @@ fn always(_: &Inputs) -> bool {
 }
 
 /// Modelcar is registered only when an OCI mode is configured, as in KServe.
-fn oci_mode_configured(env: &Inputs) -> bool {
-    !env.config.storage_initializer.oci_mode().is_empty()
+fn oci_mode_configured(inputs: &Inputs) -> bool {
+    !inputs.config.storage_initializer.oci_mode().is_empty()
 }
 
 /// The Istio CNI step runs before a fetch-mode initializer exists, so
 /// KServe sets its UID only on a reinvocation; running the Istio CNI
 /// injector again after the modelcar reaches that state in one pass (it is
 /// idempotent, and a no-op unless a storage initializer is present).
-pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
-    modelcar::inject(pod, env)?;
-    istio_cni::inject(pod, env)
+pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
+    modelcar::inject(pod, inputs)?;
+    istio_cni::inject(pod, inputs)
 }
 
 /// The pipeline for one kind of pod document. Generic rather than a table of
@@ -123,9 +123,9 @@ pub(crate) const PIPELINE: [Step<WorkingSet<'static>>;
 
 pub fn run_all<P: PodEdit>(
     pod: &mut P,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
-    let runs = run_steps(pod, env)?;
+    let runs = run_steps(pod, inputs)?;
     Ok(runs.into_iter().map(|r| (r.name, r.outcome)).collect())
 }
 
@@ -141,13 +141,13 @@ pub(crate) struct StepRun {
 /// [`run_all`], with where each step's changes end.
 pub(crate) fn run_steps<P: PodEdit>(
     pod: &mut P,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<Vec<StepRun>, InjectError> {
     let steps = Pipeline::<P>::STEPS;
     let mut runs = Vec::with_capacity(steps.len());
-    for step in steps.iter().filter(|s| (s.enabled)(env)) {
+    for step in steps.iter().filter(|s| (s.enabled)(inputs)) {
         let before = pod.changes();
-        (step.run)(pod, env)?;
+        (step.run)(pod, inputs)?;
         let changes_after = pod.changes();
         let outcome = if changes_after > before {
             InjectorOutcome::Injected

@@ -18,11 +18,11 @@ use k8s_openapi::api::core::v1::{Capabilities, Container, SeccompProfile, Securi
 /// is neither spelling is denied.
 pub(crate) fn choose(
     pod: &impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     injector: &'static str,
 ) -> Result<SecurityProfile, InjectError> {
     match pod.annotation(SECURITY_PROFILE_ANNOTATION) {
-        None => Ok(env.security_profile),
+        None => Ok(inputs.security_profile),
         Some(text) => text
             .parse()
             .map_err(|e: crate::inputs::UnknownSecurityProfile| {
@@ -43,14 +43,14 @@ pub(crate) fn choose(
 /// UID to share the pod is denied.
 pub(crate) fn modelcar_identity(
     pod: &mut impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     injector: &'static str,
 ) -> Result<(i64, Option<i64>), InjectError> {
     let server = pod.container(List::Containers, KSERVE_CONTAINER);
     let sc = server.as_ref().and_then(|c| c.security_context.as_ref());
     let group = sc.and_then(|s| s.run_as_group);
     let uid =
-        (env.config.storage_initializer.uid_modelcar).or_else(|| sc.and_then(|s| s.run_as_user));
+        (inputs.config.storage_initializer.uid_modelcar).or_else(|| sc.and_then(|s| s.run_as_user));
     let uid = uid.ok_or_else(|| {
         InjectError::new(
             injector,

@@ -36,7 +36,7 @@ fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
 }
 
-pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -51,7 +51,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         let local_source = pod
             .annotation(LOCAL_MODEL_SOURCE_URI_ANNOTATION)
             .unwrap_or_default();
-        src = if env.config.release.local_model_by_hash() {
+        src = if inputs.config.release.local_model_by_hash() {
             local_model_uri(&src, local_source, pvc)
         } else {
             let cache = pod.label(LOCAL_MODEL_LABEL).unwrap_or_default();
@@ -60,19 +60,19 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     }
     let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
     let overrides = InitResources::from_pod(pod, NAME)?;
-    let profile = security_profile::choose(pod, env, NAME)?;
+    let profile = security_profile::choose(pod, inputs, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     // KServe looks the ClusterStorageContainer up before any skip, so its
     // errors deny even a pod that then gets no storage-initializer.
     let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
-        .filter(|_| env.config.release.explicit_storage_container());
-    let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
+        .filter(|_| inputs.config.release.explicit_storage_container());
+    let csc = select(&inputs.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
     // The model puller (agent) downloads models itself.
     if pod.annotation(AGENT_ANNOTATION).is_some() {
         return Ok(());
     }
-    if let Some(oci) = parse_oci_in(&src, env.config.release) {
-        if !oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()).is_empty() {
+    if let Some(oci) = parse_oci_in(&src, inputs.config.release) {
+        if !oci_effective_mode(&oci, inputs.config.storage_initializer.oci_mode()).is_empty() {
             return Ok(());
         }
     }
@@ -94,11 +94,11 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
                 overrides: &overrides,
                 profile,
             };
-            let (init, credential_volumes) = plan.build(pod, env)?;
+            let (init, credential_volumes) = plan.build(pod, inputs)?;
             pod.ensure_container(List::InitContainers, init);
             // The configured source, else KServe's emptyDir; a pod that
             // already has a volume of this name keeps its own.
-            let model_volume = (env.model_volume.clone())
+            let model_volume = (inputs.model_volume.clone())
                 .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
             let mut volumes = vec![model_volume];
             volumes.extend(credential_volumes);
@@ -174,7 +174,7 @@ impl InitPlan<'_> {
     fn build(
         &self,
         pod: &impl PodEdit,
-        env: &Inputs,
+        inputs: &Inputs,
     ) -> Result<(Container, Vec<Volume>), InjectError> {
         let mut args = vec![
             self.src.to_string(),
@@ -184,10 +184,10 @@ impl InitPlan<'_> {
             volume_mounts: vec![model_mount(PROVISION_LOCATION_VOLUME)],
             ..CredentialTarget::default()
         };
-        let config = &env.config.credentials;
+        let config = &inputs.config.credentials;
         match self.storage_spec {
             Some(spec) => add_storage_spec_credentials(
-                &env.cluster,
+                &inputs.cluster,
                 config,
                 pod.namespace(),
                 pod,
@@ -201,18 +201,23 @@ impl InitPlan<'_> {
                     namespace: pod.namespace(),
                     service_account_name: pod.service_account_name(),
                     pod_annotations: pod,
-                    release: env.config.release,
+                    release: inputs.config.release,
                 };
-                add_service_account_credentials(&env.cluster, config, &request, &mut credentials)
-                    .map_err(|e| error(e.to_string()))?;
+                add_service_account_credentials(
+                    &inputs.cluster,
+                    config,
+                    &request,
+                    &mut credentials,
+                )
+                .map_err(|e| error(e.to_string()))?;
             }
         }
-        let ca_bundle = ca_bundle::plan(env, pod.namespace(), &credentials.env, true);
+        let ca_bundle = ca_bundle::plan(inputs, pod.namespace(), &credentials.env, true);
         let built = Container {
             name: STORAGE_INITIALIZER_CONTAINER.to_string(),
-            image: Some(initializer_image(env)),
+            image: Some(initializer_image(inputs)),
             args: Some(args),
-            resources: Some(resources(&env.config.storage_initializer.resources)),
+            resources: Some(resources(&inputs.config.storage_initializer.resources)),
             termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
             volume_mounts: Some(credentials.volume_mounts),
             env: (!credentials.env.is_empty()).then_some(credentials.env),
@@ -241,7 +246,7 @@ impl InitPlan<'_> {
         for (name, value) in HF_DEFAULT_ENV {
             push_env_if_absent(&mut vars, env_var(name, value));
         }
-        if env.config.release.confidential_env() {
+        if inputs.config.release.confidential_env() {
             apply_confidential(pod, &mut vars);
         }
         container.env = (!vars.is_empty()).then_some(vars);

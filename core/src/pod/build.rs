@@ -62,8 +62,8 @@ pub(crate) fn empty_dir_volume(name: &str) -> Volume {
 }
 
 /// The storage-initializer image: configured, else KServe's default.
-pub(crate) fn initializer_image(env: &Inputs) -> String {
-    let image = &env.config.storage_initializer.image;
+pub(crate) fn initializer_image(inputs: &Inputs) -> String {
+    let image = &inputs.config.storage_initializer.image;
     if image.is_empty() {
         DEFAULT_STORAGE_INITIALIZER_IMAGE.to_string()
     } else {
