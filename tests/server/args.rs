@@ -3,9 +3,7 @@
 
 use kserve_injector::cli::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
 use kserve_injector::server::settings::ServeSettings;
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -95,100 +93,6 @@ fn the_default_connection_cap_is_three_quarters_of_the_open_file_limit() {
         Err(_) => 4096, // "unlimited"
     };
     assert_eq!(cap, want, "soft limit {soft}");
-}
-
-/// The `--name` at the start of `text` (clap's flag column), if any.
-fn leading_flag(text: &str) -> Option<String> {
-    let rest = text.strip_prefix("--")?;
-    let name: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect();
-    let starts_well = name.starts_with(|c: char| c.is_ascii_alphanumeric());
-    starts_well.then(|| format!("--{name}"))
-}
-
-/// Every flag `serve --help` defines (the flag column, not the flags its
-/// descriptions mention), without clap's own `--help`.
-fn help_flags() -> BTreeSet<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
-        .args(["serve", "--help"])
-        .env_clear()
-        .output()
-        .expect("run kserve-injector serve --help");
-    assert!(out.status.success(), "serve --help: {out:?}");
-    let help = String::from_utf8(out.stdout).expect("help is UTF-8");
-    let flags: BTreeSet<String> = help
-        .lines()
-        .filter(|line| line.starts_with("  "))
-        .filter_map(|line| {
-            let line = line.trim_start();
-            // "-h, --help": a short flag first.
-            let line = match line.split_once(", ") {
-                Some((short, long)) if short.len() == 2 && short.starts_with('-') => long,
-                _ => line,
-            };
-            leading_flag(line)
-        })
-        .filter(|flag| flag != "--help")
-        .collect();
-    assert!(flags.len() > 20, "too few flags found in:\n{help}");
-    flags
-}
-
-/// Every flag in the first column of docs/operations.md's table of `serve`
-/// flags (the table after the "### Flags of `serve`" heading).
-fn documented_flags() -> BTreeSet<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
-    let docs = std::fs::read_to_string(&path).expect("read docs/operations.md");
-    let section = docs
-        .split_once("### Flags of `serve`")
-        .map(|(_, after)| after)
-        .expect("docs/operations.md has a \"### Flags of `serve`\" section");
-    let flags: BTreeSet<String> = section
-        .lines()
-        .skip_while(|line| !line.starts_with('|'))
-        .take_while(|line| line.starts_with('|'))
-        .filter_map(|row| row.split('|').nth(1))
-        .filter_map(|cell| leading_flag(cell.trim().trim_matches('`')))
-        .collect();
-    assert!(
-        !flags.is_empty(),
-        "no flags in the table of {}",
-        path.display()
-    );
-    flags
-}
-
-#[test]
-fn docs_flag_table_matches_serve_help() {
-    let (help, docs) = (help_flags(), documented_flags());
-    let missing: Vec<_> = help.difference(&docs).collect();
-    let extra: Vec<_> = docs.difference(&help).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "docs/operations.md's table of serve flags disagrees with `serve --help`:\n\
-         missing from the table (add a row): {missing:?}\n\
-         in the table but not in --help (remove the row): {extra:?}"
-    );
-}
-
-#[test]
-fn flag_table_parsers_read_flag_columns_only() {
-    assert_eq!(
-        leading_flag("--max-connections <MAX_CONNECTIONS>").as_deref(),
-        Some("--max-connections")
-    );
-    assert_eq!(
-        leading_flag("--cert-watch [<CERT_WATCH>]").as_deref(),
-        Some("--cert-watch")
-    );
-    assert_eq!(
-        leading_flag("Bound on one GET; keep it below --request-timeout"),
-        None
-    );
-    assert_eq!(leading_flag("[env: KSERVE_INJECTOR_LOG=]"), None);
-    assert_eq!(leading_flag("---"), None);
 }
 
 #[test]
