@@ -1,5 +1,5 @@
 //! `admission::review` in a loop over one of `benches/inputs/`, for
-//! instruction counts, which unlike wall time do not swing with a shared
+//! instruction counts, which unlike wall time do not swing with the
 //! machine's load:
 //!
 //! ```text

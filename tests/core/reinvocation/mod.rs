@@ -20,8 +20,8 @@
 //!   "already injected" guards do), keeps (a), (b), (d), (e), and the pass
 //!   after it is empty.
 //! * every pass of the properties above is also held against (g) the
-//!   oracle: the pipeline as it was before the borrowed view, i.e. the whole
-//!   pod cloned into a JSON tree, the injectors run on it, and its tree
+//!   oracle: an independent editor of the whole pod: the pod cloned into a
+//!   JSON tree, the injectors run on it, and its tree
 //!   compared: `mutate`'s pod (the input plus the recorded patch) must be
 //!   exactly the oracle's, or both must refuse with the same message.
 //! * `restricted_profile_passes_the_checker` (`restricted.rs`): under
