@@ -1,5 +1,8 @@
 use super::*;
+use kserve_injector_core::cluster::keys::ObjectKey;
+use kserve_injector_core::config::Config;
 use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::pod_facts::PodFacts;
 
 fn s3_pod(sa: &str) -> PodFacts {
     PodFacts {
