@@ -297,7 +297,7 @@ pub fn review_in(body: &[u8], inputs: &Inputs, mode: Mode) -> Result<Reviewed, R
 }
 
 /// A request decoded in one pass and not yet answered. Between
-/// [`prepare`] and [`Prepared::answer`] an adapter may fetch the cluster
+/// `prepare` and [`Prepared::answer`] an adapter may fetch the cluster
 /// objects the pod needs ([`Prepared::lookup_facts`]); the core stays pure.
 pub struct Prepared<'a> {
     api_version: Str<'a>,
@@ -317,7 +317,7 @@ pub(crate) fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
     prepare_in(body, Mode::Mutate)
 }
 
-/// [`prepare`], for an answer in `mode`: every answer of a shadow-mode
+/// `prepare`, for an answer in `mode`: every answer of a shadow-mode
 /// request, a denial included, is `allowed` without a patch. Only a body
 /// that is not an AdmissionReview (not JSON, another kind, no request) is
 /// an error in both modes: it cannot be answered, having no uid to answer.

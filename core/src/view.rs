@@ -7,7 +7,7 @@
 //!
 //! Validation rule: a wrong type in a field listed here is an error naming
 //! its path; a field nobody reads is not checked (the API server decoded the
-//! pod before admission). Lists and maps are capped at [`MAX_ENTRIES`]
+//! pod before admission). Lists and maps are capped at `MAX_ENTRIES`
 //! entries, far above any real pod, so that a hostile body cannot make the
 //! view grow beyond a small multiple of the body.
 //!
@@ -81,7 +81,7 @@ fn too_many<E: de::Error>() -> E {
     ))
 }
 
-/// A list of at most [`MAX_ENTRIES`] entries.
+/// A list of at most `MAX_ENTRIES` entries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capped<T>(pub Vec<T>);
 
@@ -130,7 +130,7 @@ impl<T: Serialize> Serialize for Capped<T> {
 }
 
 /// A string-to-string map (labels, annotations, node selector, limits) of at
-/// most [`MAX_ENTRIES`] entries, in document order; a repeated key keeps
+/// most `MAX_ENTRIES` entries, in document order; a repeated key keeps
 /// its last value, as JSON decoders do.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StrMap<'a>(pub Vec<(Str<'a>, Str<'a>)>);
@@ -641,7 +641,7 @@ pub(crate) fn message_of(e: &serde_json::Error) -> String {
     }
 }
 
-/// Refuses a view past [`MAX_TOTAL_ENTRIES`].
+/// Refuses a view past `MAX_TOTAL_ENTRIES`.
 pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
     let entries = view.entries();
     if entries > MAX_TOTAL_ENTRIES {

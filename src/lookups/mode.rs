@@ -25,7 +25,7 @@ pub enum LookupMode {
 }
 
 /// What the process can see of a cluster configuration; kept apart from the
-/// process environment so [`detect`](Environment::detect) is a pure function.
+/// process environment so [`detect`](KubeEnvironment::detect) is a pure function.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KubeEnvironment {
     /// `--kubeconfig`.

@@ -4,7 +4,7 @@
 //! annotation and its Secrets (or the one Secret a pod annotation names).
 //!
 //! Wiring: build the container, put its env and mounts in a
-//! [`CredentialTarget`], call [`add_service_account_credentials`], then set
+//! `CredentialTarget`, call `add_service_account_credentials`, then set
 //! the container's env and mounts to the target's and ensure each of
 //! `target.volumes` on the pod by name (KServe's `AppendVolumeIfNotExists`).
 

@@ -57,7 +57,7 @@ impl ClusterStorageContainer {
 
 /// The CSC whose container is merged into the storage-initializer for
 /// `uri` (the source URI before any storage-spec placeholder is resolved).
-/// With `explicit` (the [`STORAGE_CONTAINER_NAME_ANNOTATION`] value): that
+/// With `explicit` (the `STORAGE_CONTAINER_NAME_ANNOTATION` value): that
 /// CSC, which must exist, be enabled, be an `initContainer` one and support
 /// the URI. Without: the first CSC by name that is enabled, of workload type
 /// `initContainer`, and supports the URI; `None` if there is none.
