@@ -1,5 +1,5 @@
 //! What `serve` runs with: plain values, one struct per group of flags,
-//! built from the command line at the edge (`crate::cli::ServeArgs`) or by
+//! built from the command line at the edge (the CLI's `ServeArgs`) or by
 //! an embedder. The server reads only these, never the flags' parser.
 
 use crate::limits::MAX_BODY_BYTES;
