@@ -8,14 +8,35 @@ pub use kserve_injector_core::audit::*;
 pub mod cluster;
 pub mod dump;
 
-pub use crate::cli::{AuditArgs, AuditFormat};
-
 use crate::config_file;
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
 use kserve_injector_core::{Config, Inputs};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
+
+/// What an audit runs with, made from `audit`'s flags at the edge.
+#[derive(Debug, Clone)]
+pub struct AuditSettings {
+    /// A dump to read instead of a cluster ("-": standard input).
+    pub objects: Option<PathBuf>,
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    pub namespace: Option<String>,
+    pub all_namespaces: bool,
+    /// Containers other webhooks add, not compared (besides the built-in list).
+    pub ignore_container: Vec<String>,
+    pub controller_namespace: String,
+    pub config: Option<PathBuf>,
+    pub config_file: Option<PathBuf>,
+    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
+    pub kserve_version: Option<kserve_injector_core::release::Release>,
+    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
+    /// List literal credentials in env instead of comparing.
+    pub credentials: bool,
+    /// What reading the dump may cost.
+    pub budget: kserve_injector_core::reader::Budget,
+}
 
 /// Why the audit could not run (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -29,14 +50,14 @@ pub enum RunError {
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.
-pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
+pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunError> {
     let mut inventory = Inventory::default();
     inventory.credentials = Some(CredentialReport {
         only_namespace: args.namespace.clone().filter(|_| args.objects.is_some()),
         ..CredentialReport::default()
     });
     match (&args.objects, args.all_namespaces, &args.namespace) {
-        (Some(path), ..) => read_dump(path, &mut inventory, args.budget.budget())?,
+        (Some(path), ..) => read_dump(path, &mut inventory, args.budget)?,
         (None, true, _) => read_cluster(args, cluster::Scope::All, &mut inventory)?,
         (None, false, ns) => {
             let scope = cluster::Scope::Namespace(ns.clone().unwrap_or_default());
@@ -49,11 +70,11 @@ pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
 }
 
 /// Reads the objects, audits, and gives the report.
-pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
+pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
         (Some(path), ..) => {
-            read_dump(path, &mut inventory, args.budget.budget())?;
+            read_dump(path, &mut inventory, args.budget)?;
             None
         }
         (None, true, _) => Some(cluster::Scope::All),
@@ -128,7 +149,7 @@ fn read_dump(
 }
 
 fn read_cluster(
-    args: &AuditArgs,
+    args: &AuditSettings,
     scope: cluster::Scope,
     inventory: &mut Inventory,
 ) -> Result<(), RunError> {

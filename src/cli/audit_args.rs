@@ -86,3 +86,25 @@ pub struct AuditArgs {
     #[command(flatten)]
     pub budget: super::BudgetArgs,
 }
+
+/// The audit takes plain settings; the flags are one way to make them.
+impl From<&AuditArgs> for crate::audit::AuditSettings {
+    fn from(args: &AuditArgs) -> Self {
+        Self {
+            objects: args.objects.clone(),
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            namespace: args.namespace.clone(),
+            all_namespaces: args.all_namespaces,
+            ignore_container: args.ignore_container.clone(),
+            controller_namespace: args.controller_namespace.clone(),
+            config: args.config.clone(),
+            config_file: args.config_file.clone(),
+            modelcar_mode: args.modelcar_mode,
+            kserve_version: args.kserve_version,
+            security_profile: args.security_profile,
+            credentials: args.credentials,
+            budget: args.budget.budget(),
+        }
+    }
+}

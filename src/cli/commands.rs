@@ -210,14 +210,15 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
 }
 
 pub fn audit(args: &AuditArgs) -> ExitCode {
-    use crate::audit::{run, run_credentials};
+    use crate::audit::{run, run_credentials, AuditSettings};
+    let settings = AuditSettings::from(args);
     if args.credentials {
         return print_report(
-            run_credentials(args),
+            run_credentials(&settings),
             args.output,
             |r| r.table(),
             |r| r.found(),
         );
     }
-    print_report(run(args), args.output, |r| r.table(), |r| r.differs())
+    print_report(run(&settings), args.output, |r| r.table(), |r| r.differs())
 }
