@@ -21,8 +21,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kserve_injector::admission::review;
-use kserve_injector::{mutate, Inputs};
+use kserve_injector_core::admission::review;
+use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -71,14 +71,14 @@ fn run_case(name: &str) {
         eprintln!("unknown case {name}");
         std::process::exit(2);
     };
-    let env = Inputs::default();
+    let inputs = Inputs::default();
     let pod = pod_json(n, labelled);
     let (bytes, before, elapsed, answer) = if name.starts_with("review") {
         let body = review_body(&pod);
         drop(pod);
         let before = peak_rss_kib();
         let start = Instant::now();
-        let reviewed = review(&body, &env);
+        let reviewed = review(&body, &inputs);
         let elapsed = start.elapsed();
         let answer = match reviewed {
             Ok(r) => format!("allowed={} {}", r.allowed, r.denial.unwrap_or_default()),
@@ -91,7 +91,7 @@ fn run_case(name: &str) {
         drop(pod);
         let before = peak_rss_kib();
         let start = Instant::now();
-        let result = mutate(&tree, "default", &env);
+        let result = mutate(&tree, "default", &inputs);
         let elapsed = start.elapsed();
         let answer = match result {
             Ok(m) => format!("{} ops", m.patch.len()),

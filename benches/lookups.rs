@@ -14,11 +14,12 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
-use kserve_injector::cluster::keys::{needed_keys, PodFacts};
-use kserve_injector::cluster::{ClusterData, Secret, ServiceAccount};
-use kserve_injector::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
 use kserve_injector::lookups::{LookupMetrics, LookupOptions, Lookups};
-use kserve_injector::Config;
+use kserve_injector_core::cluster::keys::needed_keys;
+use kserve_injector_core::cluster::{ClusterSnapshot, Secret, ServiceAccount};
+use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::Config;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -53,8 +54,8 @@ fn meta(ns: &str, name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
 
 /// Realistic objects: each ServiceAccount lists its Secret; each Secret
 /// holds S3 credentials with an endpoint, as KServe's docs describe.
-fn cluster() -> ClusterData {
-    let mut data = ClusterData::default();
+fn cluster() -> ClusterSnapshot {
+    let mut data = ClusterSnapshot::default();
     for i in 0..OBJECTS {
         let ns = format!("team-{}", i % NAMESPACES);
         let secret = api::Secret {
@@ -122,7 +123,7 @@ fn s3_pod(i: usize) -> PodFacts {
 
 /// Polls the snapshot once: with every key cached it never waits, so this is
 /// its cost inside an admission task, without an executor round trip.
-fn warm_snapshot(lookups: &Lookups, pod: &PodFacts, config: &Config) -> ClusterData {
+fn warm_snapshot(lookups: &Lookups, pod: &PodFacts, config: &Config) -> ClusterSnapshot {
     let mut future = std::pin::pin!(lookups.snapshot(pod, config));
     let mut cx = Context::from_waker(Waker::noop());
     match future.as_mut().poll(&mut cx) {
@@ -162,9 +163,9 @@ fn bench(c: &mut Criterion) {
     // The default mode: the ServiceAccounts watched, the pods' Secrets
     // fetched a moment ago (fresh for the TTL).
     let mut fetched_data = cluster();
-    let needed: ClusterData = (pods.iter())
+    let needed: ClusterSnapshot = (pods.iter())
         .map(|p| fetched_data.restrict(p, &config))
-        .fold(ClusterData::default(), |mut all, one| {
+        .fold(ClusterSnapshot::default(), |mut all, one| {
             all.secrets.extend(one.secrets);
             all
         });
@@ -198,7 +199,7 @@ fn bench(c: &mut Criterion) {
     // One round of the key function, given the pod's objects: a warm
     // snapshot runs it three times (ServiceAccount, then its Secrets, then
     // nothing new).
-    let known: Vec<ClusterData> = (pods.iter())
+    let known: Vec<ClusterSnapshot> = (pods.iter())
         .map(|p| warm_snapshot(&lookups, p, &config))
         .collect();
     let mut k = 0;

@@ -28,13 +28,13 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use kserve_injector::admission::review;
-use kserve_injector::injectors::run_all;
-use kserve_injector::mutation::edit;
-use kserve_injector::pod::PodEdit;
-use kserve_injector::view::pod_from_str;
-use kserve_injector::{mutate, Inputs};
+use kserve_injector_core::admission::review;
+use kserve_injector_core::injectors::run_all;
+use kserve_injector_core::mutation::edit;
 use kserve_injector_core::oracle::TreeDoc;
+use kserve_injector_core::pod::PodEdit;
+use kserve_injector_core::view::pod_from_str;
+use kserve_injector_core::{mutate, Inputs};
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -14,9 +14,9 @@
 //! without an owner, `--pods-per-rs N` sets the replicas, `--yaml` writes
 //! one YAML document per object instead of a JSON List.
 
-use kserve_injector::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
-use kserve_injector::mutation::mutate_template;
-use kserve_injector::{Config, Inputs};
+use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::mutation::mutate_template;
+use kserve_injector_core::{Config, Inputs};
 use serde_json::{json, Value};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;
@@ -153,7 +153,8 @@ impl<W: Write> Out<W> {
         let e = |e: &dyn std::fmt::Display| e.to_string();
         if self.yaml {
             self.w.write_all(b"---\n").map_err(|x| e(&x))?;
-            kserve_injector::reader::write_yaml(&mut self.w, v).map_err(|x| e(&format!("{x:?}")))
+            kserve_injector_core::reader::write_yaml(&mut self.w, v)
+                .map_err(|x| e(&format!("{x:?}")))
         } else {
             if !self.first {
                 self.w.write_all(b",\n").map_err(|x| e(&x))?;
@@ -171,14 +172,14 @@ fn run(o: &Options) -> Result<(), String> {
         yaml: o.yaml,
         first: true,
     };
-    let env = Inputs::new(Config::default());
+    let inputs = Inputs::new(Config::default());
     if !o.yaml {
         out.w
             .write_all(b"{\"apiVersion\":\"v1\",\"items\":[\n")
             .map_err(|e| e.to_string())?;
     }
     let config: Value =
-        kserve_injector::reader::documents(&mut Config::default_manifest().as_bytes())
+        kserve_injector_core::reader::documents(&mut Config::default_manifest().as_bytes())
             .map_err(|e| e.to_string())?
             .next()
             .ok_or("no default config")?
@@ -201,7 +202,7 @@ fn run(o: &Options) -> Result<(), String> {
         out.put(&json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": meta(&namespace, &rs, Some(("Deployment", &deploy)), &labels),
             "spec": {"replicas": o.per_rs, "template": t}}))?;
-        let mutated = mutate_template(&t, &namespace, &env)
+        let mutated = mutate_template(&t, &namespace, &inputs)
             .map_err(|e| e.to_string())?
             .pod;
         for p in 0..o.per_rs.min(o.pods - pod_index) {
@@ -221,7 +222,7 @@ fn run(o: &Options) -> Result<(), String> {
     }
     for i in 0..o.orphans {
         let t = template("orphan", "0");
-        let mutated = mutate_template(&t, "models-0", &env)
+        let mutated = mutate_template(&t, "models-0", &inputs)
             .map_err(|e| e.to_string())?
             .pod;
         let name = format!("orphan-{i}");

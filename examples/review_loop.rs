@@ -1,5 +1,5 @@
 //! `admission::review` in a loop over one of `benches/inputs/`, for
-//! instruction counts, which unlike wall time do not swing with a shared
+//! instruction counts, which unlike wall time do not swing with the
 //! machine's load:
 //!
 //! ```text
@@ -15,8 +15,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kserve_injector::admission::review;
-use kserve_injector::Inputs;
+use kserve_injector_core::admission::review;
+use kserve_injector_core::Inputs;
 use serde::de::IgnoredAny;
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -38,14 +38,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let env = Inputs::default();
+    let inputs = Inputs::default();
     let start = Instant::now();
     let mut bytes = 0;
     for _ in 0..iterations {
         bytes += if pass {
             usize::from(serde_json::from_slice::<IgnoredAny>(black_box(&body)).is_ok())
         } else {
-            match review(black_box(&body), &env) {
+            match review(black_box(&body), &inputs) {
                 Ok(reviewed) => reviewed.body.len(),
                 Err(e) => {
                     eprintln!("{name}: {e}");

@@ -10,7 +10,8 @@ mod serving;
 
 pub use files::{write_ca, write_certs, CertFiles, CertsRequest, Written};
 pub use serving::{
-    client_verifier, load_pair, provider, self_signed, CertError, SelfSigned, ServingPair, Verifier,
+    client_verifier, load_pair, provider, self_signed, SelfSigned, ServingCertError, ServingPair,
+    Verifier,
 };
 
 use rcgen::{
@@ -22,7 +23,7 @@ use time::{Duration, OffsetDateTime};
 
 /// Why a CA or a serving certificate could not be made or loaded.
 #[derive(Debug, thiserror::Error)]
-pub enum CertsError {
+pub enum CertGenError {
     #[error(transparent)]
     Generate(#[from] rcgen::Error),
     #[error("the CA certificate cannot be parsed: {0}")]
@@ -118,19 +119,19 @@ impl Authority {
     /// An existing CA, from its PEM certificate and PEM private key, so that
     /// a renewed serving certificate keeps the same CA (and the webhook's
     /// `caBundle` does not change).
-    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, CertsError> {
+    pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, CertGenError> {
         let key = KeyPair::from_pem(key_pem)?;
         let der = pem_certificate(cert_pem)?;
         let (_, cert) = x509_parser::parse_x509_certificate(&der)
-            .map_err(|e| CertsError::Parse(e.to_string()))?;
+            .map_err(|e| CertGenError::Parse(e.to_string()))?;
         if !cert.is_ca() {
-            return Err(CertsError::NotCa);
+            return Err(CertGenError::NotCa);
         }
         if cert.public_key().raw != key.subject_public_key_info().as_slice() {
-            return Err(CertsError::KeyMismatch);
+            return Err(CertGenError::KeyMismatch);
         }
         let not_after = OffsetDateTime::from_unix_timestamp(cert.validity().not_after.timestamp())
-            .map_err(|e| CertsError::Parse(e.to_string()))?;
+            .map_err(|e| CertGenError::Parse(e.to_string()))?;
         let issuer = Issuer::from_ca_cert_der(&CertificateDer::from(der.clone()), key)?;
         Ok(Authority {
             issuer,
@@ -185,16 +186,16 @@ impl Authority {
     }
 }
 
-fn pem_certificate(cert_pem: &str) -> Result<Vec<u8>, CertsError> {
+fn pem_certificate(cert_pem: &str) -> Result<Vec<u8>, CertGenError> {
     use rustls_pki_types::pem::PemObject;
     CertificateDer::from_pem_slice(cert_pem.as_bytes())
         .map(|der| der.to_vec())
-        .map_err(|e| CertsError::Parse(e.to_string()))
+        .map_err(|e| CertGenError::Parse(e.to_string()))
 }
 
 /// The names clients use for a Service: the API server calls a webhook at
 /// `<service>.<namespace>.svc`; the others cover in-cluster clients.
-pub fn service_dns_names(service: &str, namespace: &str) -> Result<Vec<String>, CertsError> {
+pub fn service_dns_names(service: &str, namespace: &str) -> Result<Vec<String>, CertGenError> {
     check_label("service name", service)?;
     check_label("namespace", namespace)?;
     Ok(vec![
@@ -206,7 +207,7 @@ pub fn service_dns_names(service: &str, namespace: &str) -> Result<Vec<String>, 
 }
 
 /// Service names and namespaces are RFC 1123 labels.
-fn check_label(what: &'static str, value: &str) -> Result<(), CertsError> {
+fn check_label(what: &'static str, value: &str) -> Result<(), CertGenError> {
     let bytes = value.as_bytes();
     let ok = !bytes.is_empty()
         && bytes.len() <= 63
@@ -218,7 +219,7 @@ fn check_label(what: &'static str, value: &str) -> Result<(), CertsError> {
     if ok {
         Ok(())
     } else {
-        Err(CertsError::BadLabel {
+        Err(CertGenError::BadLabel {
             what,
             value: value.to_owned(),
         })

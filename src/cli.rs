@@ -2,35 +2,39 @@
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
-use crate::admission;
-use crate::cluster::keys::PodFacts;
-use crate::cluster::{ClusterData, LoadedObjects};
-use crate::config::Config;
-use crate::mutation::{mutate, mutate_template, Inputs, MutationError};
-use crate::pod::{apply_all, Op};
-use crate::reader;
+use kserve_injector_core::admission;
+use kserve_injector_core::cluster::ClusterSnapshot;
+use kserve_injector_core::config::Config;
+use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
+use kserve_injector_core::pod::{apply_all, Op};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
+pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
+pub use certs_args::CertsArgs;
+pub use live_cluster::LiveCluster;
+pub use mutate_args::MutateArgs;
 pub use serve_args::{
     kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
-    ListenArgs, LogFormat, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
+    ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
     DEFAULT_CERT_DIR,
 };
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
-/// objects of `--objects` are a [`ClusterData`]; a live cluster
+/// objects of `--objects` are a [`ClusterSnapshot`]; a live cluster
 /// (`--kubeconfig`) is read by the binary's own source.
-pub trait ClusterSource {
-    /// The objects `facts` needs (see [`crate::cluster::keys::needed_keys`]);
+pub trait MutateSource {
+    /// The objects `facts` needs (see [`kserve_injector_core::cluster::keys::needed_keys`]);
     /// an error is a lookup that could not be answered.
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String>;
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String>;
 }
 
 /// A loaded snapshot answers with exactly the part one pod may read.
-impl ClusterSource for ClusterData {
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterData, String> {
+impl MutateSource for ClusterSnapshot {
+    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String> {
         Ok(self.restrict(facts, config))
     }
 }
@@ -39,18 +43,18 @@ impl ClusterSource for ClusterData {
 fn env_for(
     pod: &Value,
     namespace: &str,
-    env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    inputs: &Inputs,
+    cluster: &mut dyn MutateSource,
     label: &str,
 ) -> Result<Inputs, CliError> {
-    let facts = PodFacts::from_pod_value(pod, namespace, &env.config);
+    let facts = PodFacts::from_pod_value(pod, namespace, &inputs.config);
     let objects = cluster
-        .snapshot(&facts, &env.config)
+        .snapshot(&facts, &inputs.config)
         .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
-    Ok(env.with_cluster(objects))
+    Ok(inputs.with_cluster(objects))
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OutputFormat {
     #[default]
     Yaml,
@@ -137,7 +141,7 @@ enum Processed {
 }
 
 /// What the object asked for that the selected KServe release lacks.
-fn log_unsupported(label: &str, lacks: &[crate::release::Unsupported]) {
+fn log_unsupported(label: &str, lacks: &[kserve_injector_core::mutation::Unsupported]) {
     for lack in lacks {
         tracing::debug!(object = label, kserve_version = %lack.release, "{lack}");
     }
@@ -147,8 +151,8 @@ fn mutate_object(
     doc: &Value,
     label: &str,
     namespace: Option<&str>,
-    env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    inputs: &Inputs,
+    cluster: &mut dyn MutateSource,
 ) -> Result<Processed, CliError> {
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
     let ns = namespace
@@ -159,7 +163,7 @@ fn mutate_object(
         MutationError::Inject(e) => CliError::Denied(e.message),
     };
     if kind == "Pod" {
-        let env = env_for(doc, ns, env, cluster, label)?;
+        let env = env_for(doc, ns, inputs, cluster, label)?;
         let m = mutate(doc, ns, &env).map_err(fail)?;
         log_unsupported(label, &m.unsupported);
         return Ok(Processed::Object {
@@ -175,7 +179,7 @@ fn mutate_object(
     let template = doc
         .pointer(pointer)
         .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
-    let env = env_for(template, ns, env, cluster, label)?;
+    let env = env_for(template, ns, inputs, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
     log_unsupported(label, &m.unsupported);
     // The template's operations, moved under it: the output is the input
@@ -194,8 +198,8 @@ fn process(
     doc: &Value,
     index: usize,
     namespace: Option<&str>,
-    env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    inputs: &Inputs,
+    cluster: &mut dyn MutateSource,
 ) -> Result<Processed, CliError> {
     let label = describe(doc, index);
     match doc.get("kind").and_then(Value::as_str) {
@@ -204,7 +208,7 @@ fn process(
                 serde_json::to_vec(doc).map_err(|e| CliError::Input(format!("{label}: {e}")))?;
             let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
             let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
-            let env = env_for(pod, ns.unwrap_or_default(), env, cluster, &label)?;
+            let env = env_for(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
             let reviewed = admission::review(&body, &env)
                 .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
             let response = serde_json::from_slice(&reviewed.body)
@@ -223,7 +227,7 @@ fn process(
                 let Processed::Object {
                     object,
                     patch: item_patch,
-                } = mutate_object(item, &item_label, namespace, env, cluster)?
+                } = mutate_object(item, &item_label, namespace, inputs, cluster)?
                 else {
                     return Err(CliError::Input(format!(
                         "{item_label}: an AdmissionReview cannot be a List item"
@@ -235,7 +239,7 @@ fn process(
             }
             Ok(Processed::Object { object: out, patch })
         }
-        _ => mutate_object(doc, &label, namespace, env, cluster),
+        _ => mutate_object(doc, &label, namespace, inputs, cluster),
     }
 }
 
@@ -245,11 +249,11 @@ pub fn mutate_stream(
     out: &mut impl Write,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    inputs: &Inputs,
+    cluster: &mut dyn MutateSource,
 ) -> Result<(), CliError> {
     let budget = reader::Budget::default();
-    mutate_stream_within(input, out, format, namespace, env, cluster, budget)
+    mutate_stream_within(input, out, format, namespace, inputs, cluster, budget)
 }
 
 /// Runs `mutate` over every document of `input`, one document at a time,
@@ -264,14 +268,14 @@ pub fn mutate_stream_within(
     out: &mut impl Write,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Inputs,
-    cluster: &mut dyn ClusterSource,
+    inputs: &Inputs,
+    cluster: &mut dyn MutateSource,
     budget: reader::Budget,
 ) -> Result<(), CliError> {
     let mut index = 0;
     for doc in reader::documents_within(input, budget).map_err(read_error)? {
         let doc = doc.map_err(read_error)?;
-        let processed = process(&doc, index, namespace, env, cluster)?;
+        let processed = process(&doc, index, namespace, inputs, cluster)?;
         let label = describe(&doc, index);
         drop(doc);
         if index > 0 && format == OutputFormat::Yaml {
@@ -314,39 +318,19 @@ pub fn run_mutate(
     text: &str,
     format: OutputFormat,
     namespace: Option<&str>,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<String, CliError> {
     let mut out = Vec::new();
-    let mut cluster = env.cluster.clone();
+    let mut cluster = inputs.cluster.clone();
     mutate_stream(
         &mut text.as_bytes(),
         &mut out,
         format,
         namespace,
-        env,
+        inputs,
         &mut cluster,
     )?;
     String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))
-}
-
-/// Loads `--objects`: ServiceAccounts, Secrets, ClusterStorageContainers and
-/// InferenceServices, as multi-document YAML/JSON or Lists; documents of
-/// other kinds are counted in [`LoadedObjects::ignored`]. The whole input is
-/// kept, so the default [`reader::Budget`]'s input limits bound it.
-pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedObjects, CliError> {
-    load_objects_within(input, reader::Budget::default())
-}
-
-/// [`load_objects`] within `budget`.
-pub fn load_objects_within(
-    input: &mut impl BufRead,
-    budget: reader::Budget,
-) -> Result<LoadedObjects, CliError> {
-    let mut docs = Vec::new();
-    for doc in reader::documents_within(input, budget).map_err(read_error)? {
-        docs.push(doc.map_err(read_error)?);
-    }
-    ClusterData::load(docs).map_err(|e| CliError::Input(e.to_string()))
 }
 
 fn read_error(e: reader::ReadError) -> CliError {
@@ -365,7 +349,12 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
     out.write_all(b"\n").map_err(write_error)
 }
 
+mod audit_args;
 mod budget_args;
+mod certs_args;
+pub mod commands;
+mod live_cluster;
+mod mutate_args;
 mod serve_args;
 
 #[cfg(test)]

@@ -3,9 +3,9 @@
 //! is a file, or a directory laid out the way kubelet projects a ConfigMap or
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
 
-use crate::config::{Config, ConfigError, Resources};
-use crate::release::Release;
-use crate::settings::{Settings, SettingsError};
+use kserve_injector_core::config::{Config, ConfigError, Resources};
+use kserve_injector_core::release::Release;
+use kserve_injector_core::settings::{Settings, SettingsError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -2,17 +2,9 @@
 //! Layer: the adapters around `kserve-injector-core`: the HTTPS webhook
 //! ([`server`]), the CLI ([`cli`]), the cluster caches ([`lookups`]), the
 //! config and certificate sources ([`config_file`], [`reload`], [`certs`]).
-//! The core's modules are re-exported under their own names, so
-//! `kserve_injector::mutate` is the core function the CLI and the webhook
-//! both call.
-
-pub use kserve_injector_core::{
-    admission, cluster, config, constants, injectors, inputs, json_text, mutation, pod, probe_json,
-    quantity, reader, release, settings, view,
-};
-pub use kserve_injector_core::{
-    mutate, ClusterData, Config, ConfigError, Inputs, Mutation, MutationError, Release,
-};
+//! The core is named `kserve_injector_core::…` wherever an adapter uses it,
+//! so a path says whose module it is; `kserve_injector_core::mutate` is the
+//! core function the CLI and the webhook both call.
 
 pub mod audit;
 pub mod certs;

@@ -8,12 +8,12 @@
 //! straight into one buffer, with the patch serialised and base64-encoded in
 //! place.
 
-use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::ISVC_LABEL;
 use crate::injectors::modelcar::ShapeChoice;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Inputs, MutationError};
+use crate::pod_facts::PodFacts;
 use crate::view::{self, PodView, Str, ViewError};
 use encode::encode;
 use kube_core::admission::Operation;
@@ -54,7 +54,7 @@ pub struct Reviewed {
     /// The modelcar's shape and why, when the pod gets a modelcar.
     pub modelcar_shape: Option<ShapeChoice>,
     /// What the pod asks for that the selected KServe release lacks.
-    pub unsupported: Vec<crate::release::Unsupported>,
+    pub unsupported: Vec<crate::mutation::Unsupported>,
     /// In shadow mode, the operations the answer left out: what this
     /// webhook would have changed.
     pub withheld: Vec<Withheld>,
@@ -287,17 +287,17 @@ impl<'a> Answer<'a> {
 
 /// Answers one AdmissionReview request body, with the cluster objects in
 /// `env.cluster`.
-pub fn review(body: &[u8], env: &Inputs) -> Result<Reviewed, ReviewError> {
-    prepare(body)?.answer(env)
+pub fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body)?.answer(inputs)
 }
 
 /// [`review`], answering as `mode` says.
-pub fn review_in(body: &[u8], env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
-    prepare_in(body, mode)?.answer(env)
+pub fn review_in(body: &[u8], inputs: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
+    prepare_in(body, mode)?.answer(inputs)
 }
 
 /// A request decoded in one pass and not yet answered. Between
-/// [`prepare`] and [`Prepared::answer`] an adapter may fetch the cluster
+/// `prepare` and [`Prepared::answer`] an adapter may fetch the cluster
 /// objects the pod needs ([`Prepared::lookup_facts`]); the core stays pure.
 pub struct Prepared<'a> {
     api_version: Str<'a>,
@@ -313,11 +313,11 @@ pub struct Prepared<'a> {
 /// Decodes a request body: the envelope, and for a CREATE of a Pod the
 /// view of the pod. A body that is not an AdmissionReview is an error
 /// (HTTP 400); everything else gets an answer.
-pub fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
+pub(crate) fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
     prepare_in(body, Mode::Mutate)
 }
 
-/// [`prepare`], for an answer in `mode`: every answer of a shadow-mode
+/// `prepare`, for an answer in `mode`: every answer of a shadow-mode
 /// request, a denial included, is `allowed` without a patch. Only a body
 /// that is not an AdmissionReview (not JSON, another kind, no request) is
 /// an error in both modes: it cannot be answered, having no uid to answer.
@@ -413,11 +413,11 @@ impl Prepared<'_> {
 
     /// Answers with the injectors' edits, or a denial; in shadow mode
     /// allowed, without either.
-    pub fn answer(self, env: &Inputs) -> Result<Reviewed, ReviewError> {
+    pub fn answer(self, inputs: &Inputs) -> Result<Reviewed, ReviewError> {
         let result = match self.pod {
             Some(pod) if self.applies => Some(
                 pod.map_err(MutationError::from)
-                    .and_then(|pod| Ok(edit(pod, self.namespace.as_str(), true, env)?)),
+                    .and_then(|pod| Ok(edit(pod, self.namespace.as_str(), true, inputs)?)),
             ),
             _ => None,
         };
@@ -469,9 +469,9 @@ impl Prepared<'_> {
     }
 
     /// Answers as `mode` says, whatever mode the request was prepared in.
-    pub fn answer_in(mut self, env: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
+    pub fn answer_in(mut self, inputs: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
         self.mode = mode;
-        self.answer(env)
+        self.answer(inputs)
     }
 
     /// Denies the request (HTTP 200, `allowed: false`, code 500): a cluster

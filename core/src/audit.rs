@@ -14,11 +14,11 @@ pub mod compare;
 pub mod credentials;
 pub mod report;
 
-use crate::cluster::keys::PodFacts;
-use crate::cluster::{LoadedObjects, ObjectsLoadError};
+use crate::cluster::{LoadedSnapshot, ObjectsLoadError};
 use crate::constants::ISVC_LABEL;
 use crate::inputs::Inputs;
 use crate::mutation::{mutate_template, MutationError};
+use crate::pod_facts::PodFacts;
 pub use compare::{DiffKind, Difference, Rules};
 pub use report::{Report, Row, Status};
 use serde_json::value::RawValue;
@@ -29,14 +29,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const CONFIG_MAP_NAME: &str = "inferenceservice-config";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnerRef {
+pub(crate) struct OwnerRef {
     pub kind: String,
     pub name: String,
 }
 
 /// A pod the audit will check.
 #[derive(Debug)]
-pub struct AuditPod {
+pub(crate) struct AuditPod {
     pub namespace: String,
     pub name: String,
     pub owner: Option<OwnerRef>,
@@ -61,7 +61,7 @@ pub struct Inventory {
     configs: BTreeMap<String, BTreeMap<String, String>>,
     /// The objects the injectors look up (ServiceAccounts, Secrets,
     /// ClusterStorageContainers, InferenceServices), and the kinds passed over.
-    pub objects: LoadedObjects,
+    pub objects: LoadedSnapshot,
     /// `audit --credentials`: every live pod is scanned as it is added,
     /// whatever its labels ([`credentials`]).
     pub credentials: Option<credentials::CredentialReport>,
@@ -168,11 +168,6 @@ impl Inventory {
         Ok(())
     }
 
-    /// Adds a pod already reduced to what the audit reads.
-    pub fn add_pod(&mut self, pod: AuditPod) {
-        self.pods.push(pod);
-    }
-
     pub fn pods(&self) -> usize {
         self.pods.len()
     }
@@ -184,17 +179,17 @@ impl Inventory {
 
     /// Audits every pod: `env` carries the config and the controller's
     /// namespace; the cluster objects each pod needs come from the inventory.
-    pub fn audit(&self, env: &Inputs, rules: &Rules) -> Report {
+    pub fn audit(&self, inputs: &Inputs, rules: &Rules) -> Report {
         let mut order: Vec<&AuditPod> = self.pods.iter().collect();
         order.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         let rows = order
             .into_iter()
-            .map(|pod| self.audit_pod(pod, env, rules))
+            .map(|pod| self.audit_pod(pod, inputs, rules))
             .collect();
         Report::new(rows)
     }
 
-    fn audit_pod(&self, pod: &AuditPod, env: &Inputs, rules: &Rules) -> Row {
+    fn audit_pod(&self, pod: &AuditPod, inputs: &Inputs, rules: &Rules) -> Row {
         let mut row = Row::new(&pod.namespace, &pod.name);
         let skip = |mut row: Row, reason: String| {
             row.status = Status::Skipped;
@@ -232,8 +227,8 @@ impl Inventory {
             (Ok(t), Ok(g)) => (t, g),
             (Err(e), _) | (_, Err(e)) => return skip(row, format!("unreadable: {e}")),
         };
-        let facts = PodFacts::from_pod_value(&template, &pod.namespace, &env.config);
-        let env = env.with_cluster(self.objects.data.restrict(&facts, &env.config));
+        let facts = PodFacts::from_pod_value(&template, &pod.namespace, &inputs.config);
+        let env = inputs.with_cluster(self.objects.data.restrict(&facts, &inputs.config));
         match mutate_template(&template, &pod.namespace, &env) {
             Ok(m) => row.differences = compare::compare(&m.pod, &got, rules),
             Err(MutationError::Inject(e)) => {

@@ -1,7 +1,7 @@
 //! Everything a mutation depends on besides the pod: the injectors and the
 //! core both read it, so it lives apart from either.
 
-use crate::cluster::ClusterData;
+use crate::cluster::ClusterSnapshot;
 use crate::config::Config;
 use crate::constants::DEFAULT_CONTROLLER_NAMESPACE;
 use k8s_openapi::api::core::v1::Volume;
@@ -15,7 +15,7 @@ pub struct Inputs {
     pub config: Arc<Config>,
     /// The namespace KServe's controller runs in (its `POD_NAMESPACE`).
     pub controller_namespace: String,
-    pub cluster: ClusterData,
+    pub cluster: ClusterSnapshot,
     /// The modelcar's shape when a pod does not choose one (`--modelcar-mode`).
     pub modelcar_mode: ModelcarMode,
     /// The security profile of the containers we add when a pod does not
@@ -116,7 +116,7 @@ impl Inputs {
         Self {
             config: Arc::new(config),
             controller_namespace: DEFAULT_CONTROLLER_NAMESPACE.to_string(),
-            cluster: ClusterData::default(),
+            cluster: ClusterSnapshot::default(),
             modelcar_mode: ModelcarMode::default(),
             security_profile: SecurityProfile::default(),
             model_volume: None,
@@ -124,7 +124,7 @@ impl Inputs {
     }
 
     /// The same config and namespace with another cluster snapshot.
-    pub fn with_cluster(&self, cluster: ClusterData) -> Self {
+    pub fn with_cluster(&self, cluster: ClusterSnapshot) -> Self {
         Self {
             config: self.config.clone(),
             controller_namespace: self.controller_namespace.clone(),

@@ -82,7 +82,7 @@ impl Writer<'_> {
 }
 
 /// A list, map or struct being written: whether the next item is the first.
-pub struct Compound<'w, 'o> {
+pub(crate) struct Compound<'w, 'o> {
     writer: &'w mut Writer<'o>,
     first: bool,
     /// What closes it: `]`, `}` or, for an enum variant, `}}`.

@@ -19,14 +19,16 @@ pub mod mutation;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 pub mod pod;
+pub mod pod_facts;
 pub mod probe_json;
 pub mod quantity;
 pub mod reader;
 pub mod release;
 pub mod settings;
+pub mod storage_uri;
 pub mod view;
 
-pub use cluster::ClusterData;
+pub use cluster::ClusterSnapshot;
 pub use config::{Config, ConfigError};
 pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};

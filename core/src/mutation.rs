@@ -9,14 +9,13 @@ use crate::constants::ISVC_LABEL;
 use crate::injectors::modelcar::{self, ShapeChoice};
 use crate::injectors::{self, InjectError, InjectorOutcome};
 use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
-use crate::release::{self, Unsupported};
 use crate::view::{self, PodView, ViewError};
 use k8s_openapi::api::core::v1::PodSpec;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub use crate::cluster::ClusterData;
+pub use crate::cluster::ClusterSnapshot;
 pub use crate::inputs::Inputs;
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -63,7 +62,7 @@ pub fn edit(
     pod: PodView<'_>,
     namespace: &str,
     write_namespace: bool,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<Edits, InjectError> {
     if pod.label(ISVC_LABEL).is_none() {
         return Ok(Edits::default());
@@ -73,10 +72,10 @@ pub fn edit(
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
-    let modelcar_shape = modelcar::planned_shape(&doc, env);
-    let unsupported = release::unsupported(&doc, env.config.release);
+    let modelcar_shape = modelcar::planned_shape(&doc, inputs);
+    let unsupported = unsupported(&doc, inputs.config.release);
     let before = doc.changes();
-    let runs = injectors::run_steps(&mut doc, env)?;
+    let runs = injectors::run_steps(&mut doc, inputs)?;
     let mut ends = Vec::with_capacity(runs.len() + 1);
     ends.push((injectors::MUTATOR, before));
     ends.extend(runs.iter().map(|r| (r.name, r.changes_after)));
@@ -143,8 +142,8 @@ fn validate(raw: &str) -> Result<(), MutationError> {
 /// Mutates `pod` as KServe's pod mutator would for a CREATE in `namespace`:
 /// the patch, and the pod with the patch applied. A pod without the
 /// InferenceService label comes back unchanged.
-pub fn mutate(pod: &Value, namespace: &str, env: &Inputs) -> Result<Mutation, MutationError> {
-    mutate_inner(pod, namespace, true, env)
+pub fn mutate(pod: &Value, namespace: &str, inputs: &Inputs) -> Result<Mutation, MutationError> {
+    mutate_inner(pod, namespace, true, inputs)
 }
 
 /// The same for a workload's pod template, whose namespace is the
@@ -152,16 +151,16 @@ pub fn mutate(pod: &Value, namespace: &str, env: &Inputs) -> Result<Mutation, Mu
 pub fn mutate_template(
     template: &Value,
     namespace: &str,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<Mutation, MutationError> {
-    mutate_inner(template, namespace, false, env)
+    mutate_inner(template, namespace, false, inputs)
 }
 
 fn mutate_inner(
     pod: &Value,
     namespace: &str,
     write_namespace: bool,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<Mutation, MutationError> {
     // The pod is read from its JSON text, as the webhook reads a request, so
     // both paths decode (and explain a bad field) the same way.
@@ -170,7 +169,7 @@ fn mutate_inner(
     // check decodes every field of it.
     let view = view::pod_from_str(&raw)?;
     validate(&raw)?;
-    let edits = edit(view, namespace, write_namespace, env)?;
+    let edits = edit(view, namespace, write_namespace, inputs)?;
     let Edits {
         ops,
         outcomes,
@@ -194,6 +193,9 @@ fn mutate_inner(
 }
 
 mod api_decoding;
+mod unsupported;
+
+pub use unsupported::{unsupported, Unsupported};
 
 #[cfg(test)]
 mod tests;

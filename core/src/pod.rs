@@ -23,7 +23,7 @@ use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
 use std::borrow::Cow;
 
-pub use crate::cluster::Annotations;
+pub use crate::pod_facts::Annotations;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,20 +130,20 @@ pub trait ContainerEdit {
 }
 
 /// A token of a path: a map key (escaped as RFC 6901 says) or a list index.
-pub(crate) enum Step<'s> {
+pub(crate) enum PathStep<'s> {
     Key(&'s str),
     Index(usize),
 }
 
-impl<'s> From<&'s str> for Step<'s> {
+impl<'s> From<&'s str> for PathStep<'s> {
     fn from(key: &'s str) -> Self {
-        Step::Key(key)
+        PathStep::Key(key)
     }
 }
 
-impl From<usize> for Step<'_> {
+impl From<usize> for PathStep<'_> {
     fn from(index: usize) -> Self {
-        Step::Index(index)
+        PathStep::Index(index)
     }
 }
 
@@ -152,21 +152,21 @@ impl From<usize> for Step<'_> {
 /// `push_back` allocates a token per step and its `parse` scans again what
 /// is valid by construction, both on every recorded operation, which a
 /// small review notices (`examples/review_loop.rs` counts it).
-pub(crate) fn child<'s, const N: usize>(path: &str, steps: [Step<'s>; N]) -> String {
-    let room = |step: &Step| match step {
-        Step::Key(key) => key.len() + 4,
-        Step::Index(_) => 21,
+pub(crate) fn child<'s, const N: usize>(path: &str, steps: [PathStep<'s>; N]) -> String {
+    let room = |step: &PathStep| match step {
+        PathStep::Key(key) => key.len() + 4,
+        PathStep::Index(_) => 21,
     };
     let mut text = String::with_capacity(path.len() + steps.iter().map(room).sum::<usize>());
     text.push_str(path);
     for step in steps {
         text.push('/');
         match step {
-            Step::Key(key) if key.bytes().any(|b| b == b'~' || b == b'/') => {
+            PathStep::Key(key) if key.bytes().any(|b| b == b'~' || b == b'/') => {
                 text.push_str(jsonptr::Token::new(key).encoded())
             }
-            Step::Key(key) => text.push_str(key),
-            Step::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
+            PathStep::Key(key) => text.push_str(key),
+            PathStep::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
         }
     }
     text

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{ExecAction, GRPCAction, HTTPGetAction, Probe, T
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// The exact bytes Go's json.Marshal produces for a corev1.Probe.
-pub fn go_probe_json(p: &Probe) -> String {
+pub(crate) fn go_probe_json(p: &Probe) -> String {
     let mut o = Object::new();
     // Field order follows the Go struct: the embedded ProbeHandler comes first.
     if let Some(exec) = &p.exec {
@@ -34,7 +34,7 @@ pub fn go_probe_json(p: &Probe) -> String {
 }
 
 /// The exact bytes Go's json.Marshal produces for a non-nil `map[string]string`.
-pub fn go_string_map(m: &BTreeMap<String, String>) -> String {
+pub(crate) fn go_string_map(m: &BTreeMap<String, String>) -> String {
     // BTreeMap iterates in byte order, which is the order Go sorts map keys in.
     let items: Vec<String> = m
         .iter()

@@ -40,7 +40,7 @@ const BINARY_SUFFIXES: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
 const BINARY_MAX: u128 = i64::MAX as u128;
 
 /// Parses like Go's resource.ParseQuantity and returns the canonical string that Go's Quantity.String() / JSON marshalling produces.
-pub fn canonicalize(s: &str) -> Result<String, QuantityError> {
+pub(crate) fn canonicalize(s: &str) -> Result<String, QuantityError> {
     if s.is_empty() {
         return Err(QuantityError::FormatWrong);
     }

@@ -32,9 +32,6 @@
 //! `pkg/credentials`, `pkg/utils`, `pkg/types` and
 //! `pkg/apis/serving/v1beta1/configmap.go` of kserve/kserve).
 
-use crate::cluster::storage_container::STORAGE_CONTAINER_NAME_ANNOTATION;
-use crate::constants::*;
-use crate::pod::PodEdit;
 use std::fmt;
 
 /// A KServe release whose pod mutator we reproduce. Ordered by age, so a
@@ -328,46 +325,6 @@ impl std::str::FromStr for Release {
     }
 }
 
-impl crate::Config {
-    /// This config as `release` reads its ConfigMap: the keys that release
-    /// does not know are cleared (Go's JSON decoding ignores unknown keys),
-    /// so every injector sees what that release's mutator sees.
-    /// - `storageInitializer.ociModelMode`, `enableOciModelSupport`: v0.20
-    ///   (`types.StorageInitializerConfig` @v0.19.0 has neither);
-    ///   `ociInsecureRegistry`: HEAD.
-    /// - `logger.marshallerUrl`, `batchSize`, `batchInterval`: v0.17
-    ///   (`LoggerConfig` @v0.16.0); `logger.storage`: v0.16 (`LoggerConfig`
-    ///   @v0.15.0).
-    /// - `storageInitializer.enableDirectPvcVolumeMount`: v0.15 only
-    ///   (`StorageInitializerConfig` @v0.15.0), read at parse.
-    pub fn for_release(mut self, release: Release) -> Self {
-        self.release = release;
-        let storage = &mut self.storage_initializer;
-        if !release.oci_mode_keys() {
-            storage.oci_model_mode.clear();
-            storage.enable_oci_model_support = false;
-        }
-        if !release.oci_fetch() {
-            storage.oci_insecure_registry = false;
-        }
-        if !release.logger_marshaller() {
-            self.logger.marshaller_url.clear();
-            self.logger.batch_size = 0;
-            self.logger.batch_interval.clear();
-        }
-        if !release.logger_storage() {
-            self.logger.storage = None;
-        }
-        // The copy mode is read from the ConfigMap only under v0.15; a
-        // config read as another release (KServe's shipped one, whose
-        // v0.15.0 says `enableDirectPvcVolumeMount: true`) mounts directly.
-        if release.direct_pvc_always() {
-            self.storage_initializer.pvc_copy_mode = false;
-        }
-        self
-    }
-}
-
 /// The `0.17` an image tag names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImageRelease {
@@ -380,115 +337,5 @@ impl fmt::Display for ImageRelease {
         write!(f, "v{}.{}", self.major, self.minor)
     }
 }
-
-/// One image of the config that names another release than the selected one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageMismatch {
-    /// The config key (`agent`, `storageInitializer`).
-    pub key: &'static str,
-    pub image: String,
-    pub names: ImageRelease,
-}
-
-/// The agent and storage-initializer images whose tags name a release
-/// other than `release` (`latest`, digests and other tags name none).
-pub fn image_mismatches(config: &crate::Config, release: Release) -> Vec<ImageMismatch> {
-    let images = [
-        (crate::config::AGENT_KEY, &config.agent.image),
-        (
-            crate::config::STORAGE_INITIALIZER_KEY,
-            &config.storage_initializer.image,
-        ),
-    ];
-    (images.into_iter())
-        .filter_map(|(key, image)| {
-            let names = Release::of_image(image)?;
-            (!release.matches_image(names)).then(|| ImageMismatch {
-                key,
-                image: image.clone(),
-                names,
-            })
-        })
-        .collect()
-}
-
-/// Something the pod asks for that the selected release did not have, and
-/// what that release does instead; for the adapters' debug logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsupported {
-    pub release: Release,
-    /// What the pod asks for (an annotation, a URI scheme).
-    pub asked: String,
-    /// What the release does instead.
-    pub instead: &'static str,
-}
-
-impl fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "KServe {} has no {}: {}",
-            self.release, self.asked, self.instead
-        )
-    }
-}
-
-/// What `pod` asks for that `release` lacks (empty at HEAD). Read before
-/// the pipeline, from the same annotations the injectors read.
-pub fn unsupported<P: PodEdit>(pod: &P, release: Release) -> Vec<Unsupported> {
-    let mut out = Vec::new();
-    let mut note = |asked: String, instead: &'static str| {
-        out.push(Unsupported {
-            release,
-            asked,
-            instead,
-        })
-    };
-    if let Some(uri) = pod.annotation(SOURCE_URI_ANNOTATION) {
-        if let Some((scheme, _)) = uri.split_once("://") {
-            let mode = scheme.strip_prefix("oci+");
-            if mode.is_some() && !release.oci_mode_schemes() {
-                note(
-                    format!("URI scheme {scheme}://"),
-                    "the URI is a plain storage URI: the storage-initializer downloads it as it is",
-                );
-            } else if mode == Some("fetch") && !release.oci_fetch() {
-                note(
-                    format!("URI scheme {scheme}://"),
-                    "fetch is not implemented: the image becomes a modelcar",
-                );
-            }
-        }
-    }
-    if pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION).is_some()
-        && !release.explicit_storage_container()
-    {
-        note(
-            format!("annotation {STORAGE_CONTAINER_NAME_ANNOTATION}"),
-            "ignored: the storage URI picks the ClusterStorageContainer",
-        );
-    }
-    if pod.annotation(LOGGER_ANNOTATION).is_some()
-        && pod
-            .annotation(LOGGER_METADATA_ANNOTATIONS_ANNOTATION)
-            .is_some()
-        && !release.logger_metadata_annotations()
-    {
-        note(
-            format!("annotation {LOGGER_METADATA_ANNOTATIONS_ANNOTATION}"),
-            "ignored: the agent gets no --metadata-annotations",
-        );
-    }
-    if pod.annotation(CONFIDENTIAL_ENABLED_ANNOTATION) == Some("true")
-        && !release.confidential_env()
-    {
-        note(
-            format!("annotation {CONFIDENTIAL_ENABLED_ANNOTATION}"),
-            "ignored: the storage-initializer gets no CONFIDENTIAL_* env",
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests;

@@ -20,11 +20,12 @@ use crate::release::Release;
 use k8s_openapi::api::core::v1::Volume;
 use serde_json::{Map, Value};
 
-pub const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
-pub const MODEL_VOLUME_KEY: &str = "modelVolume";
-pub const KSERVE_VERSION_KEY: &str = "kserveVersion";
+pub(crate) const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
+pub(crate) const MODEL_VOLUME_KEY: &str = "modelVolume";
+pub(crate) const KSERVE_VERSION_KEY: &str = "kserveVersion";
 /// The storage-initializer keys, named as in KServe's ConfigMap.
-pub const RESOURCE_KEYS: [&str; 4] = ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
+pub(crate) const RESOURCE_KEYS: [&str; 4] =
+    ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

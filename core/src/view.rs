@@ -7,19 +7,19 @@
 //!
 //! Validation rule: a wrong type in a field listed here is an error naming
 //! its path; a field nobody reads is not checked (the API server decoded the
-//! pod before admission). Lists and maps are capped at [`MAX_ENTRIES`]
+//! pod before admission). Lists and maps are capped at `MAX_ENTRIES`
 //! entries, far above any real pod, so that a hostile body cannot make the
 //! view grow beyond a small multiple of the body.
 //!
 //! The view is also what the injectors edit: [`crate::pod::WorkingSet`]
 //! changes it in place and records the patch.
 
-use crate::cluster::keys::PodFacts;
 use crate::config::Config;
 use crate::constants::{
     AGENT_CONTAINER, KSERVE_CONTAINER, MODELCAR_CONTAINER, QUEUE_PROXY_CONTAINER,
     STORAGE_INITIALIZER_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER,
 };
+use crate::pod_facts::PodFacts;
 use k8s_openapi::api::core::v1::{EnvVarSource, Probe, SecurityContext};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -29,13 +29,13 @@ use std::fmt;
 /// The most entries a list or map the injectors read may hold. Kubernetes
 /// caps an object at about 1.5 MB in etcd and real pods have tens of
 /// containers, env vars or annotations; this is two orders of magnitude above.
-pub const MAX_ENTRIES: usize = 4096;
+pub(crate) const MAX_ENTRIES: usize = 4096;
 
 /// The most entries all those lists and maps may hold together: a pod with
 /// 50 fully configured containers has about 1,500. Past it the pod is
 /// refused before the working set is built, which bounds the working set to
 /// a few MiB whatever the body.
-pub const MAX_TOTAL_ENTRIES: usize = 16384;
+pub(crate) const MAX_TOTAL_ENTRIES: usize = 16384;
 
 /// A string, borrowed from the input when it holds no escapes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -81,7 +81,7 @@ fn too_many<E: de::Error>() -> E {
     ))
 }
 
-/// A list of at most [`MAX_ENTRIES`] entries.
+/// A list of at most `MAX_ENTRIES` entries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capped<T>(pub Vec<T>);
 
@@ -130,7 +130,7 @@ impl<T: Serialize> Serialize for Capped<T> {
 }
 
 /// A string-to-string map (labels, annotations, node selector, limits) of at
-/// most [`MAX_ENTRIES`] entries, in document order; a repeated key keeps
+/// most `MAX_ENTRIES` entries, in document order; a repeated key keeps
 /// its last value, as JSON decoders do.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StrMap<'a>(pub Vec<(Str<'a>, Str<'a>)>);
@@ -276,7 +276,7 @@ pub const LIST_READ_CONTAINERS: [&str; 6] = [
 /// ClusterStorageContainer may give the initializer any name, and the
 /// "already injected" guard looks for the model mount); env, ports and args
 /// only of `storage-initializer` (fetch mode appends to its args).
-pub const LIST_READ_INIT_CONTAINERS: [&str; 1] = [STORAGE_INITIALIZER_CONTAINER];
+pub(crate) const LIST_READ_INIT_CONTAINERS: [&str; 1] = [STORAGE_INITIALIZER_CONTAINER];
 
 /// Which of a container's lists are decoded.
 #[derive(Clone, Copy)]
@@ -339,7 +339,7 @@ fn init_containers<'de: 'a, 'a, D: Deserializer<'de>>(
 /// A container of a JSON tree read with every list, whatever its name: the
 /// test oracle's reads (`crate::oracle::TreeDoc`). Default when unreadable.
 #[cfg(any(test, feature = "oracle"))]
-pub fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
+pub(crate) fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
     let all = |_: Option<&str>| Lists {
         mounts: true,
         others: true,
@@ -641,7 +641,7 @@ pub(crate) fn message_of(e: &serde_json::Error) -> String {
     }
 }
 
-/// Refuses a view past [`MAX_TOTAL_ENTRIES`].
+/// Refuses a view past `MAX_TOTAL_ENTRIES`.
 pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
     let entries = view.entries();
     if entries > MAX_TOTAL_ENTRIES {
@@ -684,8 +684,8 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
 }
 
 /// The same view of a pod already held as a JSON tree (the tests' documents).
-#[cfg(any(test, feature = "oracle"))]
-pub fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
+#[cfg(test)]
+pub(crate) fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
     if !pod.is_object() {
         return Err(ViewError {
             path: ".".into(),

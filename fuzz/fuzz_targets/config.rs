@@ -5,7 +5,8 @@
 //! in-memory form. (At merge: re-point these calls at the one config reader.)
 #![no_main]
 
-use kserve_injector::{config_file, Config};
+use kserve_injector::config_file;
+use kserve_injector_core::Config;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -12,7 +12,7 @@
 //!   is only slow.
 #![no_main]
 
-use kserve_injector::reader::{documents, documents_within, to_yaml, Budget};
+use kserve_injector_core::reader::{documents, documents_within, to_yaml, Budget};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -5,8 +5,8 @@
 #![no_main]
 
 use base64::Engine;
-use kserve_injector::admission::review;
-use kserve_injector::Inputs;
+use kserve_injector_core::admission::review;
+use kserve_injector_core::Inputs;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::OnceLock;

@@ -5,8 +5,8 @@
 //! refusal, a pod that cannot be decoded and a pod past the caps included.
 #![no_main]
 
-use kserve_injector::admission::{review_in, Mode};
-use kserve_injector::Inputs;
+use kserve_injector_core::admission::{review_in, Mode};
+use kserve_injector_core::Inputs;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::OnceLock;

@@ -7,7 +7,7 @@
 
 use crate::audit::AuditError;
 use crate::audit::Inventory;
-use crate::reader::{self, Budget, JsonDocuments, Meter, Syntax, ValueSeed};
+use kserve_injector_core::reader::{self, Budget, JsonDocuments, Meter, Syntax, ValueSeed};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;

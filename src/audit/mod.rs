@@ -9,95 +9,33 @@ pub mod cluster;
 pub mod dump;
 
 use crate::config_file;
-use crate::lookups::{resolve_client, ClusterLookups, Environment};
-use crate::{Config, Inputs};
+use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
+use kserve_injector_core::{Config, Inputs};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AuditFormat {
-    Table,
-    Json,
-}
-
-/// Flags of `kserve-injector audit`.
-#[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Examples:
-  kserve-injector audit -A                                  # every namespace, current context
-  kserve-injector audit --context prod -n models -o json
-  kubectl get pods,rs,deploy,sa,secrets,cm,isvc,clusterstoragecontainers -A -o json > dump.json
-  kserve-injector audit --objects dump.json
-
-Each pod with the serving.kserve.io/inferenceservice label is compared with
-what this webhook makes of its ReplicaSet's pod template today. Fields the
-API server defaults, the service account token volume and the sidecars of
---ignore-container (istio-proxy, linkerd-proxy and their init containers
-by default) are not compared.
-
-Exit codes: 0 no pod differs, 1 a pod differs, 2 bad flags, input or
-cluster access.")]
-pub struct AuditArgs {
-    /// A dump of the objects (`kubectl get ... -A -o yaml|json`), "-" for
-    /// standard input, instead of a cluster. Example: --objects dump.json
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+/// What an audit runs with, made from `audit`'s flags at the edge.
+#[derive(Debug, Clone)]
+pub struct AuditSettings {
+    /// A dump to read instead of a cluster ("-": standard input).
     pub objects: Option<PathBuf>,
-    /// Kubeconfig to read the cluster with (default: KUBECONFIG, else
-    /// ~/.kube/config, else the in-cluster service account).
-    /// Example: --kubeconfig ~/.kube/config
-    #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use. Example: --context kind-kserve
-    #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
-    /// Audit the pods of this namespace (default: the context's namespace).
-    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
     pub namespace: Option<String>,
-    /// Audit the pods of every namespace.
-    #[arg(short = 'A', long)]
     pub all_namespaces: bool,
-    /// Output: a table, or the whole report as JSON.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: AuditFormat,
-    /// A container another webhook adds, not compared (repeatable; added to
-    /// the built-in list). Example: --ignore-container vault-agent
-    #[arg(long, value_name = "NAME")]
+    /// Containers other webhooks add, not compared (besides the built-in list).
     pub ignore_container: Vec<String>,
-    /// The namespace of inferenceservice-config (KServe's controller namespace).
-    #[arg(long, default_value = crate::constants::DEFAULT_CONTROLLER_NAMESPACE)]
     pub controller_namespace: String,
-    /// Use this inferenceservice-config (a ConfigMap manifest or a mounted
-    /// directory) instead of the cluster's. Example: --config ./config.yaml
-    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// kserve-injector's own settings file, as the webhook's `--config-file`.
-    /// Example: --config-file ./kserve-injector.yaml
-    #[arg(long, value_name = "PATH")]
     pub config_file: Option<PathBuf>,
-    /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
-    /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
-    #[arg(long, value_name = "MODE", default_value = "classic",
-          value_parser = crate::cli::modelcar_mode())]
-    pub modelcar_mode: crate::inputs::ModelcarMode,
-    /// The KServe release whose pod mutator the webhook reproduces (its
-    /// `--kserve-version`): v0.16 … v0.20 or head. Default: the
-    /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
-    #[arg(long, value_name = "VERSION", value_parser = crate::cli::kserve_version())]
-    pub kserve_version: Option<crate::release::Release>,
-    /// The security profile the webhook runs with (its `--security-profile`):
-    /// baseline or restricted. Example: --security-profile restricted
-    #[arg(long, value_name = "PROFILE", default_value = "baseline",
-          value_parser = crate::cli::security_profile())]
-    pub security_profile: crate::inputs::SecurityProfile,
-    /// Instead of comparing, list every live pod (any label) whose
-    /// containers carry a literal value in an env variable KServe fills from
-    /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),
-    /// with its owner, container and variable; values are never printed.
-    /// Exit code 1 when any is found. Example: audit --credentials -A
-    #[arg(long)]
+    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
+    pub kserve_version: Option<kserve_injector_core::release::Release>,
+    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
+    /// List literal credentials in env instead of comparing.
     pub credentials: bool,
-    #[command(flatten)]
-    pub budget: crate::cli::BudgetArgs,
+    /// What reading the dump may cost.
+    pub budget: kserve_injector_core::reader::Budget,
 }
 
 /// Why the audit could not run (exit code 2).
@@ -112,14 +50,14 @@ pub enum RunError {
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.
-pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
+pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunError> {
     let mut inventory = Inventory::default();
     inventory.credentials = Some(CredentialReport {
         only_namespace: args.namespace.clone().filter(|_| args.objects.is_some()),
         ..CredentialReport::default()
     });
     match (&args.objects, args.all_namespaces, &args.namespace) {
-        (Some(path), ..) => read_dump(path, &mut inventory, args.budget.budget())?,
+        (Some(path), ..) => read_dump(path, &mut inventory, args.budget)?,
         (None, true, _) => read_cluster(args, cluster::Scope::All, &mut inventory)?,
         (None, false, ns) => {
             let scope = cluster::Scope::Namespace(ns.clone().unwrap_or_default());
@@ -132,11 +70,11 @@ pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
 }
 
 /// Reads the objects, audits, and gives the report.
-pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
+pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
         (Some(path), ..) => {
-            read_dump(path, &mut inventory, args.budget.budget())?;
+            read_dump(path, &mut inventory, args.budget)?;
             None
         }
         (None, true, _) => Some(cluster::Scope::All),
@@ -168,14 +106,14 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
             .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
         }
     };
-    let mut env = Inputs::new(config);
-    env.controller_namespace = args.controller_namespace.clone();
-    env.modelcar_mode = args.modelcar_mode;
-    env.security_profile = args.security_profile;
-    env.model_volume = settings.model_volume;
+    let mut inputs = Inputs::new(config);
+    inputs.controller_namespace = args.controller_namespace.clone();
+    inputs.modelcar_mode = args.modelcar_mode;
+    inputs.security_profile = args.security_profile;
+    inputs.model_volume = settings.model_volume;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
-    let mut report = inventory.audit(&env, &rules);
+    let mut report = inventory.audit(&inputs, &rules);
     if let Some(ns) = args.namespace.as_deref().filter(|_| args.objects.is_some()) {
         report = Report::new(
             report
@@ -191,7 +129,7 @@ pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
 fn read_dump(
     path: &std::path::Path,
     inventory: &mut Inventory,
-    budget: crate::reader::Budget,
+    budget: kserve_injector_core::reader::Budget,
 ) -> Result<(), RunError> {
     let failed = |message: String| RunError::Objects {
         path: path.display().to_string(),
@@ -211,7 +149,7 @@ fn read_dump(
 }
 
 fn read_cluster(
-    args: &AuditArgs,
+    args: &AuditSettings,
     scope: cluster::Scope,
     inventory: &mut Inventory,
 ) -> Result<(), RunError> {
@@ -221,7 +159,7 @@ fn read_cluster(
         .build()
         .map_err(|e| failed(&e))?;
     runtime.block_on(async {
-        let mut environment = Environment::from_process(args.kubeconfig.clone());
+        let mut environment = KubeEnvironment::from_process(args.kubeconfig.clone());
         if environment.kubeconfig_flag.is_none() && environment.kubeconfig_env.is_none() {
             // As kubectl: ~/.kube/config when nothing else says where.
             let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -230,9 +168,9 @@ fn read_cluster(
         }
         let no_config = "no cluster configuration: pass --kubeconfig or --objects";
         let client =
-            match resolve_client(ClusterLookups::On, &environment, args.context.as_deref()).await {
+            match resolve_client(LookupMode::On, &environment, args.context.as_deref()).await {
                 Ok(Some(client)) => client,
-                Ok(None) | Err(crate::lookups::ModeError::NoConfiguration) => {
+                Ok(None) | Err(crate::lookups::LookupModeError::NoConfiguration) => {
                     return Err(failed(&no_config))
                 }
                 Err(e) => return Err(failed(&e)),

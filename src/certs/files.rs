@@ -3,7 +3,7 @@
 //! A CA already in the directory is reused, so renewing the serving
 //! certificate leaves the webhook's `caBundle` unchanged.
 
-use super::{service_dns_names, Authority, CertsError, Validity};
+use super::{service_dns_names, Authority, CertGenError, Validity};
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
 
@@ -52,10 +52,10 @@ pub struct Written {
     pub not_after: OffsetDateTime,
 }
 
-pub fn write_certs(request: &CertsRequest<'_>) -> Result<Written, CertsError> {
+pub fn write_certs(request: &CertsRequest<'_>) -> Result<Written, CertGenError> {
     let names = service_dns_names(request.service, request.namespace)?;
     let files = CertFiles::in_dir(request.out);
-    std::fs::create_dir_all(request.out).map_err(|source| CertsError::Io {
+    std::fs::create_dir_all(request.out).map_err(|source| CertGenError::Io {
         path: request.out.to_owned(),
         source,
     })?;
@@ -68,7 +68,7 @@ pub fn write_certs(request: &CertsRequest<'_>) -> Result<Written, CertsError> {
     };
     let validity = Validity::from(request.now, request.days);
     if ca.not_after() < validity.not_after {
-        return Err(CertsError::CaExpiresFirst {
+        return Err(CertGenError::CaExpiresFirst {
             path: files.ca_cert,
             ca_not_after: ca.not_after(),
             not_after: validity.not_after,
@@ -91,17 +91,17 @@ pub fn write_certs(request: &CertsRequest<'_>) -> Result<Written, CertsError> {
     })
 }
 
-fn existing_ca(files: &CertFiles, new_ca: bool) -> Result<Option<Authority>, CertsError> {
+fn existing_ca(files: &CertFiles, new_ca: bool) -> Result<Option<Authority>, CertGenError> {
     if new_ca {
         return Ok(None);
     }
     match (files.ca_cert.exists(), files.ca_key.exists()) {
         (false, false) => Ok(None),
-        (true, false) => Err(CertsError::HalfCa {
+        (true, false) => Err(CertGenError::HalfCa {
             present: files.ca_cert.clone(),
             missing: files.ca_key.clone(),
         }),
-        (false, true) => Err(CertsError::HalfCa {
+        (false, true) => Err(CertGenError::HalfCa {
             present: files.ca_key.clone(),
             missing: files.ca_cert.clone(),
         }),
@@ -113,17 +113,17 @@ fn existing_ca(files: &CertFiles, new_ca: bool) -> Result<Option<Authority>, Cer
     }
 }
 
-fn read(path: &Path) -> Result<String, CertsError> {
-    std::fs::read_to_string(path).map_err(|source| CertsError::Io {
+fn read(path: &Path) -> Result<String, CertGenError> {
+    std::fs::read_to_string(path).map_err(|source| CertGenError::Io {
         path: path.to_owned(),
         source,
     })
 }
 
 /// A certificate or key file; keys are readable by the owner only.
-fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), CertsError> {
+fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), CertGenError> {
     let mode = if secret { 0o600 } else { 0o644 };
-    write_atomically(path, contents, mode).map_err(|source| CertsError::Io {
+    write_atomically(path, contents, mode).map_err(|source| CertGenError::Io {
         path: path.to_owned(),
         source,
     })

@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 
 /// Why a certificate, key or CA bundle could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum CertError {
+pub enum ServingCertError {
     /// A file of the pair could not be read (the reader's message names it).
     #[error("{0}")]
     Read(String),
@@ -55,23 +55,23 @@ pub struct ServingPair {
     pub not_after: i64,
 }
 
-fn invalid(path: &Path, message: impl ToString) -> CertError {
+fn invalid(path: &Path, message: impl ToString) -> ServingCertError {
     let (path, message) = (path.to_path_buf(), message.to_string());
-    CertError::Invalid { path, message }
+    ServingCertError::Invalid { path, message }
 }
 
-fn x509_error(path: &Path, e: impl std::fmt::Display) -> CertError {
+fn x509_error(path: &Path, e: impl std::fmt::Display) -> ServingCertError {
     invalid(path, format!("cannot parse certificate: {e}"))
 }
 
 /// The certificate's notAfter (Unix seconds). With `check`, also that now
 /// lies inside its validity window: an expired or not-yet-valid serving
 /// certificate fails every handshake, so loading one is an error.
-fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, CertError> {
+fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, ServingCertError> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| x509_error(path, e))?;
     let (validity, now) = (cert.validity(), x509_parser::time::ASN1Time::now());
     if check && (now < validity.not_before || now > validity.not_after) {
-        return Err(CertError::OutsideValidity {
+        return Err(ServingCertError::OutsideValidity {
             path: path.to_path_buf(),
             not_before: validity.not_before.to_string(),
             not_after: validity.not_after.to_string(),
@@ -82,8 +82,8 @@ fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, CertError> {
 }
 
 /// The certificates of one file of the snapshot (at least one).
-fn certs(snap: &Snapshot, path: &Path) -> Result<Vec<CertificateDer<'static>>, CertError> {
-    let pem = snap.file(path).map_err(CertError::Read)?;
+fn certs(snap: &Snapshot, path: &Path) -> Result<Vec<CertificateDer<'static>>, ServingCertError> {
+    let pem = snap.file(path).map_err(ServingCertError::Read)?;
     let certs = CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>();
     let certs = certs.map_err(|e| invalid(path, e))?;
     if certs.is_empty() {
@@ -99,19 +99,20 @@ pub fn load_pair(
     cert_path: &Path,
     key_path: &Path,
     provider: &CryptoProvider,
-) -> Result<ServingPair, CertError> {
+) -> Result<ServingPair, ServingCertError> {
     let chain = certs(snap, cert_path)?;
-    let key_pem = snap.file(key_path).map_err(CertError::Read)?;
+    let key_pem = snap.file(key_path).map_err(ServingCertError::Read)?;
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| match e {
         rustls_pki_types::pem::Error::NoItemsFound => invalid(key_path, "no PEM private key found"),
         other => invalid(key_path, other),
     })?;
     let not_after = validity(&chain[0], cert_path, true)?;
-    let key = CertifiedKey::from_der(chain, key, provider).map_err(|source| CertError::Pair {
-        cert: cert_path.to_path_buf(),
-        key: key_path.to_path_buf(),
-        source,
-    })?;
+    let key =
+        CertifiedKey::from_der(chain, key, provider).map_err(|source| ServingCertError::Pair {
+            cert: cert_path.to_path_buf(),
+            key: key_path.to_path_buf(),
+            source,
+        })?;
     let key = Arc::new(key);
     Ok(ServingPair { key, not_after })
 }
@@ -124,7 +125,7 @@ pub fn client_verifier(
     snap: &Snapshot,
     path: &Path,
     provider: &Arc<CryptoProvider>,
-) -> Result<(Verifier, i64), CertError> {
+) -> Result<(Verifier, i64), ServingCertError> {
     let mut earliest = i64::MAX;
     let mut roots = RootCertStore::empty();
     for cert in certs(snap, path)? {
@@ -146,7 +147,10 @@ pub struct SelfSigned {
 
 /// Always valid for localhost and the loopback addresses; `extra` adds names
 /// such as a Service's DNS name for an in-cluster try-out.
-pub fn self_signed(extra: &[String], provider: &CryptoProvider) -> Result<SelfSigned, CertError> {
+pub fn self_signed(
+    extra: &[String],
+    provider: &CryptoProvider,
+) -> Result<SelfSigned, ServingCertError> {
     let validity = Validity::from(OffsetDateTime::now_utc(), 365);
     let ca = Authority::generate("kserve-injector self-signed CA", validity)?;
 
@@ -160,7 +164,7 @@ pub fn self_signed(extra: &[String], provider: &CryptoProvider) -> Result<SelfSi
 
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf.key_pkcs8_der));
     let key = CertifiedKey::from_der(vec![leaf.cert_der], key, provider).map_err(|source| {
-        CertError::Pair {
+        ServingCertError::Pair {
             cert: "(self-signed)".into(),
             key: "(self-signed)".into(),
             source,

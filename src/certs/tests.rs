@@ -150,15 +150,15 @@ fn a_leaf_or_a_foreign_key_is_not_accepted_as_the_ca() -> Result<(), Box<dyn std
     let leaf = ca.issue_serving("x", &names(), validity)?;
     assert!(matches!(
         Authority::from_pem(&leaf.cert_pem, &leaf.key_pem),
-        Err(CertsError::NotCa)
+        Err(CertGenError::NotCa)
     ));
     assert!(matches!(
         Authority::from_pem(ca.cert_pem(), &other.key_pem()),
-        Err(CertsError::KeyMismatch)
+        Err(CertGenError::KeyMismatch)
     ));
     assert!(matches!(
         Authority::from_pem("not a pem", &ca.key_pem()),
-        Err(CertsError::Parse(_))
+        Err(CertGenError::Parse(_))
     ));
     Ok(())
 }

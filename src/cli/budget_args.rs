@@ -1,7 +1,7 @@
 //! The reader's budget as flags, for `mutate` and `audit` (an audit over a
 //! big namespace may need more than the defaults).
 
-use crate::reader::Budget;
+use kserve_injector_core::reader::Budget;
 
 /// What one input may cost the reader (see docs/operations.md, "Limits").
 #[derive(Debug, Clone, clap::Args)]

@@ -3,28 +3,22 @@
 //! rewriting its command line: `KSERVE_INJECTOR_` and the field's name in
 //! capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`), see [`env_var`].
 
-use crate::inputs::{ModelcarMode, SecurityProfile};
-use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::{
-    ClusterLookups, Kind, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
+use crate::lookups::{Kind, LookupMode, OutsideNamespaces};
+use crate::server::settings::{
+    ConfigSettings, LimitSettings, ListenSettings, LogFormat, LoggingSettings, LookupSettings,
+    ServeSettings, ShadowSettings, ShutdownSettings, TlsSettings,
 };
-use crate::release::Release;
-use clap::{ArgAction, Parser, ValueEnum};
+use clap::{ArgAction, Parser};
+use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
+use kserve_injector_core::release::Release;
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// controller-runtime's and cert-manager's conventional mount point, so the
 /// same Secret volume works for KServe's controller and for us.
 pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Json,
-    Text,
-}
 
 /// Flags of `kserve-injector serve`, in groups (each a `--help` heading);
 /// an adapter takes only the group it needs.
@@ -71,18 +65,6 @@ pub struct ShadowArgs {
     pub shadow_warnings: bool,
 }
 
-impl ShadowArgs {
-    pub fn mode(&self) -> crate::admission::Mode {
-        if self.shadow {
-            crate::admission::Mode::Shadow {
-                warnings: self.shadow_warnings,
-            }
-        } else {
-            crate::admission::Mode::Mutate
-        }
-    }
-}
-
 /// The two listeners: the webhook's and the admin (probes, metrics) one.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Listeners")]
@@ -125,7 +107,7 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
     /// The KServe release the cluster runs, whose pod mutator to reproduce:
-    /// v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
+    /// v0.15, v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
     /// the --config-file's kserveVersion key, else head.
     #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
     pub kserve_version: Option<Release>,
@@ -135,6 +117,130 @@ pub struct ConfigArgs {
     /// kserve-injector.io/security-profile annotation overrides it.
     #[arg(long, value_name = "PROFILE", default_value = "baseline", value_parser = security_profile())]
     pub security_profile: SecurityProfile,
+}
+
+/// The server takes plain settings; the flags are one way to make them.
+impl From<ServeArgs> for ServeSettings {
+    fn from(args: ServeArgs) -> Self {
+        Self {
+            listen: args.listen.into(),
+            inference_config: args.inference_config.into(),
+            lookups: args.lookups.into(),
+            tls: args.tls.into(),
+            limits: args.limits.into(),
+            shutdown: args.shutdown.into(),
+            logging: args.logging.into(),
+            shadow: args.shadow.into(),
+        }
+    }
+}
+
+impl From<ListenArgs> for ListenSettings {
+    fn from(args: ListenArgs) -> Self {
+        Self {
+            addr: args.addr,
+            admin_addr: args.admin_addr,
+        }
+    }
+}
+
+impl From<ConfigArgs> for ConfigSettings {
+    fn from(args: ConfigArgs) -> Self {
+        Self {
+            config: args.config,
+            config_file: args.config_file,
+            config_watch: args.config_watch,
+            config_poll_interval: args.config_poll_interval,
+            controller_namespace: args.controller_namespace,
+            modelcar_mode: args.modelcar_mode,
+            kserve_version: args.kserve_version,
+            security_profile: args.security_profile,
+        }
+    }
+}
+
+impl From<LookupArgs> for LookupSettings {
+    fn from(args: LookupArgs) -> Self {
+        Self {
+            cluster_lookups: args.cluster_lookups,
+            kubeconfig: args.kubeconfig,
+            context: args.context,
+            lookup_timeout: args.lookup_timeout,
+            watch_kinds: args.watch_kinds,
+            secret_ttl: args.secret_ttl,
+            secret_cache_entries: args.secret_cache_entries,
+            namespaces: args.namespaces,
+            outside_namespaces: args.outside_namespaces,
+            objects: args.objects,
+        }
+    }
+}
+
+impl From<TlsArgs> for TlsSettings {
+    fn from(args: TlsArgs) -> Self {
+        Self {
+            cert_dir: args.cert_dir,
+            tls_cert_file: args.tls_cert_file,
+            tls_key_file: args.tls_key_file,
+            client_ca_file: args.client_ca_file,
+            self_signed: args.self_signed,
+            dns_names: args.dns_names,
+            self_signed_ca_file: args.self_signed_ca_file,
+            cert_watch: args.cert_watch,
+            cert_poll_interval: args.cert_poll_interval,
+        }
+    }
+}
+
+impl From<LimitArgs> for LimitSettings {
+    fn from(args: LimitArgs) -> Self {
+        Self {
+            request_timeout: args.request_timeout,
+            header_read_timeout: args.header_read_timeout,
+            handshake_timeout: args.handshake_timeout,
+            http2_max_concurrent_streams: args.http2_max_concurrent_streams,
+            first_request_timeout: args.first_request_timeout,
+            idle_timeout: args.idle_timeout,
+            max_connections: args.max_connections,
+            max_concurrent_requests: args.max_concurrent_requests,
+            max_buffered_bytes: args.max_buffered_bytes,
+        }
+    }
+}
+
+impl From<ShutdownArgs> for ShutdownSettings {
+    fn from(args: ShutdownArgs) -> Self {
+        Self {
+            shutdown_delay: args.shutdown_delay,
+            drain_timeout: args.drain_timeout,
+        }
+    }
+}
+
+impl From<LoggingArgs> for LoggingSettings {
+    fn from(args: LoggingArgs) -> Self {
+        Self {
+            log_summary_interval: args.log_summary_interval,
+            log_format: args.log_format,
+            log_filter: args.log_filter,
+        }
+    }
+}
+
+impl From<ShadowArgs> for ShadowSettings {
+    fn from(args: ShadowArgs) -> Self {
+        Self {
+            shadow: args.shadow,
+            shadow_warnings: args.shadow_warnings,
+        }
+    }
+}
+/// `--log-format`'s parser, listing the formats in `--help`.
+fn log_format() -> impl clap::builder::TypedValueParser<Value = LogFormat> {
+    use clap::builder::TypedValueParser;
+    // The possible values are exactly the names, so every one parses.
+    clap::builder::PossibleValuesParser::new(LogFormat::NAMES)
+        .map(|name| name.parse::<LogFormat>().unwrap_or(LogFormat::Json))
 }
 
 /// `--kserve-version`'s parser (`serve`, `mutate`, `audit`): a release whose
@@ -167,7 +273,7 @@ pub struct LookupArgs {
     /// InferenceServices from the cluster (watch caches). auto: on when
     /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
     #[arg(long, value_enum, default_value = "auto")]
-    pub cluster_lookups: ClusterLookups,
+    pub cluster_lookups: LookupMode,
     /// Kubeconfig for the cluster lookups. Example: --kubeconfig ~/.kube/config
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
@@ -317,7 +423,7 @@ pub struct LoggingArgs {
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub log_summary_interval: Duration,
     /// Log format.
-    #[arg(long, value_enum, default_value = "json")]
+    #[arg(long, default_value = "json", value_parser = log_format())]
     pub log_format: LogFormat,
     /// Log filter in RUST_LOG syntax, e.g. "info" or "kserve_injector=debug".
     /// Default: RUST_LOG, else "info".
@@ -351,90 +457,6 @@ impl ServeArgs {
         T: Into<OsString> + Clone,
     {
         Standalone::try_parse_from(flags).map(|s| s.args)
-    }
-
-    /// What clap cannot check while parsing (values that would make the
-    /// server useless rather than merely slow are refused there).
-    pub fn validate(&self) -> Result<(), String> {
-        let lookups = &self.lookups;
-        if lookups.objects.is_some() && lookups.cluster_lookups == ClusterLookups::On {
-            return Err(
-                "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
-            );
-        }
-        if self.limits.max_buffered_bytes < MAX_BODY_BYTES {
-            return Err(format!(
-                "--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)"
-            ));
-        }
-        match &self.inference_config.config {
-            Some(path) if !path.exists() => Err(format!(
-                "--config {}: no such file or directory",
-                path.display()
-            )),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl TlsArgs {
-    pub fn cert_file(&self) -> PathBuf {
-        self.tls_cert_file
-            .clone()
-            .unwrap_or_else(|| self.cert_dir.join("tls.crt"))
-    }
-
-    pub fn key_file(&self) -> PathBuf {
-        self.tls_key_file
-            .clone()
-            .unwrap_or_else(|| self.cert_dir.join("tls.key"))
-    }
-
-    pub fn ca_out_file(&self) -> PathBuf {
-        self.self_signed_ca_file
-            .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("kserve-injector-ca.crt"))
-    }
-}
-
-impl LimitArgs {
-    /// `--max-connections`, else 4096 capped at 3/4 of the open-file limit,
-    /// so the cap is reached before accept() starts failing with EMFILE.
-    pub fn resolved_max_connections(&self) -> usize {
-        self.max_connections.unwrap_or_else(|| {
-            let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-            match soft {
-                Some(soft) => (soft.saturating_mul(3) / 4).clamp(16, 4096) as usize,
-                None => 4096,
-            }
-        })
-    }
-}
-
-impl ConfigArgs {
-    /// Flag, then KServe's POD_NAMESPACE convention, then KServe's default.
-    pub fn resolved_controller_namespace(&self) -> String {
-        let pod_namespace = std::env::var("POD_NAMESPACE").ok();
-        [self.controller_namespace.clone(), pod_namespace]
-            .into_iter()
-            .flatten()
-            .find(|ns| !ns.is_empty())
-            .unwrap_or_else(|| crate::constants::DEFAULT_CONTROLLER_NAMESPACE.to_string())
-    }
-}
-
-impl LookupArgs {
-    /// The options of the watch caches and the fallback GETs.
-    pub fn options(&self) -> LookupOptions {
-        LookupOptions {
-            get_timeout: self.lookup_timeout,
-            watched: self.watch_kinds.clone(),
-            secret_ttl: self.secret_ttl,
-            secret_cache_entries: NonZeroUsize::new(self.secret_cache_entries)
-                .unwrap_or(DEFAULT_SECRET_CACHE_ENTRIES),
-            namespaces: self.namespaces.iter().cloned().collect(),
-            outside: self.outside_namespaces,
-        }
     }
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cluster::ClusterData;
+use kserve_injector_core::cluster::ClusterSnapshot;
 use serde_json::json;
 
 const POD: &str = r#"
@@ -269,7 +269,7 @@ fn a_denied_admission_review_is_printed_and_is_exit_code_1() {
         OutputFormat::Yaml,
         None,
         &env(),
-        &mut ClusterData::default(),
+        &mut ClusterSnapshot::default(),
     )
     .unwrap_err();
     assert!(matches!(err, CliError::Denied(_)), "{err:?}");
@@ -294,7 +294,7 @@ fn documents_before_a_failing_one_are_written_and_the_run_stops() {
         OutputFormat::Json,
         None,
         &env(),
-        &mut ClusterData::default(),
+        &mut ClusterSnapshot::default(),
     )
     .unwrap_err();
     assert!(err.to_string().starts_with("document 2 (Service)"), "{err}");
@@ -323,7 +323,7 @@ fn write_errors_are_exit_code_2_except_a_closed_pipe() {
             format,
             None,
             &env(),
-            &mut ClusterData::default(),
+            &mut ClusterSnapshot::default(),
         )
         .unwrap_err();
         assert!(matches!(full, CliError::Output(_)), "{full:?}");
@@ -334,7 +334,7 @@ fn write_errors_are_exit_code_2_except_a_closed_pipe() {
             format,
             None,
             &env(),
-            &mut ClusterData::default(),
+            &mut ClusterSnapshot::default(),
         )
         .unwrap_err();
         assert_eq!(gone, CliError::ReaderGone);

@@ -37,7 +37,7 @@ pub trait Scoped {
     fn namespace(&self) -> Option<&str>;
 }
 
-impl Scoped for crate::cluster::ObjectRef {
+impl Scoped for kserve_injector_core::cluster::ObjectRef {
     fn namespace(&self) -> Option<&str> {
         Some(&self.namespace)
     }
@@ -205,7 +205,7 @@ pub async fn run<O, R>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::ObjectRef;
+    use kserve_injector_core::cluster::ObjectRef;
 
     fn listing(ns: &str, names: &[&str]) -> HashMap<ObjectRef, u8> {
         names.iter().map(|n| (ObjectRef::new(ns, *n), 0)).collect()

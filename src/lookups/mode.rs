@@ -14,7 +14,7 @@ pub const IN_CLUSTER_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccoun
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum ClusterLookups {
+pub enum LookupMode {
     /// On when a cluster configuration is found, off otherwise.
     #[default]
     Auto,
@@ -25,9 +25,9 @@ pub enum ClusterLookups {
 }
 
 /// What the process can see of a cluster configuration; kept apart from the
-/// process environment so [`detect`](Environment::detect) is a pure function.
+/// process environment so [`detect`](KubeEnvironment::detect) is a pure function.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Environment {
+pub struct KubeEnvironment {
     /// `--kubeconfig`.
     pub kubeconfig_flag: Option<PathBuf>,
     /// `KUBECONFIG` (may list several files, `:`-separated).
@@ -38,13 +38,13 @@ pub struct Environment {
 
 /// The configuration used, in kubectl's order of precedence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigSource {
+pub enum KubeConfigSource {
     KubeconfigFlag(PathBuf),
     KubeconfigEnv(OsString),
     InCluster,
 }
 
-impl std::fmt::Display for ConfigSource {
+impl std::fmt::Display for KubeConfigSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::KubeconfigFlag(p) => write!(f, "--kubeconfig {}", p.display()),
@@ -54,7 +54,7 @@ impl std::fmt::Display for ConfigSource {
     }
 }
 
-impl Environment {
+impl KubeEnvironment {
     /// Reads `KUBECONFIG`, `KUBERNETES_SERVICE_HOST` and the token mount.
     pub fn from_process(kubeconfig_flag: Option<PathBuf>) -> Self {
         Self {
@@ -65,19 +65,19 @@ impl Environment {
         }
     }
 
-    pub fn detect(&self) -> Option<ConfigSource> {
+    pub fn detect(&self) -> Option<KubeConfigSource> {
         if let Some(p) = &self.kubeconfig_flag {
-            return Some(ConfigSource::KubeconfigFlag(p.clone()));
+            return Some(KubeConfigSource::KubeconfigFlag(p.clone()));
         }
         if let Some(v) = &self.kubeconfig_env {
-            return Some(ConfigSource::KubeconfigEnv(v.clone()));
+            return Some(KubeConfigSource::KubeconfigEnv(v.clone()));
         }
-        self.in_cluster.then_some(ConfigSource::InCluster)
+        self.in_cluster.then_some(KubeConfigSource::InCluster)
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ModeError {
+pub enum LookupModeError {
     #[error("--cluster-lookups on: no cluster configuration (no --kubeconfig, no KUBECONFIG, not running in a pod with a service account token)")]
     NoConfiguration,
     #[error("cluster lookups: cannot load {source_name}: {message}")]
@@ -97,24 +97,24 @@ pub enum ModeError {
 /// configuration (either mode) must load and its API server must answer a
 /// version request within [`PROBE_TIMEOUT`], else the error says which.
 pub async fn resolve_client(
-    mode: ClusterLookups,
-    env: &Environment,
+    mode: LookupMode,
+    env: &KubeEnvironment,
     context: Option<&str>,
-) -> Result<Option<Client>, ModeError> {
-    if mode == ClusterLookups::Off {
+) -> Result<Option<Client>, LookupModeError> {
+    if mode == LookupMode::Off {
         tracing::info!("cluster lookups off (--cluster-lookups off): ServiceAccounts, Secrets, ClusterStorageContainers and InferenceServices are treated as not found");
         return Ok(None);
     }
     let Some(source) = env.detect() else {
-        if mode == ClusterLookups::On {
-            return Err(ModeError::NoConfiguration);
+        if mode == LookupMode::On {
+            return Err(LookupModeError::NoConfiguration);
         }
         tracing::info!("cluster lookups off: no --kubeconfig, KUBECONFIG or in-cluster service account found (--cluster-lookups auto); ServiceAccounts, Secrets, ClusterStorageContainers and InferenceServices are treated as not found");
         return Ok(None);
     };
     let client = client_for(&source, context).await?;
     let probe = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
-    let unreachable = |message: String| ModeError::Unreachable {
+    let unreachable = |message: String| LookupModeError::Unreachable {
         source_name: source.to_string(),
         message,
     };
@@ -129,26 +129,31 @@ pub async fn resolve_client(
 }
 
 /// A client for `source` (and `context`, for a kubeconfig), without a probe.
-pub async fn client_for(source: &ConfigSource, context: Option<&str>) -> Result<Client, ModeError> {
+pub async fn client_for(
+    source: &KubeConfigSource,
+    context: Option<&str>,
+) -> Result<Client, LookupModeError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
     };
-    let failed = |message: String| ModeError::Config {
+    let failed = |message: String| LookupModeError::Config {
         source_name: source.to_string(),
         message,
     };
     let config = match source {
-        ConfigSource::KubeconfigFlag(path) => {
+        KubeConfigSource::KubeconfigFlag(path) => {
             let file = Kubeconfig::read_from(path).map_err(|e| failed(e.to_string()))?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await
                 .map_err(|e| failed(e.to_string()))?
         }
-        ConfigSource::KubeconfigEnv(_) => kube::Config::from_kubeconfig(&options)
+        KubeConfigSource::KubeconfigEnv(_) => kube::Config::from_kubeconfig(&options)
             .await
             .map_err(|e| failed(e.to_string()))?,
-        ConfigSource::InCluster => kube::Config::incluster().map_err(|e| failed(e.to_string()))?,
+        KubeConfigSource::InCluster => {
+            kube::Config::incluster().map_err(|e| failed(e.to_string()))?
+        }
     };
     Client::try_from(config).map_err(|e| failed(e.to_string()))
 }
@@ -159,48 +164,51 @@ mod tests {
 
     #[test]
     fn precedence_is_flag_then_env_then_in_cluster() {
-        let mut env = Environment {
+        let mut env = KubeEnvironment {
             kubeconfig_flag: Some("/k".into()),
             kubeconfig_env: Some("/e".into()),
             in_cluster: true,
         };
         assert_eq!(
             env.detect(),
-            Some(ConfigSource::KubeconfigFlag("/k".into()))
+            Some(KubeConfigSource::KubeconfigFlag("/k".into()))
         );
         env.kubeconfig_flag = None;
-        assert_eq!(env.detect(), Some(ConfigSource::KubeconfigEnv("/e".into())));
+        assert_eq!(
+            env.detect(),
+            Some(KubeConfigSource::KubeconfigEnv("/e".into()))
+        );
         env.kubeconfig_env = None;
-        assert_eq!(env.detect(), Some(ConfigSource::InCluster));
+        assert_eq!(env.detect(), Some(KubeConfigSource::InCluster));
         env.in_cluster = false;
         assert_eq!(env.detect(), None);
     }
 
     #[tokio::test]
     async fn auto_without_configuration_is_off_and_on_is_an_error() {
-        let none = Environment::default();
-        assert!(resolve_client(ClusterLookups::Auto, &none, None)
+        let none = KubeEnvironment::default();
+        assert!(resolve_client(LookupMode::Auto, &none, None)
             .await
             .unwrap()
             .is_none());
-        assert!(resolve_client(ClusterLookups::Off, &none, None)
+        assert!(resolve_client(LookupMode::Off, &none, None)
             .await
             .unwrap()
             .is_none());
-        let err = resolve_client(ClusterLookups::On, &none, None)
+        let err = resolve_client(LookupMode::On, &none, None)
             .await
             .err()
             .expect("an error");
-        assert!(matches!(err, ModeError::NoConfiguration), "{err}");
+        assert!(matches!(err, LookupModeError::NoConfiguration), "{err}");
     }
 
     #[tokio::test]
     async fn a_missing_kubeconfig_file_is_an_error_naming_it() {
-        let env = Environment {
+        let env = KubeEnvironment {
             kubeconfig_flag: Some("/nonexistent/kubeconfig".into()),
-            ..Environment::default()
+            ..KubeEnvironment::default()
         };
-        let err = resolve_client(ClusterLookups::Auto, &env, None)
+        let err = resolve_client(LookupMode::Auto, &env, None)
             .await
             .err()
             .expect("an error");
@@ -218,14 +226,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kubeconfig");
         std::fs::write(&path, format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: 'http://127.0.0.1:{port}'}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n")).unwrap();
-        let env = Environment {
+        let env = KubeEnvironment {
             kubeconfig_flag: Some(path),
-            ..Environment::default()
+            ..KubeEnvironment::default()
         };
-        let err = resolve_client(ClusterLookups::On, &env, Some("x"))
+        let err = resolve_client(LookupMode::On, &env, Some("x"))
             .await
             .err()
             .expect("an error");
-        assert!(matches!(err, ModeError::Unreachable { .. }), "{err}");
+        assert!(matches!(err, LookupModeError::Unreachable { .. }), "{err}");
     }
 }

@@ -1,11 +1,11 @@
 //! API objects to the core's reduced objects, at the watch and after a GET.
 
 pub use super::cache::Reduce;
-use crate::cluster::load::{inference_service, storage_container};
-use crate::cluster::{
+use k8s_openapi::api::core::v1 as api;
+use kserve_injector_core::cluster::load::{inference_service, storage_container};
+use kserve_injector_core::cluster::{
     ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
 };
-use k8s_openapi::api::core::v1 as api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::ResourceExt;
 

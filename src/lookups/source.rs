@@ -2,56 +2,56 @@
 //! off), a fixed snapshot (`serve --objects FILE`, for trying the webhook
 //! out and for tests), or the watch caches with a fallback GET.
 
-use super::{resolve_client, ClusterLookups, Environment, LookupError, LookupMetrics};
-use super::{LookupOptions, Lookups, ModeError, OutsideNamespaces};
-use crate::cluster::keys::PodFacts;
-use crate::cluster::ClusterData;
-use crate::config::Config;
+use super::{resolve_client, KubeEnvironment, LookupError, LookupMetrics, LookupMode};
+use super::{LookupModeError, LookupOptions, Lookups, OutsideNamespaces};
+use kserve_injector_core::cluster::ClusterSnapshot;
+use kserve_injector_core::config::Config;
+use kserve_injector_core::pod_facts::PodFacts;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tracing::{info, warn};
 
-pub enum ClusterObjects {
+pub enum SnapshotSource {
     /// Every object is "not found".
     Off,
     /// A snapshot loaded once; each pod gets the part it may read.
-    Static(ClusterData),
+    Static(ClusterSnapshot),
     /// Watch caches; a miss is one bounded GET.
     Live(Box<Lookups>),
 }
 
 /// Why `serve` cannot start with the cluster objects it was asked for.
 #[derive(Debug, thiserror::Error)]
-pub enum ClusterObjectsError {
+pub enum SnapshotSourceError {
     #[error("--objects {path}: {message}")]
     File { path: PathBuf, message: String },
     /// Worded as `serve`'s other flag errors.
     #[error("invalid flags: --lookup-timeout must be shorter than --request-timeout")]
     LookupTimeout,
     #[error(transparent)]
-    Mode(#[from] ModeError),
+    Mode(#[from] LookupModeError),
 }
 
-impl ClusterObjects {
+impl SnapshotSource {
     /// `serve`'s objects: `file` (`--objects`), else the watch caches when
     /// `mode` resolves to a cluster, else nothing. `metrics` is called only
     /// when there are lookups, so only then are their series exported.
     pub async fn start(
         file: Option<&Path>,
-        mode: ClusterLookups,
-        environment: &Environment,
+        mode: LookupMode,
+        environment: &KubeEnvironment,
         context: Option<&str>,
         options: &LookupOptions,
         request_timeout: Duration,
         metrics: impl FnOnce() -> LookupMetrics,
-    ) -> Result<Self, ClusterObjectsError> {
+    ) -> Result<Self, SnapshotSourceError> {
         if let Some(path) = file {
-            let failed = |message: String| ClusterObjectsError::File {
+            let failed = |message: String| SnapshotSourceError::File {
                 path: path.to_path_buf(),
                 message,
             };
             let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
-            let loaded = crate::cli::load_objects(&mut std::io::BufReader::new(file))
+            let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file))
                 .map_err(|e| failed(e.to_string()))?;
             for line in loaded.ignored_lines() {
                 warn!(file = %path.display(), "{line}");
@@ -62,7 +62,7 @@ impl ClusterObjects {
         }
         match resolve_client(mode, environment, context).await? {
             Some(_) if options.get_timeout >= request_timeout => {
-                Err(ClusterObjectsError::LookupTimeout)
+                Err(SnapshotSourceError::LookupTimeout)
             }
             Some(client) => {
                 let lookups = Lookups::start(client, metrics(), options);
@@ -77,9 +77,9 @@ impl ClusterObjects {
         &self,
         facts: &PodFacts,
         config: &Config,
-    ) -> Result<ClusterData, LookupError> {
+    ) -> Result<ClusterSnapshot, LookupError> {
         match self {
-            Self::Off => Ok(ClusterData::default()),
+            Self::Off => Ok(ClusterSnapshot::default()),
             Self::Static(data) => Ok(data.restrict(facts, config)),
             Self::Live(lookups) => lookups.snapshot(facts, config).await,
         }

@@ -1,5 +1,8 @@
 use super::*;
-use crate::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::cluster::keys::ObjectKey;
+use kserve_injector_core::config::Config;
+use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::pod_facts::PodFacts;
 
 fn s3_pod(sa: &str) -> PodFacts {
     PodFacts {
@@ -14,8 +17,8 @@ fn s3_pod(sa: &str) -> PodFacts {
     }
 }
 
-fn data() -> ClusterData {
-    let mut data = ClusterData::default();
+fn data() -> ClusterSnapshot {
+    let mut data = ClusterSnapshot::default();
     data.insert_service_account(ServiceAccount {
         namespace: "ns".into(),
         name: "sa".into(),
@@ -151,7 +154,7 @@ async fn a_fetched_secret_that_cannot_be_read_is_an_error_naming_it() {
         client,
         LookupMetrics::unregistered(),
         &LookupOptions::default(),
-        ClusterData::default(),
+        ClusterSnapshot::default(),
     );
     lookups.get_timeout = Duration::from_millis(200);
     let mut known = data();

@@ -12,7 +12,7 @@
 
 use super::metrics::Metrics;
 use super::tls::Tls;
-use crate::cli::LimitArgs;
+use crate::server::settings::LimitSettings;
 use axum::body::Body;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, Version};
@@ -220,7 +220,7 @@ pub(crate) struct Webhook {
 
 impl Webhook {
     pub(crate) fn new(
-        limits: &LimitArgs,
+        limits: &LimitSettings,
         tls: Arc<Tls>,
         router: Router,
         metrics: &Arc<Metrics>,

@@ -9,7 +9,7 @@ pub enum ServeError {
     #[error(transparent)]
     Config(#[from] crate::config_file::LoadError),
     #[error(transparent)]
-    Cert(#[from] crate::certs::CertError),
+    Cert(#[from] crate::certs::ServingCertError),
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
     #[error("cannot listen on {addr} ({what}): {source}")]
@@ -26,7 +26,7 @@ pub enum ServeError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
-    Lookups(#[from] crate::lookups::ClusterObjectsError),
+    Lookups(#[from] crate::lookups::SnapshotSourceError),
     #[error(transparent)]
     NativeSidecar(#[from] super::native_sidecar::Unsupported),
     #[error("cannot set up logging: {0}")]

@@ -9,12 +9,12 @@ use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
 use super::routes::{self, App, Limits, RouterInputs};
 use super::serving_cert;
-use crate::cli::{ConfigArgs, ServeArgs};
 use crate::config_file::{self, Snapshot};
-use crate::lookups::{ClusterObjects, Environment};
+use crate::lookups::{KubeEnvironment, SnapshotSource};
 use crate::reload::{Source, Trigger};
-use crate::{Config, Inputs};
+use crate::server::settings::{ConfigSettings, ServeSettings};
 use arc_swap::ArcSwap;
+use kserve_injector_core::{Config, Inputs};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -86,7 +86,7 @@ impl RunningServer {
 
 /// The inferenceservice-config, reloaded like the certificates.
 fn load_config(
-    args: &ConfigArgs,
+    args: &ConfigSettings,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
@@ -136,7 +136,7 @@ fn load_config(
 /// Once, at startup: the agent or storage-initializer image of the config
 /// is tagged for another KServe release than the one reproduced.
 fn warn_image_release(config: &Config) {
-    for m in crate::release::image_mismatches(config, config.release) {
+    for m in kserve_injector_core::config::image_mismatches(config, config.release) {
         warn!(
             key = m.key,
             image = m.image,
@@ -203,15 +203,15 @@ impl Server {
     /// Loads config and certificates, binds both listeners, writes the
     /// `--self-signed` CA, and starts serving. Must run inside a
     /// multi-threaded tokio runtime.
-    pub async fn start(args: ServeArgs) -> Result<RunningServer, ServeError> {
+    pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
         args.validate().map_err(ServeError::Args)?;
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
         let lookups = &args.lookups;
-        let environment = Environment::from_process(lookups.kubeconfig.clone());
+        let environment = KubeEnvironment::from_process(lookups.kubeconfig.clone());
         let options = lookups.options();
-        let objects = ClusterObjects::start(
+        let objects = SnapshotSource::start(
             lookups.objects.as_deref(),
             lookups.cluster_lookups,
             &environment,
@@ -221,7 +221,7 @@ impl Server {
             || metrics.register_lookups(),
         );
         let objects = objects.await?;
-        if let ClusterObjects::Live(lookups) = &objects {
+        if let SnapshotSource::Live(lookups) = &objects {
             let mode = args.inference_config.modelcar_mode;
             super::native_sidecar::check(lookups.client(), mode).await?;
         }

@@ -4,8 +4,8 @@
 //! request then costs a few atomic adds, not a family lookup (hash + lock)
 //! per series.
 
-use crate::injectors::{INJECTOR_NAMES, MUTATOR};
 use crate::reload::ReloadCounters;
+use kserve_injector_core::injectors::{INJECTOR_NAMES, MUTATOR};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

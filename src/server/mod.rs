@@ -4,7 +4,8 @@
 //! serving, and a graceful drain on SIGTERM.
 //!
 //! Embedding (as the integration tests do):
-//! [`Server::start`] with [`crate::cli::ServeArgs::try_parse_from`], then
+//! [`Server::start`] with a [`settings::ServeSettings`] (made from `serve`'s flags
+//! at the edge, or built directly), then
 //! [`RunningServer::shutdown`] and [`RunningServer::wait`]. Or, without
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
@@ -17,11 +18,12 @@ mod metrics;
 mod native_sidecar;
 mod routes;
 mod serving_cert;
+pub mod settings;
 mod signals;
 mod tls;
 
-pub use crate::certs::CertError;
-use crate::cli::ServeArgs;
+pub use crate::certs::ServingCertError;
+use crate::server::settings::ServeSettings;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use metrics::Metrics;
@@ -34,7 +36,7 @@ const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// `kserve-injector serve`: runs until SIGTERM/SIGINT and the drain that
 /// follows, then returns.
-pub fn run(args: ServeArgs) -> Result<(), ServeError> {
+pub fn run(args: ServeSettings) -> Result<(), ServeError> {
     logging::init(&args.logging)?;
     logging::log_panics();
     let runtime = tokio::runtime::Builder::new_multi_thread()

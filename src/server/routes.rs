@@ -7,11 +7,9 @@
 //! provides (a limit on the bytes buffered across all requests).
 
 use super::metrics::{unix_now, Metrics};
-use crate::admission::{self, Mode, Reviewed};
-use crate::cli::LimitArgs;
 use crate::limits::MAX_BODY_BYTES;
-use crate::lookups::{ClusterObjects, OutsideNamespaces};
-use crate::Inputs;
+use crate::lookups::{OutsideNamespaces, SnapshotSource};
+use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -23,6 +21,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::{BodyExt, LengthLimitError};
 use hyper::body::Body as _;
+use kserve_injector_core::admission::{self, Mode, Reviewed};
+use kserve_injector_core::Inputs;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -80,8 +80,8 @@ pub struct Limits {
     pub request_timeout: Duration,
 }
 
-impl From<&LimitArgs> for Limits {
-    fn from(args: &LimitArgs) -> Self {
+impl From<&LimitSettings> for Limits {
+    fn from(args: &LimitSettings) -> Self {
         Self {
             max_concurrent_requests: args.max_concurrent_requests,
             max_buffered_bytes: args.max_buffered_bytes,
@@ -100,7 +100,7 @@ pub struct RouterInputs {
     /// config reload.
     pub env: Arc<ArcSwap<Inputs>>,
     /// Where reviews get the cluster objects a pod needs.
-    pub objects: Arc<ClusterObjects>,
+    pub objects: Arc<SnapshotSource>,
     /// Recorded into by the webhook router, exposed by the admin router.
     pub metrics: Arc<Metrics>,
     pub limits: Limits,
@@ -119,7 +119,7 @@ impl RouterInputs {
     pub fn new(env: Inputs, limits: Limits) -> Self {
         Self {
             env: Arc::new(ArcSwap::from_pointee(env)),
-            objects: Arc::new(ClusterObjects::Off),
+            objects: Arc::new(SnapshotSource::Off),
             metrics: Arc::new(Metrics::new()),
             limits,
             draining: CancellationToken::new(),
@@ -144,7 +144,7 @@ impl RouterInputs {
 /// What the webhook routes share.
 pub(crate) struct App {
     pub env: Arc<ArcSwap<Inputs>>,
-    pub objects: Arc<ClusterObjects>,
+    pub objects: Arc<SnapshotSource>,
     pub metrics: Arc<Metrics>,
     /// One permit per request body byte held in memory.
     pub body_budget: Arc<Semaphore>,
@@ -332,7 +332,7 @@ async fn mutate(
 async fn review(
     body: &[u8],
     env: &Inputs,
-    objects: &ClusterObjects,
+    objects: &SnapshotSource,
     mode: Mode,
 ) -> Result<Reviewed, admission::ReviewError> {
     // In shadow mode every answer below is an allowance, a denial included.

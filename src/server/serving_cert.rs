@@ -6,9 +6,9 @@ use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::tls::Tls;
 use crate::certs::{self, ServingPair};
-use crate::cli::TlsArgs;
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};
+use crate::server::settings::TlsSettings;
 use rustls::crypto::CryptoProvider;
 use std::sync::Arc;
 use tracing::info;
@@ -16,7 +16,7 @@ use tracing::info;
 /// The TLS configuration, kept current until `shutdown.kill`, and
 /// `--self-signed`'s CA (written by the caller once both ports are bound).
 pub(crate) fn load(
-    tls_args: &TlsArgs,
+    tls_args: &TlsSettings,
     provider: &Arc<CryptoProvider>,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,

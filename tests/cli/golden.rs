@@ -33,8 +33,9 @@
 //! (the CLI exits 2 with it; the server would not load the config).
 
 use base64::Engine;
-use kserve_injector::settings::Settings;
-use kserve_injector::{admission, cli, config_file, reader, Config, Inputs, Release};
+use kserve_injector::config_file;
+use kserve_injector_core::settings::Settings;
+use kserve_injector_core::{admission, reader, Config, Inputs, Release};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,7 +117,7 @@ fn flags(case: &Path) -> Vec<String> {
 }
 
 /// The `args` flags as the server's inputs would carry them.
-fn apply_flags(case: &Path, env: &mut Inputs) {
+fn apply_flags(case: &Path, inputs: &mut Inputs) {
     let flags = flags(case);
     let mut flags = flags.iter().map(String::as_str);
     while let Some(flag) = flags.next() {
@@ -127,14 +128,14 @@ fn apply_flags(case: &Path, env: &mut Inputs) {
         let value = value.unwrap_or_else(|| panic!("{}: {name} needs a value", case.display()));
         match name {
             "--modelcar-mode" => {
-                env.modelcar_mode = value
+                inputs.modelcar_mode = value
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
             }
             // Read with the config, in `config_for`.
             "--kserve-version" => {}
             "--security-profile" => {
-                env.security_profile = value
+                inputs.security_profile = value
                     .parse()
                     .unwrap_or_else(|e| panic!("{}: {e}", case.display()))
             }
@@ -175,16 +176,16 @@ fn config_for(case: &Path) -> Result<(Config, Settings), String> {
 
 fn env_for(case: &Path) -> Inputs {
     let (config, settings) = config_for(case).unwrap_or_else(|e| panic!("{e}"));
-    let mut env = Inputs::new(config);
-    env.model_volume = settings.model_volume;
+    let mut inputs = Inputs::new(config);
+    inputs.model_volume = settings.model_volume;
     if let Some(objects) = case_file(case, "cluster.yaml") {
         let file = std::fs::File::open(&objects).expect("readable cluster.yaml");
-        env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
+        inputs.cluster = kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))
             .unwrap_or_else(|e| panic!("{}: {e}", objects.display()))
             .data;
     }
-    apply_flags(case, &mut env);
-    env
+    apply_flags(case, &mut inputs);
+    inputs
 }
 
 enum Outcome {
@@ -244,8 +245,9 @@ fn review_request(pod: &Value, api_version: &str) -> Vec<u8> {
 }
 
 /// Runs the AdmissionReview path and applies the returned patch to `pod`.
-fn run_review(pod: &Value, env: &Inputs, api_version: &str) -> Outcome {
-    let reviewed = admission::review(&review_request(pod, api_version), env).expect("valid review");
+fn run_review(pod: &Value, inputs: &Inputs, api_version: &str) -> Outcome {
+    let reviewed =
+        admission::review(&review_request(pod, api_version), inputs).expect("valid review");
     let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON response");
     assert_eq!(response["apiVersion"], api_version);
     assert_eq!(

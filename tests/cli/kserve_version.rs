@@ -96,7 +96,7 @@ fn the_settings_key_selects_the_release_and_the_flag_wins() {
 fn a_kserve_version_key_in_the_configmap_is_ignored() {
     // KServe's ConfigMap holds KServe's keys only; KServe ignores this one.
     let dir = tempfile::tempdir().expect("temp dir");
-    let manifest = kserve_injector::Config::default_manifest().replacen(
+    let manifest = kserve_injector_core::Config::default_manifest().replacen(
         "\ndata:\n",
         "\ndata:\n  kserveVersion: v0.17.0\n",
         1,

@@ -5,6 +5,7 @@
 mod audit;
 mod budget;
 mod certs;
+mod flag_docs;
 mod golden;
 mod kserve_version;
 mod mutate;

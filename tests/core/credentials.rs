@@ -23,7 +23,7 @@
 //! and mounts overlap the credential, CA and Hugging Face ones, and CA
 //! settings from the ConfigMap, annotations and Secret data together.
 
-use kserve_injector::{mutate, ClusterData, Config, Inputs};
+use kserve_injector_core::{mutate, ClusterSnapshot, Config, Inputs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
@@ -366,10 +366,10 @@ impl Case {
         } else {
             String::new()
         };
-        let mut env = Inputs::new(config);
-        env.controller_namespace = CONTROLLER_NAMESPACE.into();
-        env.cluster = ClusterData::from_documents(docs).expect("generated objects load");
-        env
+        let mut inputs = Inputs::new(config);
+        inputs.controller_namespace = CONTROLLER_NAMESPACE.into();
+        inputs.cluster = ClusterSnapshot::from_documents(docs).expect("generated objects load");
+        inputs
     }
 
     fn pod(&self) -> Value {

@@ -20,8 +20,8 @@
 //! or got credentials, so a generator that stops reaching them shows.
 
 use base64::Engine;
-use kserve_injector::cluster::keys::PodFacts;
-use kserve_injector::{admission, mutate, ClusterData, Config, Inputs, MutationError};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::{admission, mutate, ClusterSnapshot, Config, Inputs, MutationError};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
@@ -213,7 +213,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 impl Case {
-    fn cluster(&self) -> ClusterData {
+    fn cluster(&self) -> ClusterSnapshot {
         let mut docs = Vec::new();
         let mut seen = BTreeSet::new();
         for (ns, account, listed, irsa) in &self.accounts {
@@ -259,7 +259,7 @@ impl Case {
                 "metadata": {"name": "isvc", "namespace": NAMESPACES[self.namespace]},
                 "spec": {"predictor": {"logger": logger}}}));
         }
-        ClusterData::from_documents(docs).expect("generated objects load")
+        ClusterSnapshot::from_documents(docs).expect("generated objects load")
     }
 
     fn env(&self) -> Inputs {
@@ -267,14 +267,14 @@ impl Case {
         config.credentials.storage_secret_name_annotation =
             "serving.kserve.io/storageSecretName".into();
         if self.config_logger_storage {
-            config.logger.storage = Some(kserve_injector::config::LoggerStorage {
+            config.logger.storage = Some(kserve_injector_core::config::LoggerStorage {
                 path: "/logs".into(),
                 ..Default::default()
             });
         }
-        let mut env = Inputs::new(config);
-        env.cluster = self.cluster();
-        env
+        let mut inputs = Inputs::new(config);
+        inputs.cluster = self.cluster();
+        inputs
     }
 
     fn pod(&self) -> Value {
@@ -411,7 +411,7 @@ fn no_duplicates(pod: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn via_review(pod: &Value, namespace: &str, env: &Inputs) -> Result<Value, String> {
+fn via_review(pod: &Value, namespace: &str, inputs: &Inputs) -> Result<Value, String> {
     let body = serde_json::to_vec(&json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -419,7 +419,7 @@ fn via_review(pod: &Value, namespace: &str, env: &Inputs) -> Result<Value, Strin
                     "namespace": namespace, "operation": "CREATE", "userInfo": {},
                     "object": pod}}))
     .map_err(|e| e.to_string())?;
-    let reviewed = admission::review(&body, env).map_err(|e| e.to_string())?;
+    let reviewed = admission::review(&body, inputs).map_err(|e| e.to_string())?;
     let response: Value = serde_json::from_slice(&reviewed.body).map_err(|e| e.to_string())?;
     if response["response"]["allowed"] != true {
         return Err(response["response"]["status"]["message"]

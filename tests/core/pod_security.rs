@@ -8,9 +8,10 @@
 //! Each check reads a container's securityContext and, where the standard
 //! lets the pod's value stand in for an unset one, the pod's.
 
-use kserve_injector::constants::SECURITY_PROFILE_ANNOTATION;
-use kserve_injector::inputs::{ModelcarMode, SecurityProfile};
-use kserve_injector::{cli, config_file, mutate, Inputs};
+use kserve_injector::config_file;
+use kserve_injector_core::constants::SECURITY_PROFILE_ANNOTATION;
+use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
+use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -196,7 +197,7 @@ struct Golden {
 fn read_doc(path: &Path) -> Value {
     let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut bytes = text.as_slice();
-    let mut docs = kserve_injector::reader::documents(&mut bytes)
+    let mut docs = kserve_injector_core::reader::documents(&mut bytes)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     docs.next()
         .unwrap_or_else(|| panic!("{}: empty", path.display()))
@@ -221,17 +222,18 @@ fn goldens() -> Vec<Golden> {
             let config =
                 config_file::load_config(optional("config.yaml").as_deref(), &settings, None)
                     .expect("config");
-            let mut env = Inputs::new(config);
-            env.model_volume = settings.model_volume;
+            let mut inputs = Inputs::new(config);
+            inputs.model_volume = settings.model_volume;
             if let Some(path) = optional("cluster.yaml") {
                 let file = std::fs::File::open(&path).expect("cluster.yaml");
-                env.cluster = cli::load_objects(&mut std::io::BufReader::new(file))
-                    .expect("objects")
-                    .data;
+                inputs.cluster =
+                    kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))
+                        .expect("objects")
+                        .data;
             }
             let args = std::fs::read_to_string(dir.join("args")).unwrap_or_default();
             if args.contains("native-sidecar") {
-                env.modelcar_mode = ModelcarMode::NativeSidecar;
+                inputs.modelcar_mode = ModelcarMode::NativeSidecar;
             }
             Golden {
                 name: dir
@@ -240,7 +242,7 @@ fn goldens() -> Vec<Golden> {
                     .to_string_lossy()
                     .into_owned(),
                 input: read_doc(&dir.join("input.yaml")),
-                env,
+                env: inputs,
             }
         })
         .collect()

@@ -14,8 +14,8 @@
 //! - a body whose envelope was left intact (only the pod edited) is always
 //!   answered.
 
-use kserve_injector::admission::{review_in, Mode};
-use kserve_injector::Inputs;
+use kserve_injector_core::admission::{review_in, Mode};
+use kserve_injector_core::Inputs;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
@@ -252,10 +252,10 @@ fn body(case: &Case, seeds: &[Value], tokens: &[String]) -> Vec<u8> {
 }
 
 fn check(case: &Case, seeds: &[Value], tokens: &[String]) -> Result<(), String> {
-    let env = Inputs::default();
+    let inputs = Inputs::default();
     let body = body(case, seeds, tokens);
-    let shadow = review_in(&body, &env, Mode::Shadow { warnings: true });
-    let normal = review_in(&body, &env, Mode::Mutate);
+    let shadow = review_in(&body, &inputs, Mode::Shadow { warnings: true });
+    let normal = review_in(&body, &inputs, Mode::Mutate);
     let shown = || String::from_utf8_lossy(&body[..body.len().min(600)]).into_owned();
     if shadow.is_ok() != normal.is_ok() {
         return Err(format!(

@@ -6,7 +6,7 @@
 #![allow(dead_code)] // Each test binary uses part of it.
 
 use crate::ports;
-use kserve_injector::lookups::{resolve_client, ClusterLookups, Environment};
+use kserve_injector::lookups::{resolve_client, KubeEnvironment, LookupMode};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client};
 use serde::Deserialize;
@@ -156,11 +156,11 @@ impl Drop for ApiServer {
 }
 
 pub async fn client(kubeconfig: &Path) -> Client {
-    let env = Environment {
+    let env = KubeEnvironment {
         kubeconfig_flag: Some(kubeconfig.to_path_buf()),
-        ..Environment::default()
+        ..KubeEnvironment::default()
     };
-    resolve_client(ClusterLookups::On, &env, None)
+    resolve_client(LookupMode::On, &env, None)
         .await
         .expect("the API server answers")
         .expect("lookups are on")

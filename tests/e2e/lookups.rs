@@ -9,14 +9,14 @@
 
 use crate::harness::*;
 use k8s_openapi::api::core::v1::Secret as ApiSecret;
-use kserve_injector::cluster::keys::PodFacts;
-use kserve_injector::cluster::objects::NOT_A_STORAGE_SPEC;
-use kserve_injector::cluster::ClusterData;
-use kserve_injector::constants::{ISVC_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION};
 use kserve_injector::lookups::{
     fetch_once, Kind, LookupError, LookupMetrics, LookupOptions, Lookups,
 };
-use kserve_injector::Config;
+use kserve_injector_core::cluster::objects::NOT_A_STORAGE_SPEC;
+use kserve_injector_core::cluster::ClusterSnapshot;
+use kserve_injector_core::constants::{ISVC_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION};
+use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::Config;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
 use prometheus_client::registry::Registry;
@@ -44,20 +44,20 @@ fn s3_pod(sa: &str) -> PodFacts {
     )
 }
 
-fn secret_value(data: &ClusterData, name: &str, key: &str) -> Option<String> {
+fn secret_value(data: &ClusterSnapshot, name: &str, key: &str) -> Option<String> {
     data.secret(NS, name)?.get(key).cloned()
 }
 
 /// Per kind: objects cached, watch errors, fallback GETs (for failure messages).
 /// The objects file as `mutate --objects` reads it.
-fn objects_from_file(path: &str) -> ClusterData {
+fn objects_from_file(path: &str) -> ClusterSnapshot {
     let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
         .unwrap();
     let docs = serde_yaml::Deserializer::from_str(&text)
         .map(|d| serde_json::Value::deserialize(d).unwrap())
         .filter(|d| !d.is_null())
         .collect();
-    ClusterData::load(docs).unwrap().data
+    ClusterSnapshot::load(docs).unwrap().data
 }
 
 fn watch_state(lookups: &Lookups) -> String {

@@ -2,9 +2,8 @@
 //! docs' table of them.
 
 use kserve_injector::cli::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
-use std::collections::BTreeSet;
+use kserve_injector::server::settings::ServeSettings;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -21,7 +20,7 @@ fn durations() {
 
 #[test]
 fn defaults_match_the_issue() -> Result<(), clap::Error> {
-    let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    let args = ServeSettings::from(ServeArgs::try_parse_from(Vec::<String>::new())?);
     assert_eq!(args.listen.addr.port(), 9443);
     assert_eq!(args.listen.admin_addr.port(), 8081);
     assert_eq!(
@@ -80,7 +79,9 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
 
 #[test]
 fn the_default_connection_cap_is_three_quarters_of_the_open_file_limit() {
-    let args = ServeArgs::try_parse_from(std::iter::empty::<&str>()).expect("defaults parse");
+    let args = ServeArgs::try_parse_from(std::iter::empty::<&str>())
+        .map(ServeSettings::from)
+        .expect("defaults parse");
     let cap = args.limits.resolved_max_connections();
     let soft = std::process::Command::new("sh")
         .args(["-c", "ulimit -Sn"])
@@ -94,104 +95,12 @@ fn the_default_connection_cap_is_three_quarters_of_the_open_file_limit() {
     assert_eq!(cap, want, "soft limit {soft}");
 }
 
-/// The `--name` at the start of `text` (clap's flag column), if any.
-fn leading_flag(text: &str) -> Option<String> {
-    let rest = text.strip_prefix("--")?;
-    let name: String = rest
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect();
-    let starts_well = name.starts_with(|c: char| c.is_ascii_alphanumeric());
-    starts_well.then(|| format!("--{name}"))
-}
-
-/// Every flag `serve --help` defines (the flag column, not the flags its
-/// descriptions mention), without clap's own `--help`.
-fn help_flags() -> BTreeSet<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
-        .args(["serve", "--help"])
-        .env_clear()
-        .output()
-        .expect("run kserve-injector serve --help");
-    assert!(out.status.success(), "serve --help: {out:?}");
-    let help = String::from_utf8(out.stdout).expect("help is UTF-8");
-    let flags: BTreeSet<String> = help
-        .lines()
-        .filter(|line| line.starts_with("  "))
-        .filter_map(|line| {
-            let line = line.trim_start();
-            // "-h, --help": a short flag first.
-            let line = match line.split_once(", ") {
-                Some((short, long)) if short.len() == 2 && short.starts_with('-') => long,
-                _ => line,
-            };
-            leading_flag(line)
-        })
-        .filter(|flag| flag != "--help")
-        .collect();
-    assert!(flags.len() > 20, "too few flags found in:\n{help}");
-    flags
-}
-
-/// Every flag in the first column of docs/operations.md's table of `serve`
-/// flags (the table after the "### Flags of `serve`" heading).
-fn documented_flags() -> BTreeSet<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
-    let docs = std::fs::read_to_string(&path).expect("read docs/operations.md");
-    let section = docs
-        .split_once("### Flags of `serve`")
-        .map(|(_, after)| after)
-        .expect("docs/operations.md has a \"### Flags of `serve`\" section");
-    let flags: BTreeSet<String> = section
-        .lines()
-        .skip_while(|line| !line.starts_with('|'))
-        .take_while(|line| line.starts_with('|'))
-        .filter_map(|row| row.split('|').nth(1))
-        .filter_map(|cell| leading_flag(cell.trim().trim_matches('`')))
-        .collect();
-    assert!(
-        !flags.is_empty(),
-        "no flags in the table of {}",
-        path.display()
-    );
-    flags
-}
-
-#[test]
-fn docs_flag_table_matches_serve_help() {
-    let (help, docs) = (help_flags(), documented_flags());
-    let missing: Vec<_> = help.difference(&docs).collect();
-    let extra: Vec<_> = docs.difference(&help).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "docs/operations.md's table of serve flags disagrees with `serve --help`:\n\
-         missing from the table (add a row): {missing:?}\n\
-         in the table but not in --help (remove the row): {extra:?}"
-    );
-}
-
-#[test]
-fn flag_table_parsers_read_flag_columns_only() {
-    assert_eq!(
-        leading_flag("--max-connections <MAX_CONNECTIONS>").as_deref(),
-        Some("--max-connections")
-    );
-    assert_eq!(
-        leading_flag("--cert-watch [<CERT_WATCH>]").as_deref(),
-        Some("--cert-watch")
-    );
-    assert_eq!(
-        leading_flag("Bound on one GET; keep it below --request-timeout"),
-        None
-    );
-    assert_eq!(leading_flag("[env: KSERVE_INJECTOR_LOG=]"), None);
-    assert_eq!(leading_flag("---"), None);
-}
-
 #[test]
 fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     use kserve_injector::lookups::{Kind, OutsideNamespaces};
-    let args = ServeArgs::try_parse_from(Vec::<&str>::new()).unwrap();
+    let args = ServeArgs::try_parse_from(Vec::<&str>::new())
+        .map(ServeSettings::from)
+        .unwrap();
     let options = args.lookups.options();
     assert!(!options.watched.contains(&Kind::Secrets));
     assert_eq!(options.secret_ttl, std::time::Duration::from_secs(30));
@@ -205,6 +114,7 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
         "--secret-ttl",
         "5s",
     ])
+    .map(ServeSettings::from)
     .unwrap();
     let options = args.lookups.options();
     assert_eq!(
@@ -222,7 +132,7 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
 
 #[test]
 fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), clap::Error> {
-    use kserve_injector::inputs::ModelcarMode;
+    use kserve_injector_core::inputs::ModelcarMode;
     let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.modelcar_mode,
@@ -247,7 +157,7 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
 #[test]
 fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Result<(), clap::Error>
 {
-    use kserve_injector::Release;
+    use kserve_injector_core::Release;
     let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(default.inference_config.kserve_version, None);
     let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
@@ -268,7 +178,7 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
 #[test]
 fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
 {
-    use kserve_injector::inputs::SecurityProfile;
+    use kserve_injector_core::inputs::SecurityProfile;
     let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.security_profile,

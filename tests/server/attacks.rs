@@ -533,7 +533,7 @@ async fn a_second_instance_on_a_taken_port_leaves_the_running_ca_alone() -> Test
         "--cluster-lookups",
         "off",
     ])?;
-    let second = Server::start(args).await;
+    let second = Server::start(args.into()).await;
     ensure(second.is_err(), || "the second instance started".into())?;
     if let Err(e) = &second {
         eprintln!("figure: a second --self-signed instance on a taken port: {e}");

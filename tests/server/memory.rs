@@ -101,7 +101,7 @@ fn aliased_config() -> String {
 fn a_reload_refused_by_the_budget_gives_its_memory_back() -> TestResult {
     let tmp = tempfile::tempdir()?;
     let config = tmp.path().join("inferenceservice-config.yaml");
-    std::fs::write(&config, kserve_injector::Config::default_manifest())?;
+    std::fs::write(&config, kserve_injector_core::Config::default_manifest())?;
     let config_flag = config.to_string_lossy().into_owned();
     let served = Served::spawn(&["--config", &config_flag, "--config-poll-interval", "100ms"])?;
     // Settled: the start-up allocations are done once metrics answer.

@@ -16,9 +16,10 @@ use axum::Router;
 use http_body_util::BodyExt;
 use kserve_injector::cli::ServeArgs;
 use kserve_injector::limits::MAX_BODY_BYTES;
-use kserve_injector::lookups::ClusterObjects;
+use kserve_injector::lookups::SnapshotSource;
+use kserve_injector::server::settings::ServeSettings;
 use kserve_injector::server::{Limits, RouterInputs};
-use kserve_injector::{Config, Inputs};
+use kserve_injector_core::{Config, Inputs};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -64,7 +65,7 @@ fn inputs_with(config: Config) -> Result<RouterInputs, Error> {
 
 /// As `serve` with `flags` starts.
 fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs, Error> {
-    let args = ServeArgs::try_parse_from(flags)?;
+    let args = ServeSettings::from(ServeArgs::try_parse_from(flags)?);
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
     env.modelcar_mode = args.inference_config.modelcar_mode;
@@ -200,8 +201,8 @@ fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
         let file = std::fs::File::open(&objects)?;
-        let loaded = kserve_injector::cli::load_objects(&mut std::io::BufReader::new(file))?;
-        inputs.objects = Arc::new(ClusterObjects::Static(loaded.data));
+        let loaded = kserve_injector::lookups::load_objects(&mut std::io::BufReader::new(file))?;
+        inputs.objects = Arc::new(SnapshotSource::Static(loaded.data));
     }
     Ok(inputs)
 }

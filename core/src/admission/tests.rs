@@ -37,8 +37,8 @@ fn isvc_pod() -> Value {
     })
 }
 
-fn answer(body: &[u8], env: &Inputs) -> (Reviewed, Value) {
-    let reviewed = review(body, env).expect("a review");
+fn answer(body: &[u8], inputs: &Inputs) -> (Reviewed, Value) {
+    let reviewed = review(body, inputs).expect("a review");
     let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON body");
     (reviewed, response)
 }
@@ -115,11 +115,11 @@ fn f2_config_without_metrics_aggregator_adds_empty_annotations_and_namespace() {
             .and_then(|m| serde_json::from_value(m["data"].clone()).ok())
             .expect("default data");
     data.remove("metricsAggregator");
-    let env = Inputs::new(Config::from_data(&data).unwrap());
+    let inputs = Inputs::new(Config::from_data(&data).unwrap());
     let pod = json!({"metadata": {"labels": {"serving.kserve.io/inferenceservice": ""}},
                      "spec": {"containers": [{"name": "kserve-container"}]}});
     let body = review_body("admission.k8s.io/v1beta1", request("Pod", "CREATE", pod));
-    let (_, response) = answer(&body, &env);
+    let (_, response) = answer(&body, &inputs);
     assert_eq!(response["response"]["allowed"], true);
     assert_eq!(response["response"]["patchType"], "JSONPatch");
     assert_eq!(
@@ -625,19 +625,21 @@ fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
     pod["metadata"]["annotations"] = json!({
         crate::constants::SOURCE_URI_ANNOTATION: "oci://registry.example.com/model:1"
     });
-    let env = Inputs {
+    let inputs = Inputs {
         modelcar_mode: ModelcarMode::NativeSidecar,
         ..Inputs::default()
     };
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
-    let (reviewed, _) = answer(&body, &env);
+    let (reviewed, _) = answer(&body, &inputs);
     let native = ShapeChoice {
         mode: ModelcarMode::NativeSidecar,
         reason: ShapeReason::Flag,
     };
     assert_eq!(reviewed.modelcar_shape, Some(native));
     // Once there, the modelcar's shape is the reason.
-    let first = crate::mutation::mutate(&pod, "default", &env).unwrap().pod;
+    let first = crate::mutation::mutate(&pod, "default", &inputs)
+        .unwrap()
+        .pod;
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", first));
     let (reviewed, _) = answer(&body, &Inputs::default());
     let present = reviewed.modelcar_shape.map(|s| (s.mode, s.reason));
@@ -646,7 +648,7 @@ fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
         Some((ModelcarMode::NativeSidecar, ShapeReason::Present))
     );
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
-    assert_eq!(answer(&body, &env).0.modelcar_shape, None);
+    assert_eq!(answer(&body, &inputs).0.modelcar_shape, None);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 
 /// Sidecars other webhooks commonly add; `audit --ignore-container` adds names.
-pub const KNOWN_SIDECARS: [&str; 6] = [
+pub(crate) const KNOWN_SIDECARS: [&str; 6] = [
     "istio-proxy",
     "istio-init",
     "istio-validation",

@@ -119,8 +119,8 @@ fn another_config_makes_every_pod_differ_at_the_same_path() {
         "storageInitializer".into(),
         data["storageInitializer"].replace("kserve/storage-initializer", "example.com/other"),
     );
-    let env = Inputs::new(crate::Config::from_data(&data).unwrap());
-    let report = inv.audit(&env, &Rules::default());
+    let inputs = Inputs::new(crate::Config::from_data(&data).unwrap());
+    let report = inv.audit(&inputs, &Rules::default());
     assert_eq!(report.totals.differs, 2);
     assert_eq!(report.differences.len(), 1, "{:?}", report.differences);
     assert_eq!(

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot merge ClusterStorageContainer container: {0}")]
-pub struct MergeError(String);
+pub(crate) struct MergeError(String);
 
 /// Container fields whose lists merge by key (`k8s.io/api/core/v1` tags).
 const MERGE_KEYS: [(&str, &str); 4] = [
@@ -47,7 +47,7 @@ const MERGE_KEYS: [(&str, &str); 4] = [
 /// KServe (see
 /// [`storage_initializer_injected`](super::storage_container::storage_initializer_injected));
 /// `args` and `command` of the overlay replace the built ones.
-pub fn merge_storage_container(
+pub(crate) fn merge_storage_container(
     base: &Container,
     overlay: &Container,
 ) -> Result<Container, MergeError> {

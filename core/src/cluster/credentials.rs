@@ -4,7 +4,7 @@
 //! annotation and its Secrets (or the one Secret a pod annotation names).
 //!
 //! Wiring: build the container, put its env and mounts in a
-//! [`CredentialTarget`], call [`add_service_account_credentials`], then set
+//! `CredentialTarget`, call `add_service_account_credentials`, then set
 //! the container's env and mounts to the target's and ensure each of
 //! `target.volumes` on the pod by name (KServe's `AppendVolumeIfNotExists`).
 
@@ -14,18 +14,18 @@ use super::secret_kinds::{
     contribution, secret_key_ref, Contribution, DEFAULT_GCS_CREDENTIAL_FILE_NAME,
     DEFAULT_S3_ACCESS_KEY_ID_NAME, DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
 };
-use super::{Annotations, ClusterData};
+use super::{Annotations, ClusterSnapshot};
 use crate::config::CredentialConfig;
 use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
 
 pub use super::secret_kinds::{GCS_MOUNT_PATH, GCS_VOLUME, HDFS_MOUNT_PATH, HDFS_VOLUME};
 
 /// The ServiceAccount annotation that turns on IAM-role (IRSA) S3 settings.
-pub const IRSA_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
-pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+pub(crate) const IRSA_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
+pub(crate) const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CredentialError {
+pub(crate) enum CredentialError {
     /// A Secret the ServiceAccount (or the pod annotation) names does not
     /// exist: KServe denies the pod with the API server's NotFound text.
     #[error("secrets \"{0}\" not found")]
@@ -34,7 +34,7 @@ pub enum CredentialError {
 
 /// Whose credentials, for which pod.
 #[derive(Clone, Copy)]
-pub struct CredentialRequest<'a> {
+pub(crate) struct CredentialRequest<'a> {
     pub namespace: &'a str,
     /// `spec.serviceAccountName` (or the logger storage's); empty means `default`.
     pub service_account_name: &'a str,
@@ -46,7 +46,7 @@ pub struct CredentialRequest<'a> {
 /// The container being built (its env and mounts so far) and the pod
 /// volumes to ensure by name.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CredentialTarget {
+pub(crate) struct CredentialTarget {
     pub env: Vec<EnvVar>,
     pub volume_mounts: Vec<VolumeMount>,
     pub volumes: Vec<Volume>,
@@ -80,8 +80,8 @@ fn merge_env_values(env: &mut Vec<EnvVar>, overrides: Vec<EnvVar>) {
 /// an identical one is there (two GCS Secrets, or the agent's second pass
 /// for `logger-sa`), which the API server rejects as a duplicate mount path;
 /// an identical mount is added once here.
-pub fn add_service_account_credentials(
-    cluster: &ClusterData,
+pub(crate) fn add_service_account_credentials(
+    cluster: &ClusterSnapshot,
     config: &CredentialConfig,
     request: &CredentialRequest<'_>,
     target: &mut CredentialTarget,

@@ -156,7 +156,7 @@ fn is_go_zero(value: &Value) -> bool {
 }
 
 /// `container` (a serialised Container) as Go would marshal it.
-pub fn as_go_marshals(container: &mut Value) {
+pub(crate) fn as_go_marshals(container: &mut Value) {
     normalise(container, Container);
     if let Value::Object(map) = container {
         // `resources` is a struct value and `name` has no omitempty.

@@ -4,90 +4,20 @@
 //! InferenceService's logger), so [`needed_keys`] takes what is known so
 //! far and adapters iterate: fetch the keys, call again, until no new key
 //! appears (at most three rounds: InferenceService, ServiceAccounts,
-//! Secrets). [`ClusterData::restrict`] does exactly that over a snapshot.
+//! Secrets). [`ClusterSnapshot::restrict`] does exactly that over a snapshot.
 
 use super::credentials::{annotated_secret, DEFAULT_SERVICE_ACCOUNT};
 use super::logger::{effective_logger, logger_service_account};
 use super::storage_spec::storage_spec_secret_name;
-use super::{ClusterData, ObjectRef};
+use super::{ClusterSnapshot, ObjectRef};
 use crate::config::Config;
 use crate::constants::{
     AGENT_ANNOTATION, BATCHER_ANNOTATION, ISVC_LABEL, LOCAL_MODEL_LABEL, LOGGER_ANNOTATION,
     SOURCE_URI_ANNOTATION, STORAGE_SPEC_ANNOTATION,
 };
-use crate::injectors::storage_uri::{oci_effective_mode, parse_oci_in, parse_pvc};
-use std::collections::{BTreeMap, BTreeSet};
-
-/// What the rules read of a pod; any pod representation can fill it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PodFacts {
-    /// The request namespace (pods arrive without one).
-    pub namespace: String,
-    /// `spec.serviceAccountName`; empty means `default`.
-    pub service_account_name: String,
-    pub annotations: BTreeMap<String, String>,
-    pub labels: BTreeMap<String, String>,
-}
-
-/// The annotations [`needed_keys`] reads, besides the storage-secret
-/// annotation the config names.
-const READ_ANNOTATIONS: [&str; 5] = [
-    SOURCE_URI_ANNOTATION,
-    AGENT_ANNOTATION,
-    STORAGE_SPEC_ANNOTATION,
-    LOGGER_ANNOTATION,
-    BATCHER_ANNOTATION,
-];
-const READ_LABELS: [&str; 2] = [ISVC_LABEL, LOCAL_MODEL_LABEL];
-
-impl PodFacts {
-    /// Keeps, of the pod's annotations and labels, only those the rules read
-    /// (a pod's other annotations can be megabytes, e.g. kubectl's
-    /// last-applied-configuration).
-    pub fn new<'a>(
-        namespace: &str,
-        service_account_name: &str,
-        annotations: impl IntoIterator<Item = (&'a str, &'a str)>,
-        labels: impl IntoIterator<Item = (&'a str, &'a str)>,
-        config: &Config,
-    ) -> Self {
-        let configured = config.credentials.storage_secret_name_annotation.as_str();
-        let read = |k: &str| READ_ANNOTATIONS.contains(&k) || (!k.is_empty() && k == configured);
-        let own = |(k, v): (&str, &str)| (k.to_string(), v.to_string());
-        Self {
-            namespace: namespace.to_string(),
-            service_account_name: service_account_name.to_string(),
-            annotations: (annotations.into_iter())
-                .filter(|(k, _)| read(k))
-                .map(own)
-                .collect(),
-            labels: (labels.into_iter())
-                .filter(|(k, _)| READ_LABELS.contains(k))
-                .map(own)
-                .collect(),
-        }
-    }
-
-    /// From a raw pod object (as the CLI holds it) and the request
-    /// namespace; non-string values are skipped (the pod decode rejects them
-    /// before any lookup matters).
-    pub fn from_pod_value(pod: &serde_json::Value, namespace: &str, config: &Config) -> Self {
-        let strings = |pointer: &str| {
-            (pod.pointer(pointer).and_then(|v| v.as_object()))
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
-        };
-        let sa = pod.pointer("/spec/serviceAccountName");
-        Self::new(
-            namespace,
-            sa.and_then(|v| v.as_str()).unwrap_or_default(),
-            strings("/metadata/annotations"),
-            strings("/metadata/labels"),
-            config,
-        )
-    }
-}
+use crate::pod_facts::PodFacts;
+use crate::storage_uri::{oci_effective_mode, parse_oci_in, parse_pvc};
+use std::collections::BTreeSet;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ObjectKey {
@@ -114,7 +44,11 @@ pub enum ObjectKey {
 /// A ServiceAccount's credentials are: the ServiceAccount; once it is known,
 /// the Secret the pod's storage-secret annotation names (when the config
 /// designates one and the pod has it) or else every Secret it lists.
-pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTreeSet<ObjectKey> {
+pub fn needed_keys(
+    pod: &PodFacts,
+    config: &Config,
+    known: &ClusterSnapshot,
+) -> BTreeSet<ObjectKey> {
     let mut keys = BTreeSet::new();
     let Some(isvc_name) = pod.labels.get(ISVC_LABEL) else {
         return keys;
@@ -157,7 +91,7 @@ pub fn needed_keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> BTre
 }
 
 /// KServe's storage-spec Secret, in the pod's namespace.
-pub fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef {
+pub(crate) fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef {
     let name = storage_spec_secret_name(&config.credentials, &pod.annotations);
     ObjectRef::new(&pod.namespace, name)
 }
@@ -165,7 +99,7 @@ pub fn storage_spec_secret(pod: &PodFacts, config: &Config) -> ObjectRef {
 fn credential_keys(
     pod: &PodFacts,
     config: &Config,
-    known: &ClusterData,
+    known: &ClusterSnapshot,
     sa_name: &str,
     keys: &mut BTreeSet<ObjectKey>,
 ) {
@@ -189,9 +123,9 @@ fn credential_keys(
     }
 }
 
-impl ClusterData {
+impl ClusterSnapshot {
     /// Copies of the objects `key` names that this snapshot holds.
-    fn take(&self, key: &ObjectKey, into: &mut ClusterData) {
+    fn take(&self, key: &ObjectKey, into: &mut ClusterSnapshot) {
         match key {
             ObjectKey::ServiceAccount(r) => {
                 if let Some(o) = self.service_accounts.get(r) {
@@ -217,8 +151,8 @@ impl ClusterData {
     /// The part of this snapshot one pod's mutation may read: [`needed_keys`]
     /// iterated to a fixed point. Mutating with the result gives the same pod
     /// as mutating with the whole snapshot.
-    pub fn restrict(&self, pod: &PodFacts, config: &Config) -> ClusterData {
-        let mut out = ClusterData::default();
+    pub fn restrict(&self, pod: &PodFacts, config: &Config) -> ClusterSnapshot {
+        let mut out = ClusterSnapshot::default();
         let mut seen = BTreeSet::new();
         loop {
             let keys = needed_keys(pod, config, &out);

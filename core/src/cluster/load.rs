@@ -1,5 +1,5 @@
 //! The `--objects` loader: parsed documents (multi-document YAML/JSON, or a
-//! List) in, a [`ClusterData`] out. Pure: the CLI reads and splits the file.
+//! List) in, a [`ClusterSnapshot`] out. Pure: the CLI reads and splits the file.
 //!
 //! The file a user has is a dump of a namespace (`kubectl get
 //! sa,secret,configmap -o yaml`), so documents of kinds the mutator never
@@ -9,7 +9,7 @@ use super::objects::{
     ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
     INIT_CONTAINER_WORKLOAD,
 };
-use super::ClusterData;
+use super::ClusterSnapshot;
 use crate::config::LoggerStorage;
 use k8s_openapi::api::core::v1::{self as api, Container};
 use serde::Deserialize;
@@ -25,12 +25,12 @@ const SUPPORTED: &str =
 /// What an objects file held: the snapshot, and how many documents of each
 /// other kind were passed over.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LoadedObjects {
-    pub data: ClusterData,
+pub struct LoadedSnapshot {
+    pub data: ClusterSnapshot,
     pub ignored: BTreeMap<String, usize>,
 }
 
-impl LoadedObjects {
+impl LoadedSnapshot {
     /// One line per ignored kind, for the user's stderr or the log.
     pub fn ignored_lines(&self) -> impl Iterator<Item = String> + '_ {
         self.ignored.iter().map(|(kind, n)| {
@@ -49,16 +49,16 @@ pub struct ObjectsLoadError {
     pub message: String,
 }
 
-impl ClusterData {
+impl ClusterSnapshot {
     /// Loads ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices (or Lists of them); documents are numbered from 1.
     /// Empty documents (`null`) are skipped, documents of other kinds are
-    /// counted in [`LoadedObjects::ignored`]. A document without a kind, a
+    /// counted in [`LoadedSnapshot::ignored`]. A document without a kind, a
     /// kind we read with a wrong apiVersion, a wrong type inside it, a
     /// missing name or namespace, or the same object twice is an error
     /// naming the document. Secrets are reduced on load.
-    pub fn load(docs: Vec<Value>) -> Result<LoadedObjects, ObjectsLoadError> {
-        let mut loaded = LoadedObjects::default();
+    pub fn load(docs: Vec<Value>) -> Result<LoadedSnapshot, ObjectsLoadError> {
+        let mut loaded = LoadedSnapshot::default();
         for (i, doc) in docs.iter().enumerate() {
             loaded.add_document(doc, &format!("document {}", i + 1))?;
         }
@@ -71,7 +71,7 @@ impl ClusterData {
     }
 }
 
-impl LoadedObjects {
+impl LoadedSnapshot {
     /// Adds one document (a List's items one by one); `at` names it in errors.
     pub fn add_document(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
         let fail = |message: String| ObjectsLoadError {

@@ -12,7 +12,10 @@ use crate::constants::{DEFAULT_LOGGER_SERVICE_ACCOUNT, DEFAULT_LOGGER_STORAGE_KE
 /// `credentials`, one with an empty `serviceAccountName` gets `logger-sa`.
 /// No InferenceService (not found, or the pod's label is empty) leaves the
 /// config as it is.
-pub fn effective_logger(config: &LoggerConfig, isvc: Option<&InferenceService>) -> LoggerConfig {
+pub(crate) fn effective_logger(
+    config: &LoggerConfig,
+    isvc: Option<&InferenceService>,
+) -> LoggerConfig {
     let mut out = config.clone();
     if let Some(logger) = isvc.and_then(|i| i.predictor_logger.as_ref()) {
         out.storage = logger.storage.clone();
@@ -42,7 +45,7 @@ fn with_defaults(mut storage: LoggerStorage) -> LoggerStorage {
 
 /// The ServiceAccount whose Secrets the agent gets a second time, for the
 /// logger's storage: only when the pod has a logger and storage is set.
-pub fn logger_service_account(logger: &LoggerConfig) -> Option<&str> {
+pub(crate) fn logger_service_account(logger: &LoggerConfig) -> Option<&str> {
     logger
         .storage
         .as_ref()

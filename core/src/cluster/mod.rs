@@ -1,5 +1,5 @@
 //! What KServe's pod mutator reads from the API server, as a plain snapshot
-//! ([`ClusterData`]) and pure functions over it: which objects a pod needs
+//! ([`ClusterSnapshot`]) and pure functions over it: which objects a pod needs
 //! ([`keys`]), the credentials a ServiceAccount's Secrets give a container
 //! ([`credentials`]), the ClusterStorageContainer for a storage URI and its
 //! merge into the init container ([`storage_container`], [`container_merge`]),
@@ -7,7 +7,7 @@
 //! storage an InferenceService configures ([`logger`]).
 //!
 //! No I/O happens here: adapters (the CLI's `--objects` file via
-//! [`ClusterData::from_documents`], server caches) fill the snapshot with
+//! [`ClusterSnapshot::from_documents`], server caches) fill the snapshot with
 //! the objects [`keys::needed_keys`] names. An absent object is "not found",
 //! exactly as a failed GET is for KServe.
 
@@ -23,7 +23,7 @@ mod secret_kinds;
 pub mod storage_container;
 pub mod storage_spec;
 
-pub use load::{LoadedObjects, ObjectsLoadError};
+pub use load::{LoadedSnapshot, ObjectsLoadError};
 pub use objects::{
     ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
     KEPT_SECRET_VALUE_KEYS,
@@ -32,18 +32,7 @@ pub use secret_kinds::secret_env_names;
 
 use std::collections::BTreeMap;
 
-/// A pod's annotations as the lookup rules read them, one key at a time, so
-/// that a caller holding the pod in any form lends it without copying
-/// (`kubectl.kubernetes.io/last-applied-configuration` can be megabytes).
-pub trait Annotations {
-    fn annotation(&self, key: &str) -> Option<&str>;
-}
-
-impl Annotations for BTreeMap<String, String> {
-    fn annotation(&self, key: &str) -> Option<&str> {
-        self.get(key).map(String::as_str)
-    }
-}
+pub use crate::pod_facts::Annotations;
 
 /// A namespaced object's identity.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,7 +59,7 @@ impl std::fmt::Display for ObjectRef {
 /// The cluster objects a mutation may read, already reduced to what the
 /// injectors use (see [`objects`]). Whatever is absent behaves as "not found".
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ClusterData {
+pub struct ClusterSnapshot {
     pub service_accounts: BTreeMap<ObjectRef, ServiceAccount>,
     pub secrets: BTreeMap<ObjectRef, Secret>,
     /// Cluster-scoped, by name: iteration order is the API server's LIST
@@ -79,7 +68,7 @@ pub struct ClusterData {
     pub inference_services: BTreeMap<ObjectRef, InferenceService>,
 }
 
-impl ClusterData {
+impl ClusterSnapshot {
     /// The kept part of a Secret: `get(key)` gives the values the storage-spec
     /// and credential code read (see [`KEPT_SECRET_VALUE_KEYS`]).
     pub fn secret(&self, namespace: &str, name: &str) -> Option<&Secret> {
@@ -111,10 +100,6 @@ impl ClusterData {
         self.inference_services.insert(isvc.object_ref(), isvc);
     }
 
-    pub fn insert_storage_container(&mut self, csc: ClusterStorageContainer) {
-        self.storage_containers.insert(csc.name.clone(), csc);
-    }
-
     /// Number of objects held, all kinds together.
     pub fn len(&self) -> usize {
         self.service_accounts.len()
@@ -134,7 +119,7 @@ mod tests {
 
     #[test]
     fn secret_lookup_is_namespaced() {
-        let mut data = ClusterData::default();
+        let mut data = ClusterSnapshot::default();
         data.insert_secret(Secret::new("default", "storage-config").with_data("k", "v"));
         assert!(data.secret("default", "storage-config").is_some());
         assert!(data.secret("other", "storage-config").is_none());

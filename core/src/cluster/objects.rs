@@ -72,10 +72,10 @@ impl ServiceAccount {
 /// (a copy freed by the cache does not linger in the heap), and its `Debug`
 /// prints a placeholder, so no log or error built with `{:?}` shows it.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct SecretValue(Zeroizing<String>);
+pub(crate) struct SecretValue(Zeroizing<String>);
 
 /// What `Debug` prints in place of a Secret value.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 impl std::fmt::Debug for SecretValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -252,7 +252,7 @@ impl UriFormat {
 
 /// The workload type KServe's CRD defaults to, and the only one the pod
 /// mutator may use.
-pub const INIT_CONTAINER_WORKLOAD: &str = "initContainer";
+pub(crate) const INIT_CONTAINER_WORKLOAD: &str = "initContainer";
 
 /// A `ClusterStorageContainer` (`serving.kserve.io/v1alpha1`, cluster-scoped).
 #[derive(Debug, Clone, PartialEq)]

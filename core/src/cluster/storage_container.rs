@@ -3,14 +3,14 @@
 //! injecting a renamed init container twice (KServe #3900).
 
 use super::objects::{ClusterStorageContainer, UriFormat, INIT_CONTAINER_WORKLOAD};
-use super::ClusterData;
+use super::ClusterSnapshot;
 use crate::constants::{
     DEFAULT_MODEL_LOCAL_MOUNT_PATH, PROVISION_LOCATION_VOLUME, STORAGE_INITIALIZER_CONTAINER,
 };
 use crate::view::{ContainerView, Str};
 
 /// The pod annotation that selects a CSC by name.
-pub const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
+pub(crate) const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
     "internal.serving.kserve.io/storage-container-name";
 
 /// KServe's messages; each denies the pod.
@@ -57,12 +57,12 @@ impl ClusterStorageContainer {
 
 /// The CSC whose container is merged into the storage-initializer for
 /// `uri` (the source URI before any storage-spec placeholder is resolved).
-/// With `explicit` (the [`STORAGE_CONTAINER_NAME_ANNOTATION`] value): that
+/// With `explicit` (the `STORAGE_CONTAINER_NAME_ANNOTATION` value): that
 /// CSC, which must exist, be enabled, be an `initContainer` one and support
 /// the URI. Without: the first CSC by name that is enabled, of workload type
 /// `initContainer`, and supports the URI; `None` if there is none.
 pub fn select<'a>(
-    cluster: &'a ClusterData,
+    cluster: &'a ClusterSnapshot,
     uri: &str,
     explicit: Option<&str>,
 ) -> Result<Option<&'a ClusterStorageContainer>, StorageContainerError> {
@@ -112,7 +112,7 @@ pub fn select<'a>(
 ///   `kserve-provision-location` at `/mnt/models`: that mount on an init
 ///   container is only ever put there by this injection, so a user's own
 ///   init container that happens to share the name is not mistaken for it.
-pub fn storage_initializer_injected(
+pub(crate) fn storage_initializer_injected(
     init_containers: &[ContainerView],
     csc_container_name: Option<&str>,
 ) -> bool {

@@ -5,7 +5,7 @@
 use super::credentials::annotated_secret;
 use super::s3::literal;
 use super::secret_kinds::secret_key_ref;
-use super::{Annotations, ClusterData};
+use super::{Annotations, ClusterSnapshot};
 use crate::config::CredentialConfig;
 use crate::constants::{
     AWS_CA_BUNDLE_CONFIGMAP_ENV, DEFAULT_STORAGE_SPEC_SECRET, STORAGE_CONFIG_ENV,
@@ -19,7 +19,7 @@ const STORAGE_TYPES: [&str; 3] = ["s3", "hdfs", "webhdfs"];
 
 /// KServe's messages; each denies the pod.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StorageSpecError {
+pub(crate) enum StorageSpecError {
     #[error("invalid {STORAGE_SPEC_PARAM_ANNOTATION} annotation: {0}")]
     Params(String),
     #[error("specified storage key {key} not found in storage secret {secret}")]
@@ -42,7 +42,7 @@ pub enum StorageSpecError {
 
 /// The pod's storage-spec annotations.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StorageSpec {
+pub(crate) struct StorageSpec {
     pub params: BTreeMap<String, String>,
     /// `storage-spec-key`; empty selects `default` or `default_<type>`.
     pub key: String,
@@ -51,7 +51,7 @@ pub struct StorageSpec {
 impl StorageSpec {
     /// `None` unless `storage-spec` is `"true"`. The parameters parse as
     /// Go's `json.Unmarshal` into a map: `null` is none, other non-maps fail.
-    pub fn from_annotations(
+    pub(crate) fn from_annotations(
         annotations: &dyn Annotations,
     ) -> Result<Option<Self>, StorageSpecError> {
         if annotations.annotation(STORAGE_SPEC_ANNOTATION) != Some("true") {
@@ -73,7 +73,7 @@ impl StorageSpec {
 /// The storage Secret's name: the pod's storage-secret annotation (when the
 /// config designates one), else `credentials.storageSpecSecretName`, else
 /// `storage-config`.
-pub fn storage_spec_secret_name<'a>(
+pub(crate) fn storage_spec_secret_name<'a>(
     config: &'a CredentialConfig,
     annotations: &'a dyn Annotations,
 ) -> &'a str {
@@ -91,8 +91,8 @@ pub fn storage_spec_secret_name<'a>(
 /// `cabundle_configmap`), `STORAGE_CONFIG` (a reference to the entry), then
 /// `STORAGE_OVERRIDE_CONFIG` (the parameters as Go's sorted JSON). The env
 /// is left untouched when an error is returned.
-pub fn add_storage_spec_credentials(
-    cluster: &ClusterData,
+pub(crate) fn add_storage_spec_credentials(
+    cluster: &ClusterSnapshot,
     config: &CredentialConfig,
     namespace: &str,
     annotations: &dyn Annotations,

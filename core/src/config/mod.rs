@@ -2,6 +2,9 @@
 //! Pure: text or a key→value map in, a [`Config`] or a [`ConfigError`] out.
 
 mod fields;
+mod release;
+
+pub use release::{image_mismatches, ImageMismatch};
 
 use crate::quantity;
 use crate::release::Release;
@@ -9,12 +12,12 @@ use fields::Fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
-pub const CREDENTIALS_KEY: &str = "credentials";
-pub const LOGGER_KEY: &str = "logger";
-pub const BATCHER_KEY: &str = "batcher";
-pub const AGENT_KEY: &str = "agent";
-pub const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
+pub(crate) const STORAGE_INITIALIZER_KEY: &str = "storageInitializer";
+pub(crate) const CREDENTIALS_KEY: &str = "credentials";
+pub(crate) const LOGGER_KEY: &str = "logger";
+pub(crate) const BATCHER_KEY: &str = "batcher";
+pub(crate) const AGENT_KEY: &str = "agent";
+pub(crate) const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
 
 const DEFAULT_CONFIGMAP: &str = include_str!("default.yaml");
 

@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 pub const NAME: &str = "agent";
 
-pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
     let puller = pod.annotation(AGENT_ANNOTATION).is_some();
     let batcher = pod.annotation(BATCHER_ANNOTATION).is_some();
     let logger = pod.annotation(LOGGER_ANNOTATION).is_some();
@@ -40,11 +40,11 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     let logger_config = logger.then(|| {
         let isvc = pod.label(ISVC_LABEL).unwrap_or_default();
         // v0.15 does not fetch it (and has no logger storage).
-        let isvc = (env.cluster.inference_service(pod.namespace(), isvc))
-            .filter(|_| env.config.release.logger_storage());
-        let mut config = effective_logger(&env.config.logger, isvc);
+        let isvc = (inputs.cluster.inference_service(pod.namespace(), isvc))
+            .filter(|_| inputs.config.release.logger_storage());
+        let mut config = effective_logger(&inputs.config.logger, isvc);
         // Before v0.17 neither the config nor the InferenceService has them.
-        if !env.config.release.logger_marshaller() {
+        if !inputs.config.release.logger_marshaller() {
             config.marshaller_url.clear();
             config.batch_size = 0;
             config.batch_interval.clear();
@@ -59,7 +59,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         args.extend(batcher_args(pod));
     }
     if let Some(config) = &logger_config {
-        args.extend(logger_args(pod, config, env.config.release));
+        args.extend(logger_args(pod, config, inputs.config.release));
     }
     let port = component_port(pod);
     args.extend(["--component-port".to_string(), port.clone()]);
@@ -77,11 +77,11 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         env: agent_env,
         ..CredentialTarget::default()
     };
-    if let Some((volume, mount)) = logger.then(|| logger_ca_bundle(env)).flatten() {
+    if let Some((volume, mount)) = logger.then(|| logger_ca_bundle(inputs)).flatten() {
         target.volumes.push(volume);
         target.volume_mounts.push(mount);
     }
-    add_credentials(pod, env, logger_config.as_ref(), &mut target)
+    add_credentials(pod, inputs, logger_config.as_ref(), &mut target)
         .map_err(|e| InjectError::new(NAME, e.to_string()))?;
     if let Some((model_dir, model_config)) = puller_volumes {
         target.volumes.extend([model_dir, model_config]);
@@ -99,9 +99,9 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         .and_then(|c| c.security_context.as_deref().cloned());
     let mut agent = Container {
         name: AGENT_CONTAINER.to_string(),
-        image: Some(env.config.agent.image.clone()).filter(|i| !i.is_empty()),
+        image: Some(inputs.config.agent.image.clone()).filter(|i| !i.is_empty()),
         args: Some(args),
-        resources: Some(resources(&env.config.agent.resources)),
+        resources: Some(resources(&inputs.config.agent.resources)),
         ports: Some(vec![ContainerPort {
             name: Some(AGENT_PORT_NAME.to_string()),
             container_port: AGENT_PORT,
@@ -114,7 +114,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         ..Default::default()
     };
-    let profile = super::security_profile::choose(pod, env, NAME)?;
+    let profile = super::security_profile::choose(pod, inputs, NAME)?;
     super::security_profile::harden(&mut agent, profile, None, NAME)?;
     pod.ensure_container(List::Containers, agent);
     for volume in &volumes {
@@ -132,8 +132,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
 }
 
 /// The logger's CA bundle ConfigMap (optional: the agent starts without it).
-fn logger_ca_bundle(env: &Inputs) -> Option<(Volume, VolumeMount)> {
-    let name = &env.config.logger.ca_bundle;
+fn logger_ca_bundle(inputs: &Inputs) -> Option<(Volume, VolumeMount)> {
+    let name = &inputs.config.logger.ca_bundle;
     if name.is_empty() {
         return None;
     }
@@ -154,7 +154,7 @@ fn logger_ca_bundle(env: &Inputs) -> Option<(Volume, VolumeMount)> {
 /// the storage ServiceAccount's (`logger-sa` by default), as KServe does.
 fn add_credentials(
     pod: &impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     logger: Option<&LoggerConfig>,
     target: &mut CredentialTarget,
 ) -> Result<(), CredentialError> {
@@ -162,13 +162,13 @@ fn add_credentials(
         namespace: pod.namespace(),
         service_account_name: pod.service_account_name(),
         pod_annotations: pod,
-        release: env.config.release,
+        release: inputs.config.release,
     };
-    let config = &env.config.credentials;
-    add_service_account_credentials(&env.cluster, config, &request, target)?;
+    let config = &inputs.config.credentials;
+    add_service_account_credentials(&inputs.cluster, config, &request, target)?;
     if let Some(account) = logger.and_then(logger_service_account) {
         request.service_account_name = account;
-        add_service_account_credentials(&env.cluster, config, &request, target)?;
+        add_service_account_credentials(&inputs.cluster, config, &request, target)?;
     }
     Ok(())
 }

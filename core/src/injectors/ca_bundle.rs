@@ -26,19 +26,19 @@ fn last_value<'a>(env: &'a [EnvVar], name: &str) -> Option<&'a str> {
 /// last `AWS_CA_BUNDLE` is the mount path (`CommonStorageInitialization`).
 /// `from_credentials` is false where KServe uses only the config (fetch mode).
 pub(crate) fn plan(
-    env: &Inputs,
+    inputs: &Inputs,
     pod_namespace: &str,
     init_env: &[EnvVar],
     from_credentials: bool,
 ) -> Option<(Volume, VolumeMount, [EnvVar; 2])> {
-    let config = &env.config.storage_initializer;
+    let config = &inputs.config.storage_initializer;
     let aws_configmap =
         last_value(init_env, AWS_CA_BUNDLE_CONFIGMAP_ENV).filter(|_| from_credentials);
     if config.ca_bundle_config_map_name.is_empty() && aws_configmap.is_none() {
         return None;
     }
     let mut name = config.ca_bundle_config_map_name.clone();
-    if pod_namespace != env.controller_namespace {
+    if pod_namespace != inputs.controller_namespace {
         name = GLOBAL_CA_BUNDLE_CONFIGMAP.to_string();
     }
     if let Some(v) = aws_configmap {

@@ -20,8 +20,8 @@ fn enabled(pod: &mut impl PodEdit, key: &str, default: &str) -> bool {
     }
 }
 
-pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
-    let config = &env.config.metrics_aggregator;
+pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
+    let config = &inputs.config.metrics_aggregator;
     let aggregate = enabled(
         pod,
         ENABLE_METRIC_AGGREGATION_ANNOTATION,

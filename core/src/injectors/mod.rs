@@ -9,7 +9,6 @@ pub mod metrics_aggregator;
 pub mod modelcar;
 pub mod security_profile;
 pub mod storage_initializer;
-pub mod storage_uri;
 
 use crate::inputs::Inputs;
 use crate::pod::{PodEdit, WorkingSet};
@@ -51,7 +50,7 @@ impl InjectorOutcome {
 type Injector<P> = fn(&mut P, &Inputs) -> Result<(), InjectError>;
 
 /// One named step of the pipeline: its changes are reported under its name.
-pub struct Step<P> {
+pub(crate) struct Step<P> {
     pub name: &'static str,
     run: Injector<P>,
     /// Whether the step is registered for this config.
@@ -63,27 +62,28 @@ fn always(_: &Inputs) -> bool {
 }
 
 /// Modelcar is registered only when an OCI mode is configured, as in KServe.
-fn oci_mode_configured(env: &Inputs) -> bool {
-    !env.config.storage_initializer.oci_mode().is_empty()
+fn oci_mode_configured(inputs: &Inputs) -> bool {
+    !inputs.config.storage_initializer.oci_mode().is_empty()
 }
 
 /// The Istio CNI step runs before a fetch-mode initializer exists, so
 /// KServe sets its UID only on a reinvocation; running the Istio CNI
 /// injector again after the modelcar reaches that state in one pass (it is
 /// idempotent, and a no-op unless a storage initializer is present).
-pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
-    modelcar::inject(pod, env)?;
-    istio_cni::inject(pod, env)
+pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
+    modelcar::inject(pod, inputs)?;
+    istio_cni::inject(pod, inputs)
 }
 
 /// The pipeline for one kind of pod document. Generic rather than a table of
 /// `dyn` calls: the product instantiates it for the working set only, and the
 /// test oracle (feature `oracle`) for its JSON tree.
-pub struct Pipeline<P>(std::marker::PhantomData<P>);
+pub(crate) struct Pipeline<P>(std::marker::PhantomData<P>);
 
 impl<P: PodEdit> Pipeline<P> {
     /// KServe's injectors in KServe's order: the one list of the pipeline.
-    pub const STEPS: [Step<P>; 6] = [
+    /// The length is the list's: a step added or removed without it does not compile.
+    pub(crate) const STEPS: [Step<P>; 6] = [
         Step {
             name: accelerator::NAME,
             run: accelerator::inject::<P>,
@@ -118,32 +118,36 @@ impl<P: PodEdit> Pipeline<P> {
 }
 
 /// The steps as the webhook and the CLI run them.
-pub const PIPELINE: [Step<WorkingSet<'static>>; 6] = Pipeline::<WorkingSet<'static>>::STEPS;
+pub(crate) const PIPELINE: [Step<WorkingSet<'static>>;
+    Pipeline::<WorkingSet<'static>>::STEPS.len()] = Pipeline::<WorkingSet<'static>>::STEPS;
 
 pub fn run_all<P: PodEdit>(
     pod: &mut P,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
-    let runs = run_steps(pod, env)?;
+    let runs = run_steps(pod, inputs)?;
     Ok(runs.into_iter().map(|r| (r.name, r.outcome)).collect())
 }
 
 /// One step that ran: its outcome, and how many changes the pod had
 /// recorded once it was done, so each change can be traced to its step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepRun {
+pub(crate) struct StepRun {
     pub name: &'static str,
     pub outcome: InjectorOutcome,
     pub changes_after: usize,
 }
 
 /// [`run_all`], with where each step's changes end.
-pub fn run_steps<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<Vec<StepRun>, InjectError> {
+pub(crate) fn run_steps<P: PodEdit>(
+    pod: &mut P,
+    inputs: &Inputs,
+) -> Result<Vec<StepRun>, InjectError> {
     let steps = Pipeline::<P>::STEPS;
     let mut runs = Vec::with_capacity(steps.len());
-    for step in steps.iter().filter(|s| (s.enabled)(env)) {
+    for step in steps.iter().filter(|s| (s.enabled)(inputs)) {
         let before = pod.changes();
-        (step.run)(pod, env)?;
+        (step.run)(pod, inputs)?;
         let changes_after = pod.changes();
         let outcome = if changes_after > before {
             InjectorOutcome::Injected

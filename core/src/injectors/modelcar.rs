@@ -6,7 +6,6 @@
 
 use super::ca_bundle;
 use super::storage_initializer::overrides::InitResources;
-use super::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use super::{security_profile, InjectError};
 use crate::constants::*;
 use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
@@ -14,6 +13,7 @@ use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
     Container, ExecAction, ImageVolumeSource, KeyToPath, Probe, ResourceRequirements,
@@ -31,14 +31,14 @@ pub const NAME: &str = "modelcar";
 /// sidecar creates at `/mnt/models` is visible to the server.
 const MODELCAR_MOUNT_PATH: &str = "/mnt";
 
-pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
-    let Some(oci) = parse_oci_in(&src, env.config.release) else {
+    let Some(oci) = parse_oci_in(&src, inputs.config.release) else {
         return Ok(());
     };
-    if !env.config.release.modelcar_worker_fallback()
+    if !inputs.config.release.modelcar_worker_fallback()
         && pod.position(List::Containers, KSERVE_CONTAINER).is_none()
     {
         return Err(InjectError::new(
@@ -52,14 +52,16 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
             format!("Invalid configuration: cannot find container: {KSERVE_CONTAINER}"),
         )
     })?;
-    match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
+    match oci_effective_mode(&oci, inputs.config.storage_initializer.oci_mode()) {
         "native" => inject_image_volume(pod, &oci, &containers),
         // v0.20 parses `fetch` but has no branch for it: a modelcar.
-        "fetch" if env.config.release.oci_fetch() => inject_fetch(pod, env, &oci, &containers),
+        "fetch" if inputs.config.release.oci_fetch() => {
+            inject_fetch(pod, inputs, &oci, &containers)
+        }
         // KServe treats every other mode, known or not, as modelcar.
         _ => {
-            let shape = shape::choose(pod, env)?;
-            inject_modelcar(pod, env, &oci, &containers, shape.mode)
+            let shape = shape::choose(pod, inputs)?;
+            inject_modelcar(pod, inputs, &oci, &containers, shape.mode)
         }
     }
 }
@@ -68,27 +70,30 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
 /// adapters' logs; `None` when it adds no modelcar (not an OCI URI, another
 /// OCI mode, OCI support off) or would refuse the pod. Read before the
 /// pipeline runs: no injector before the modelcar's touches what it reads.
-pub fn planned_shape<P: PodEdit>(pod: &P, env: &Inputs) -> Option<ShapeChoice> {
-    if env.config.storage_initializer.oci_mode().is_empty() {
+pub(crate) fn planned_shape<P: PodEdit>(pod: &P, inputs: &Inputs) -> Option<ShapeChoice> {
+    if inputs.config.storage_initializer.oci_mode().is_empty() {
         return None;
     }
-    let oci = parse_oci_in(pod.annotation(SOURCE_URI_ANNOTATION)?, env.config.release)?;
-    match oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()) {
+    let oci = parse_oci_in(
+        pod.annotation(SOURCE_URI_ANNOTATION)?,
+        inputs.config.release,
+    )?;
+    match oci_effective_mode(&oci, inputs.config.storage_initializer.oci_mode()) {
         "native" => None,
-        "fetch" if env.config.release.oci_fetch() => None,
-        _ => shape::choose(pod, env).ok(),
+        "fetch" if inputs.config.release.oci_fetch() => None,
+        _ => shape::choose(pod, inputs).ok(),
     }
 }
 
 fn inject_modelcar(
     pod: &mut impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     oci: &OciUri,
     containers: &[&str],
     mode: ModelcarMode,
 ) -> Result<(), InjectError> {
-    let config = &env.config.storage_initializer;
-    let profile = security_profile::choose(pod, env, NAME)?;
+    let config = &inputs.config.storage_initializer;
+    let profile = security_profile::choose(pod, inputs, NAME)?;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
     let mount = VolumeMount {
         name: PROVISION_LOCATION_VOLUME.to_string(),
@@ -98,7 +103,7 @@ fn inject_modelcar(
     for (i, name) in containers.iter().enumerate() {
         pod.ensure_volume(&volume);
         // v0.15 gives the transformer the mount only.
-        let env_and_uid = i == 0 || env.config.release.modelcar_transformer_env();
+        let env_and_uid = i == 0 || inputs.config.release.modelcar_transformer_env();
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             if env_and_uid {
                 c.set_env(MODEL_INIT_MODE_ENV, "async");
@@ -110,9 +115,9 @@ fn inject_modelcar(
         }
     }
     if !pod.has_container_named(MODELCAR_CONTAINER) {
-        let (mut sidecar, mut init) = modelcar_containers(env, oci.image, mount);
+        let (mut sidecar, mut init) = modelcar_containers(inputs, oci.image, mount);
         if profile == SecurityProfile::Restricted {
-            let (uid, group) = security_profile::modelcar_identity(pod, env, NAME)?;
+            let (uid, group) = security_profile::modelcar_identity(pod, inputs, NAME)?;
             security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
             security_profile::harden(&mut init, profile, Some(uid), NAME)?;
             security_profile::share_group(&mut sidecar, group);
@@ -170,8 +175,8 @@ fn native_sidecar(classic: Container, image: &str) -> Container {
     }
 }
 
-fn modelcar_containers(env: &Inputs, image: &str, mount: VolumeMount) -> (Container, Container) {
-    let config = &env.config.storage_initializer;
+fn modelcar_containers(inputs: &Inputs, image: &str, mount: VolumeMount) -> (Container, Container) {
+    let config = &inputs.config.storage_initializer;
     let or_default = |v: &str, d: &str| {
         if v.is_empty() {
             d.to_string()
@@ -285,14 +290,14 @@ fn inject_image_volume(
 
 fn inject_fetch(
     pod: &mut impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     oci: &OciUri,
     containers: &[&str],
 ) -> Result<(), InjectError> {
     let uri = oci.normalized();
     match pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
         Some(position) => add_fetch_pair(pod, position, &uri),
-        None => add_fetch_init_container(pod, env, &uri)?,
+        None => add_fetch_init_container(pod, inputs, &uri)?,
     }
     // One emptyDir at the model path: the initializer writes it, the
     // configured containers read it.
@@ -330,7 +335,7 @@ fn add_fetch_pair(pod: &mut impl PodEdit, position: usize, uri: &str) {
 /// credential whose volume name is already taken is left out.
 fn add_fetch_init_container(
     pod: &mut impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     uri: &str,
 ) -> Result<(), InjectError> {
     let mut vars = Vec::new();
@@ -365,29 +370,29 @@ fn add_fetch_init_container(
     }
     // A volume of these names already present is ours from an earlier pass
     // (another webhook removed the initializer): wire it up again.
-    if let Some((volume, mount, ca_vars)) = ca_bundle::plan(env, pod.namespace(), &vars, false) {
+    if let Some((volume, mount, ca_vars)) = ca_bundle::plan(inputs, pod.namespace(), &vars, false) {
         vars.extend(ca_vars);
         volumes.push(volume);
         mounts.push(mount);
     }
-    if env.config.storage_initializer.oci_insecure_registry {
+    if inputs.config.storage_initializer.oci_insecure_registry {
         vars.push(env_var(OCI_INSECURE_REGISTRY_ENV, "true"));
     }
     let mut container = Container {
         name: STORAGE_INITIALIZER_CONTAINER.to_string(),
-        image: Some(initializer_image(env)),
+        image: Some(initializer_image(inputs)),
         args: Some(vec![
             uri.to_string(),
             DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string(),
         ]),
-        resources: Some(init_resources(&env.config.storage_initializer.resources)),
+        resources: Some(init_resources(&inputs.config.storage_initializer.resources)),
         termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
         volume_mounts: (!mounts.is_empty()).then_some(mounts),
         env: (!vars.is_empty()).then_some(vars),
         ..Default::default()
     };
     InitResources::from_pod(pod, NAME)?.apply(&mut container, NAME)?;
-    let profile = security_profile::choose(pod, env, NAME)?;
+    let profile = security_profile::choose(pod, inputs, NAME)?;
     security_profile::harden(&mut container, profile, None, NAME)?;
     pod.ensure_container(List::InitContainers, container);
     for volume in &volumes {

@@ -16,13 +16,13 @@ use k8s_openapi::api::core::v1::{Capabilities, Container, SeccompProfile, Securi
 
 /// The profile for this pod: its annotation, else the flag. A value that
 /// is neither spelling is denied.
-pub fn choose(
+pub(crate) fn choose(
     pod: &impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     injector: &'static str,
 ) -> Result<SecurityProfile, InjectError> {
     match pod.annotation(SECURITY_PROFILE_ANNOTATION) {
-        None => Ok(env.security_profile),
+        None => Ok(inputs.security_profile),
         Some(text) => text
             .parse()
             .map_err(|e: crate::inputs::UnknownSecurityProfile| {
@@ -41,16 +41,16 @@ pub fn choose(
 /// model through `/proc/<modelcar pid>/root`, which the kernel allows only
 /// to a process of the same UID and GID, so the two must match; without a
 /// UID to share the pod is denied.
-pub fn modelcar_identity(
+pub(crate) fn modelcar_identity(
     pod: &mut impl PodEdit,
-    env: &Inputs,
+    inputs: &Inputs,
     injector: &'static str,
 ) -> Result<(i64, Option<i64>), InjectError> {
     let server = pod.container(List::Containers, KSERVE_CONTAINER);
     let sc = server.as_ref().and_then(|c| c.security_context.as_ref());
     let group = sc.and_then(|s| s.run_as_group);
     let uid =
-        (env.config.storage_initializer.uid_modelcar).or_else(|| sc.and_then(|s| s.run_as_user));
+        (inputs.config.storage_initializer.uid_modelcar).or_else(|| sc.and_then(|s| s.run_as_user));
     let uid = uid.ok_or_else(|| {
         InjectError::new(
             injector,
@@ -61,7 +61,7 @@ pub fn modelcar_identity(
 }
 
 /// Gives `container` the model server's group, unless it has one.
-pub fn share_group(container: &mut Container, group: Option<i64>) {
+pub(crate) fn share_group(container: &mut Container, group: Option<i64>) {
     if let (Some(gid), Some(sc)) = (group, container.security_context.as_mut()) {
         sc.run_as_group.get_or_insert(gid);
     }
@@ -79,7 +79,7 @@ fn deny(injector: &'static str, container: &str, field: &str, value: &str) -> In
 /// Fills what `restricted` requires into `container`'s securityContext,
 /// keeping every field already set; `run_as_user` is given where the image
 /// may run as root (the modelcar's). Does nothing under `baseline`.
-pub fn harden(
+pub(crate) fn harden(
     container: &mut Container,
     profile: SecurityProfile,
     run_as_user: Option<i64>,

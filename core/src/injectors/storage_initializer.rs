@@ -6,9 +6,6 @@
 //! [`crate::cluster`].
 
 use super::ca_bundle;
-use super::storage_uri::{
-    local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
-};
 use super::{security_profile, InjectError};
 use crate::cluster::container_merge::merge_storage_container;
 use crate::cluster::credentials::{
@@ -26,6 +23,9 @@ use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::storage_uri::{
+    local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
+};
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, PersistentVolumeClaimVolumeSource, Volume, VolumeMount,
 };
@@ -37,14 +37,14 @@ fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
 }
 
-pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> {
+pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
-    let release = env.config.release;
+    let release = inputs.config.release;
     // v0.15 checks these before anything else, so a skipped pod is never
     // denied for its LocalModel, storage spec or ClusterStorageContainer.
-    if !release.storage_container_lookup_first() && skipped(pod, env, &src) {
+    if !release.storage_container_lookup_first() && skipped(pod, inputs, &src) {
         return Ok(());
     }
     if pod.label(LOCAL_MODEL_LABEL).is_some() {
@@ -67,10 +67,10 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
     }
     let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
     let overrides = InitResources::from_pod(pod, NAME)?;
-    let profile = security_profile::choose(pod, env, NAME)?;
+    let profile = security_profile::choose(pod, inputs, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
     let copy = parse_pvc(&src)
-        .filter(|_| env.config.storage_initializer.pvc_copy_mode)
+        .filter(|_| inputs.config.storage_initializer.pvc_copy_mode)
         .map(|(claim, sub_path)| {
             (
                 claim.to_string(),
@@ -82,8 +82,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         // errors deny even a pod that then gets no storage-initializer.
         let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
             .filter(|_| release.explicit_storage_container());
-        let csc = select(&env.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
-        if skipped(pod, env, &src) {
+        let csc = select(&inputs.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
+        if skipped(pod, inputs, &src) {
             return Ok(());
         }
         Ok(csc)
@@ -94,8 +94,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
         let given = copy
             .as_ref()
             .map_or(src.as_str(), |(_, path)| path.as_str());
-        let uri = init_uri(pod, env, given, storage_spec.as_ref());
-        select(&env.cluster, &uri, None)
+        let uri = init_uri(pod, inputs, given, storage_spec.as_ref());
+        select(&inputs.cluster, &uri, None)
     };
     let csc_name = (selected.as_ref().ok().copied().flatten()).map(|c| c.container.name.as_str());
     if storage_initializer_injected(&pod.containers(List::InitContainers), csc_name) {
@@ -146,11 +146,11 @@ pub fn inject<P: PodEdit>(pod: &mut P, env: &Inputs) -> Result<(), InjectError> 
                 overrides: &overrides,
                 profile,
             };
-            let (init, credential_volumes) = plan.build(pod, env)?;
+            let (init, credential_volumes) = plan.build(pod, inputs)?;
             pod.ensure_container(List::InitContainers, init);
             // The configured source, else KServe's emptyDir; a pod that
             // already has a volume of this name keeps its own.
-            let model_volume = (env.model_volume.clone())
+            let model_volume = (inputs.model_volume.clone())
                 .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
             volumes.push(model_volume);
             volumes.extend(credential_volumes);
@@ -179,26 +179,26 @@ const PVC_COPY_MOUNT_PATH: &str = "/mnt/pvc";
 
 /// The model puller (agent) downloads models itself, and an OCI URI with
 /// a mode is the modelcar step's.
-fn skipped(pod: &impl PodEdit, env: &Inputs, src: &str) -> bool {
+fn skipped(pod: &impl PodEdit, inputs: &Inputs, src: &str) -> bool {
     if pod.annotation(AGENT_ANNOTATION).is_some() {
         return true;
     }
-    parse_oci_in(src, env.config.release).is_some_and(|oci| {
-        !oci_effective_mode(&oci, env.config.storage_initializer.oci_mode()).is_empty()
+    parse_oci_in(src, inputs.config.release).is_some_and(|oci| {
+        !oci_effective_mode(&oci, inputs.config.storage_initializer.oci_mode()).is_empty()
     })
 }
 
 /// The URI the init container is given: `src` with a storage-spec
 /// placeholder resolved. Errors are left to the real build, which reports
 /// them.
-fn init_uri(pod: &impl PodEdit, env: &Inputs, src: &str, spec: Option<&StorageSpec>) -> String {
+fn init_uri(pod: &impl PodEdit, inputs: &Inputs, src: &str, spec: Option<&StorageSpec>) -> String {
     let mut args = vec![src.to_string(), DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string()];
     if let Some(spec) = spec {
-        let config = &env.config.credentials;
+        let config = &inputs.config.credentials;
         let mut ignored = Vec::new();
         let ns = pod.namespace();
         let _ = add_storage_spec_credentials(
-            &env.cluster,
+            &inputs.cluster,
             config,
             ns,
             pod,
@@ -265,7 +265,7 @@ impl InitPlan<'_> {
     fn build(
         &self,
         pod: &impl PodEdit,
-        env: &Inputs,
+        inputs: &Inputs,
     ) -> Result<(Container, Vec<Volume>), InjectError> {
         let mut args = vec![
             self.src.to_string(),
@@ -277,10 +277,10 @@ impl InitPlan<'_> {
             volume_mounts,
             ..CredentialTarget::default()
         };
-        let config = &env.config.credentials;
+        let config = &inputs.config.credentials;
         match self.storage_spec {
             Some(spec) => add_storage_spec_credentials(
-                &env.cluster,
+                &inputs.cluster,
                 config,
                 pod.namespace(),
                 pod,
@@ -294,15 +294,20 @@ impl InitPlan<'_> {
                     namespace: pod.namespace(),
                     service_account_name: pod.service_account_name(),
                     pod_annotations: pod,
-                    release: env.config.release,
+                    release: inputs.config.release,
                 };
-                add_service_account_credentials(&env.cluster, config, &request, &mut credentials)
-                    .map_err(|e| error(e.to_string()))?;
+                add_service_account_credentials(
+                    &inputs.cluster,
+                    config,
+                    &request,
+                    &mut credentials,
+                )
+                .map_err(|e| error(e.to_string()))?;
             }
         }
-        let mut ca_bundle = ca_bundle::plan(env, pod.namespace(), &credentials.env, true);
+        let mut ca_bundle = ca_bundle::plan(inputs, pod.namespace(), &credentials.env, true);
         let mut volumes = credentials.volumes;
-        if !env.config.release.ca_bundle_after_merge() {
+        if !inputs.config.release.ca_bundle_after_merge() {
             // v0.15 appends them before the merge, whatever is there.
             if let Some((volume, mount, ca_vars)) = ca_bundle.take() {
                 credentials.env.extend(ca_vars);
@@ -312,9 +317,9 @@ impl InitPlan<'_> {
         }
         let built = Container {
             name: STORAGE_INITIALIZER_CONTAINER.to_string(),
-            image: Some(initializer_image(env)),
+            image: Some(initializer_image(inputs)),
             args: Some(args),
-            resources: Some(resources(&env.config.storage_initializer.resources)),
+            resources: Some(resources(&inputs.config.storage_initializer.resources)),
             termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
             volume_mounts: Some(credentials.volume_mounts),
             env: (!credentials.env.is_empty()).then_some(credentials.env),
@@ -339,12 +344,12 @@ impl InitPlan<'_> {
                 .get_or_insert_with(Vec::new)
                 .push(mount);
         }
-        if env.config.release.hf_default_env() {
+        if inputs.config.release.hf_default_env() {
             for (name, value) in HF_DEFAULT_ENV {
                 push_env_if_absent(&mut vars, env_var(name, value));
             }
         }
-        if env.config.release.confidential_env() {
+        if inputs.config.release.confidential_env() {
             apply_confidential(pod, &mut vars);
         }
         container.env = (!vars.is_empty()).then_some(vars);

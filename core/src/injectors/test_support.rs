@@ -31,12 +31,12 @@ pub(crate) fn run(inject: Inject, pod: &Value) -> Result<Value, InjectError> {
     run_with(inject, pod, &Inputs::default())
 }
 
-pub(crate) fn run_with(inject: Inject, pod: &Value, env: &Inputs) -> Result<Value, InjectError> {
+pub(crate) fn run_with(inject: Inject, pod: &Value, inputs: &Inputs) -> Result<Value, InjectError> {
     let mut whole = pod.clone();
-    let on_whole = inject(&mut EitherDoc::Tree(&mut TreeDoc::new(&mut whole)), env);
+    let on_whole = inject(&mut EitherDoc::Tree(&mut TreeDoc::new(&mut whole)), inputs);
     let view = crate::view::pod_from_value(pod).expect("a pod the view can read");
     let mut doc = WorkingSet::new(view);
-    let on_view = inject(&mut EitherDoc::Working(&mut doc), env);
+    let on_view = inject(&mut EitherDoc::Working(&mut doc), inputs);
     assert_eq!(on_whole, on_view, "the working set decided otherwise");
     on_view?;
     let mut patched = pod.clone();
@@ -53,9 +53,9 @@ pub(crate) fn env_with(edit: impl FnOnce(&mut Config)) -> Inputs {
 }
 
 /// Runs twice and checks the second pass changes nothing.
-pub(crate) fn run_idempotent(inject: Inject, pod: &Value, env: &Inputs) -> Value {
-    let once = run_with(inject, pod, env).expect("first pass");
-    let twice = run_with(inject, &once, env).expect("second pass");
+pub(crate) fn run_idempotent(inject: Inject, pod: &Value, inputs: &Inputs) -> Value {
+    let once = run_with(inject, pod, inputs).expect("first pass");
+    let twice = run_with(inject, &once, inputs).expect("second pass");
     assert_eq!(once, twice, "second pass changed the pod");
     once
 }

@@ -75,7 +75,7 @@ const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralCo
 /// `pod` as the API server would have decoded it: numbers at `Quantity`
 /// places become strings holding their text. Borrowed when there are none
 /// (the CLI's hostile-size pods are not copied).
-pub fn quantities_as_text(pod: &Value) -> Cow<'_, Value> {
+pub(crate) fn quantities_as_text(pod: &Value) -> Cow<'_, Value> {
     let mut numbers = Vec::new();
     for path in QUANTITY_PATHS {
         find_numbers(pod, path, String::new(), &mut numbers);

@@ -302,7 +302,7 @@ fn injector_errors_carry_kserve_message() {
 
 #[test]
 fn cluster_data_secret_lookup_is_namespaced() {
-    let mut data = ClusterData::default();
+    let mut data = ClusterSnapshot::default();
     data.insert_secret(crate::cluster::Secret::from_data(
         "default",
         "storage-config",

@@ -4,7 +4,7 @@
 //! views from the tree, with every list, so a field the view leaves out
 //! that an injector turns out to read shows up as a difference.
 
-use crate::pod::{Annotations, ContainerEdit, List, Op, OpKind, PodEdit, Step};
+use crate::pod::{Annotations, ContainerEdit, List, Op, OpKind, PathStep, PodEdit};
 use crate::view::{self, ContainerView};
 use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
@@ -22,12 +22,12 @@ pub(crate) fn name_of(entry: &Value) -> Option<&str> {
 }
 
 /// [`child`] as a jsonptr pointer, for the reference tree.
-fn child<'s, const N: usize>(path: &jsonptr::Pointer, steps: [Step<'s>; N]) -> PointerBuf {
+fn child<'s, const N: usize>(path: &jsonptr::Pointer, steps: [PathStep<'s>; N]) -> PointerBuf {
     let mut pointer = path.to_buf();
     for step in steps {
         match step {
-            Step::Key(key) => pointer.push_back(jsonptr::Token::new(key)),
-            Step::Index(index) => pointer.push_back(index),
+            PathStep::Key(key) => pointer.push_back(jsonptr::Token::new(key)),
+            PathStep::Index(index) => pointer.push_back(index),
         }
     }
     pointer

@@ -21,7 +21,7 @@ pub fn env_var(name: &str, value: &str) -> EnvVar {
 }
 
 /// Appends `var` unless the list already has one of that name.
-pub fn push_env_if_absent(env: &mut Vec<EnvVar>, var: EnvVar) {
+pub(crate) fn push_env_if_absent(env: &mut Vec<EnvVar>, var: EnvVar) {
     if !env.iter().any(|e| e.name == var.name) {
         env.push(var);
     }
@@ -53,7 +53,7 @@ pub fn resources(r: &Resources) -> ResourceRequirements {
 }
 
 /// An emptyDir volume: scratch space the injectors share between containers.
-pub fn empty_dir_volume(name: &str) -> Volume {
+pub(crate) fn empty_dir_volume(name: &str) -> Volume {
     Volume {
         name: name.to_string(),
         empty_dir: Some(Default::default()),
@@ -62,8 +62,8 @@ pub fn empty_dir_volume(name: &str) -> Volume {
 }
 
 /// The storage-initializer image: configured, else KServe's default.
-pub fn initializer_image(env: &Inputs) -> String {
-    let image = &env.config.storage_initializer.image;
+pub(crate) fn initializer_image(inputs: &Inputs) -> String {
+    let image = &inputs.config.storage_initializer.image;
     if image.is_empty() {
         DEFAULT_STORAGE_INITIALIZER_IMAGE.to_string()
     } else {
@@ -74,7 +74,7 @@ pub fn initializer_image(env: &Inputs) -> String {
 /// The containers that read the model: the server (`kserve-container`, else
 /// `worker-container`) first, then `transformer-container` when present.
 /// `None` when the pod has no server container.
-pub fn model_containers(pod: &impl PodEdit) -> Option<Vec<&'static str>> {
+pub(crate) fn model_containers(pod: &impl PodEdit) -> Option<Vec<&'static str>> {
     let present = |name: &str| pod.position(List::Containers, name).is_some();
     let server = [KSERVE_CONTAINER, WORKER_CONTAINER]
         .into_iter()

@@ -20,13 +20,13 @@ use std::rc::Rc;
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// A byte source that charges every byte to the current document.
-pub struct MeteredRead<R> {
+pub(crate) struct MeteredRead<R> {
     input: R,
     meter: Rc<Meter>,
 }
 
 impl<R: BufRead> MeteredRead<R> {
-    pub fn new(input: R, meter: Rc<Meter>) -> Self {
+    pub(super) fn new(input: R, meter: Rc<Meter>) -> Self {
         Self { input, meter }
     }
 }
@@ -45,7 +45,7 @@ impl<R: BufRead> std::io::Read for MeteredRead<R> {
 /// A serde_json error as the reader reports it: a read stopped by the
 /// budget (an I/O error to serde_json) becomes the budget's message, at
 /// the place the read stopped.
-pub fn message(e: &serde_json::Error, meter: &Meter) -> Option<String> {
+pub(super) fn message(e: &serde_json::Error, meter: &Meter) -> Option<String> {
     if !e.is_io() {
         return Some(e.to_string());
     }

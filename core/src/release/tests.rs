@@ -1,5 +1,8 @@
 use super::*;
-use crate::config::Config;
+use crate::cluster::storage_container::STORAGE_CONTAINER_NAME_ANNOTATION;
+use crate::config::{image_mismatches, Config};
+use crate::constants::*;
+use crate::mutation::unsupported;
 use std::collections::BTreeMap;
 
 #[test]

@@ -203,7 +203,7 @@ pub(super) fn check_unknown(stage: &str, input: &Value, m: &Mutation) -> Result<
 /// The oracle: the pipeline before the borrowed view and the recorded
 /// patch. The whole pod is cloned into a JSON tree and the injectors edit
 /// the clone; its result is the tree itself.
-pub(super) fn oracle(input: &Value, namespace: &str, env: &Inputs) -> Result<Value, String> {
+pub(super) fn oracle(input: &Value, namespace: &str, inputs: &Inputs) -> Result<Value, String> {
     let mut whole = input.clone();
     let mut doc = TreeDoc::in_namespace(&mut whole, namespace);
     if doc.label(ISVC_LABEL).is_none() {
@@ -212,7 +212,7 @@ pub(super) fn oracle(input: &Value, namespace: &str, env: &Inputs) -> Result<Val
     if !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
-    kserve_injector::injectors::run_all(&mut doc, env).map_err(|e| e.to_string())?;
+    kserve_injector_core::injectors::run_all(&mut doc, inputs).map_err(|e| e.to_string())?;
     Ok(whole)
 }
 
@@ -279,7 +279,7 @@ pub(super) fn check_modelcar_shape(
     stage: &str,
     input: &Value,
     m: &Mutation,
-    env: &Inputs,
+    inputs: &Inputs,
 ) -> Result<(), String> {
     let classic = has_in(&m.pod, "containers", MODELCAR_CONTAINER);
     let native = has_in(&m.pod, "initContainers", MODELCAR_CONTAINER);
@@ -295,7 +295,7 @@ pub(super) fn check_modelcar_shape(
         text.parse()
             .map_err(|e| format!("{stage}: a modelcar added despite the annotation: {e}"))?
     } else {
-        env.modelcar_mode
+        inputs.modelcar_mode
     };
     let got = if native {
         ModelcarMode::NativeSidecar

@@ -20,8 +20,8 @@
 //!   "already injected" guards do), keeps (a), (b), (d), (e), and the pass
 //!   after it is empty.
 //! * every pass of the properties above is also held against (g) the
-//!   oracle: the pipeline as it was before the borrowed view, i.e. the whole
-//!   pod cloned into a JSON tree, the injectors run on it, and its tree
+//!   oracle: an independent editor of the whole pod: the pod cloned into a
+//!   JSON tree, the injectors run on it, and its tree
 //!   compared: `mutate`'s pod (the input plus the recorded patch) must be
 //!   exactly the oracle's, or both must refuse with the same message.
 //! * `restricted_profile_passes_the_checker` (`restricted.rs`): under
@@ -57,13 +57,13 @@
 //! regression files are written into the repository.
 
 use base64::Engine;
-use kserve_injector::cluster::Secret;
-use kserve_injector::constants::*;
-use kserve_injector::injectors::InjectorOutcome;
-use kserve_injector::inputs::ModelcarMode;
-use kserve_injector::pod::{Op, OpKind, PodEdit};
-use kserve_injector::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
+use kserve_injector_core::cluster::Secret;
+use kserve_injector_core::constants::*;
+use kserve_injector_core::injectors::InjectorOutcome;
+use kserve_injector_core::inputs::ModelcarMode;
 use kserve_injector_core::oracle::TreeDoc;
+use kserve_injector_core::pod::{Op, OpKind, PodEdit};
+use kserve_injector_core::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{

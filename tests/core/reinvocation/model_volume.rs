@@ -93,8 +93,8 @@ fn names_of(pod: &Value, list: &str) -> Vec<String> {
         .collect()
 }
 
-fn must_succeed(what: &str, pod: &Value, env: &Inputs, case: &Case) -> Result<Mutation, String> {
-    mutate(pod, case.namespace, env).map_err(|e| format!("{what} failed: {e:?}"))
+fn must_succeed(what: &str, pod: &Value, inputs: &Inputs, case: &Case) -> Result<Mutation, String> {
+    mutate(pod, case.namespace, inputs).map_err(|e| format!("{what} failed: {e:?}"))
 }
 
 #[test]

@@ -219,7 +219,7 @@ pub async fn start(flags: &[&str]) -> Result<RunningServer, Error> {
     }
     all.extend_from_slice(flags);
     let args = ServeArgs::try_parse_from(all)?;
-    Ok(Server::start(args).await?)
+    Ok(Server::start(args.into()).await?)
 }
 
 /// A self-signed server plus the CA to trust it, in `dir`.

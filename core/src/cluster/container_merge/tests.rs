@@ -1,7 +1,7 @@
 //! Vectors S25, S31–S34 at the merge, and the merge-key rules.
 
 use super::*;
-use crate::cluster::ClusterData;
+use crate::cluster::ClusterSnapshot;
 use k8s_openapi::api::core::v1::{
     ConfigMapKeySelector, ContainerPort, EnvVar, EnvVarSource, ResourceRequirements,
     SecretKeySelector, VolumeMount,
@@ -68,7 +68,7 @@ fn overlay(value: serde_json::Value) -> Container {
         "metadata": {"name": "csc"},
         "spec": {"container": value, "supportedUriFormats": [{"prefix": "s3://"}]},
     });
-    let data = ClusterData::from_documents(vec![doc]).unwrap();
+    let data = ClusterSnapshot::from_documents(vec![doc]).unwrap();
     data.storage_container("csc").unwrap().container.clone()
 }
 

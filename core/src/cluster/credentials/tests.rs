@@ -34,7 +34,7 @@ fn s3_secret(name: &str) -> Secret {
 }
 
 fn run(
-    cluster: &ClusterData,
+    cluster: &ClusterSnapshot,
     config: &CredentialConfig,
     sa_name: &str,
     annotations: &BTreeMap<String, String>,
@@ -75,7 +75,7 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn s13_s3_secret_of_the_default_service_account() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["s3-secret"]));
     cluster.insert_secret(
         s3_secret("s3-secret").with_annotation("serving.kserve.io/s3-endpoint", "s3.aws.com"),
@@ -95,7 +95,7 @@ fn s13_s3_secret_of_the_default_service_account() {
 
 #[test]
 fn s14_gcs_secret() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["user-gcp-sa"]));
     cluster.insert_secret(
         Secret::new("default", "user-gcp-sa")
@@ -122,7 +122,7 @@ fn s14_gcs_secret() {
 
 #[test]
 fn s18_access_keys_only_give_no_ca_env() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["s3-secret"]));
     cluster.insert_secret(s3_secret("s3-secret"));
     let t = run(&cluster, &s3_config(), "", &BTreeMap::new()).unwrap();
@@ -137,7 +137,7 @@ fn s18_access_keys_only_give_no_ca_env() {
 
 #[test]
 fn s20_s22_ca_settings_reach_the_env() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["s3-secret"]));
     cluster.insert_secret(
         s3_secret("s3-secret")
@@ -163,7 +163,7 @@ fn s20_s22_ca_settings_reach_the_env() {
 
 #[test]
 fn missing_service_account_is_silently_skipped() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_secret(s3_secret("s3-secret"));
     let annotations = BTreeMap::from([(
         "serving.kserve.io/storageSecretName".to_string(),
@@ -181,7 +181,7 @@ fn missing_service_account_is_silently_skipped() {
 
 #[test]
 fn missing_secret_denies_with_kserve_message_and_changes_nothing() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("sa", &["s3-secret", "gone"]));
     cluster.insert_secret(s3_secret("s3-secret"));
     let mut target = CredentialTarget::default();
@@ -200,7 +200,7 @@ fn missing_secret_denies_with_kserve_message_and_changes_nothing() {
 
 #[test]
 fn storage_secret_annotation_replaces_the_service_account_secrets() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["s3-secret"]));
     cluster.insert_secret(s3_secret("s3-secret"));
     cluster.insert_secret(Secret::new("default", "hf").with_data("HF_TOKEN", "t"));
@@ -240,7 +240,7 @@ fn irsa_settings_are_overridden_by_an_s3_secret() {
             "irsa.example".to_string(),
         ),
     ]);
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(account);
     cluster.insert_secret(
         s3_secret("s3-secret").with_annotation("serving.kserve.io/s3-region", "eu-west-1"),
@@ -262,7 +262,7 @@ fn irsa_settings_are_overridden_by_an_s3_secret() {
 fn irsa_without_secrets_gives_config_settings() {
     let mut account = sa("irsa", &[]);
     account.annotations = BTreeMap::from([(IRSA_ANNOTATION.to_string(), "arn".to_string())]);
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(account);
     let mut config = s3_config();
     config.s3.region = "us-west-2".into();
@@ -275,7 +275,7 @@ fn irsa_without_secrets_gives_config_settings() {
 
 #[test]
 fn second_s3_secret_merges_values_like_kserve() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["a", "b"]));
     cluster.insert_secret(s3_secret("a"));
     cluster.insert_secret(s3_secret("b").with_annotation("serving.kserve.io/s3-region", "r"));
@@ -293,7 +293,7 @@ fn second_s3_secret_merges_values_like_kserve() {
 
 #[test]
 fn zero_config_uses_kserve_default_key_names() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["s3-secret"]));
     cluster.insert_secret(s3_secret("s3-secret"));
     let t = run(&cluster, &CredentialConfig::default(), "", &BTreeMap::new()).unwrap();
@@ -307,7 +307,7 @@ fn zero_config_uses_kserve_default_key_names() {
 
 #[test]
 fn repeated_lookup_adds_each_volume_and_mount_once() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["gcs", "gcs2"]));
     cluster.insert_service_account(sa("logger-sa", &["gcs"]));
     for name in ["gcs", "gcs2"] {
@@ -349,7 +349,7 @@ fn repeated_lookup_adds_each_volume_and_mount_once() {
 
 #[test]
 fn existing_env_is_kept_in_front() {
-    let mut cluster = ClusterData::default();
+    let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(sa("default", &["hf"]));
     cluster.insert_secret(Secret::new("default", "hf").with_data("HF_TOKEN", "t"));
     let annotations = BTreeMap::new();

@@ -12,10 +12,11 @@ use crate::cluster::storage_container::select;
 use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::InferenceService;
 use crate::config::LoggerStorage;
-use crate::injectors::storage_uri::parse_oci;
+use crate::storage_uri::parse_oci;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::json;
+use std::collections::BTreeMap;
 
 const NAMESPACES: [&str; 2] = ["default", "team"];
 const ACCOUNTS: [&str; 3] = ["default", "sa", "logger-sa"];
@@ -87,8 +88,8 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
-fn build(case: &Case) -> (ClusterData, PodFacts, Config) {
-    let mut all = ClusterData::default();
+fn build(case: &Case) -> (ClusterSnapshot, PodFacts, Config) {
+    let mut all = ClusterSnapshot::default();
     for (ns, name, secrets, irsa) in &case.accounts {
         let mut annotations = BTreeMap::new();
         if *irsa {
@@ -123,7 +124,7 @@ fn build(case: &Case) -> (ClusterData, PodFacts, Config) {
     let csc = json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
         "metadata": {"name": "default"},
         "spec": {"container": {"name": "storage-initializer"}, "supportedUriFormats": [{"prefix": "gs://"}]}});
-    all.storage_containers = ClusterData::from_documents(vec![csc])
+    all.storage_containers = ClusterSnapshot::from_documents(vec![csc])
         .unwrap()
         .storage_containers;
 
@@ -169,7 +170,7 @@ fn build(case: &Case) -> (ClusterData, PodFacts, Config) {
 }
 
 fn credentials(
-    data: &ClusterData,
+    data: &ClusterSnapshot,
     pod: &PodFacts,
     config: &Config,
     sa: &str,
@@ -187,7 +188,7 @@ fn credentials(
 }
 
 /// Every lookup the injectors make for this pod, on `data`.
-fn lookups(data: &ClusterData, pod: &PodFacts, config: &Config) -> Vec<String> {
+fn lookups(data: &ClusterSnapshot, pod: &PodFacts, config: &Config) -> Vec<String> {
     let ann = |k: &str| pod.annotations.get(k).map(String::as_str);
     let mut out = Vec::new();
     if let Some(uri) = ann(SOURCE_URI_ANNOTATION) {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::cluster::{InferenceService, IsvcLogger, Secret, ServiceAccount};
 use crate::config::LoggerStorage;
+use std::collections::BTreeMap;
 
 fn pod(annotations: &[(&str, &str)]) -> PodFacts {
     PodFacts {
@@ -31,7 +32,7 @@ fn account(name: &str, secrets: &[&str]) -> ServiceAccount {
     }
 }
 
-fn keys(pod: &PodFacts, config: &Config, known: &ClusterData) -> Vec<ObjectKey> {
+fn keys(pod: &PodFacts, config: &Config, known: &ClusterSnapshot) -> Vec<ObjectKey> {
     needed_keys(pod, config, known).into_iter().collect()
 }
 
@@ -41,7 +42,7 @@ const URI: &str = SOURCE_URI_ANNOTATION;
 fn no_label_needs_nothing() {
     let mut p = pod(&[(URI, "gs://m"), (LOGGER_ANNOTATION, "true")]);
     p.labels.clear();
-    assert!(needed_keys(&p, &Config::default(), &ClusterData::default()).is_empty());
+    assert!(needed_keys(&p, &Config::default(), &ClusterSnapshot::default()).is_empty());
 }
 
 #[test]
@@ -49,10 +50,10 @@ fn storage_uri_needs_cscs_service_account_then_its_secrets() {
     let config = Config::default();
     let p = pod(&[(URI, "s3://bucket/model")]);
     assert_eq!(
-        keys(&p, &config, &ClusterData::default()),
+        keys(&p, &config, &ClusterSnapshot::default()),
         [sa_key("default"), ObjectKey::ClusterStorageContainers]
     );
-    let mut known = ClusterData::default();
+    let mut known = ClusterSnapshot::default();
     known.insert_service_account(account("default", &["a", "b"]));
     assert_eq!(
         keys(&p, &config, &known),
@@ -74,7 +75,7 @@ fn storage_secret_annotation_replaces_listed_secrets() {
         (URI, "s3://m"),
         ("serving.kserve.io/storageSecretName", "mine"),
     ]);
-    let mut known = ClusterData::default();
+    let mut known = ClusterSnapshot::default();
     known.insert_service_account(account("default", &["a"]));
     assert_eq!(
         keys(&p, &config, &known),
@@ -89,7 +90,7 @@ fn storage_secret_annotation_replaces_listed_secrets() {
 #[test]
 fn no_credentials_where_no_init_container_downloads() {
     let config = Config::default();
-    let known = ClusterData::default();
+    let known = ClusterSnapshot::default();
     for annotations in [
         vec![(URI, "pvc://claim/path")],
         vec![(URI, "oci://registry/model")], // the shipped config enables modelcar
@@ -123,7 +124,7 @@ fn storage_spec_needs_only_its_secret() {
         (URI, "<scheme-placeholder>://foo"),
         (STORAGE_SPEC_ANNOTATION, "true"),
     ]);
-    let known = ClusterData::default();
+    let known = ClusterSnapshot::default();
     assert_eq!(
         keys(&p, &config, &known),
         [
@@ -146,13 +147,13 @@ fn agent_needs_pod_service_account_and_logger_storage_account() {
     p.service_account_name = "sa".into();
     // The puller skips the storage-initializer but still needs the agent's credentials.
     assert_eq!(
-        keys(&p, &config, &ClusterData::default()),
+        keys(&p, &config, &ClusterSnapshot::default()),
         [sa_key("sa"), ObjectKey::ClusterStorageContainers]
     );
     let logger = pod(&[(LOGGER_ANNOTATION, "true")]);
     let isvc = ObjectKey::InferenceService(ObjectRef::new("default", "sklearn"));
     assert_eq!(
-        keys(&logger, &config, &ClusterData::default()),
+        keys(&logger, &config, &ClusterSnapshot::default()),
         [sa_key("default"), isvc.clone()]
     );
     config.logger.storage = Some(LoggerStorage {
@@ -160,11 +161,11 @@ fn agent_needs_pod_service_account_and_logger_storage_account() {
         ..LoggerStorage::default()
     });
     assert_eq!(
-        keys(&logger, &config, &ClusterData::default()),
+        keys(&logger, &config, &ClusterSnapshot::default()),
         [sa_key("default"), sa_key("logger-sa"), isvc.clone()]
     );
     // The InferenceService's logger without storage turns it off.
-    let mut known = ClusterData::default();
+    let mut known = ClusterSnapshot::default();
     known.insert_inference_service(InferenceService {
         namespace: "default".into(),
         name: "sklearn".into(),
@@ -175,7 +176,7 @@ fn agent_needs_pod_service_account_and_logger_storage_account() {
 
 #[test]
 fn restrict_follows_the_chain_to_a_fixed_point() {
-    let mut all = ClusterData::default();
+    let mut all = ClusterSnapshot::default();
     all.insert_service_account(account("default", &["hf"]));
     all.insert_service_account(account("my-logger", &["s3"]));
     all.insert_service_account(account("unrelated", &["x"]));
@@ -246,12 +247,12 @@ fn an_oci_mode_uri_is_a_download_before_v0_20() {
     let p = pod(&[(URI, "oci+native://registry/model:v1")]);
     let head = Config::default();
     assert_eq!(
-        keys(&p, &head, &ClusterData::default()),
+        keys(&p, &head, &ClusterSnapshot::default()),
         [ObjectKey::ClusterStorageContainers]
     );
     let v0_19 = Config::default().for_release(crate::release::Release::V0_19);
     assert_eq!(
-        keys(&p, &v0_19, &ClusterData::default()),
+        keys(&p, &v0_19, &ClusterSnapshot::default()),
         [sa_key("default"), ObjectKey::ClusterStorageContainers]
     );
 }

@@ -28,7 +28,7 @@ fn loads_every_kind_and_lists() {
                                            "batchSize": 3}}}},
     ]});
     let data =
-        ClusterData::from_documents(vec![sa_doc(), secret_doc(), Value::Null, list]).unwrap();
+        ClusterSnapshot::from_documents(vec![sa_doc(), secret_doc(), Value::Null, list]).unwrap();
     assert_eq!(data.len(), 4);
     let sa = data.service_account("default", "default").unwrap();
     assert_eq!(sa.secrets, ["s3-secret", "gcs"]);
@@ -62,12 +62,14 @@ fn loads_every_kind_and_lists() {
 #[test]
 fn typed_lists_work_too() {
     let list = json!({"apiVersion": "v1", "kind": "SecretList", "items": [secret_doc()]});
-    let data = ClusterData::from_documents(vec![list]).unwrap();
+    let data = ClusterSnapshot::from_documents(vec![list]).unwrap();
     assert!(data.secret("default", "s3-secret").is_some());
 }
 
 fn error(docs: Vec<Value>) -> String {
-    ClusterData::from_documents(docs).unwrap_err().to_string()
+    ClusterSnapshot::from_documents(docs)
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
@@ -75,7 +77,7 @@ fn other_kinds_are_counted_and_passed_over() {
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "team"}});
     let list = json!({"apiVersion": "v1", "kind": "List", "items": [secret_doc(), pod.clone(), cm.clone()]});
-    let loaded = ClusterData::load(vec![sa_doc(), list, cm, pod]).unwrap();
+    let loaded = ClusterSnapshot::load(vec![sa_doc(), list, cm, pod]).unwrap();
     assert!(loaded.data.secret("default", "s3-secret").is_some());
     assert_eq!(loaded.data.len(), 2);
     assert_eq!(
@@ -159,7 +161,7 @@ fn csc_flags() {
         "metadata": {"name": "c"}, "disabled": true,
         "spec": {"container": {"image": "i"}, "supportedUriFormats": [{"regex": "^x"}],
                  "workloadType": "localModelDownloadJob", "supportsMultiModelDownload": true}});
-    let data = ClusterData::from_documents(vec![doc]).unwrap();
+    let data = ClusterSnapshot::from_documents(vec![doc]).unwrap();
     let c = data.storage_container("c").unwrap();
     assert!(c.disabled && c.supports_multi_model_download);
     assert_eq!(c.workload_type, "localModelDownloadJob");

@@ -21,8 +21,8 @@ fn container(name: &str) -> Value {
 }
 
 /// S25/S26/S27's two CSCs.
-fn custom_and_s3_azure() -> ClusterData {
-    ClusterData::from_documents(vec![
+fn custom_and_s3_azure() -> ClusterSnapshot {
+    ClusterSnapshot::from_documents(vec![
         csc(
             "custom",
             json!({"container": {"name": "name", "image": "img", "resources": {"limits": {"memory": "200Mi"}}},
@@ -42,9 +42,9 @@ fn custom_and_s3_azure() -> ClusterData {
 }
 
 /// S28's five CSCs.
-fn s28() -> ClusterData {
+fn s28() -> ClusterSnapshot {
     let hf = || json!([{"prefix": "hf://"}]);
-    ClusterData::from_documents(vec![
+    ClusterSnapshot::from_documents(vec![
         csc(
             "default",
             json!({"container": container("storage-initializer"),
@@ -69,7 +69,7 @@ fn s28() -> ClusterData {
     .unwrap()
 }
 
-fn selected(data: &ClusterData, uri: &str, explicit: Option<&str>) -> Option<String> {
+fn selected(data: &ClusterSnapshot, uri: &str, explicit: Option<&str>) -> Option<String> {
     select(data, uri, explicit).unwrap().map(|c| c.name.clone())
 }
 
@@ -98,7 +98,7 @@ fn s26_no_match_for_plain_https() {
 
 #[test]
 fn regex_is_unanchored_like_go() {
-    let data = ClusterData::from_documents(vec![csc(
+    let data = ClusterSnapshot::from_documents(vec![csc(
         "r",
         json!({"container": container("x"), "supportedUriFormats": [{"regex": "models/"}]}),
         None,
@@ -171,7 +171,7 @@ fn s28_explicit_selection_and_its_errors() {
 
 #[test]
 fn invalid_regex_is_an_error_when_reached() {
-    let data = ClusterData::from_documents(vec![
+    let data = ClusterSnapshot::from_documents(vec![
         csc(
             "a",
             json!({"container": container("x"), "supportedUriFormats": [{"prefix": "s3://"}]}),

@@ -33,7 +33,7 @@ fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
 }
 
 fn run(
-    cluster: &ClusterData,
+    cluster: &ClusterSnapshot,
     config: &CredentialConfig,
     ann: &BTreeMap<String, String>,
 ) -> Result<(Vec<EnvVar>, Vec<String>), StorageSpecError> {
@@ -47,8 +47,8 @@ fn run(
     Ok((env, args))
 }
 
-fn storage_config(key: &str, value: &str) -> ClusterData {
-    let mut data = ClusterData::default();
+fn storage_config(key: &str, value: &str) -> ClusterSnapshot {
+    let mut data = ClusterSnapshot::default();
     data.insert_secret(Secret::new("default", "storage-config").with_data(key, value));
     data
 }
@@ -59,7 +59,12 @@ const KEY: &str = STORAGE_SPEC_KEY_ANNOTATION;
 #[test]
 fn s10_no_secret_parameters_give_type_and_bucket() {
     let ann = annotations(&[(PARAM, r#"{"type": "s3", "bucket": "my-bucket"}"#)]);
-    let (env, args) = run(&ClusterData::default(), &CredentialConfig::default(), &ann).unwrap();
+    let (env, args) = run(
+        &ClusterSnapshot::default(),
+        &CredentialConfig::default(),
+        &ann,
+    )
+    .unwrap();
     assert_eq!(args, ["s3://my-bucket/foo/bar", "/mnt/models"]);
     assert_eq!(
         summary(&env),
@@ -114,7 +119,7 @@ fn type_parameter_selects_default_type_key_without_parsing() {
 
 #[test]
 fn entry_ca_bundle_and_annotated_secret() {
-    let mut data = ClusterData::default();
+    let mut data = ClusterSnapshot::default();
     data.insert_secret(Secret::new("default", "mine").with_data(
         "default",
         r#"{"type":"s3","bucket":"b","cabundle_configmap":"my-ca"}"#,
@@ -137,9 +142,9 @@ fn entry_ca_bundle_and_annotated_secret() {
 
 #[test]
 fn kserve_messages() {
-    let none = ClusterData::default();
+    let none = ClusterSnapshot::default();
     let cfg = CredentialConfig::default();
-    let err = |data: &ClusterData, items: &[(&str, &str)]| {
+    let err = |data: &ClusterSnapshot, items: &[(&str, &str)]| {
         run(data, &cfg, &annotations(items))
             .unwrap_err()
             .to_string()

@@ -46,7 +46,7 @@ impl std::fmt::Display for ShapeChoice {
 
 /// The shape: one already present wins; else the annotation, else the flag.
 /// An annotation naming no mode is refused, but only when it would decide.
-pub fn choose<P: PodEdit>(pod: &P, env: &Inputs) -> Result<ShapeChoice, InjectError> {
+pub(crate) fn choose<P: PodEdit>(pod: &P, inputs: &Inputs) -> Result<ShapeChoice, InjectError> {
     let present = |mode| ShapeChoice {
         mode,
         reason: ShapeReason::Present,
@@ -68,7 +68,7 @@ pub fn choose<P: PodEdit>(pod: &P, env: &Inputs) -> Result<ShapeChoice, InjectEr
     }
     let Some(text) = pod.annotation(MODELCAR_MODE_ANNOTATION) else {
         return Ok(ShapeChoice {
-            mode: env.modelcar_mode,
+            mode: inputs.modelcar_mode,
             reason: ShapeReason::Flag,
         });
     };

@@ -77,8 +77,8 @@ fn names(list: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn err(pod: &Value, env: &Inputs) -> String {
-    run_with(inject, pod, env).unwrap_err().message
+fn err(pod: &Value, inputs: &Inputs) -> String {
+    run_with(inject, pod, inputs).unwrap_err().message
 }
 
 #[test]
@@ -496,8 +496,8 @@ fn fetch_mode_adds_its_source_to_an_existing_initializer() {
 
 /// The pipeline's modelcar step (`injectors::PIPELINE`): modelcar, then
 /// Istio CNI again.
-fn modelcar_step(pod: &mut EitherDoc<'_, '_>, env: &Inputs) -> Result<(), InjectError> {
-    crate::injectors::modelcar_step(pod, env)
+fn modelcar_step(pod: &mut EitherDoc<'_, '_>, inputs: &Inputs) -> Result<(), InjectError> {
+    crate::injectors::modelcar_step(pod, inputs)
 }
 
 #[test]
@@ -639,9 +639,9 @@ fn an_annotation_naming_no_mode_is_refused_only_when_it_decides() {
 #[test]
 fn planned_shape_says_why() {
     let p = pod("oci://myrepo/mymodelimage");
-    let plan = |pod: &Value, env: &Inputs| {
+    let plan = |pod: &Value, inputs: &Inputs| {
         let mut pod = pod.clone();
-        planned_shape(&crate::oracle::TreeDoc::new(&mut pod), env)
+        planned_shape(&crate::oracle::TreeDoc::new(&mut pod), inputs)
     };
     let env = env_with(|_| {});
     let flag = plan(&p, &native_mode(env.clone()));

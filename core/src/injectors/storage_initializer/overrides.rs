@@ -40,7 +40,7 @@ const PAIRS: [Pair; 2] = [
 /// The pod's overrides, canonical quantities (as KServe writes the
 /// ConfigMap's); `None` where the pod sets no annotation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InitResources {
+pub(crate) struct InitResources {
     /// Per [`PAIRS`] entry: (request, limit).
     values: [(Option<String>, Option<String>); 2],
 }
@@ -48,7 +48,10 @@ pub struct InitResources {
 impl InitResources {
     /// Reads and validates the annotations; a bad quantity is denied with
     /// the annotation's name and the accepted form.
-    pub fn from_pod(pod: &impl PodEdit, injector: &'static str) -> Result<Self, InjectError> {
+    pub(crate) fn from_pod(
+        pod: &impl PodEdit,
+        injector: &'static str,
+    ) -> Result<Self, InjectError> {
         let read = |annotation: &str| -> Result<Option<String>, InjectError> {
             let Some(raw) = pod.annotation(annotation) else {
                 return Ok(None);
@@ -67,14 +70,14 @@ impl InitResources {
         Ok(Self { values })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.values.iter().all(|(r, l)| r.is_none() && l.is_none())
     }
 
     /// Writes the overrides into `container`'s resources, then checks each
     /// resource the pod set: its limit must not be below its request,
     /// wherever the other value came from.
-    pub fn apply(
+    pub(crate) fn apply(
         &self,
         container: &mut Container,
         injector: &'static str,

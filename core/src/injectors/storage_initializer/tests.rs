@@ -106,8 +106,8 @@ fn env_names(container: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-fn err(pod: &Value, env: &Inputs) -> String {
-    run_with(inject, pod, env).unwrap_err().message
+fn err(pod: &Value, inputs: &Inputs) -> String {
+    run_with(inject, pod, inputs).unwrap_err().message
 }
 
 #[test]
@@ -152,8 +152,12 @@ fn s5_s6_readonly_annotation() {
 
 #[test]
 fn s7_s8_s9_pvc_is_mounted_directly() {
-    let env = Inputs::default();
-    let out = run_idempotent(inject, &pod(si("pvc://mypvcname/some/path/on/pvc")), &env);
+    let inputs = Inputs::default();
+    let out = run_idempotent(
+        inject,
+        &pod(si("pvc://mypvcname/some/path/on/pvc")),
+        &inputs,
+    );
     assert_eq!(
         out["spec"],
         json!({
@@ -161,14 +165,14 @@ fn s7_s8_s9_pvc_is_mounted_directly() {
             "volumes": [pvc_volume("mypvcname")]
         })
     );
-    let out = run_with(inject, &pod(si("pvc://mypvcname")), &env).unwrap();
+    let out = run_with(inject, &pod(si("pvc://mypvcname")), &inputs).unwrap();
     assert_eq!(
         out["spec"]["containers"][0]["volumeMounts"],
         json!([pvc_user_mount("", true)])
     );
     let mut annotations = si("pvc://mypvcname/some/path/on/pvc");
     annotations[READONLY_ANNOTATION] = json!("false");
-    let out = run_with(inject, &pod(annotations), &env).unwrap();
+    let out = run_with(inject, &pod(annotations), &inputs).unwrap();
     assert_eq!(
         out["spec"]["containers"][0]["volumeMounts"],
         json!([pvc_user_mount("some/path/on/pvc", false)])

@@ -3,11 +3,11 @@
 use crate::release::Release;
 use sha2::{Digest, Sha256};
 
-pub const PVC_PREFIX: &str = "pvc://";
-pub const OCI_PREFIX: &str = "oci://";
+pub(crate) const PVC_PREFIX: &str = "pvc://";
+pub(crate) const OCI_PREFIX: &str = "oci://";
 
 /// `pvc://<name>[/<path>]` → (name, path); the path keeps a trailing `/`.
-pub fn parse_pvc(uri: &str) -> Option<(&str, &str)> {
+pub(crate) fn parse_pvc(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix(PVC_PREFIX)?;
     Some(rest.split_once('/').unwrap_or((rest, "")))
 }
@@ -15,19 +15,19 @@ pub fn parse_pvc(uri: &str) -> Option<(&str, &str)> {
 /// An OCI model reference: `oci+<mode>://rest` pins the mode, `oci://rest`
 /// leaves it to the config.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OciUri<'a> {
+pub(crate) struct OciUri<'a> {
     pub mode: Option<&'a str>,
     /// The reference without any scheme (`registry/repo:tag`).
     pub image: &'a str,
 }
 
 impl OciUri<'_> {
-    pub fn normalized(&self) -> String {
+    pub(crate) fn normalized(&self) -> String {
         format!("{OCI_PREFIX}{}", self.image)
     }
 }
 
-pub fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
+pub(crate) fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
     if let Some(image) = uri.strip_prefix(OCI_PREFIX) {
         return Some(OciUri { mode: None, image });
     }
@@ -41,30 +41,35 @@ pub fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
 
 /// [`parse_oci`] as `release` reads URIs: before v0.20 only `oci://` is
 /// OCI, and `oci+<mode>://` is an ordinary storage URI.
-pub fn parse_oci_in(uri: &str, release: Release) -> Option<OciUri<'_>> {
+pub(crate) fn parse_oci_in(uri: &str, release: Release) -> Option<OciUri<'_>> {
     let oci = parse_oci(uri)?;
     (oci.mode.is_none() || release.oci_mode_schemes()).then_some(oci)
 }
 
 /// The mode KServe uses for a URI: the pinned one, else the configured one.
-pub fn oci_effective_mode<'a>(uri: &OciUri<'a>, configured: &'a str) -> &'a str {
+pub(crate) fn oci_effective_mode<'a>(uri: &OciUri<'a>, configured: &'a str) -> &'a str {
     uri.mode.unwrap_or(configured)
 }
 
 /// First 16 hex digits of SHA-256: the folder a local model lives in.
-pub fn storage_key(uri: &str) -> String {
+pub(crate) fn storage_key(uri: &str) -> String {
     let digest = Sha256::digest(uri.as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The PVC URI of a model cached on a node by a LocalModel.
-pub fn local_model_uri(src: &str, local_source: &str, pvc_name: &str) -> String {
+pub(crate) fn local_model_uri(src: &str, local_source: &str, pvc_name: &str) -> String {
     local_model_uri_in(src, local_source, pvc_name, &storage_key(local_source))
 }
 
 /// The same with the model's folder under `models/` given: up to v0.17
 /// the LocalModelCache's name (the pod's localmodel label), not the hash.
-pub fn local_model_uri_in(src: &str, local_source: &str, pvc_name: &str, folder: &str) -> String {
+pub(crate) fn local_model_uri_in(
+    src: &str,
+    local_source: &str,
+    pvc_name: &str,
+    folder: &str,
+) -> String {
     let sub = src.strip_prefix(local_source).unwrap_or(src);
     let sub = if sub.starts_with('/') {
         sub.to_string()

@@ -1,0 +1,110 @@
+//! Flags of `kserve-injector audit`.
+
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    Table,
+    Json,
+}
+
+/// Flags of `kserve-injector audit`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:
+  kserve-injector audit -A                                  # every namespace, current context
+  kserve-injector audit --context prod -n models -o json
+  kubectl get pods,rs,deploy,sa,secrets,cm,isvc,clusterstoragecontainers -A -o json > dump.json
+  kserve-injector audit --objects dump.json
+
+Each pod with the serving.kserve.io/inferenceservice label is compared with
+what this webhook makes of its ReplicaSet's pod template today. Fields the
+API server defaults, the service account token volume and the sidecars of
+--ignore-container (istio-proxy, linkerd-proxy and their init containers
+by default) are not compared.
+
+Exit codes: 0 no pod differs, 1 a pod differs, 2 bad flags, input or
+cluster access.")]
+pub struct AuditArgs {
+    /// A dump of the objects (`kubectl get ... -A -o yaml|json`), "-" for
+    /// standard input, instead of a cluster. Example: --objects dump.json
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
+    pub objects: Option<PathBuf>,
+    /// Kubeconfig to read the cluster with (default: KUBECONFIG, else
+    /// ~/.kube/config, else the in-cluster service account).
+    /// Example: --kubeconfig ~/.kube/config
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use. Example: --context kind-kserve
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Audit the pods of this namespace (default: the context's namespace).
+    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Audit the pods of every namespace.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Output: a table, or the whole report as JSON.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: AuditFormat,
+    /// A container another webhook adds, not compared (repeatable; added to
+    /// the built-in list). Example: --ignore-container vault-agent
+    #[arg(long, value_name = "NAME")]
+    pub ignore_container: Vec<String>,
+    /// The namespace of inferenceservice-config (KServe's controller namespace).
+    #[arg(long, default_value = kserve_injector_core::constants::DEFAULT_CONTROLLER_NAMESPACE)]
+    pub controller_namespace: String,
+    /// Use this inferenceservice-config (a ConfigMap manifest or a mounted
+    /// directory) instead of the cluster's. Example: --config ./config.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// kserve-injector's own settings file, as the webhook's `--config-file`.
+    /// Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+    /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
+    /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
+    #[arg(long, value_name = "MODE", default_value = "classic",
+          value_parser = super::modelcar_mode())]
+    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator the webhook reproduces (its
+    /// `--kserve-version`): v0.15 … v0.20 or head. Default: the
+    /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
+    pub kserve_version: Option<kserve_injector_core::release::Release>,
+    /// The security profile the webhook runs with (its `--security-profile`):
+    /// baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = super::security_profile())]
+    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
+    /// Instead of comparing, list every live pod (any label) whose
+    /// containers carry a literal value in an env variable KServe fills from
+    /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),
+    /// with its owner, container and variable; values are never printed.
+    /// Exit code 1 when any is found. Example: audit --credentials -A
+    #[arg(long)]
+    pub credentials: bool,
+    #[command(flatten)]
+    pub budget: super::BudgetArgs,
+}
+
+/// The audit takes plain settings; the flags are one way to make them.
+impl From<&AuditArgs> for crate::audit::AuditSettings {
+    fn from(args: &AuditArgs) -> Self {
+        Self {
+            objects: args.objects.clone(),
+            kubeconfig: args.kubeconfig.clone(),
+            context: args.context.clone(),
+            namespace: args.namespace.clone(),
+            all_namespaces: args.all_namespaces,
+            ignore_container: args.ignore_container.clone(),
+            controller_namespace: args.controller_namespace.clone(),
+            config: args.config.clone(),
+            config_file: args.config_file.clone(),
+            modelcar_mode: args.modelcar_mode,
+            kserve_version: args.kserve_version,
+            security_profile: args.security_profile,
+            credentials: args.credentials,
+            budget: args.budget.budget(),
+        }
+    }
+}

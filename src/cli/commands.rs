@@ -1,0 +1,224 @@
+//! The offline subcommands (`mutate`, `certs`, `audit`, `default-config`)
+//! as the binary runs them: flags in, output on stdout, an exit code out.
+
+use super::{
+    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, LiveCluster, MutateArgs,
+    MutateSource,
+};
+use crate::lookups::load_objects_within;
+use kserve_injector_core::{ClusterSnapshot, Inputs};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::process::ExitCode;
+
+/// Whether fd 1 was closed when the process started. Rust's runtime
+/// reopens a closed fd 0/1/2 on /dev/null before `main` runs, so output to a
+/// closed stdout (`mutate pod.yaml 1>&-`) would vanish with exit 0; an ELF
+/// constructor runs before that and is the one place that can still see it:
+/// the binary registers [`note_closed_stdout`] as one.
+static STDOUT_WAS_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[allow(unsafe_code)]
+pub extern "C" fn note_closed_stdout() {
+    // SAFETY: fcntl(F_GETFD) only queries the descriptor table.
+    if unsafe { libc::fcntl(libc::STDOUT_FILENO, libc::F_GETFD) } == -1 {
+        STDOUT_WAS_CLOSED.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A handle of our own on fd 1: Rust's `stdout()` counts EBADF (fd 1 open
+/// read-only) as written, a File reports it. The duplicate is close-on-exec.
+fn stdout_file() -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsFd;
+    if STDOUT_WAS_CLOSED.load(std::sync::atomic::Ordering::Relaxed) {
+        return Err(std::io::Error::other("standard output is closed"));
+    }
+    let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Writes the result; a reader that went away (`| head`) ends quietly, any
+/// other write failure (closed stdout, full disk) is exit code 2.
+pub fn write_stdout(text: &str) -> ExitCode {
+    let written = stdout_file().and_then(|mut out| {
+        out.write_all(text.as_bytes())?;
+        out.flush()
+    });
+    match written {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&CliError::from_write(e)),
+    }
+}
+
+fn fail(e: &CliError) -> ExitCode {
+    if *e != CliError::ReaderGone {
+        eprintln!("error: {e}");
+    }
+    ExitCode::from(e.exit_code() as u8)
+}
+
+/// The offline commands log (what a pod asked of an older KServe release,
+/// what an object dump held that was passed over) to stderr, only when
+/// `RUST_LOG` asks: their stdout is the result.
+pub fn stderr_logs_from_env() {
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .try_init();
+    }
+}
+
+pub fn mutate(args: MutateArgs) -> ExitCode {
+    let stdout = match stdout_file() {
+        Ok(f) => f,
+        Err(e) => return fail(&CliError::from_write(e)),
+    };
+    let loaded =
+        crate::config_file::load_settings(args.config_file.as_deref()).and_then(|settings| {
+            let config = crate::config_file::load_config(
+                args.config.as_deref(),
+                &settings,
+                args.kserve_version,
+            )?;
+            Ok((config, settings))
+        });
+    let (config, settings) = match loaded {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let budget = args.budget.budget();
+    let format = args.output;
+    let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
+        (Some(path), _) => File::open(path)
+            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
+            .and_then(|file| {
+                load_objects_within(&mut BufReader::new(file), budget)
+                    .map_err(|e| CliError::Input(e.to_string()))
+            })
+            .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
+            .map(|loaded| {
+                for line in loaded.ignored_lines() {
+                    eprintln!("kserve-injector: --objects {}: {line}", path.display());
+                }
+                Box::new(loaded.data) as Box<dyn MutateSource>
+            }),
+        (None, Some(path)) => LiveCluster::connect(path, args.context.as_deref())
+            .map(|live| Box::new(live) as Box<dyn MutateSource>),
+        (None, None) => Ok(Box::new(ClusterSnapshot::default())),
+    };
+    let mut cluster = match cluster {
+        Ok(cluster) => cluster,
+        Err(e) => return fail(&e),
+    };
+    let mut inputs = Inputs::new(config);
+    inputs.modelcar_mode = args.modelcar_mode;
+    inputs.security_profile = args.security_profile;
+    inputs.model_volume = settings.model_volume;
+    let namespace = args.namespace.as_deref();
+    let mut out = BufWriter::new(stdout);
+    let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => match File::open(path) {
+            Ok(file) => {
+                let mut input = BufReader::new(file);
+                let cluster = &mut *cluster;
+                mutate_stream_within(
+                    &mut input, &mut out, format, namespace, &inputs, cluster, budget,
+                )
+            }
+            Err(e) => Err(CliError::Input(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
+        },
+        None => mutate_stream_within(
+            &mut std::io::stdin().lock(),
+            &mut out,
+            format,
+            namespace,
+            &inputs,
+            &mut *cluster,
+            budget,
+        ),
+    };
+    match result.and_then(|()| out.flush().map_err(CliError::from_write)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&e),
+    }
+}
+
+pub fn certs(args: &CertsArgs) -> ExitCode {
+    let request = crate::certs::CertsRequest {
+        service: &args.service,
+        namespace: &args.namespace,
+        out: &args.out,
+        days: args.days,
+        new_ca: args.new_ca,
+        now: time::OffsetDateTime::now_utc(),
+    };
+    match crate::certs::write_certs(&request) {
+        Ok(done) => {
+            let ca = if done.reused_ca { "reused" } else { "new" };
+            eprintln!(
+                "wrote {} and {} for {} (valid until {}), CA {} ({ca})",
+                done.files.cert.display(),
+                done.files.key.display(),
+                done.names.join(", "),
+                done.not_after,
+                done.files.ca_cert.display(),
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// An audit report as a table or JSON on stdout; exit 1 when `flagged`
+/// (differences, or credentials found), 2 when the audit could not run.
+fn print_report<R: serde::Serialize, E: std::fmt::Display>(
+    report: Result<R, E>,
+    output: AuditFormat,
+    table: impl Fn(&R) -> String,
+    flagged: impl Fn(&R) -> bool,
+) -> ExitCode {
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match output {
+        AuditFormat::Table => table(&report),
+        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => return fail(&CliError::Output(e.to_string())),
+        },
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if flagged(&report) => ExitCode::from(1),
+        ok => ok,
+    }
+}
+
+pub fn audit(args: &AuditArgs) -> ExitCode {
+    use crate::audit::{run, run_credentials, AuditSettings};
+    let settings = AuditSettings::from(args);
+    if args.credentials {
+        return print_report(
+            run_credentials(&settings),
+            args.output,
+            |r| r.table(),
+            |r| r.found(),
+        );
+    }
+    print_report(run(&settings), args.output, |r| r.table(), |r| r.differs())
+}

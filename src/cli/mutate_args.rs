@@ -1,0 +1,78 @@
+//! Flags of `kserve-injector mutate`.
+
+use super::{BudgetArgs, OutputFormat};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:
+  kserve-injector mutate pod.yaml
+  kserve-injector mutate --config inferenceservice-config.yaml -o patch pod.yaml
+  kserve-injector mutate --objects cluster.yaml pod.yaml   # ServiceAccounts, Secrets, CSCs, ISVCs
+  kserve-injector mutate --kubeconfig ~/.kube/config pod.yaml   # the same, read from a cluster
+  kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
+  kserve-injector mutate review.json        # prints the AdmissionReview response
+
+Input starting with { or [ is read as JSON, anything else as YAML the way
+kubectl reads it (merge keys expanded; at most 64 levels of nesting; see
+--max-document-bytes and the other input limits below).
+Documents are processed and printed one at a time; the first one that fails
+stops the run.
+
+Exit codes: 0 mutated (or nothing to do; also when the reader of the output
+stops reading, as with | head), 1 the webhook would deny a pod or denies an
+AdmissionReview (whose response is still printed), 2 unreadable input or
+config, or output that cannot be written.")]
+pub struct MutateArgs {
+    /// KServe's inferenceservice-config: a ConfigMap manifest (YAML or JSON) or
+    /// a directory where the ConfigMap is mounted. Default: KServe's shipped values.
+    /// Example: --config ./inferenceservice-config.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for, as `serve --config-file`. Example: --config-file ./kserve-injector.yaml
+    #[arg(long, value_name = "PATH")]
+    pub config_file: Option<PathBuf>,
+    /// Output: the mutated objects as yaml or json, or the JSON Patch the
+    /// webhook would return. AdmissionReview input always prints the response as JSON.
+    /// Example: -o patch
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    pub output: OutputFormat,
+    /// Namespace the pods are created in (default: each object's own, else "default").
+    /// Example: --namespace models
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Cluster objects the webhook would read from the API server: ServiceAccounts,
+    /// Secrets, ClusterStorageContainers, InferenceServices (multi-document YAML/JSON
+    /// or a List). Without it, every lookup is "not found". Example: --objects cluster.yaml
+    #[arg(long, value_name = "FILE", conflicts_with = "kubeconfig")]
+    pub objects: Option<PathBuf>,
+    /// Read those objects from a live cluster instead, with direct GETs (as
+    /// `istioctl kube-inject` reads its config). Example: --kubeconfig ~/.kube/config
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use. Example: --context kind-kserve
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub context: Option<String>,
+    /// The modelcar's shape, as `serve --modelcar-mode`: classic or
+    /// native-sidecar. Example: --modelcar-mode native-sidecar
+    #[arg(long, value_name = "MODE", default_value = "classic",
+          value_parser = super::modelcar_mode())]
+    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
+    /// The KServe release whose pod mutator to reproduce, as `serve
+    /// --kserve-version`: v0.15 … v0.20 or head. Default: the --config-file's
+    /// kserveVersion, else head. Example: --kserve-version v0.17
+    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
+    pub kserve_version: Option<kserve_injector_core::Release>,
+    /// The security profile of the containers added, as `serve
+    /// --security-profile`: baseline or restricted. Example: --security-profile restricted
+    #[arg(long, value_name = "PROFILE", default_value = "baseline",
+          value_parser = super::security_profile())]
+    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
+    /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
+    /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
+    /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
+}

@@ -1,0 +1,27 @@
+//! A lookup that could not be answered.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A lookup that could not be answered; admission must fail with it.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error("cluster lookup of {kind} {key}: the API server did not answer within {after:?}")]
+    Timeout {
+        kind: &'static str,
+        key: String,
+        after: Duration,
+    },
+    #[error("cluster lookup of {kind} {key} failed: {source}")]
+    Api {
+        kind: &'static str,
+        key: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("cluster lookup of {kind}: {message}")]
+    Invalid { kind: &'static str, message: String },
+    /// The error of a GET that several admissions waited for.
+    #[error(transparent)]
+    Shared(Arc<LookupError>),
+}
