@@ -230,9 +230,11 @@ impl Drop for Process {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_the_binary_and_exits_zero() -> TestResult {
     let tmp = tempfile::tempdir()?;
+    // The request after /readyz turns 503 needs a new TLS connection inside
+    // the delay; 5 s leaves room for a machine busy with other builds.
     let mut server = Process::spawn(
         tmp.path(),
-        &["--shutdown-delay", "1s", "--drain-timeout", "10s"],
+        &["--shutdown-delay", "5s", "--drain-timeout", "10s"],
     )?;
     let (addr, admin) = (server.addr, server.admin);
     ensure(readyz(admin).await == Some(StatusCode::OK), || {
