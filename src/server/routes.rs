@@ -240,9 +240,9 @@ impl WebhookService {
             let path = Metrics::path_index(req.uri().path());
             let version = req.version();
             let metrics = &webhook.app.metrics;
-            metrics.in_flight.inc();
+            let in_flight = InFlight::enter(&metrics.in_flight);
             let answered = AssertUnwindSafe(webhook.limited(req)).catch_unwind().await;
-            metrics.in_flight.dec();
+            drop(in_flight);
             let mut response = answered.unwrap_or_else(|panic| webhook.panicked(panic));
             let status = response.status();
             if version < Version::HTTP_2 && UNREAD.contains(&status) {
@@ -253,6 +253,23 @@ impl WebhookService {
             metrics.record_request(path, status.as_u16(), seconds);
             response
         })
+    }
+}
+
+/// Counts a request in `requests_in_flight` until dropped, also when the
+/// client resets the stream and the request's future is dropped unfinished.
+struct InFlight<'a>(&'a prometheus_client::metrics::gauge::Gauge);
+
+impl<'a> InFlight<'a> {
+    fn enter(gauge: &'a prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 
@@ -722,5 +739,27 @@ mod tests {
             let refused = read_body(&budget, body).await.expect_err("empty");
             assert_eq!(refused.0, StatusCode::BAD_REQUEST);
         }
+    }
+
+    #[tokio::test]
+    async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
+        let limits = Limits {
+            max_concurrent_requests: 4,
+            max_buffered_bytes: 1 << 20,
+            request_timeout: Duration::from_secs(60),
+        };
+        let inputs = RouterInputs::new(Inputs::default(), limits);
+        let service = webhook(App::new(&inputs), &limits);
+        // A body that never ends, as from a client that stalls and resets.
+        let body = StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>());
+        let req = Request::post("/mutate-pods")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .expect("request");
+        let mut answering = service.answer(req);
+        assert!((&mut answering).now_or_never().is_none());
+        assert_eq!(inputs.metrics.in_flight.get(), 1);
+        drop(answering);
+        assert_eq!(inputs.metrics.in_flight.get(), 0);
     }
 }
