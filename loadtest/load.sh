@@ -59,9 +59,12 @@ if ! command -v h2load >/dev/null; then
 fi
 
 echo "== building release binaries"
+# Line tables, as loadtest/instructions.sh and profile-serve.sh build: the
+# same code, and one build serves all three.
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 cargo build --release --locked --bin kserve-injector --example baseline_server 2>&1 | tail -1
-bin=target/release/kserve-injector
-base=target/release/examples/baseline_server
+bin=${CARGO_TARGET_DIR:-target}/release/kserve-injector
+base=${CARGO_TARGET_DIR:-target}/release/examples/baseline_server
 
 work=$(mktemp -d)
 pids=()
