@@ -90,7 +90,7 @@ async fn answer(req: Request<Incoming>, fixed: Bytes) -> Response<Full<Bytes>> {
     response
 }
 
-async fn serve(addr: SocketAddr, fixed: Bytes) -> Result<(), Error> {
+pub async fn serve(addr: SocketAddr, fixed: Bytes) -> Result<(), Error> {
     let acceptor = tls_acceptor()?;
     let listener = TcpListener::bind(addr).await?;
     let mut h1 = http1::Builder::new();

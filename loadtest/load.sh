@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Load benchmark for `kserve-injector serve`, over loopback only, against a
-# baseline: the same TLS + HTTP/1/2 stack (rustls, hyper-util) answering a
-# fixed body with no JSON work (examples/baseline_server.rs).
+# Load benchmark for `kserve-injector serve`, over loopback only, against two
+# yardsticks on the same TLS + HTTP/1/2 stack (rustls, hyper-util;
+# examples/baseline_server.rs), which read the body in full and do no JSON
+# work: `baseline` answers the very bytes `serve` answers, `small` a fixed
+# 100-byte answer.
 #
-# ROUNDS alternating rounds (baseline, then ours), so both see the same
-# machine load; the figures are medians over the rounds:
+# For each request body (BODIES: pass = fixtures/f01-non-isvc-pod, a pod we
+# leave alone; oci = fixtures/m3-modelcar-oci, the 1.4 KB modelcar review;
+# typical = benches/inputs/typical.json, the 23 KB pod), ROUNDS alternating
+# rounds (baseline, small, then ours), so all three see the same machine
+# load; the figures are medians over the rounds:
 #   - max rate: h2load, CONNS connections x STREAMS streams, DURATION s
 #     (after an unmeasured WARMUP s run);
 #   - CPU per request: the server process's utime+stime (/proc/<pid>/stat)
@@ -12,15 +17,16 @@
 #   - admin p99 under load (ours): /healthz fetched every PROBE_MS by a fresh
 #     curl connection, as kubelet would, during a second max-rate run of ours
 #     (not the measured one: starting ~20 curl processes a second costs CPU
-#     on the shared cores, which the baseline's run would not pay);
+#     on the shared cores, which the yardsticks' runs would not pay);
 #   - half rate (ours): our max rate / 2 paced over HALF_CONNS connections,
 #     p50/p99 from h2load's per-request log;
 #   - peak RSS (ours) from VmHWM.
 # Fixed conditions: `serve` with info-level JSON logs written to a file.
+# The targets checked are issue 29's, per body.
 #
 #   bash loadtest/load.sh                          # defaults below
 #   ROUNDS=5 DURATION=10 bash loadtest/load.sh
-#   FIXTURE=fixtures/<case>/input.yaml bash loadtest/load.sh
+#   BODIES=oci bash loadtest/load.sh
 #   STRICT=1 bash loadtest/load.sh                 # exit 1 when a target is missed
 #
 # Needs h2load (Debian: apt-get install -y nghttp2-client; installed here
@@ -35,11 +41,12 @@ HALF_CONNS=${HALF_CONNS:-4}
 DURATION=${DURATION:-10}
 WARMUP=${WARMUP:-2}
 PROBE_MS=${PROBE_MS:-50}
-FIXTURE=${FIXTURE:-fixtures/m3-modelcar-oci/input.yaml}
+BODIES=${BODIES:-pass oci typical}
 SERVER_LOG=${SERVER_LOG:-info}
 PORT=${PORT:-19443}
 ADMIN_PORT=${ADMIN_PORT:-18081}
 BASE_PORT=${BASE_PORT:-19444}
+SMALL_PORT=${SMALL_PORT:-19445}
 
 if ! command -v h2load >/dev/null; then
   if command -v apt-get >/dev/null; then
@@ -52,9 +59,12 @@ if ! command -v h2load >/dev/null; then
 fi
 
 echo "== building release binaries"
+# Line tables, as loadtest/instructions.sh and profile-serve.sh build: the
+# same code, and one build serves all three.
+export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 cargo build --release --locked --bin kserve-injector --example baseline_server 2>&1 | tail -1
-bin=target/release/kserve-injector
-base=target/release/examples/baseline_server
+bin=${CARGO_TARGET_DIR:-target}/release/kserve-injector
+base=${CARGO_TARGET_DIR:-target}/release/examples/baseline_server
 
 work=$(mktemp -d)
 pids=()
@@ -64,10 +74,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$base" review "$FIXTURE" >"$work/review.json"
-# `mutate` answers an AdmissionReview with the response the webhook sends,
-# so the baseline returns exactly as many bytes as we do.
-"$bin" mutate "$work/review.json" >"$work/response.json"
+
+printf '%s' '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"0b6f1d84-5d2e-4c2a-9a43-3c1e7f6f0001","allowed":true}}' >"$work/small.json"
+review_of() { # body name -> AdmissionReview file; its `serve` answer beside it (.response)
+  case $1 in
+    pass) "$base" review fixtures/f01-non-isvc-pod/input.yaml >"$work/$1.json" ;;
+    oci) "$base" review fixtures/m3-modelcar-oci/input.yaml >"$work/$1.json" ;;
+    typical) cp benches/inputs/typical.json "$work/$1.json" ;;
+    *) echo "unknown body $1 (pass, oci, typical)" >&2; exit 2 ;;
+  esac
+  # `mutate` answers an AdmissionReview with the response the webhook sends,
+  # so the baseline returns exactly as many bytes as we do.
+  "$bin" mutate "$work/$1.json" >"$work/$1.response"
+  echo "$work/$1.json"
+}
 tick=$(getconf CLK_TCK)
 
 wait_for() { # url
@@ -97,7 +117,7 @@ median() { # values...
 h2() { # out-prefix url extra-args... -> "req/s done non2xx+failed"
   local out=$1 url=$2
   shift 2
-  h2load -H 'content-type: application/json' -d "$work/review.json" "$@" "$url" >"$out.txt" 2>&1 || {
+  h2load -H 'content-type: application/json' -d "$review" "$@" "$url" >"$out.txt" 2>&1 || {
     echo "h2load failed:" >&2
     cat "$out.txt" >&2
     return 1
@@ -126,79 +146,103 @@ probe_admin() { # url out-file stop-file
   done
 }
 
-round() { # n -> "base_rps base_cpu ours_rps ours_cpu admin_p99_ms half_rps half_p50 half_p99 rss_kib errors"
-  local n=$1 url_base="https://127.0.0.1:$BASE_PORT/mutate-pods" url="https://127.0.0.1:$PORT/mutate-pods"
-  "$base" serve "127.0.0.1:$BASE_PORT" "$work/response.json" >"$work/base-$n.log" 2>&1 &
-  local bpid=$!
-  pids+=("$bpid")
-  wait_for "$url_base" >/dev/null
-  read -r brps bcpu _ < <(max_rate "$bpid" "$url_base" "$work/base-$n")
-  kill -TERM "$bpid"
-  wait "$bpid" 2>/dev/null || true
+yardstick() { # port response-file out-prefix -> "req/s cpu_us errors"
+  local url="https://127.0.0.1:$1/mutate-pods"
+  "$base" serve "127.0.0.1:$1" "$2" >"$3.log" 2>&1 &
+  local ypid=$!
+  pids+=("$ypid")
+  wait_for "$url" >/dev/null
+  max_rate "$ypid" "$url" "$3"
+  kill -TERM "$ypid"
+  wait "$ypid" 2>/dev/null || true
+}
+
+round() { # body n -> "base_rps base_cpu small_rps small_cpu ours_rps ours_cpu admin_p99_ms half_rps half_p50 half_p99 rss_kib errors"
+  local b=$1 n=$2 url="https://127.0.0.1:$PORT/mutate-pods"
+  local brps bcpu bbad srps scpu sbad
+  read -r brps bcpu bbad < <(yardstick "$BASE_PORT" "$work/$b.response" "$work/base-$b-$n")
+  read -r srps scpu sbad < <(yardstick "$SMALL_PORT" "$work/small.json" "$work/small-$b-$n")
 
   env RUST_LOG="$SERVER_LOG" "$bin" serve --self-signed --self-signed-ca-file "$work/ca.crt" \
     --addr "127.0.0.1:$PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" --shutdown-delay 0s \
-    >"$work/ours-$n.log" 2>&1 &
+    --cluster-lookups off >"$work/ours-$b-$n.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   wait_for "$url" >/dev/null
-  read -r rps cpu bad < <(max_rate "$pid" "$url" "$work/ours-$n")
+  read -r rps cpu bad < <(max_rate "$pid" "$url" "$work/ours-$b-$n")
   touch "$work/probing"
-  : >"$work/admin-$n.txt"
-  probe_admin "http://127.0.0.1:$ADMIN_PORT/healthz" "$work/admin-$n.txt" "$work/probing" &
+  : >"$work/admin-$b-$n.txt"
+  probe_admin "http://127.0.0.1:$ADMIN_PORT/healthz" "$work/admin-$b-$n.txt" "$work/probing" &
   local probe=$!
   local abad
-  read -r _ _ abad < <(h2 "$work/admin-load-$n" "$url" -c "$CONNS" -m "$STREAMS" -D "$DURATION")
+  read -r _ _ abad < <(h2 "$work/admin-load-$b-$n" "$url" -c "$CONNS" -m "$STREAMS" -D "$DURATION")
   rm -f "$work/probing"
   wait "$probe" || true
   local admin_p99
-  admin_p99=$(awk '{print $1 * 1000}' "$work/admin-$n.txt" >"$work/admin-$n.ms"; percentile "$work/admin-$n.ms" 99)
+  admin_p99=$(awk '{print $1 * 1000}' "$work/admin-$b-$n.txt" >"$work/admin-$b-$n.ms"; percentile "$work/admin-$b-$n.ms" 99)
   local half=${HALF_RATE:-}
   if [[ -z $half ]]; then half=$(awk -v r="$rps" 'BEGIN {printf "%d", r / 2}'); fi
   local per_client=$(((half + HALF_CONNS - 1) / HALF_CONNS))
-  read -r hrps _ hbad < <(h2 "$work/half-$n" "$url" -c "$HALF_CONNS" -m 1 --rps="$per_client" \
-    -D "$DURATION" --warm-up-time "$WARMUP" --log-file "$work/half-$n.tsv")
-  awk '{print $3 / 1000}' "$work/half-$n.tsv" >"$work/half-$n.ms"
+  read -r hrps _ hbad < <(h2 "$work/half-$b-$n" "$url" -c "$HALF_CONNS" -m 1 --rps="$per_client" \
+    -D "$DURATION" --warm-up-time "$WARMUP" --log-file "$work/half-$b-$n.tsv")
+  awk '{print $3 / 1000}' "$work/half-$b-$n.tsv" >"$work/half-$b-$n.ms"
   local rss
   rss=$(peak_rss_kib "$pid")
   kill -TERM "$pid"
   wait "$pid" 2>/dev/null || true
-  echo "$brps $bcpu $rps $cpu $admin_p99 $hrps $(percentile "$work/half-$n.ms" 50) $(percentile "$work/half-$n.ms" 99) $rss $((bad + abad + hbad))"
+  echo "$brps $bcpu $srps $scpu $rps $cpu $admin_p99 $hrps $(percentile "$work/half-$b-$n.ms" 50) $(percentile "$work/half-$b-$n.ms" 99) $rss $((bbad + sbad + bad + abad + hbad))"
 }
 
-echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), loopback; h2load shares the cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== request: $FIXTURE as an AdmissionReview ($(wc -c <"$work/review.json") bytes in, $(wc -c <"$work/response.json") bytes out)"
-echo "== $ROUNDS alternating rounds: $CONNS connections x $STREAMS streams, ${DURATION}s after a ${WARMUP}s warm-up; half rate paced over $HALF_CONNS connections; server log: $SERVER_LOG JSON to a file"
-printf '\n%5s | %10s %9s | %10s %9s %6s %6s | %10s %8s | %9s %8s %8s %8s %6s\n' round "base req/s" "µs/req" "ours req/s" "µs/req" ratio cpu× "admin p99" "ms" "half req/s" "p50 ms" "p99 ms" "RSS MiB" errors
-cols=()
-for n in $(seq 1 "$ROUNDS"); do
-  row=$(round "$n")
-  read -r brps bcpu rps cpu ap99 hrps hp50 hp99 rss bad <<<"$row"
-  ratio=$(awk -v a="$rps" -v b="$brps" 'BEGIN {printf "%.2f", a / b}')
-  cpux=$(awk -v a="$cpu" -v b="$bcpu" 'BEGIN {printf "%.2f", a / b}')
-  rssm=$(awk -v k="$rss" 'BEGIN {printf "%.1f", k / 1024}')
-  printf '%5s | %10s %9s | %10s %9s %6s %6s | %10s %8s | %9s %8s %8s %8s %6s\n' "$n" "$brps" "$bcpu" "$rps" "$cpu" "$ratio" "$cpux" "$ap99" "" "$hrps" "$hp50" "$hp99" "$rssm" "$bad"
-  cols+=("$brps $bcpu $rps $cpu $ratio $cpux $ap99 $hrps $hp50 $hp99 $rssm $bad")
-done
-
-col() { local i=$1; for c in "${cols[@]}"; do echo "$c" | awk -v i="$i" '{print $i}'; done; }
-m() { median $(col "$1"); }
-ratio=$(m 5); cpux=$(m 6); ap99=$(m 7); hp99=$(m 10); rssm=$(m 11)
-errors=$(col 12 | awk '{s += $1} END {print s}')
+# issue 29's targets per body: min req/s ratio and max CPU ratio, against each yardstick.
+targets() { # body -> "min_rps_ratio max_cpu_ratio" (- where none)
+  case $1 in
+    pass) echo "0.90 1.25" ;;
+    oci) echo "0.85 1.5" ;;
+    *) echo "- 2.0" ;;
+  esac
+}
 verdict() { if awk "BEGIN {exit !($1)}"; then echo "met"; else echo "MISSED"; fi; }
-r1=$(verdict "$ratio >= 0.65")
-r2=$(verdict "$cpux <= 2.0")
-r3=$(verdict "$hp99 < 1.0")
-r4=$(verdict "$rssm < 30")
-r5=$(verdict "$ap99 < 50")
-r6=$(verdict "$errors == 0")
+
+echo "== machine: $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), loopback; h2load shares the cores; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== $ROUNDS alternating rounds per body: $CONNS connections x $STREAMS streams, ${DURATION}s after a ${WARMUP}s warm-up; half rate paced over $HALF_CONNS connections; server log: $SERVER_LOG JSON to a file"
+missed=
+summary=()
+for b in $BODIES; do
+  review=$(review_of "$b")
+  echo
+  echo "== body $b: $(wc -c <"$review") bytes in, $(wc -c <"$work/$b.response") bytes out (small: $(wc -c <"$work/small.json"))"
+  printf '%5s | %10s %7s | %10s %7s | %10s %7s %6s %6s %6s %6s | %9s | %10s %7s %7s %7s %6s\n' round "base req/s" "µs/req" "small r/s" "µs/req" "ours req/s" "µs/req" "r/base" "c/base" "r/smal" "c/smal" "admin p99" "half req/s" "p50 ms" "p99 ms" "RSS MiB" errors
+  cols=()
+  for n in $(seq 1 "$ROUNDS"); do
+    row=$(round "$b" "$n")
+    read -r brps bcpu srps scpu rps cpu ap99 hrps hp50 hp99 rss bad <<<"$row"
+    r=$(awk -v a="$rps" -v b="$brps" 'BEGIN {printf "%.2f", a / b}')
+    c=$(awk -v a="$cpu" -v b="$bcpu" 'BEGIN {printf "%.2f", a / b}')
+    rs=$(awk -v a="$rps" -v b="$srps" 'BEGIN {printf "%.2f", a / b}')
+    cs=$(awk -v a="$cpu" -v b="$scpu" 'BEGIN {printf "%.2f", a / b}')
+    rssm=$(awk -v k="$rss" 'BEGIN {printf "%.1f", k / 1024}')
+    printf '%5s | %10s %7s | %10s %7s | %10s %7s %6s %6s %6s %6s | %9s | %10s %7s %7s %7s %6s\n' "$n" "$brps" "$bcpu" "$srps" "$scpu" "$rps" "$cpu" "$r" "$c" "$rs" "$cs" "$ap99" "$hrps" "$hp50" "$hp99" "$rssm" "$bad"
+    cols+=("$brps $bcpu $srps $scpu $rps $cpu $r $c $rs $cs $ap99 $hrps $hp50 $hp99 $rssm $bad")
+  done
+  col() { local i=$1; for c in "${cols[@]}"; do echo "$c" | awk -v i="$i" '{print $i}'; done; }
+  m() { median $(col "$1"); }
+  read -r min_r max_c < <(targets "$b")
+  r=$(m 7); c=$(m 8); rs=$(m 9); cs=$(m 10); ap99=$(m 11); hp99=$(m 14); rssm=$(m 15)
+  errors=$(col 16 | awk '{s += $1} END {print s}')
+  checks=("CPU/req vs baseline $c <= $max_c:$(verdict "$c <= $max_c")" "CPU/req vs small $cs <= $max_c:$(verdict "$cs <= $max_c")")
+  if [[ $min_r != - ]]; then
+    checks+=("req/s vs baseline $r >= $min_r:$(verdict "$r >= $min_r")" "req/s vs small $rs >= $min_r:$(verdict "$rs >= $min_r")")
+  fi
+  checks+=("p99 at half rate $hp99 ms < 1:$(verdict "$hp99 < 1.0")" "RSS $rssm MiB < 30:$(verdict "$rssm < 30")" "admin p99 $ap99 ms < 50:$(verdict "$ap99 < 50")" "errors $errors == 0:$(verdict "$errors == 0")")
+  echo "medians ($b): baseline $(m 1) req/s at $(m 2) µs CPU/req; small $(m 3) req/s at $(m 4) µs; ours $(m 5) req/s at $(m 6) µs (p50 at half rate $(m 13) ms)"
+  for check in "${checks[@]}"; do
+    echo "  ${check%:*}: ${check##*:}"
+    [[ ${check##*:} == MISSED ]] && missed=1
+  done
+  summary+=("$b: ours/baseline req/s $r, CPU $c; ours/small req/s $rs, CPU $cs; p99 $hp99 ms; RSS $rssm MiB; errors $errors")
+done
 echo
-echo "medians over $ROUNDS rounds: baseline $(m 1) req/s at $(m 2) µs CPU/req; ours $(m 3) req/s at $(m 4) µs CPU/req"
-echo "throughput ours/baseline: $ratio (target >= 0.65: $r1)"
-echo "CPU per request ours/baseline: $cpux (target <= 2.0: $r2)"
-echo "p99 at half our max rate: $hp99 ms (p50 $(m 9) ms; target < 1 ms: $r3)"
-echo "peak RSS: $rssm MiB (target < 30 MiB: $r4)"
-echo "admin /healthz p99 under max load: $ap99 ms (aim < 50 ms: $r5)"
-echo "errors (non-2xx + failed, all rounds): $errors (target 0: $r6)"
+echo "== summary (medians over $ROUNDS rounds)"
+printf '%s\n' "${summary[@]}"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-if [[ ${STRICT:-0} == 1 && "$r1$r2$r3$r4$r5$r6" == *MISSED* ]]; then exit 1; fi
+if [[ ${STRICT:-0} == 1 && -n $missed ]]; then exit 1; fi

@@ -11,12 +11,11 @@
 //! cannot keep real ones (the API server) waiting.
 
 use super::metrics::Metrics;
+use super::routes::WebhookService;
 use super::tls::Tls;
 use crate::server::settings::LimitSettings;
-use axum::body::Body;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, Version};
-use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -32,7 +31,6 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower::ServiceExt;
 use tracing::{debug, warn};
 
 /// After the listener closes, how long a connection that has not sent its
@@ -205,7 +203,7 @@ impl Drop for Listed {
 
 pub(crate) struct Webhook {
     pub tls: Arc<Tls>,
-    pub router: Router,
+    pub router: WebhookService,
     pub metrics: Arc<Metrics>,
     pub shutdown: Shutdown,
     h1: auto::Builder<TokioExecutor>,
@@ -222,7 +220,7 @@ impl Webhook {
     pub(crate) fn new(
         limits: &LimitSettings,
         tls: Arc<Tls>,
-        router: Router,
+        router: WebhookService,
         metrics: &Arc<Metrics>,
         shutdown: &Shutdown,
     ) -> Self {
@@ -391,9 +389,9 @@ impl Webhook {
             }
             seen.in_flight.fetch_add(1, Ordering::Relaxed);
             let (busy, drain) = (Busy(seen.clone(), open.clone()), drain.clone());
-            let call = router.clone().oneshot(req.map(Body::new));
+            let call = router.answer(req);
             async move {
-                let Ok(mut response) = call.await;
+                let mut response = call.await;
                 drop(busy);
                 if response.version() != Version::HTTP_2 && drain.is_cancelled() {
                     // The client learns now, while we still answer, to take

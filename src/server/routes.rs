@@ -2,37 +2,44 @@
 //! from (no socket, no TLS), so they can be called in-process. The webhook side never panics the process and always
 //! answers: malformed requests get a 4xx, overload a 503 with Retry-After, a
 //! bug a 500, a stalled request a 504, every error as `{"error": ...}`
-//! through [`ApiError`]. The limits are tower/tower-http layers; this file
-//! holds only the admission handler and the byte budget, which no layer
-//! provides (a limit on the bytes buffered across all requests).
+//! through [`ApiError`].
+//!
+//! The webhook is one hand-ordered service ([`WebhookService`]) rather than
+//! tower/tower-http layers around an axum router: it does the same checks
+//! in the same order (metrics, panic catching, load shedding above the
+//! concurrency limit, the body limit, the request timeout, then the path and
+//! method), but the layer stack cost about twenty allocations per request
+//! (a boxed future and a cloned boxed service per layer, the request's
+//! extension map, the header map cloned for the handler) and a second
+//! boxing of each body; see docs/performance.md. The byte budget (a limit on
+//! the bytes buffered across all requests) is no layer's either.
 
 use super::metrics::{unix_now, Metrics};
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{OutsideNamespaces, SnapshotSource};
 use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
-use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::header::{CONNECTION, CONTENT_TYPE, RETRY_AFTER};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Version};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::body::Bytes;
+use axum::http::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, Version};
+use axum::response::IntoResponse;
+use axum::routing::get;
 use axum::Router;
-use http_body_util::{BodyExt, LengthLimitError};
-use hyper::body::Body as _;
+use futures::FutureExt;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Body as HttpBody;
 use kserve_injector_core::admission::{self, Mode, Reviewed};
 use kserve_injector_core::Inputs;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tower::limit::GlobalConcurrencyLimitLayer;
-use tower::ServiceBuilder;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
 use tracing::{debug, error, info};
 
 /// Bodies up to this size are reviewed on the async worker: that takes tens
@@ -43,6 +50,11 @@ const INLINE_REVIEW_BYTES: usize = 64 * 1024;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
+/// What the webhook answers: a whole body, which hyper sends as it is.
+pub(crate) type Answer = Response<Full<Bytes>>;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Every error the webhook answers with: a status and the `error` text.
 #[derive(Debug)]
 pub(crate) struct ApiError(StatusCode, String);
@@ -51,18 +63,30 @@ impl ApiError {
     fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self(status, message.into())
     }
-}
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+    fn answer(self) -> Answer {
         let body = serde_json::json!({ "error": self.1 }).to_string();
-        let mut response = (self.0, [(CONTENT_TYPE, JSON)], body).into_response();
+        let mut response = json_answer(self.0, body);
         if self.0 == StatusCode::SERVICE_UNAVAILABLE {
             let retry = HeaderValue::from_static("1");
             response.headers_mut().insert(RETRY_AFTER, retry);
         }
         response
     }
+
+    /// The answer, with `headers` added (`Connection: close`, `Allow`).
+    fn answer_with(self, headers: HeaderMap) -> Answer {
+        let mut response = self.answer();
+        response.headers_mut().extend(headers);
+        response
+    }
+}
+
+fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> Answer {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
 }
 
 /// The request limits the webhook router enforces itself (the connection
@@ -132,7 +156,7 @@ impl RouterInputs {
     /// error handling and limits. Each call gets its own concurrency limit
     /// and body byte budget.
     pub fn webhook_router(&self) -> Router {
-        webhook(App::new(self), &self.limits)
+        Router::new().fallback_service(webhook(App::new(self), &self.limits))
     }
 
     /// The admin router: `/healthz`, `/readyz`, `/metrics`.
@@ -165,43 +189,167 @@ impl App {
     }
 }
 
-/// The webhook router with its middleware, outermost first: metrics and
-/// JSON errors, panic catching, load shedding above the concurrency limit,
-/// the body limit, the request timeout.
-pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
-    let metrics = app.metrics.clone();
-    let panics = move |panic: Box<dyn std::any::Any + Send>| {
-        metrics.panics.inc();
+/// The webhook service: `POST /mutate-pods` and `POST /mutate`.
+pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> WebhookService {
+    WebhookService(Arc::new(Routes {
+        app,
+        permits: Semaphore::new(limits.max_concurrent_requests),
+        timeout: limits.request_timeout,
+    }))
+}
+
+/// The webhook's routes and their limits, in the order they apply: metrics
+/// and the request counter, panic catching, load shedding above the
+/// concurrency limit, the body limit, the request timeout, the path and
+/// method. Cloned per connection (an `Arc`); called per request without
+/// boxing the body or cloning any service.
+#[derive(Clone)]
+pub(crate) struct WebhookService(Arc<Routes>);
+
+struct Routes {
+    app: Arc<App>,
+    /// One per request being answered; none left and the request is shed.
+    permits: Semaphore,
+    timeout: Duration,
+}
+
+/// Statuses answered before the body is read (too large, shed) or while it
+/// is (timeout): hyper then closes an HTTP/1 connection after the answer,
+/// and the client must know not to send another request on it.
+const UNREAD: [StatusCode; 3] = [
+    StatusCode::PAYLOAD_TOO_LARGE,
+    StatusCode::SERVICE_UNAVAILABLE,
+    StatusCode::GATEWAY_TIMEOUT,
+];
+
+/// A request's answer being worked out. Boxed: the review's future is
+/// kilobytes, and unboxed it would be moved whole each time hyper spawns a
+/// stream's task.
+pub(crate) type Answering = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+impl WebhookService {
+    /// Answers one request; never fails.
+    pub(crate) fn answer<B>(&self, req: Request<B>) -> Answering
+    where
+        B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let webhook = self.0.clone();
+        Box::pin(async move {
+            let start = Instant::now();
+            let path = Metrics::path_index(req.uri().path());
+            let version = req.version();
+            let metrics = &webhook.app.metrics;
+            let in_flight = InFlight::enter(&metrics.in_flight);
+            let answered = AssertUnwindSafe(webhook.limited(req)).catch_unwind().await;
+            drop(in_flight);
+            let mut response = answered.unwrap_or_else(|panic| webhook.panicked(panic));
+            let status = response.status();
+            if version < Version::HTTP_2 && UNREAD.contains(&status) {
+                let close = HeaderValue::from_static("close");
+                response.headers_mut().insert(CONNECTION, close);
+            }
+            let seconds = start.elapsed().as_secs_f64();
+            metrics.record_request(path, status.as_u16(), seconds);
+            response
+        })
+    }
+}
+
+/// Counts a request in `requests_in_flight` until dropped, also when the
+/// client resets the stream and the request's future is dropped unfinished.
+struct InFlight<'a>(&'a prometheus_client::metrics::gauge::Gauge);
+
+impl<'a> InFlight<'a> {
+    fn enter(gauge: &'a prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl Routes {
+    fn panicked(&self, panic: Box<dyn std::any::Any + Send>) -> Answer {
+        self.app.metrics.panics.inc();
         let message = super::logging::panic_message(panic.as_ref());
         error!(panic = message, "request handler panicked");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
-    };
-    let layers = ServiceBuilder::new()
-        .layer(middleware::from_fn_with_state(app.clone(), finish))
-        .layer(CatchPanicLayer::custom(panics))
-        .layer(axum::error_handling::HandleErrorLayer::new(overloaded))
-        .load_shed()
-        // Global: `Router::layer` builds the stack once per route, and a
-        // plain concurrency limit would then be a separate one per path.
-        .layer(GlobalConcurrencyLimitLayer::new(
-            limits.max_concurrent_requests,
-        ))
-        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::GATEWAY_TIMEOUT,
-            limits.request_timeout,
-        ));
-    Router::new()
-        .route("/mutate-pods", post(mutate))
-        .route("/mutate", post(mutate))
-        .fallback(|version: Version, body: Body| async move {
-            (StatusCode::NOT_FOUND, drained(version, body).await)
-        })
-        .method_not_allowed_fallback(|version: Version, body: Body| async move {
-            (StatusCode::METHOD_NOT_ALLOWED, drained(version, body).await)
-        })
-        .layer(layers)
-        .with_state(app)
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").answer()
+    }
+
+    /// Sheds, limits the body, bounds the time, routes.
+    async fn limited<B>(&self, req: Request<B>) -> Answer
+    where
+        B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let Ok(_permit) = self.permits.try_acquire() else {
+            let message = "too many requests in flight; retry";
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
+        };
+        // A declared length over the limit is refused from the head alone;
+        // a body longer than it declared, or undeclared and too long, when
+        // reading reaches the limit.
+        let declared = req.headers().get(CONTENT_LENGTH);
+        let declared = declared.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return too_large().answer();
+        }
+        let limit = declared.map_or(MAX_BODY_BYTES, |n| n as usize);
+        let req = req.map(|body| Limited::new(body, limit));
+        match tokio::time::timeout(self.timeout, route(&self.app, req)).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                let message =
+                    "the request was not received and answered within the request timeout";
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, message).answer()
+            }
+        }
+    }
+}
+
+/// For embedders and tests, through `Router::fallback_service`.
+impl<B> tower::Service<Request<B>> for WebhookService
+where
+    B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Answer;
+    type Error = Infallible;
+    type Future = futures::future::Map<Answering, fn(Answer) -> Result<Answer, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        self.answer(req).map(Ok)
+    }
+}
+
+async fn route<B>(app: &Arc<App>, req: Request<B>) -> Answer
+where
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    if path != "/mutate-pods" && path != "/mutate" {
+        let message = "not found: the webhook path is /mutate-pods";
+        let headers = drained(parts.version, body).await;
+        return ApiError::new(StatusCode::NOT_FOUND, message).answer_with(headers);
+    }
+    if parts.method != Method::POST {
+        let message = "method not allowed: admission requests are POSTed";
+        let mut headers = drained(parts.version, body).await;
+        headers.insert(ALLOW, HeaderValue::from_static("POST"));
+        return ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message).answer_with(headers);
+    }
+    mutate(app, parts.version, &parts.headers, body).await
 }
 
 /// Reads and drops the body of a request answered without it, so that its
@@ -211,7 +359,7 @@ pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> Router {
 /// then meets EOF. Bounded by the body limit and the request timeout. When
 /// the body cannot be read to its end, the answer says `Connection: close`
 /// (HTTP/1; HTTP/2 resets just the stream).
-async fn drained(version: Version, mut body: Body) -> HeaderMap {
+async fn drained<B: HttpBody + Unpin>(version: Version, mut body: B) -> HeaderMap {
     let mut headers = HeaderMap::new();
     while let Some(frame) = body.frame().await {
         if frame.is_err() {
@@ -224,71 +372,16 @@ async fn drained(version: Version, mut body: Body) -> HeaderMap {
     headers
 }
 
-async fn overloaded(_: tower::BoxError) -> ApiError {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "too many requests in flight; retry",
-    )
-}
-
-/// Counts the request, and turns the bodiless errors the layers and the
-/// router produce (404, 405 with Allow, 413, 504) into [`ApiError`] JSON.
-async fn finish(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    let start = Instant::now();
-    let path = Metrics::path_index(req.uri().path());
-    let version = req.version();
-    app.metrics.in_flight.inc();
-    let mut response = next.run(req).await;
-    app.metrics.in_flight.dec();
-    let status = response.status();
-    if status.as_u16() >= 400 && response.headers().get(CONTENT_TYPE) != Some(&JSON) {
-        let too_large = too_large();
-        let message = match status {
-            StatusCode::NOT_FOUND => "not found: the webhook path is /mutate-pods",
-            StatusCode::METHOD_NOT_ALLOWED => "method not allowed: admission requests are POSTed",
-            StatusCode::PAYLOAD_TOO_LARGE => &too_large.1,
-            StatusCode::GATEWAY_TIMEOUT => {
-                "the request was not received and answered within the request timeout"
-            }
-            other => other.canonical_reason().unwrap_or("error"),
-        };
-        let (parts, _) = response.into_parts();
-        let mut json = ApiError::new(status, message).into_response();
-        for (name, value) in &parts.headers {
-            if name != CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
-                json.headers_mut().insert(name, value.clone());
-            }
-        }
-        response = json;
-    }
-    // These are answered before the body is read (too large, shed) or while
-    // it is (timeout): hyper then closes an HTTP/1 connection after the
-    // answer, and the client must know not to send another request on it.
-    let unread = [
-        StatusCode::PAYLOAD_TOO_LARGE,
-        StatusCode::SERVICE_UNAVAILABLE,
-        StatusCode::GATEWAY_TIMEOUT,
-    ];
-    if version < Version::HTTP_2 && unread.contains(&status) {
-        let close = HeaderValue::from_static("close");
-        response.headers_mut().insert(CONNECTION, close);
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    app.metrics.record_request(path, status.as_u16(), seconds);
-    response
-}
-
 fn too_large() -> ApiError {
     let message = format!("request body is larger than {MAX_BODY_BYTES} bytes");
     ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
 }
 
-async fn mutate(
-    State(app): State<Arc<App>>,
-    version: Version,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ApiError> {
+async fn mutate<B>(app: &Arc<App>, version: Version, headers: &HeaderMap, body: B) -> Answer
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
     let content_type = content_type.unwrap_or_default();
     let media_type = content_type.split(';').next().unwrap_or_default();
@@ -296,8 +389,19 @@ async fn mutate(
         let message =
             format!("content type {content_type:?} is not supported: send application/json");
         let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
-        return Ok((drained(version, body).await, refused).into_response());
+        return refused.answer_with(drained(version, body).await);
     }
+    match reviewed(app, body).await {
+        Ok(reviewed) => json_answer(StatusCode::OK, reviewed.body),
+        Err(e) => e.answer(),
+    }
+}
+
+async fn reviewed<B>(app: &Arc<App>, body: B) -> Result<Reviewed, ApiError>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
     let (body, _held) = read_body(&app.body_budget, body).await?;
     let env = app.env.load_full();
     let mode = app.mode;
@@ -308,7 +412,7 @@ async fn mutate(
         let review = move || runtime.block_on(review(&body, &env, &objects, mode));
         match tokio::task::spawn_blocking(review).await {
             Ok(reviewed) => reviewed,
-            // Re-raised here so the one panic catcher (CatchPanicLayer) answers.
+            // Re-raised here so the one panic catcher (WebhookService) answers.
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => {
                 return Err(ApiError::new(
@@ -324,7 +428,7 @@ async fn mutate(
         ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
     })?;
     app.observe(&reviewed);
-    Ok(([(CONTENT_TYPE, JSON)], reviewed.body).into_response())
+    Ok(reviewed)
 }
 
 /// Decodes the request, reads the cluster objects its pod needs, answers.
@@ -361,11 +465,16 @@ async fn review(
 
 /// Collects the body, holding one budget permit per byte until the review
 /// is answered; over the budget the request is shed (503) rather than queued,
-/// since waiting while holding part of the budget could deadlock.
-async fn read_body(
+/// since waiting while holding part of the budget could deadlock. A body
+/// that arrives in one frame is kept as it came, not copied.
+async fn read_body<B>(
     budget: &Arc<Semaphore>,
-    mut body: Body,
-) -> Result<(Bytes, OwnedSemaphorePermit), ApiError> {
+    mut body: B,
+) -> Result<(Bytes, OwnedSemaphorePermit), ApiError>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
     let reserve = |n: u32| {
         let message = "too many request bytes buffered by the server; retry";
         let shed = |_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message);
@@ -376,9 +485,10 @@ async fn read_body(
     let declared = body.size_hint().exact().map(u32::try_from);
     let declared = declared.transpose().map_err(|_| too_large())?;
     let mut held = reserve(declared.unwrap_or(0))?;
-    let mut buffer = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    let mut first: Option<Bytes> = None;
+    let mut buffer = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| match e.into_inner() {
+        let frame = frame.map_err(|e| match e.into() {
             inner if inner.is::<LengthLimitError>() => too_large(),
             inner => {
                 let message = format!("cannot read request body: {inner}");
@@ -392,13 +502,24 @@ async fn read_body(
             let len = u32::try_from(data.len()).map_err(|_| too_large())?;
             held.merge(reserve(len)?);
         }
-        buffer.extend_from_slice(&data);
+        match first.take() {
+            None if buffer.is_empty() => first = Some(data),
+            earlier => {
+                if let Some(earlier) = earlier {
+                    let capacity = declared.map_or(0, |n| n as usize).max(2 * earlier.len());
+                    buffer.reserve(capacity);
+                    buffer.extend_from_slice(&earlier);
+                }
+                buffer.extend_from_slice(&data);
+            }
+        }
     }
-    if buffer.is_empty() {
+    let body = first.unwrap_or_else(|| Bytes::from(buffer));
+    if body.is_empty() {
         let message = "request body is empty: expected an AdmissionReview";
         return Err(ApiError::new(StatusCode::BAD_REQUEST, message));
     }
-    Ok((Bytes::from(buffer), held))
+    Ok((body, held))
 }
 
 impl App {
@@ -576,4 +697,69 @@ fn admin(inputs: &RouterInputs) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(scrape))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+
+    fn chunked(
+        chunks: &[&'static str],
+    ) -> StreamBody<impl futures::Stream<Item = Result<Frame<Bytes>, Infallible>> + Unpin> {
+        let frames = chunks
+            .iter()
+            .map(|c| Ok(Frame::data(Bytes::from_static(c.as_bytes()))));
+        StreamBody::new(futures::stream::iter(frames.collect::<Vec<_>>()))
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_frame_is_kept_and_one_in_several_is_joined() {
+        let budget = Arc::new(Semaphore::new(1024));
+        let one = Full::new(Bytes::from_static(b"{\"kind\":\"AdmissionReview\"}"));
+        let (body, held) = read_body(&budget, one).await.expect("one frame");
+        assert_eq!(&body[..], b"{\"kind\":\"AdmissionReview\"}");
+        // Not copied: the frame's own bytes.
+        assert_eq!(body.as_ptr(), b"{\"kind\":\"AdmissionReview\"}".as_ptr());
+        assert_eq!(held.num_permits(), body.len());
+        drop(held);
+
+        let (body, held) = read_body(&budget, chunked(&["{\"ki", "", "nd\":", "1}"]))
+            .await
+            .expect("several frames");
+        assert_eq!(&body[..], b"{\"kind\":1}");
+        assert_eq!(held.num_permits(), body.len());
+    }
+
+    #[tokio::test]
+    async fn an_empty_body_in_frames_or_none_is_refused() {
+        let budget = Arc::new(Semaphore::new(1024));
+        for body in [chunked(&[]), chunked(&["", ""])] {
+            let refused = read_body(&budget, body).await.expect_err("empty");
+            assert_eq!(refused.0, StatusCode::BAD_REQUEST);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
+        let limits = Limits {
+            max_concurrent_requests: 4,
+            max_buffered_bytes: 1 << 20,
+            request_timeout: Duration::from_secs(60),
+        };
+        let inputs = RouterInputs::new(Inputs::default(), limits);
+        let service = webhook(App::new(&inputs), &limits);
+        // A body that never ends, as from a client that stalls and resets.
+        let body = StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>());
+        let req = Request::post("/mutate-pods")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .expect("request");
+        let mut answering = service.answer(req);
+        assert!((&mut answering).now_or_never().is_none());
+        assert_eq!(inputs.metrics.in_flight.get(), 1);
+        drop(answering);
+        assert_eq!(inputs.metrics.in_flight.get(), 0);
+    }
 }
