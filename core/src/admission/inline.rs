@@ -3,6 +3,11 @@
 //! object it knows whether it is a CREATE of a Pod, and decodes the pod's
 //! view in place instead of keeping it as raw text for a second pass.
 //!
+//! When `object` comes before `operation` (keys in sorted order, as
+//! an encoder of maps writes them), a Pod's object is decoded as for a
+//! CREATE; should the operation turn out to be another, the body goes to
+//! the plain path.
+//!
 //! Anything this path does not accept (a field out of that order is fine,
 //! but a duplicate field, a type error, a pod it cannot read) sends the body
 //! to the plain path, which gives the exact error; so this path only has to
@@ -115,7 +120,9 @@ impl<'de> Visitor<'de> for RequestVisitor {
                     let is_pod = kind
                         .as_ref()
                         .is_some_and(|k| k.group.as_str().is_empty() && k.kind.as_str() == "Pod");
-                    if is_pod && matches!(operation, Some(Operation::Create)) {
+                    // An operation not read yet is taken to be a CREATE: a
+                    // pod decoded for another operation is checked below.
+                    if is_pod && matches!(operation, Some(Operation::Create) | None) {
                         pod = Some(map.next_value()?);
                     } else {
                         object = Some(map.next_value()?);
@@ -127,6 +134,13 @@ impl<'de> Visitor<'de> for RequestVisitor {
             }
         }
         let missing = <A::Error as de::Error>::missing_field;
+        // Only a CREATE decodes the pod's view; any other operation keeps
+        // its object as text, which the plain path does.
+        if matches!(pod, Some(Some(_))) && !matches!(operation, Some(Operation::Create)) {
+            return Err(de::Error::custom(
+                "a pod decoded for an operation other than CREATE",
+            ));
+        }
         Ok(InlineRequest(RequestView {
             uid: uid.ok_or_else(|| missing("uid"))?,
             kind: kind.ok_or_else(|| missing("kind"))?,

@@ -693,3 +693,39 @@ fn a_long_shadow_denial_warning_is_cut_on_a_character_boundary() {
         "kserve-injector (shadow mode) would deny the pod (code 500): cannot find container: kserve-container"
     );
 }
+
+#[test]
+fn object_before_operation_decodes_a_created_pod_in_one_pass_and_answers_alike() {
+    // serde_json's map writes keys sorted: `object` before `operation`.
+    let sorted = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
+    let text = std::str::from_utf8(&sorted).unwrap();
+    assert!(text.find("\"object\"").unwrap() < text.find("\"operation\"").unwrap());
+    let inline = inline::parse(text).expect("one pass");
+    assert!(inline.request.unwrap().pod.is_some());
+    // The same review with `operation` first, as the API server writes it.
+    let first = text.replacen("\"operation\":\"CREATE\",", "", 1).replacen(
+        "\"object\":",
+        "\"operation\":\"CREATE\",\"object\":",
+        1,
+    );
+    assert!(first.find("\"operation\"").unwrap() < first.find("\"object\"").unwrap());
+    let (reviewed, response) = answer(&sorted, &Inputs::default());
+    assert_eq!(answer(first.as_bytes(), &Inputs::default()).0, reviewed);
+    assert!(reviewed.patch_ops > 0, "{response}");
+}
+
+#[test]
+fn object_before_operation_of_another_operation_goes_the_plain_way() {
+    for operation in ["UPDATE", "DELETE", "CONNECT"] {
+        let mut pod = isvc_pod();
+        // Not a pod the view reads: only a CREATE may be refused for it.
+        pod["spec"]["containers"] = json!("not-a-list");
+        let body = review_body("admission.k8s.io/v1", request("Pod", operation, pod));
+        assert!(inline::parse(std::str::from_utf8(&body).unwrap()).is_none());
+        let (reviewed, response) = answer(&body, &Inputs::default());
+        assert_eq!(response["response"]["allowed"], true, "{operation}");
+        assert_eq!(reviewed.operation, operation);
+    }
+    let body = review_body("admission.k8s.io/v1", request("Pod", "UPDATE", isvc_pod()));
+    assert!(inline::parse(std::str::from_utf8(&body).unwrap()).is_none());
+}
