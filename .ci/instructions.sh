@@ -21,10 +21,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 echo "== instructions per request, serve / baseline (loadtest/instructions.sh, callgrind)"
 t0=$SECONDS
-measured=$(SERVERS="serve baseline" BODIES="pass oci" N=${N:-500} WARMUP=${WARMUP:-100} \
-  bash loadtest/instructions.sh)
-echo "$measured"
-python3 - "$committed" "${UPDATE:-0}" "$measured" <<'EOF'
+check() { # measured-lines -> exit status of the comparison
+python3 - "$committed" "${UPDATE:-0}" "$1" <<'EOF'
 import json, sys
 path, update, measured = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 ins = {}
@@ -55,4 +53,19 @@ if failed:
     sys.exit(1)
 print("instructions guard: every ratio within the limit")
 EOF
+}
+# A count moves by about 1% between runs, more when the scheduler's threads
+# wake differently on a busy machine, and callgrind can miss a dump request
+# then. A regression fails every attempt; noise does not, so a failed
+# attempt is measured again, at most three times in all.
+for attempt in 1 2 3; do
+  if measured=$(SERVERS="serve baseline" BODIES="pass oci" N=${N:-500} WARMUP=${WARMUP:-100} \
+    bash loadtest/instructions.sh); then
+    echo "$measured"
+    check "$measured" && { echo "instructions guard took $((SECONDS - t0)) s"; exit 0; }
+  fi
+  [ "${UPDATE:-0}" = 1 ] && break
+  echo "instructions guard: attempt $attempt of 3 failed" >&2
+done
 echo "instructions guard took $((SECONDS - t0)) s"
+exit 1
