@@ -5,8 +5,9 @@
 //! containers and volumes we add, field names) is almost all plain ASCII,
 //! and writing the containers we add is much of a small review's work
 //! (see `docs/performance.md`). A string with nothing to escape is copied
-//! whole; one that needs escaping, and every float, goes through serde_json
-//! itself, so the output stays serde_json's.
+//! whole; one that needs escaping gets serde_json's escapes, between runs
+//! copied whole; every float goes through serde_json itself, so the output
+//! stays serde_json's.
 
 use serde::ser::{self, Serialize};
 use std::fmt::Display;
@@ -21,8 +22,7 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
 /// Appends `text` as a JSON string.
 pub fn write_str(out: &mut String, text: &str) {
     if needs_escape(text.as_bytes()) {
-        // serde_json cannot fail serialising a string.
-        out.push_str(&serde_json::to_string(text).unwrap_or_default());
+        write_escaped(out, text);
         return;
     }
     out.reserve(text.len() + 2);
@@ -31,26 +31,90 @@ pub fn write_str(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// Whether any byte is a control character, `"` or `\\`: eight bytes at a
+/// Appends `text` as a JSON string with the escapes serde_json writes
+/// (`format_escaped_str`): the short forms `\b \t \n \f \r \" \\`, and
+/// `\u00xx` in lower-case hex for the other control characters. Written
+/// here, runs between escapes copied whole, because going through
+/// serde_json's formatter byte by byte showed in a small review's profile
+/// (the modelcar's init script has quotes). Out of line: inlined into
+/// `write_str`, which every key and string goes through, it made the
+/// typical pod's review cost more.
+#[inline(never)]
+fn write_escaped(out: &mut String, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(text.len() + 8);
+    out.push('"');
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut next = escape_at(bytes);
+    while let Some(i) = next {
+        // Every escaped byte is ASCII, so `start..i` lies on char boundaries.
+        out.push_str(&text[start..i]);
+        start = i + 1;
+        next = escape_at(&bytes[start..]).map(|at| start + at);
+        match bytes[i] {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b'\r' => out.push_str("\\r"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            b => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(b >> 4)]));
+                out.push(char::from(HEX[usize::from(b & 0xf)]));
+            }
+        }
+    }
+    out.push_str(&text[start..]);
+    out.push('"');
+}
+
+/// Whether any byte is a control character, `"` or `\\`, eight bytes at a
 /// time, because every string we write passes through here and a
 /// byte-wise table lookup showed in a small review's profile
 /// (`examples/review_loop.rs`).
 fn needs_escape(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if escape_in(u64::from_ne_bytes(word)) {
+            return true;
+        }
+    }
+    chunks.remainder().iter().any(|&b| ESCAPED[b as usize])
+}
+
+/// Where the first byte [`needs_escape`] looks for is, the same way.
+fn escape_at(bytes: &[u8]) -> Option<usize> {
+    let find = |from: usize| {
+        let rest = &bytes[from..];
+        rest.iter()
+            .position(|&b| ESCAPED[b as usize])
+            .map(|i| from + i)
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    for (n, chunk) in (&mut chunks).enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if escape_in(u64::from_ne_bytes(word)) {
+            return find(n * 8);
+        }
+    }
+    find(bytes.len() - chunks.remainder().len())
+}
+
+/// Whether any of the eight bytes of `v` is one [`ESCAPED`] marks.
+#[inline(always)]
+fn escape_in(v: u64) -> bool {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     // Some byte of `v` is zero, or (with `n` for 1) below `n`: exact tests
     // for whether any byte qualifies, from "Bit Twiddling Hacks".
     let below = |v: u64, n: u64| v.wrapping_sub(ONES * n) & !v & HIGH != 0;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let v = u64::from_ne_bytes(word);
-        if below(v, 0x20) || below(v ^ (ONES * 0x22), 1) || below(v ^ (ONES * 0x5c), 1) {
-            return true;
-        }
-    }
-    chunks.remainder().iter().any(|&b| ESCAPED[b as usize])
+    below(v, 0x20) || below(v ^ (ONES * 0x22), 1) || below(v ^ (ONES * 0x5c), 1)
 }
 
 /// The bytes JSON escapes in a string.

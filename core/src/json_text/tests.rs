@@ -153,14 +153,29 @@ fn the_escape_check_finds_every_escaped_byte_at_every_position() {
             for b in (0u8..=0x7f).chain([0x80, 0xc3]) {
                 let mut bytes = vec![b'a'; len];
                 bytes[at] = b;
-                let expected = b < 0x20 || b == b'"' || b == b'\\';
-                assert_eq!(
-                    needs_escape(&bytes),
-                    expected,
-                    "byte {b:#x} at {at} of {len}"
-                );
+                let expected = (b < 0x20 || b == b'"' || b == b'\\').then_some(at);
+                assert_eq!(escape_at(&bytes), expected, "byte {b:#x} at {at} of {len}");
+                assert_eq!(needs_escape(&bytes), expected.is_some());
             }
         }
     }
+    assert_eq!(escape_at("é\u{2028}😀\u{7f}~/".as_bytes()), None);
     assert!(!needs_escape("é\u{2028}😀\u{7f}~/".as_bytes()));
+}
+
+#[test]
+fn every_ascii_character_is_escaped_as_serde_json_escapes_it() {
+    for b in 0u8..0x80 {
+        let c = char::from(b);
+        for text in [
+            c.to_string(),
+            format!("ab{c}"),
+            format!("{c}cdé{c}{c}\u{2028}x"),
+            format!("0123456789{c}abcdef"),
+        ] {
+            let mut out = String::new();
+            write_str(&mut out, &text);
+            assert_eq!(out, serde_json::to_string(&text).expect("writes"), "{b:#x}");
+        }
+    }
 }
