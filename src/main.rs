@@ -52,6 +52,7 @@ enum Command {
 static NOTE_CLOSED_STDOUT: extern "C" fn() = commands::note_closed_stdout;
 
 fn main() -> ExitCode {
+    kserve_injector::memory::small_pages();
     let cli = Cli::parse();
     if matches!(cli.command, Command::Mutate(_) | Command::Audit(_)) {
         kserve_injector::memory::purge_at_once();

@@ -151,6 +151,22 @@ fn a_reload_refused_by_the_budget_gives_its_memory_back() -> TestResult {
 }
 
 #[test]
+fn the_server_runs_on_small_pages() -> TestResult {
+    let served = Served::spawn(&[])?;
+    let text = std::fs::read_to_string(format!("/proc/{}/status", served.child.id()))?;
+    // Kernels before 5.0 do not report the flag; every kernel CI runs on does.
+    let Some(flag) = text.lines().find_map(|l| l.strip_prefix("THP_enabled:")) else {
+        return Ok(());
+    };
+    ensure(flag.trim() == "0", || {
+        format!(
+            "THP_enabled: {} (transparent huge pages left on)",
+            flag.trim()
+        )
+    })
+}
+
+#[test]
 fn a_certificate_file_over_the_cap_is_refused_without_reading_it_all() -> TestResult {
     let tmp = tempfile::tempdir()?;
     let ca = Ca::new("cap CA")?;
