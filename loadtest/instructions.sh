@@ -32,42 +32,21 @@ SERVERS=${SERVERS:-serve baseline small}
 BODIES=${BODIES:-pass oci typical}
 PORT=${PORT:-19743}
 ADMIN_PORT=${ADMIN_PORT:-19781}
-for tool in valgrind callgrind_control h2load curl python3; do
-  command -v "$tool" >/dev/null || { echo "$tool is missing" >&2; exit 2; }
-done
-# Line tables name the lines in a kept profile; they do not change the code.
-export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
-cargo build --release --locked --bin kserve-injector --example baseline_server 2>&1 | tail -1 >&2
-target=${CARGO_TARGET_DIR:-target}
-bin=$target/release/kserve-injector
-base=$target/release/examples/baseline_server
-
-work=$(mktemp -d)
+source loadtest/common.sh
+need valgrind callgrind_control h2load curl python3
+build_release
+make_work
 pid=
 trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-
-body_file() { # name -> the AdmissionReview file
-  case $1 in
-    pass) "$base" review fixtures/f01-non-isvc-pod/input.yaml >"$work/pass.json" ;;
-    oci) "$base" review fixtures/m3-modelcar-oci/input.yaml >"$work/oci.json" ;;
-    typical) cp benches/inputs/typical.json "$work/typical.json" ;;
-    *) echo "unknown body $1 (pass, oci, typical)" >&2; exit 2 ;;
-  esac
-  echo "$work/$1.json"
-}
-printf '%s' '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"0b6f1d84-5d2e-4c2a-9a43-3c1e7f6f0001","allowed":true}}' >"$work/small.json"
 
 # Info-level JSON logs, as loadtest/load.sh runs it (exported rather than
 # through `env`, which valgrind would follow instead of the server).
 export RUST_LOG=info
-server_cmd() { # server body-file -> the command line
+server_cmd() { # server body-file -> sets the array `cmd`
   case $1 in
-    serve) echo "$bin serve --self-signed --self-signed-ca-file $work/ca.crt --addr 127.0.0.1:$PORT --admin-addr 127.0.0.1:$ADMIN_PORT --shutdown-delay 0s --cluster-lookups off" ;;
-    baseline)
-      "$bin" mutate "$2" >"$2.response"
-      echo "$base serve 127.0.0.1:$PORT $2.response"
-      ;;
-    small) echo "$base serve 127.0.0.1:$PORT $work/small.json" ;;
+    serve) serve_command && cmd=("${serve_cmd[@]}") ;;
+    baseline) answer_of "$2" && cmd=("$base" serve "127.0.0.1:$PORT" "$2.response") ;;
+    small) cmd=("$base" serve "127.0.0.1:$PORT" "$work/small.json") ;;
     *) echo "unknown server $1 (serve, baseline, small)" >&2; exit 2 ;;
   esac
 }
@@ -96,9 +75,8 @@ measure() { # server body
   local body cg
   body=$(body_file "$2")
   cg="$work/cg.$1.$2"
-  # shellcheck disable=SC2046
-  valgrind --tool=callgrind --callgrind-out-file="$cg" $(server_cmd "$1" "$body") \
-    >"$work/$1.$2.log" 2>&1 &
+  server_cmd "$1" "$body"
+  valgrind --tool=callgrind --callgrind-out-file="$cg" "${cmd[@]}" >"$work/$1.$2.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do
     curl -ks -o /dev/null --max-time 5 -H 'content-type: application/json' \

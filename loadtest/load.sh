@@ -58,15 +58,11 @@ if ! command -v h2load >/dev/null; then
   fi
 fi
 
+source loadtest/common.sh
+need curl
 echo "== building release binaries"
-# Line tables, as loadtest/instructions.sh and profile-serve.sh build: the
-# same code, and one build serves all three.
-export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
-cargo build --release --locked --bin kserve-injector --example baseline_server 2>&1 | tail -1
-bin=${CARGO_TARGET_DIR:-target}/release/kserve-injector
-base=${CARGO_TARGET_DIR:-target}/release/examples/baseline_server
-
-work=$(mktemp -d)
+build_release
+make_work
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -74,19 +70,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-
-printf '%s' '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"0b6f1d84-5d2e-4c2a-9a43-3c1e7f6f0001","allowed":true}}' >"$work/small.json"
 review_of() { # body name -> AdmissionReview file; its `serve` answer beside it (.response)
-  case $1 in
-    pass) "$base" review fixtures/f01-non-isvc-pod/input.yaml >"$work/$1.json" ;;
-    oci) "$base" review fixtures/m3-modelcar-oci/input.yaml >"$work/$1.json" ;;
-    typical) cp benches/inputs/typical.json "$work/$1.json" ;;
-    *) echo "unknown body $1 (pass, oci, typical)" >&2; exit 2 ;;
-  esac
-  # `mutate` answers an AdmissionReview with the response the webhook sends,
-  # so the baseline returns exactly as many bytes as we do.
-  "$bin" mutate "$work/$1.json" >"$work/$1.response"
-  echo "$work/$1.json"
+  local file
+  file=$(body_file "$1")
+  answer_of "$file"
+  echo "$file"
 }
 tick=$(getconf CLK_TCK)
 
@@ -160,12 +148,11 @@ yardstick() { # port response-file out-prefix -> "req/s cpu_us errors"
 round() { # body n -> "base_rps base_cpu small_rps small_cpu ours_rps ours_cpu admin_p99_ms half_rps half_p50 half_p99 rss_kib errors"
   local b=$1 n=$2 url="https://127.0.0.1:$PORT/mutate-pods"
   local brps bcpu bbad srps scpu sbad
-  read -r brps bcpu bbad < <(yardstick "$BASE_PORT" "$work/$b.response" "$work/base-$b-$n")
+  read -r brps bcpu bbad < <(yardstick "$BASE_PORT" "$work/$b.json.response" "$work/base-$b-$n")
   read -r srps scpu sbad < <(yardstick "$SMALL_PORT" "$work/small.json" "$work/small-$b-$n")
 
-  env RUST_LOG="$SERVER_LOG" "$bin" serve --self-signed --self-signed-ca-file "$work/ca.crt" \
-    --addr "127.0.0.1:$PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" --shutdown-delay 0s \
-    --cluster-lookups off >"$work/ours-$b-$n.log" 2>&1 &
+  serve_command
+  env RUST_LOG="$SERVER_LOG" "${serve_cmd[@]}" >"$work/ours-$b-$n.log" 2>&1 &
   local pid=$!
   pids+=("$pid")
   wait_for "$url" >/dev/null
@@ -210,7 +197,7 @@ summary=()
 for b in $BODIES; do
   review=$(review_of "$b")
   echo
-  echo "== body $b: $(wc -c <"$review") bytes in, $(wc -c <"$work/$b.response") bytes out (small: $(wc -c <"$work/small.json"))"
+  echo "== body $b: $(wc -c <"$review") bytes in, $(wc -c <"$work/$b.json.response") bytes out (small: $(wc -c <"$work/small.json"))"
   printf '%5s | %10s %7s | %10s %7s | %10s %7s %6s %6s %6s %6s | %9s | %10s %7s %7s %7s %6s\n' round "base req/s" "µs/req" "small r/s" "µs/req" "ours req/s" "µs/req" "r/base" "c/base" "r/smal" "c/smal" "admin p99" "half req/s" "p50 ms" "p99 ms" "RSS MiB" errors
   cols=()
   for n in $(seq 1 "$ROUNDS"); do

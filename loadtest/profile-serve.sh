@@ -12,21 +12,20 @@ DURATION=${DURATION:-6}
 CONNS=${CONNS:-16}
 STREAMS=${STREAMS:-4}
 FIXTURE=${FIXTURE:-fixtures/m3-modelcar-oci/input.yaml}
-for tool in perf h2load curl; do
-  command -v "$tool" >/dev/null || { echo "$tool is missing" >&2; exit 2; }
-done
-CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
-  cargo build --release --locked --bin kserve-injector --example baseline_server 2>&1 | tail -1
-work=$(mktemp -d)
+PORT=${PORT:-18443}
+ADMIN_PORT=${ADMIN_PORT:-18080}
+source loadtest/common.sh
+need perf h2load curl python3
+build_release
+make_work
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-target/release/examples/baseline_server review "$FIXTURE" >"$work/review.json"
-RUST_LOG=info target/release/kserve-injector serve --self-signed \
-  --self-signed-ca-file "$work/ca.crt" --addr 127.0.0.1:18443 \
-  --admin-addr 127.0.0.1:18080 --shutdown-delay 0s >"$work/serve.log" 2>&1 &
+"$base" review "$FIXTURE" >"$work/review.json"
+serve_command
+RUST_LOG=info "${serve_cmd[@]}" >"$work/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 100); do curl -ks -o /dev/null http://127.0.0.1:18080/healthz && break; sleep 0.05; done
-url=https://127.0.0.1:18443/mutate-pods
+for _ in $(seq 1 100); do curl -ks -o /dev/null "http://127.0.0.1:$ADMIN_PORT/healthz" && break; sleep 0.05; done
+url="https://127.0.0.1:$PORT/mutate-pods"
 load() { h2load -H 'content-type: application/json' -d "$work/review.json" \
   -c "$CONNS" -m "$STREAMS" -D "$1" "$url" 2>&1 | grep -E 'finished in|succeeded'; }
 load 2 >/dev/null

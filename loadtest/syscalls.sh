@@ -21,39 +21,21 @@ SERVERS=${SERVERS:-serve baseline small}
 BODIES=${BODIES:-pass oci typical}
 PORT=${PORT:-19843}
 ADMIN_PORT=${ADMIN_PORT:-19881}
-for tool in strace h2load curl; do
-  command -v "$tool" >/dev/null || { echo "$tool is missing" >&2; exit 2; }
-done
-export CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
-cargo build --release --locked --bin kserve-injector --example baseline_server 2>&1 | tail -1 >&2
-target=${CARGO_TARGET_DIR:-target}
-bin=$target/release/kserve-injector
-base=$target/release/examples/baseline_server
-
-work=$(mktemp -d)
+source loadtest/common.sh
+need strace h2load curl python3
+build_release
+make_work
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-printf '%s' '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"0b6f1d84-5d2e-4c2a-9a43-3c1e7f6f0001","allowed":true}}' >"$work/small.json"
-
-body_file() {
-  case $1 in
-    pass) "$base" review fixtures/f01-non-isvc-pod/input.yaml >"$work/pass.json" ;;
-    oci) "$base" review fixtures/m3-modelcar-oci/input.yaml >"$work/oci.json" ;;
-    typical) cp benches/inputs/typical.json "$work/typical.json" ;;
-    *) echo "unknown body $1 (pass, oci, typical)" >&2; exit 2 ;;
-  esac
-  echo "$work/$1.json"
-}
 
 start() { # server body-file
   case $1 in
     serve)
-      RUST_LOG=info "$bin" serve --self-signed --self-signed-ca-file "$work/ca.crt" \
-        --addr "127.0.0.1:$PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" --shutdown-delay 0s \
-        --cluster-lookups off >"$work/server.log" 2>&1 &
+      serve_command
+      RUST_LOG=info "${serve_cmd[@]}" >"$work/server.log" 2>&1 &
       ;;
     baseline)
-      "$bin" mutate "$2" >"$2.response"
+      answer_of "$2"
       "$base" serve "127.0.0.1:$PORT" "$2.response" >"$work/server.log" 2>&1 &
       ;;
     small) "$base" serve "127.0.0.1:$PORT" "$work/small.json" >"$work/server.log" 2>&1 & ;;
