@@ -185,3 +185,21 @@ fn a_wrong_type_in_a_read_probe_names_its_path_in_either_key_order() {
         json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "readinessProbe": bad}]}});
     assert!(pod_from_str(&unread.to_string()).is_ok());
 }
+
+#[test]
+fn a_null_list_or_probe_reads_as_absent_in_either_key_order() {
+    for field in ["env", "volumeMounts", "ports", "args", "readinessProbe"] {
+        let first = json!({"spec": {"containers": [{"name": "kserve-container", field: null}]}});
+        let last = format!(
+            r#"{{"spec": {{"containers": [{{"{field}": null, "name": "kserve-container"}}]}}}}"#
+        );
+        for raw in [first.to_string(), last] {
+            let view = pod_from_str(&raw).unwrap_or_else(|e| panic!("{field}: {e:?}"));
+            assert_eq!(
+                serde_json::to_value(&view).unwrap()["spec"]["containers"][0],
+                json!({"name": "kserve-container"}),
+                "{field}"
+            );
+        }
+    }
+}
