@@ -500,6 +500,20 @@ fn invalid_utf8_in_a_field_nobody_reads_is_not_json() {
     assert!(review(&body, &Inputs::default()).is_ok());
 }
 
+/// The UTF-8 check runs on SIMD; the message still says where, as std does.
+#[test]
+fn invalid_utf8_is_explained_at_its_byte() {
+    let mut body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
+    let at = body.len() - 40;
+    body[at] = 0xc3;
+    let expected = std::str::from_utf8(&body).unwrap_err();
+    assert_eq!(
+        review(&body, &Inputs::default()),
+        Err(ReviewError::Json(format!("invalid UTF-8: {expected}")))
+    );
+    assert!(expected.to_string().contains(&at.to_string()));
+}
+
 #[test]
 fn hand_written_ops_are_json_patch_operations() {
     use crate::pod::{Op, OpKind};
