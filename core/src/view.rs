@@ -235,7 +235,8 @@ pub struct SpecView<'a> {
 /// one is not an error here either; it is left out of the working set.
 ///
 /// A container as the injectors read it. The security context and the
-/// readiness probe are copied into what we inject, so they are decoded whole.
+/// readiness probe are copied into what we inject, so they are decoded whole
+/// (the probe only where an injector reads it, see `regular_lists`).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerView<'a> {
@@ -278,74 +279,107 @@ pub const LIST_READ_CONTAINERS: [&str; 6] = [
 /// only of `storage-initializer` (fetch mode appends to its args).
 pub(crate) const LIST_READ_INIT_CONTAINERS: [&str; 1] = [STORAGE_INITIALIZER_CONTAINER];
 
-/// Which of a container's lists are decoded.
+/// Which of a container's lists are decoded, and whether its readiness
+/// probe is.
 #[derive(Clone, Copy)]
 struct Lists {
     mounts: bool,
     others: bool,
+    probe: bool,
 }
 
-fn regular_lists(name: Option<&str>) -> Lists {
+/// What of a container is read, by its name and its place in its list.
+type Reads = fn(Option<&str>, usize) -> Lists;
+
+/// The agent copies the readiness probe of the transformer, or else of the
+/// first regular container (`readiness_from_user_probe`); no injector reads
+/// any other container's probe.
+fn regular_lists(name: Option<&str>, index: usize) -> Lists {
     let read = name.is_some_and(|n| LIST_READ_CONTAINERS.contains(&n));
     Lists {
         mounts: read,
         others: read,
+        probe: index == 0 || name == Some(TRANSFORMER_CONTAINER),
     }
 }
 
-fn init_lists(name: Option<&str>) -> Lists {
+fn init_lists(name: Option<&str>, _index: usize) -> Lists {
     Lists {
         mounts: true,
         others: name.is_some_and(|n| LIST_READ_INIT_CONTAINERS.contains(&n)),
+        probe: false,
     }
 }
 
-/// A regular container: a [`ContainerView`] with the lists of
+/// Regular containers: [`ContainerView`]s with the lists of
 /// [`LIST_READ_CONTAINERS`] only (a name that comes after the lists, which
 /// the API server never writes, still gets them dropped).
-struct RegularContainer<'a>(ContainerView<'a>);
-
-/// An init container: see [`LIST_READ_INIT_CONTAINERS`].
-struct InitContainer<'a>(ContainerView<'a>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for RegularContainer<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ContainerVisitor(regular_lists))
-            .map(RegularContainer)
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for InitContainer<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ContainerVisitor(init_lists))
-            .map(InitContainer)
-    }
-}
-
 fn regular_containers<'de: 'a, 'a, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Capped<ContainerView<'a>>>, D::Error> {
-    let list = Option::<Capped<RegularContainer<'a>>>::deserialize(d)?;
-    Ok(list.map(|Capped(items)| Capped(items.into_iter().map(|c| c.0).collect())))
+    d.deserialize_option(Containers(regular_lists))
 }
 
+/// Init containers: see [`LIST_READ_INIT_CONTAINERS`].
 fn init_containers<'de: 'a, 'a, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<Capped<ContainerView<'a>>>, D::Error> {
-    let list = Option::<Capped<InitContainer<'a>>>::deserialize(d)?;
-    Ok(list.map(|Capped(items)| Capped(items.into_iter().map(|c| c.0).collect())))
+    d.deserialize_option(Containers(init_lists))
+}
+
+/// A list of containers, or null; each container is decoded knowing its
+/// place, capped as [`Capped`] is.
+struct Containers(Reads);
+
+impl<'de> Visitor<'de> for Containers {
+    type Value = Option<Capped<ContainerView<'de>>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        let place = |index| ContainerVisitor {
+            reads: self.0,
+            index,
+        };
+        while let Some(item) = seq.next_element_seed(place(items.len()))? {
+            if items.len() == MAX_ENTRIES {
+                return Err(too_many());
+            }
+            items.push(item);
+        }
+        Ok(Some(Capped(items)))
+    }
 }
 
 /// A container of a JSON tree read with every list, whatever its name: the
 /// test oracle's reads (`crate::oracle::TreeDoc`). Default when unreadable.
 #[cfg(any(test, feature = "oracle"))]
 pub(crate) fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
-    let all = |_: Option<&str>| Lists {
+    let all = |_: Option<&str>, _: usize| Lists {
         mounts: true,
         others: true,
+        probe: true,
     };
     value
-        .deserialize_map(ContainerVisitor(all))
+        .deserialize_map(ContainerVisitor {
+            reads: all,
+            index: 0,
+        })
         .unwrap_or_default()
 }
 
@@ -411,8 +445,20 @@ fn index_of(e: &serde_path_to_error::Error<serde_json::Error>) -> String {
 }
 
 /// Decodes a container's fields as the derive would (duplicates refused),
-/// skipping the lists `lists` says nobody reads.
-struct ContainerVisitor(fn(Option<&str>) -> Lists);
+/// skipping what `reads` says nobody reads of the container at `index`.
+#[derive(Clone, Copy)]
+struct ContainerVisitor {
+    reads: Reads,
+    index: usize,
+}
+
+impl<'de> de::DeserializeSeed<'de> for ContainerVisitor {
+    type Value = ContainerView<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
 
 impl<'de> Visitor<'de> for ContainerVisitor {
     type Value = ContainerView<'de>;
@@ -431,10 +477,12 @@ impl<'de> Visitor<'de> for ContainerVisitor {
                 Ok(())
             }
         };
-        // Known once the name is read; lists before it are kept as JSON
-        // until then, so the answer never depends on the order of keys.
+        // Known once the name is read; lists and the probe before it are
+        // kept as JSON until then, so the answer never depends on the order
+        // of keys.
+        let reads = |name: Option<&Str>| (self.reads)(name.map(Str::as_str), self.index);
         let mut lists: Option<Lists> = None;
-        let mut pending: [Option<Held>; 4] = Default::default();
+        let mut pending: [Option<Held>; 5] = Default::default();
         macro_rules! list {
             ($i:literal, $field:literal, $read:ident, $slot:expr) => {{
                 once($i, $field)?;
@@ -452,31 +500,28 @@ impl<'de> Visitor<'de> for ContainerVisitor {
                 "name" => {
                     once(0, "name")?;
                     c.name = map.next_value()?;
-                    lists = Some((self.0)(c.name.as_ref().map(Str::as_str)));
+                    lists = Some(reads(c.name.as_ref()));
                 }
                 "env" => list!(1, "env", others, c.env),
                 "volumeMounts" => list!(2, "volumeMounts", mounts, c.volume_mounts),
                 "ports" => list!(3, "ports", others, c.ports),
                 "args" => list!(4, "args", others, c.args),
+                "readinessProbe" => list!(5, "readinessProbe", probe, c.readiness_probe),
                 "resources" => {
-                    once(5, "resources")?;
+                    once(6, "resources")?;
                     c.resources = map.next_value()?;
                 }
                 "securityContext" => {
-                    once(6, "securityContext")?;
+                    once(7, "securityContext")?;
                     c.security_context = map.next_value()?;
-                }
-                "readinessProbe" => {
-                    once(7, "readinessProbe")?;
-                    c.readiness_probe = map.next_value()?;
                 }
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
                 }
             }
         }
-        let lists = lists.unwrap_or_else(|| (self.0)(None));
-        let [env, mounts, ports, args] = pending;
+        let lists = lists.unwrap_or_else(|| reads(None));
+        let [env, mounts, ports, args, probe] = pending;
         // From held JSON the strings are owned, so 'static views coerce.
         fn typed<T: Deserialize<'static>, E: de::Error>(
             field: &str,
@@ -503,6 +548,12 @@ impl<'de> Visitor<'de> for ContainerVisitor {
             c.volume_mounts = c.volume_mounts.or(held);
         } else {
             c.volume_mounts = None;
+        }
+        if lists.probe {
+            let held = typed::<Box<Probe>, _>("readinessProbe", probe)?;
+            c.readiness_probe = c.readiness_probe.or(held);
+        } else {
+            c.readiness_probe = None;
         }
         Ok(c)
     }

@@ -500,6 +500,20 @@ fn invalid_utf8_in_a_field_nobody_reads_is_not_json() {
     assert!(review(&body, &Inputs::default()).is_ok());
 }
 
+/// The UTF-8 check runs on SIMD; the message still says where, as std does.
+#[test]
+fn invalid_utf8_is_explained_at_its_byte() {
+    let mut body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
+    let at = body.len() - 40;
+    body[at] = 0xc3;
+    let expected = std::str::from_utf8(&body).unwrap_err();
+    assert_eq!(
+        review(&body, &Inputs::default()),
+        Err(ReviewError::Json(format!("invalid UTF-8: {expected}")))
+    );
+    assert!(expected.to_string().contains(&at.to_string()));
+}
+
 #[test]
 fn hand_written_ops_are_json_patch_operations() {
     use crate::pod::{Op, OpKind};
@@ -728,4 +742,45 @@ fn object_before_operation_of_another_operation_goes_the_plain_way() {
     }
     let body = review_body("admission.k8s.io/v1", request("Pod", "UPDATE", isvc_pod()));
     assert!(inline::parse(std::str::from_utf8(&body).unwrap()).is_none());
+}
+
+/// Fields nobody reads are skipped, never trusted: a fault anywhere inside
+/// `managedFields` of a real pod is the 400 serde_json gives for the whole
+/// body, word for word.
+#[test]
+fn json_faults_inside_managed_fields_are_not_json() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/inputs/typical.json");
+    let body = String::from_utf8(std::fs::read(path).unwrap()).unwrap();
+    let at = body
+        .find("\"managedFields\"")
+        .expect("typical has managedFields");
+    let end = at + body[at..].find("\"spec\"").expect("spec after metadata");
+    let faults = [
+        ("a comma dropped", "{},\"f:image\"", "{}\"f:image\""),
+        ("a key not quoted", "\"f:name\"", "f:name"),
+        ("a bad escape", "\"f:name\"", "\"f:\\xname\""),
+        ("a raw control character", "\"f:value\"", "\"f:\u{1}value\""),
+        ("a number with a bare dot", "\"2025-03-14T09:26:53Z\"", "1."),
+        ("a misspelt literal", "\"FieldsV1\"", "tru"),
+        ("a lone colon", "{}},", "{}:},"),
+    ];
+    for (what, from, to) in faults {
+        let offset = at + body[at..end].find(from).expect(what);
+        let bad = format!("{}{to}{}", &body[..offset], &body[offset + from.len()..]);
+        let expected = serde_json::from_str::<IgnoredAny>(&bad)
+            .expect_err(what)
+            .to_string();
+        match review(bad.as_bytes(), &Inputs::default()) {
+            Err(ReviewError::Json(message)) => assert_eq!(message, expected, "{what}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // Cut short inside managedFields: the end of input is reached unclosed.
+    let cut = &body[..at + 2000];
+    assert!(matches!(
+        review(cut.as_bytes(), &Inputs::default()),
+        Err(ReviewError::Json(_))
+    ));
+    assert!(review(body.as_bytes(), &Inputs::default()).is_ok());
 }

@@ -139,3 +139,67 @@ fn a_container_reads_the_same_whatever_the_order_of_its_keys() {
         json!({"name": "queue-proxy", "env": [{"name": "A", "value": "a"}], "args": ["x"]})
     );
 }
+
+#[test]
+fn readiness_probes_are_read_of_the_first_container_and_the_transformer_only() {
+    let probe = json!({"httpGet": {"path": "/ready", "port": 8080}});
+    let raw = json!({"spec": {
+        "containers": [
+            {"name": "kserve-container", "readinessProbe": probe},
+            {"name": "queue-proxy", "readinessProbe": probe},
+            {"readinessProbe": probe, "name": "transformer-container"},
+            {"readinessProbe": probe, "name": "late-name"}],
+        "initContainers": [{"name": "init", "readinessProbe": probe}]}})
+    .to_string();
+    let view = pod_from_str(&raw).unwrap();
+    let spec = view.spec.as_ref().unwrap();
+    let read: Vec<bool> = (spec.containers.as_ref().unwrap().0.iter())
+        .map(|c| c.readiness_probe.is_some())
+        .collect();
+    assert_eq!(read, [true, false, true, false]);
+    assert!(spec.init_containers.as_ref().unwrap().0[0]
+        .readiness_probe
+        .is_none());
+    let first = spec.containers.as_ref().unwrap().0[0]
+        .readiness_probe
+        .as_deref();
+    let path = first
+        .and_then(|p| p.http_get.as_ref())
+        .and_then(|h| h.path.as_deref());
+    assert_eq!(path, Some("/ready"));
+}
+
+#[test]
+fn a_wrong_type_in_a_read_probe_names_its_path_in_either_key_order() {
+    let bad = json!({"httpGet": {"port": 8080, "path": 7}});
+    for first in [
+        json!({"name": "kserve-container", "readinessProbe": bad}),
+        json!({"readinessProbe": bad, "name": "kserve-container"}),
+    ] {
+        let raw = json!({"spec": {"containers": [first]}}).to_string();
+        let e = pod_from_str(&raw).unwrap_err();
+        assert!(e.path.starts_with("spec.containers[0]"), "{e:?}");
+        assert!(e.message.contains("expected a string"), "{e:?}");
+    }
+    let unread =
+        json!({"spec": {"containers": [{"name": "a"}, {"name": "b", "readinessProbe": bad}]}});
+    assert!(pod_from_str(&unread.to_string()).is_ok());
+}
+
+#[test]
+fn a_null_list_or_probe_reads_as_absent_in_either_key_order() {
+    for field in ["env", "volumeMounts", "ports", "args", "readinessProbe"] {
+        let first = json!({"spec": {"containers": [{"name": "kserve-container", field: null}]}});
+        let last = format!(
+            r#"{{"spec": {{"containers": [{{"{field}": null, "name": "kserve-container"}}]}}}}"#
+        );
+        for raw in [first.to_string(), last] {
+            let view = pod_from_str(&raw).unwrap_or_else(|e| panic!("{field}: {e:?}"));
+            assert_eq!(
+                serde_json::to_value(&view).unwrap()["spec"]["containers"][0],
+                json!({"name": "kserve-container"}),
+                "{field}"
+            );
+        }
+    }
+}
