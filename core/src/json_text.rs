@@ -19,6 +19,14 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
     Ok(out)
 }
 
+/// Appends the JSON text of `value` to `out`.
+pub(crate) fn append<T: Serialize + ?Sized>(
+    out: &mut String,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    value.serialize(&mut Writer { out })
+}
+
 /// Appends `text` as a JSON string.
 pub fn write_str(out: &mut String, text: &str) {
     if needs_escape(text.as_bytes()) {
@@ -499,6 +507,8 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
         self.finish()
     }
 }
+
+pub(crate) mod k8s;
 
 #[cfg(test)]
 mod tests;

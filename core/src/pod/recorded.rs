@@ -130,6 +130,12 @@ pub(crate) fn json(value: &(impl Serialize + ?Sized)) -> String {
     crate::json_text::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
+/// The text one of [`crate::json_text::k8s`]'s writers gave, with
+/// [`json`]'s fallback.
+pub(crate) fn written(text: Result<String, serde_json::Error>) -> String {
+    text.unwrap_or_else(|_| "null".to_string())
+}
+
 /// `[item]`, from the item's JSON text.
 pub(crate) fn array_of(item: &str) -> String {
     let mut out = String::with_capacity(item.len() + 2);

@@ -8,8 +8,9 @@
 //! when the pod has it, so indices and "create the list" decisions are the
 //! pod's own; the oracle (the test oracle's `TreeDoc`) checks that on every test pod.
 
-use super::recorded::{apply_at, array_of, json, object, Op, OpKind};
+use super::recorded::{apply_at, array_of, json, object, written, Op, OpKind};
 use super::{child, Annotations, ContainerEdit, List, PodEdit};
+use crate::json_text::k8s;
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
     SpecView, Str, StrMap,
@@ -370,7 +371,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             name: Some(owned(&container.name)),
             ..Default::default()
         };
-        let value = json(&container);
+        let value = written(k8s::container(&container));
         let path = child("", ["spec".into(), list.key().into()]);
         let (spec, ops, created) = self.spec_for(list.key(), || array_of(&value));
         let items = match list {
@@ -542,7 +543,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             &mut self.c.volume_mounts,
             item,
             &path,
-            json(mount),
+            k8s::volume_mount(mount),
             Some(self.ops),
         );
         true
@@ -558,7 +559,13 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             value_from: var.value_from.clone().map(Box::new),
         };
         let path = self.at("env");
-        push_entry(&mut self.c.env, item, &path, json(var), Some(self.ops));
+        push_entry(
+            &mut self.c.env,
+            item,
+            &path,
+            written(k8s::env_var(var)),
+            Some(self.ops),
+        );
         true
     }
 
@@ -600,7 +607,13 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             container_port: Some(port.container_port),
         };
         let path = self.at("ports");
-        push_entry(&mut self.c.ports, item, &path, json(port), Some(self.ops));
+        push_entry(
+            &mut self.c.ports,
+            item,
+            &path,
+            k8s::container_port(port),
+            Some(self.ops),
+        );
         true
     }
 
