@@ -8,7 +8,7 @@
 //! when the pod has it, so indices and "create the list" decisions are the
 //! pod's own; the oracle (the test oracle's `TreeDoc`) checks that on every test pod.
 
-use super::recorded::{apply_at, array_of, json, object, written, Op, OpKind};
+use super::recorded::{apply_at, array_of, json, number, object, quoted, written, Op, OpKind};
 use super::{child, Annotations, ContainerEdit, List, PodEdit};
 use crate::json_text::k8s;
 use crate::view::{
@@ -88,7 +88,7 @@ fn set_entry<'a>(
     let Some(entries) = map else {
         *map = Some(StrMap(vec![(owned(key), owned(value))]));
         if let Some(ops) = ops {
-            add(ops, path.to_string(), object(key, &json(value)));
+            add(ops, path.to_string(), object(key, &quoted(value)));
         }
         return;
     };
@@ -98,13 +98,13 @@ fn set_entry<'a>(
         Some((_, v)) => {
             *v = owned(value);
             if let Some(ops) = ops {
-                replace(ops, at(), json(value));
+                replace(ops, at(), quoted(value));
             }
         }
         None => {
             entries.0.push((owned(key), owned(value)));
             if let Some(ops) = ops {
-                add(ops, at(), json(value));
+                add(ops, at(), quoted(value));
             }
         }
     }
@@ -316,7 +316,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_annotation(&mut self, key: &str, value: &str) {
-        let (meta, ops, created) = self.metadata_for("annotations", || object(key, &json(value)));
+        let (meta, ops, created) = self.metadata_for("annotations", || object(key, &quoted(value)));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut meta.annotations,
@@ -328,19 +328,19 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_namespace(&mut self, namespace: &str) {
-        let (meta, ops, created) = self.metadata_for("namespace", || json(namespace));
+        let (meta, ops, created) = self.metadata_for("namespace", || quoted(namespace));
         let path = || "/metadata/namespace".to_string();
         match &meta.namespace {
             _ if created => {}
             Some(ns) if ns.as_str() == namespace => {}
-            Some(_) => replace(ops, path(), json(namespace)),
-            None => add(ops, path(), json(namespace)),
+            Some(_) => replace(ops, path(), quoted(namespace)),
+            None => add(ops, path(), quoted(namespace)),
         }
         meta.namespace = Some(owned(namespace));
     }
 
     fn set_node_selector(&mut self, key: &str, value: &str) {
-        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, &json(value)));
+        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, &quoted(value)));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut spec.node_selector,
@@ -352,13 +352,13 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_share_process_namespace(&mut self, on: bool) {
-        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || json(&on));
+        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || on.to_string());
         let path = || "/spec/shareProcessNamespace".to_string();
         match spec.share_process_namespace {
             _ if created => {}
             Some(now) if now == on => {}
-            Some(_) => replace(ops, path(), json(&on)),
-            None => add(ops, path(), json(&on)),
+            Some(_) => replace(ops, path(), on.to_string()),
+            None => add(ops, path(), on.to_string()),
         }
         spec.share_process_namespace = Some(on);
     }
@@ -582,8 +582,8 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             let path = || child(&self.path, ["env".into(), index.into(), "value".into()]);
             match &entry.value {
                 Some(now) if now.as_str() == value => continue,
-                Some(_) => replace(self.ops, path(), json(value)),
-                None => add(self.ops, path(), json(value)),
+                Some(_) => replace(self.ops, path(), quoted(value)),
+                None => add(self.ops, path(), quoted(value)),
             }
             entry.value = Some(owned(value));
         }
@@ -624,14 +624,14 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 run_as_user: Some(uid),
                 ..Default::default()
             }));
-            add(self.ops, path, object("runAsUser", &json(&uid)));
+            add(self.ops, path, object("runAsUser", &number(uid)));
             return;
         };
         let at = || child(&path, ["runAsUser".into()]);
         match ctx.run_as_user {
             Some(now) if now == uid => return,
-            Some(_) => replace(self.ops, at(), json(&uid)),
-            None => add(self.ops, at(), json(&uid)),
+            Some(_) => replace(self.ops, at(), number(uid)),
+            None => add(self.ops, at(), number(uid)),
         }
         ctx.run_as_user = Some(uid);
     }
@@ -643,7 +643,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 &mut self.c.args,
                 owned(arg),
                 &path,
-                json(arg),
+                quoted(arg),
                 Some(self.ops),
             );
         }
