@@ -47,6 +47,17 @@ pub(crate) fn env_var(var: &EnvVar) -> std::result::Result<String, serde_json::E
     Ok(out)
 }
 
+/// The JSON text of a variable of `name` set to `value` (empty too), as
+/// [`env_var`] writes it.
+pub(crate) fn literal_env_var(name: &str, value: &str) -> String {
+    let mut out = String::with_capacity(24 + name.len() + value.len());
+    let mut f = Fields::open(&mut out);
+    f.str("name", name);
+    f.str("value", value);
+    f.close();
+    out
+}
+
 /// The JSON text of `mount`.
 pub(crate) fn volume_mount(mount: &VolumeMount) -> String {
     let mut out = String::with_capacity(48 + mount.name.len() + mount.mount_path.len());

@@ -588,11 +588,17 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             entry.value = Some(owned(value));
         }
         if !found {
-            self.ensure_env(&EnvVar {
-                name: name.to_string(),
-                value: Some(value.to_string()),
+            // Added here, not through `ensure_env`: the scan above already
+            // found no variable of this name, and no `EnvVar` is needed to
+            // write one.
+            let item = EnvView {
+                name: Some(owned(name)),
+                value: Some(owned(value)),
                 value_from: None,
-            });
+            };
+            let path = self.at("env");
+            let text = k8s::literal_env_var(name, value);
+            push_entry(&mut self.c.env, item, &path, text, Some(self.ops));
         }
     }
 

@@ -244,3 +244,15 @@ proptest! {
         prop_assert_eq!(container(&c).expect("writes"), through_serde(&c));
     }
 }
+
+#[test]
+fn a_literal_variable_is_written_as_its_env_var_is() {
+    for (name, value) in [("A", "b"), ("EMPTY", ""), ("Q", "\"quoted\"\n")] {
+        let var = EnvVar {
+            name: name.into(),
+            value: Some(value.into()),
+            value_from: None,
+        };
+        assert_eq!(literal_env_var(name, value), through_serde(&var));
+    }
+}
