@@ -21,6 +21,15 @@ use std::collections::BTreeMap;
 
 type Result = std::result::Result<(), serde_json::Error>;
 
+/// A field's key as written after another field, `,"name":`: one constant
+/// to copy, where writing the separator, quotes and name apart showed in
+/// the profile of a container with many variables.
+macro_rules! key {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":")
+    };
+}
+
 /// The JSON text of `c`.
 pub(crate) fn container(c: &Container) -> std::result::Result<String, serde_json::Error> {
     let mut out = String::with_capacity(room_for(c));
@@ -52,8 +61,8 @@ pub(crate) fn env_var(var: &EnvVar) -> std::result::Result<String, serde_json::E
 pub(crate) fn literal_env_var(name: &str, value: &str) -> String {
     let mut out = String::with_capacity(24 + name.len() + value.len());
     let mut f = Fields::open(&mut out);
-    f.str("name", name);
-    f.str("value", value);
+    f.str(key!("name"), name);
+    f.str(key!("value"), value);
     f.close();
     out
 }
@@ -84,14 +93,14 @@ impl<'o> Fields<'o> {
         Self { out, first: true }
     }
 
-    /// `key` is a field name: plain ASCII, nothing to escape.
+    /// `key` is from [`key!`]: the first field's goes without its comma.
     fn key(&mut self, key: &str) {
-        if !std::mem::replace(&mut self.first, false) {
-            self.out.push(',');
-        }
-        self.out.push('"');
+        let key = if std::mem::replace(&mut self.first, false) {
+            &key[1..]
+        } else {
+            key
+        };
         self.out.push_str(key);
-        self.out.push_str("\":");
     }
 
     fn str(&mut self, key: &str, value: &str) {
@@ -213,39 +222,39 @@ fn write_container(out: &mut String, c: &Container) -> Result {
         working_dir,
     } = c;
     let mut f = Fields::open(out);
-    f.strings("args", args);
-    f.strings("command", command);
-    f.list("env", env, write_env_var)?;
-    f.serde("envFrom", env_from)?;
-    f.opt_str("image", image);
-    f.opt_str("imagePullPolicy", image_pull_policy);
-    f.serde("lifecycle", lifecycle)?;
-    f.serde("livenessProbe", liveness_probe)?;
-    f.str("name", name);
-    f.list("ports", ports, |out, port| {
+    f.strings(key!("args"), args);
+    f.strings(key!("command"), command);
+    f.list(key!("env"), env, write_env_var)?;
+    f.serde(key!("envFrom"), env_from)?;
+    f.opt_str(key!("image"), image);
+    f.opt_str(key!("imagePullPolicy"), image_pull_policy);
+    f.serde(key!("lifecycle"), lifecycle)?;
+    f.serde(key!("livenessProbe"), liveness_probe)?;
+    f.str(key!("name"), name);
+    f.list(key!("ports"), ports, |out, port| {
         write_container_port(out, port);
         Ok(())
     })?;
-    f.serde("readinessProbe", readiness_probe)?;
-    f.serde("resizePolicy", resize_policy)?;
+    f.serde(key!("readinessProbe"), readiness_probe)?;
+    f.serde(key!("resizePolicy"), resize_policy)?;
     if let Some(resources) = resources {
-        f.key("resources");
+        f.key(key!("resources"));
         write_resources(f.out, resources)?;
     }
-    f.opt_str("restartPolicy", restart_policy);
-    f.serde("securityContext", security_context)?;
-    f.serde("startupProbe", startup_probe)?;
-    f.bool("stdin", *stdin);
-    f.bool("stdinOnce", *stdin_once);
-    f.opt_str("terminationMessagePath", termination_message_path);
-    f.opt_str("terminationMessagePolicy", termination_message_policy);
-    f.bool("tty", *tty);
-    f.serde("volumeDevices", volume_devices)?;
-    f.list("volumeMounts", volume_mounts, |out, mount| {
+    f.opt_str(key!("restartPolicy"), restart_policy);
+    f.serde(key!("securityContext"), security_context)?;
+    f.serde(key!("startupProbe"), startup_probe)?;
+    f.bool(key!("stdin"), *stdin);
+    f.bool(key!("stdinOnce"), *stdin_once);
+    f.opt_str(key!("terminationMessagePath"), termination_message_path);
+    f.opt_str(key!("terminationMessagePolicy"), termination_message_policy);
+    f.bool(key!("tty"), *tty);
+    f.serde(key!("volumeDevices"), volume_devices)?;
+    f.list(key!("volumeMounts"), volume_mounts, |out, mount| {
         write_volume_mount(out, mount);
         Ok(())
     })?;
-    f.opt_str("workingDir", working_dir);
+    f.opt_str(key!("workingDir"), working_dir);
     f.close();
     Ok(())
 }
@@ -257,9 +266,9 @@ fn write_env_var(out: &mut String, var: &EnvVar) -> Result {
         value_from,
     } = var;
     let mut f = Fields::open(out);
-    f.str("name", name);
-    f.opt_str("value", value);
-    f.serde("valueFrom", value_from)?;
+    f.str(key!("name"), name);
+    f.opt_str(key!("value"), value);
+    f.serde(key!("valueFrom"), value_from)?;
     f.close();
     Ok(())
 }
@@ -275,13 +284,13 @@ fn write_volume_mount(out: &mut String, mount: &VolumeMount) {
         sub_path_expr,
     } = mount;
     let mut f = Fields::open(out);
-    f.str("mountPath", mount_path);
-    f.opt_str("mountPropagation", mount_propagation);
-    f.str("name", name);
-    f.bool("readOnly", *read_only);
-    f.opt_str("recursiveReadOnly", recursive_read_only);
-    f.opt_str("subPath", sub_path);
-    f.opt_str("subPathExpr", sub_path_expr);
+    f.str(key!("mountPath"), mount_path);
+    f.opt_str(key!("mountPropagation"), mount_propagation);
+    f.str(key!("name"), name);
+    f.bool(key!("readOnly"), *read_only);
+    f.opt_str(key!("recursiveReadOnly"), recursive_read_only);
+    f.opt_str(key!("subPath"), sub_path);
+    f.opt_str(key!("subPathExpr"), sub_path_expr);
     f.close();
 }
 
@@ -294,11 +303,11 @@ fn write_container_port(out: &mut String, port: &ContainerPort) {
         protocol,
     } = port;
     let mut f = Fields::open(out);
-    f.int("containerPort", Some(*container_port));
-    f.opt_str("hostIP", host_ip);
-    f.int("hostPort", *host_port);
-    f.opt_str("name", name);
-    f.opt_str("protocol", protocol);
+    f.int(key!("containerPort"), Some(*container_port));
+    f.opt_str(key!("hostIP"), host_ip);
+    f.int(key!("hostPort"), *host_port);
+    f.opt_str(key!("name"), name);
+    f.opt_str(key!("protocol"), protocol);
     f.close();
 }
 
@@ -309,9 +318,9 @@ fn write_resources(out: &mut String, r: &ResourceRequirements) -> Result {
         requests,
     } = r;
     let mut f = Fields::open(out);
-    f.serde("claims", claims)?;
-    f.quantities("limits", limits);
-    f.quantities("requests", requests);
+    f.serde(key!("claims"), claims)?;
+    f.quantities(key!("limits"), limits);
+    f.quantities(key!("requests"), requests);
     f.close();
     Ok(())
 }
