@@ -115,7 +115,9 @@ impl<'a> WorkingSet<'a> {
         Self {
             pod,
             namespace: None,
-            ops: Vec::new(),
+            // Room for a review's operations (an OCI modelcar records ten),
+            // rather than regrowing the list twice on the way there.
+            ops: Vec::with_capacity(16),
             stubs: Vec::new(),
         }
     }
@@ -430,10 +432,12 @@ fn fold_into(out: &mut [Op], op: Op) -> Option<Op> {
     let path = op.path.as_str();
     let inside = |earlier: &Op| {
         let a = earlier.path.as_str();
+        // The byte after the prefix first: it rules out most pairs
+        // without comparing the prefix.
         earlier.kind == OpKind::Add
             && path.len() > a.len()
-            && path.starts_with(a)
             && path.as_bytes()[a.len()] == b'/'
+            && path.starts_with(a)
     };
     let Some(at) = (out.iter()).rposition(|e| e.path.as_str() == path || inside(e)) else {
         return Some(op);
