@@ -149,13 +149,12 @@ pub(crate) fn written(text: Result<String, serde_json::Error>) -> String {
     text.unwrap_or_else(|_| "null".to_string())
 }
 
-/// `[item]`, from the item's JSON text.
-pub(crate) fn array_of(item: &str) -> String {
-    let mut out = String::with_capacity(item.len() + 2);
-    out.push('[');
-    out.push_str(item);
-    out.push(']');
-    out
+/// `[item]`, from the item's JSON text, in its own buffer: the writers
+/// leave room, so a list created with its first entry takes no copy.
+pub(crate) fn array_of(mut item: String) -> String {
+    item.insert(0, '[');
+    item.push(']');
+    item
 }
 
 /// `{key: value}`, from the value's JSON text.

@@ -70,7 +70,7 @@ fn push_entry<T>(
         None => {
             *list = Some(Capped(vec![item]));
             if let Some(ops) = ops {
-                add(ops, path.to_string(), array_of(&value));
+                add(ops, path.to_string(), array_of(value));
             }
         }
     }
@@ -375,7 +375,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         };
         let value = written(k8s::container(&container));
         let path = child("", ["spec".into(), list.key().into()]);
-        let (spec, ops, created) = self.spec_for(list.key(), || array_of(&value));
+        let (spec, ops, created) = self.spec_for(list.key(), || array_of(value.clone()));
         let items = match list {
             List::Containers => &mut spec.containers,
             List::InitContainers => &mut spec.init_containers,
@@ -391,7 +391,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             return false;
         }
         let value = json(volume);
-        let whole = || array_of(&value);
+        let whole = || array_of(value.clone());
         let (spec, ops, created) = self.spec_for("volumes", whole);
         let named = Named {
             name: Some(owned(&volume.name)),
