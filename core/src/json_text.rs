@@ -19,6 +19,14 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json:
     Ok(out)
 }
 
+/// Appends the JSON text of `value` to `out`.
+pub(crate) fn append<T: Serialize + ?Sized>(
+    out: &mut String,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    value.serialize(&mut Writer { out })
+}
+
 /// Appends `text` as a JSON string.
 pub fn write_str(out: &mut String, text: &str) {
     if needs_escape(text.as_bytes()) {
@@ -76,15 +84,21 @@ fn write_escaped(out: &mut String, text: &str) {
 /// byte-wise table lookup showed in a small review's profile
 /// (`examples/review_loop.rs`).
 fn needs_escape(bytes: &[u8]) -> bool {
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
+    let word = |chunk: &[u8]| {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        if escape_in(u64::from_ne_bytes(word)) {
-            return true;
-        }
+        u64::from_ne_bytes(word)
+    };
+    let Some(tail) = bytes.len().checked_sub(8) else {
+        return bytes.iter().any(|&b| ESCAPED[b as usize]);
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    if chunks.any(|chunk| escape_in(word(chunk))) {
+        return true;
     }
-    chunks.remainder().iter().any(|&b| ESCAPED[b as usize])
+    // The last eight bytes, overlapping the last whole chunk: one test for
+    // the tail instead of a byte at a time.
+    !chunks.remainder().is_empty() && escape_in(word(&bytes[tail..]))
 }
 
 /// Where the first byte [`needs_escape`] looks for is, the same way.
@@ -499,6 +513,8 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
         self.finish()
     }
 }
+
+pub(crate) mod k8s;
 
 #[cfg(test)]
 mod tests;

@@ -162,14 +162,28 @@ pub(crate) fn child<'s, const N: usize>(path: &str, steps: [PathStep<'s>; N]) ->
     for step in steps {
         text.push('/');
         match step {
-            PathStep::Key(key) if key.bytes().any(|b| b == b'~' || b == b'/') => {
-                text.push_str(jsonptr::Token::new(key).encoded())
-            }
-            PathStep::Key(key) => text.push_str(key),
+            PathStep::Key(key) => push_token(&mut text, key),
             PathStep::Index(index) => text.push_str(itoa::Buffer::new().format(index)),
         }
     }
     text
+}
+
+/// Appends `key` as an RFC 6901 token (`~` as `~0`, `/` as `~1`). By hand:
+/// jsonptr's `Token` builds an owned copy of every key with either, and
+/// annotation keys all have a `/`; memchr finds them several bytes at a time,
+/// where a byte-wise scan of every key showed in a small review's profile.
+fn push_token(text: &mut String, key: &str) {
+    let bytes = key.as_bytes();
+    let mut start = 0;
+    while let Some(at) = memchr::memchr2(b'~', b'/', &bytes[start..]) {
+        let i = start + at;
+        // Both bytes are ASCII, so `start..i` lies on char boundaries.
+        text.push_str(&key[start..i]);
+        text.push_str(if bytes[i] == b'~' { "~0" } else { "~1" });
+        start = i + 1;
+    }
+    text.push_str(&key[start..]);
 }
 
 pub mod build;

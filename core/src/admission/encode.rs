@@ -8,14 +8,12 @@
 use super::{Answer, ReviewError};
 use crate::json_text::write_str;
 use crate::pod::Op;
-use std::fmt::Write;
 
 /// Writes the AdmissionReview answer into one buffer. kube's `with_patch`
 /// stores the patch as bytes that serialise as an array of numbers
 /// (kube-rs #1781); the API documents a base64 string, which is written here
 /// as the patch is serialised.
 pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, ReviewError> {
-    let fmt = |e: std::fmt::Error| ReviewError::Json(e.to_string());
     // The patch first, so the answer's buffer is allocated once, at its size.
     let mut json = String::new();
     if let Some(ops) = &answer.patch {
@@ -27,12 +25,13 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
     write_str(&mut out, api_version);
     out.push_str(",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
     write_str(&mut out, answer.uid);
-    write!(
-        out,
-        ",\"allowed\":{},\"status\":{{\"code\":{}",
-        answer.allowed, answer.code
-    )
-    .map_err(fmt)?;
+    out.push_str(if answer.allowed {
+        ",\"allowed\":true"
+    } else {
+        ",\"allowed\":false"
+    });
+    out.push_str(",\"status\":{\"code\":");
+    out.push_str(itoa::Buffer::new().format(answer.code));
     if let Some(message) = &answer.message {
         out.push_str(",\"message\":");
         write_str(&mut out, message);

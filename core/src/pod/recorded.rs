@@ -130,13 +130,31 @@ pub(crate) fn json(value: &(impl Serialize + ?Sized)) -> String {
     crate::json_text::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
-/// `[item]`, from the item's JSON text.
-pub(crate) fn array_of(item: &str) -> String {
-    let mut out = String::with_capacity(item.len() + 2);
-    out.push('[');
-    out.push_str(item);
-    out.push(']');
+/// `text` as a JSON string, written straight into a buffer of its size:
+/// most values we record are strings.
+pub(crate) fn quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    crate::json_text::write_str(&mut out, text);
     out
+}
+
+/// A number as JSON text.
+pub(crate) fn number(n: i64) -> String {
+    itoa::Buffer::new().format(n).to_string()
+}
+
+/// The text one of [`crate::json_text::k8s`]'s writers gave, with
+/// [`json`]'s fallback.
+pub(crate) fn written(text: Result<String, serde_json::Error>) -> String {
+    text.unwrap_or_else(|_| "null".to_string())
+}
+
+/// `[item]`, from the item's JSON text, in its own buffer: the writers
+/// leave room, so a list created with its first entry takes no copy.
+pub(crate) fn array_of(mut item: String) -> String {
+    item.insert(0, '[');
+    item.push(']');
+    item
 }
 
 /// `{key: value}`, from the value's JSON text.

@@ -1203,3 +1203,11 @@ fn an_added_container_reads_back_whole_on_both_backends() {
         c.set_env("A", "2");
     });
 }
+
+#[test]
+fn child_escapes_keys_as_jsonptr_does() {
+    for key in ["plain", "a/b", "~", "a~1/b", "//~~", "é/ü~", ""] {
+        let expected = format!("/spec/{}/3", jsonptr::Token::new(key).encoded());
+        assert_eq!(child("/spec", [key.into(), 3.into()]), expected, "{key:?}");
+    }
+}

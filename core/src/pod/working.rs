@@ -8,8 +8,9 @@
 //! when the pod has it, so indices and "create the list" decisions are the
 //! pod's own; the oracle (the test oracle's `TreeDoc`) checks that on every test pod.
 
-use super::recorded::{apply_at, array_of, json, object, Op, OpKind};
+use super::recorded::{apply_at, array_of, json, number, object, quoted, written, Op, OpKind};
 use super::{child, Annotations, ContainerEdit, List, PodEdit};
+use crate::json_text::k8s;
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
     SpecView, Str, StrMap,
@@ -69,7 +70,7 @@ fn push_entry<T>(
         None => {
             *list = Some(Capped(vec![item]));
             if let Some(ops) = ops {
-                add(ops, path.to_string(), array_of(&value));
+                add(ops, path.to_string(), array_of(value));
             }
         }
     }
@@ -87,7 +88,7 @@ fn set_entry<'a>(
     let Some(entries) = map else {
         *map = Some(StrMap(vec![(owned(key), owned(value))]));
         if let Some(ops) = ops {
-            add(ops, path.to_string(), object(key, &json(value)));
+            add(ops, path.to_string(), object(key, &quoted(value)));
         }
         return;
     };
@@ -97,13 +98,13 @@ fn set_entry<'a>(
         Some((_, v)) => {
             *v = owned(value);
             if let Some(ops) = ops {
-                replace(ops, at(), json(value));
+                replace(ops, at(), quoted(value));
             }
         }
         None => {
             entries.0.push((owned(key), owned(value)));
             if let Some(ops) = ops {
-                add(ops, at(), json(value));
+                add(ops, at(), quoted(value));
             }
         }
     }
@@ -114,7 +115,9 @@ impl<'a> WorkingSet<'a> {
         Self {
             pod,
             namespace: None,
-            ops: Vec::new(),
+            // Room for a review's operations (an OCI modelcar records ten),
+            // rather than regrowing the list twice on the way there.
+            ops: Vec::with_capacity(16),
             stubs: Vec::new(),
         }
     }
@@ -315,7 +318,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_annotation(&mut self, key: &str, value: &str) {
-        let (meta, ops, created) = self.metadata_for("annotations", || object(key, &json(value)));
+        let (meta, ops, created) = self.metadata_for("annotations", || object(key, &quoted(value)));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut meta.annotations,
@@ -327,19 +330,19 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_namespace(&mut self, namespace: &str) {
-        let (meta, ops, created) = self.metadata_for("namespace", || json(namespace));
+        let (meta, ops, created) = self.metadata_for("namespace", || quoted(namespace));
         let path = || "/metadata/namespace".to_string();
         match &meta.namespace {
             _ if created => {}
             Some(ns) if ns.as_str() == namespace => {}
-            Some(_) => replace(ops, path(), json(namespace)),
-            None => add(ops, path(), json(namespace)),
+            Some(_) => replace(ops, path(), quoted(namespace)),
+            None => add(ops, path(), quoted(namespace)),
         }
         meta.namespace = Some(owned(namespace));
     }
 
     fn set_node_selector(&mut self, key: &str, value: &str) {
-        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, &json(value)));
+        let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, &quoted(value)));
         let ops = (!created).then_some(ops);
         set_entry(
             &mut spec.node_selector,
@@ -351,13 +354,13 @@ impl<'a> PodEdit for WorkingSet<'a> {
     }
 
     fn set_share_process_namespace(&mut self, on: bool) {
-        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || json(&on));
+        let (spec, ops, created) = self.spec_for("shareProcessNamespace", || on.to_string());
         let path = || "/spec/shareProcessNamespace".to_string();
         match spec.share_process_namespace {
             _ if created => {}
             Some(now) if now == on => {}
-            Some(_) => replace(ops, path(), json(&on)),
-            None => add(ops, path(), json(&on)),
+            Some(_) => replace(ops, path(), on.to_string()),
+            None => add(ops, path(), on.to_string()),
         }
         spec.share_process_namespace = Some(on);
     }
@@ -370,9 +373,9 @@ impl<'a> PodEdit for WorkingSet<'a> {
             name: Some(owned(&container.name)),
             ..Default::default()
         };
-        let value = json(&container);
+        let value = written(k8s::container(&container));
         let path = child("", ["spec".into(), list.key().into()]);
-        let (spec, ops, created) = self.spec_for(list.key(), || array_of(&value));
+        let (spec, ops, created) = self.spec_for(list.key(), || array_of(value.clone()));
         let items = match list {
             List::Containers => &mut spec.containers,
             List::InitContainers => &mut spec.init_containers,
@@ -388,7 +391,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
             return false;
         }
         let value = json(volume);
-        let whole = || array_of(&value);
+        let whole = || array_of(value.clone());
         let (spec, ops, created) = self.spec_for("volumes", whole);
         let named = Named {
             name: Some(owned(&volume.name)),
@@ -429,10 +432,12 @@ fn fold_into(out: &mut [Op], op: Op) -> Option<Op> {
     let path = op.path.as_str();
     let inside = |earlier: &Op| {
         let a = earlier.path.as_str();
+        // The byte after the prefix first: it rules out most pairs
+        // without comparing the prefix.
         earlier.kind == OpKind::Add
             && path.len() > a.len()
-            && path.starts_with(a)
             && path.as_bytes()[a.len()] == b'/'
+            && path.starts_with(a)
     };
     let Some(at) = (out.iter()).rposition(|e| e.path.as_str() == path || inside(e)) else {
         return Some(op);
@@ -542,7 +547,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             &mut self.c.volume_mounts,
             item,
             &path,
-            json(mount),
+            k8s::volume_mount(mount),
             Some(self.ops),
         );
         true
@@ -558,7 +563,13 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             value_from: var.value_from.clone().map(Box::new),
         };
         let path = self.at("env");
-        push_entry(&mut self.c.env, item, &path, json(var), Some(self.ops));
+        push_entry(
+            &mut self.c.env,
+            item,
+            &path,
+            written(k8s::env_var(var)),
+            Some(self.ops),
+        );
         true
     }
 
@@ -575,17 +586,23 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             let path = || child(&self.path, ["env".into(), index.into(), "value".into()]);
             match &entry.value {
                 Some(now) if now.as_str() == value => continue,
-                Some(_) => replace(self.ops, path(), json(value)),
-                None => add(self.ops, path(), json(value)),
+                Some(_) => replace(self.ops, path(), quoted(value)),
+                None => add(self.ops, path(), quoted(value)),
             }
             entry.value = Some(owned(value));
         }
         if !found {
-            self.ensure_env(&EnvVar {
-                name: name.to_string(),
-                value: Some(value.to_string()),
+            // Added here, not through `ensure_env`: the scan above already
+            // found no variable of this name, and no `EnvVar` is needed to
+            // write one.
+            let item = EnvView {
+                name: Some(owned(name)),
+                value: Some(owned(value)),
                 value_from: None,
-            });
+            };
+            let path = self.at("env");
+            let text = k8s::literal_env_var(name, value);
+            push_entry(&mut self.c.env, item, &path, text, Some(self.ops));
         }
     }
 
@@ -600,7 +617,13 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             container_port: Some(port.container_port),
         };
         let path = self.at("ports");
-        push_entry(&mut self.c.ports, item, &path, json(port), Some(self.ops));
+        push_entry(
+            &mut self.c.ports,
+            item,
+            &path,
+            k8s::container_port(port),
+            Some(self.ops),
+        );
         true
     }
 
@@ -611,14 +634,14 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 run_as_user: Some(uid),
                 ..Default::default()
             }));
-            add(self.ops, path, object("runAsUser", &json(&uid)));
+            add(self.ops, path, object("runAsUser", &number(uid)));
             return;
         };
         let at = || child(&path, ["runAsUser".into()]);
         match ctx.run_as_user {
             Some(now) if now == uid => return,
-            Some(_) => replace(self.ops, at(), json(&uid)),
-            None => add(self.ops, at(), json(&uid)),
+            Some(_) => replace(self.ops, at(), number(uid)),
+            None => add(self.ops, at(), number(uid)),
         }
         ctx.run_as_user = Some(uid);
     }
@@ -630,7 +653,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
                 &mut self.c.args,
                 owned(arg),
                 &path,
-                json(arg),
+                quoted(arg),
                 Some(self.ops),
             );
         }
