@@ -150,7 +150,8 @@ pub(crate) fn written(text: Result<String, serde_json::Error>) -> String {
 }
 
 /// `[item]`, from the item's JSON text, in its own buffer: the writers
-/// leave room, so a list created with its first entry takes no copy.
+/// leave room, so a list created with its first entry allocates nothing
+/// new (the text moves up one byte in place).
 pub(crate) fn array_of(mut item: String) -> String {
     item.insert(0, '[');
     item.push(']');
