@@ -7,6 +7,7 @@
 use super::ca_bundle;
 use super::storage_initializer::overrides::InitResources;
 use super::{security_profile, InjectError};
+use crate::config::StorageInitializerConfig;
 use crate::constants::*;
 use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
 use crate::pod::build::{
@@ -22,7 +23,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
 
+pub(crate) mod prewritten;
 pub mod shape;
+use prewritten::Prewritten;
 pub use shape::{ShapeChoice, ShapeReason};
 
 pub const NAME: &str = "modelcar";
@@ -95,11 +98,7 @@ fn inject_modelcar(
     let config = &inputs.config.storage_initializer;
     let profile = security_profile::choose(pod, inputs, NAME)?;
     let volume = empty_dir_volume(PROVISION_LOCATION_VOLUME);
-    let mount = VolumeMount {
-        name: PROVISION_LOCATION_VOLUME.to_string(),
-        mount_path: MODELCAR_MOUNT_PATH.to_string(),
-        ..Default::default()
-    };
+    let mount = modelcar_mount();
     for (i, name) in containers.iter().enumerate() {
         pod.ensure_volume(&volume);
         // v0.15 gives the transformer the mount only.
@@ -115,36 +114,60 @@ fn inject_modelcar(
         }
     }
     if !pod.has_container_named(MODELCAR_CONTAINER) {
-        let (mut sidecar, mut init) = modelcar_containers(inputs, oci.image, mount);
-        if profile == SecurityProfile::Restricted {
-            let (uid, group) = security_profile::modelcar_identity(pod, inputs, NAME)?;
-            security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
-            security_profile::harden(&mut init, profile, Some(uid), NAME)?;
-            security_profile::share_group(&mut sidecar, group);
-            security_profile::share_group(&mut init, group);
-        }
-        match mode {
-            // The pair is added together, as in KServe; each is still keyed by name.
-            ModelcarMode::Classic => {
-                pod.ensure_container(List::Containers, sidecar);
-                pod.ensure_container(List::InitContainers, init);
-            }
-            // Appended: every init container already there runs first. In
-            // modelcar mode none of ours is (the storage initializer, and the
-            // CA bundle that goes only to it, are for other URIs and OCI
-            // modes), and a user's init container never saw the model in the
-            // classic shape either, which starts the modelcar after them all.
-            // `modelcar-init` is left out: the kubelet pulls the image before
-            // starting this init container, and the containers wait for its
-            // startup probe, which is what the pre-pull was for.
-            ModelcarMode::NativeSidecar => {
-                pod.ensure_container(List::InitContainers, native_sidecar(sidecar, oci.image));
-            }
-        }
+        add_modelcar(pod, inputs, oci.image, profile, mode)?;
     }
     // The model server reaches the model through /proc/<modelcar pid>/root,
     // so both shapes need the shared process namespace.
     pod.set_share_process_namespace(true);
+    Ok(())
+}
+
+/// The modelcar (with `modelcar-init` in the classic shape) in `mode`'s
+/// shape, hardened as `profile` says.
+fn add_modelcar(
+    pod: &mut impl PodEdit,
+    inputs: &Inputs,
+    image: &str,
+    profile: SecurityProfile,
+    mode: ModelcarMode,
+) -> Result<(), InjectError> {
+    let config = &inputs.config.storage_initializer;
+    let classic = profile == SecurityProfile::Baseline && mode == ModelcarMode::Classic;
+    if let Some(text) = Prewritten::of(config).filter(|_| classic) {
+        // Built only by the test oracle, which takes typed containers.
+        let typed = || modelcar_containers(config, image, modelcar_mount());
+        let (list, name) = (List::Containers, MODELCAR_CONTAINER);
+        pod.ensure_prewritten_container(list, name, text.sidecar(image), || typed().0);
+        let (list, name) = (List::InitContainers, MODELCAR_INIT_CONTAINER);
+        pod.ensure_prewritten_container(list, name, text.init(image), || typed().1);
+        return Ok(());
+    }
+    let (mut sidecar, mut init) = modelcar_containers(config, image, modelcar_mount());
+    if profile == SecurityProfile::Restricted {
+        let (uid, group) = security_profile::modelcar_identity(pod, inputs, NAME)?;
+        security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
+        security_profile::harden(&mut init, profile, Some(uid), NAME)?;
+        security_profile::share_group(&mut sidecar, group);
+        security_profile::share_group(&mut init, group);
+    }
+    match mode {
+        // The pair is added together, as in KServe; each is still keyed by name.
+        ModelcarMode::Classic => {
+            pod.ensure_container(List::Containers, sidecar);
+            pod.ensure_container(List::InitContainers, init);
+        }
+        // Appended: every init container already there runs first. In
+        // modelcar mode none of ours is (the storage initializer, and the
+        // CA bundle that goes only to it, are for other URIs and OCI
+        // modes), and a user's init container never saw the model in the
+        // classic shape either, which starts the modelcar after them all.
+        // `modelcar-init` is left out: the kubelet pulls the image before
+        // starting this init container, and the containers wait for its
+        // startup probe, which is what the pre-pull was for.
+        ModelcarMode::NativeSidecar => {
+            pod.ensure_container(List::InitContainers, native_sidecar(sidecar, image));
+        }
+    }
     Ok(())
 }
 
@@ -175,8 +198,20 @@ fn native_sidecar(classic: Container, image: &str) -> Container {
     }
 }
 
-fn modelcar_containers(inputs: &Inputs, image: &str, mount: VolumeMount) -> (Container, Container) {
-    let config = &inputs.config.storage_initializer;
+/// The volume the modelcar and the containers that read the model share.
+fn modelcar_mount() -> VolumeMount {
+    VolumeMount {
+        name: PROVISION_LOCATION_VOLUME.to_string(),
+        mount_path: MODELCAR_MOUNT_PATH.to_string(),
+        ..Default::default()
+    }
+}
+
+fn modelcar_containers(
+    config: &StorageInitializerConfig,
+    image: &str,
+    mount: VolumeMount,
+) -> (Container, Container) {
     let or_default = |v: &str, d: &str| {
         if v.is_empty() {
             d.to_string()

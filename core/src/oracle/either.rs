@@ -83,6 +83,15 @@ impl<'a> PodEdit for EitherDoc<'_, 'a> {
     fn ensure_container(&mut self, list: List, container: Container) -> bool {
         forward!(self, d => d.ensure_container(list, container))
     }
+    fn ensure_prewritten_container(
+        &mut self,
+        list: List,
+        name: &str,
+        json: String,
+        typed: impl FnOnce() -> Container,
+    ) -> bool {
+        forward!(self, d => d.ensure_prewritten_container(list, name, json, typed))
+    }
     fn ensure_volume(&mut self, volume: &Volume) -> bool {
         forward!(self, d => d.ensure_volume(volume))
     }

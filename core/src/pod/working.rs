@@ -31,7 +31,14 @@ pub struct WorkingSet<'a> {
     /// copies all of queue-proxy's variables; writing them into the view as
     /// well would be work for nothing to read (`cargo bench --bench review`
     /// measures the typical pod).
-    stubs: Vec<(List, usize, Box<Container>)>,
+    stubs: Vec<(List, usize, Pending)>,
+}
+
+/// An added container not read since: typed, or as the JSON text it was
+/// added as ([`PodEdit::ensure_prewritten_container`]).
+enum Pending {
+    Typed(Box<Container>),
+    Written(String),
 }
 
 type Ops = Vec<Op>;
@@ -196,13 +203,38 @@ impl<'a> WorkingSet<'a> {
         (spec, &mut self.ops, created)
     }
 
+    /// Appends the container named `name` whose JSON is `value`, its entry
+    /// in the view holding the name only until something reads it.
+    fn push_container(&mut self, list: List, name: Str<'static>, value: String, stub: Pending) {
+        let view = ContainerView {
+            name: Some(name),
+            ..Default::default()
+        };
+        let path = child("", ["spec".into(), list.key().into()]);
+        let (spec, ops, created) = self.spec_for(list.key(), || array_of(value.clone()));
+        let items = match list {
+            List::Containers => &mut spec.containers,
+            List::InitContainers => &mut spec.init_containers,
+        };
+        push_entry(items, view, &path, value, (!created).then_some(ops));
+        let index = items.as_ref().map_or(0, |l| l.0.len() - 1);
+        self.stubs.push((list, index, stub));
+    }
+
     /// Writes the stub at `index` out into its container's view.
     fn materialize(&mut self, list: List, index: usize) {
         let Some(at) = (self.stubs.iter()).position(|s| s.0 == list && s.1 == index) else {
             return;
         };
-        let (_, _, container) = self.stubs.swap_remove(at);
-        let view = view_of(&container);
+        let view = match self.stubs.swap_remove(at).2 {
+            Pending::Typed(container) => view_of(&container),
+            // The text is a typed container's own (`json_text::k8s`), so it
+            // reads back; were it not to, the entry would keep its name only.
+            Pending::Written(text) => match serde_json::from_str::<Container>(&text) {
+                Ok(container) => view_of(&container),
+                Err(_) => return,
+            },
+        };
         if let Some(slot) = self.list_mut(list).and_then(|l| l.get_mut(index)) {
             *slot = view;
         }
@@ -369,20 +401,24 @@ impl<'a> PodEdit for WorkingSet<'a> {
         if self.has_container_named(&container.name) {
             return false;
         }
-        let view = ContainerView {
-            name: Some(owned(&container.name)),
-            ..Default::default()
-        };
         let value = written(k8s::container(&container));
-        let path = child("", ["spec".into(), list.key().into()]);
-        let (spec, ops, created) = self.spec_for(list.key(), || array_of(value.clone()));
-        let items = match list {
-            List::Containers => &mut spec.containers,
-            List::InitContainers => &mut spec.init_containers,
-        };
-        push_entry(items, view, &path, value, (!created).then_some(ops));
-        let index = items.as_ref().map_or(0, |l| l.0.len() - 1);
-        self.stubs.push((list, index, Box::new(container)));
+        let name = owned(&container.name);
+        self.push_container(list, name, value, Pending::Typed(Box::new(container)));
+        true
+    }
+
+    fn ensure_prewritten_container(
+        &mut self,
+        list: List,
+        name: &str,
+        json: String,
+        _typed: impl FnOnce() -> Container,
+    ) -> bool {
+        if self.has_container_named(name) {
+            return false;
+        }
+        let pending = Pending::Written(json.clone());
+        self.push_container(list, owned(name), json, pending);
         true
     }
 
