@@ -63,7 +63,7 @@ fn replace(ops: &mut Ops, path: String, value: String) {
 fn push_entry<T>(
     list: &mut Option<Capped<T>>,
     item: T,
-    path: &str,
+    mut path: String,
     value: String,
     ops: Option<&mut Ops>,
 ) {
@@ -71,13 +71,16 @@ fn push_entry<T>(
         Some(items) => {
             items.0.push(item);
             if let Some(ops) = ops {
-                add(ops, child(path, [(items.0.len() - 1).into()]), value);
+                // In the list's own path text: the paths leave room for an index.
+                path.push('/');
+                path.push_str(itoa::Buffer::new().format(items.0.len() - 1));
+                add(ops, path, value);
             }
         }
         None => {
             *list = Some(Capped(vec![item]));
             if let Some(ops) = ops {
-                add(ops, path.to_string(), array_of(value));
+                add(ops, path, array_of(value));
             }
         }
     }
@@ -210,13 +213,13 @@ impl<'a> WorkingSet<'a> {
             name: Some(name),
             ..Default::default()
         };
-        let path = child("", ["spec".into(), list.key().into()]);
         let (spec, ops, created) = self.spec_for(list.key(), || array_of(value.clone()));
         let items = match list {
             List::Containers => &mut spec.containers,
             List::InitContainers => &mut spec.init_containers,
         };
-        push_entry(items, view, &path, value, (!created).then_some(ops));
+        let path = child("/spec", [list.key().into()]);
+        push_entry(items, view, path, value, (!created).then_some(ops));
         let index = items.as_ref().map_or(0, |l| l.0.len() - 1);
         self.stubs.push((list, index, stub));
     }
@@ -432,11 +435,10 @@ impl<'a> PodEdit for WorkingSet<'a> {
         let named = Named {
             name: Some(owned(&volume.name)),
         };
-        let path = "/spec/volumes".to_string();
         push_entry(
             &mut spec.volumes,
             named,
-            &path,
+            "/spec/volumes".to_string(),
             value,
             (!created).then_some(ops),
         );
@@ -451,10 +453,10 @@ impl<'a> PodEdit for WorkingSet<'a> {
             List::InitContainers => spec.init_containers.as_mut()?,
         };
         let c = items.0.get_mut(index)?;
-        let path = child("", ["spec".into(), list.key().into(), index.into()]);
         Some(TypedContainer {
             c,
-            path,
+            list,
+            index,
             ops: &mut self.ops,
         })
     }
@@ -531,8 +533,10 @@ fn view_of(c: &Container) -> ContainerView<'static> {
 /// A container of the working set.
 pub struct TypedContainer<'w, 'a> {
     c: &'w mut ContainerView<'a>,
-    /// Where this container is in the pod.
-    path: String,
+    /// Where this container is in the pod; a path is written only for an
+    /// operation, rather than for every container an injector looks at.
+    list: List,
+    index: usize,
     ops: &'w mut Ops,
 }
 
@@ -547,7 +551,8 @@ impl TypedContainer<'_, '_> {
     }
 
     fn at(&self, key: &str) -> String {
-        child(&self.path, [key.into()])
+        let (list, index) = (self.list.key().into(), self.index.into());
+        child("/spec", [list, index, key.into()])
     }
 }
 
@@ -582,7 +587,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         push_entry(
             &mut self.c.volume_mounts,
             item,
-            &path,
+            path,
             k8s::volume_mount(mount),
             Some(self.ops),
         );
@@ -602,7 +607,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         push_entry(
             &mut self.c.env,
             item,
-            &path,
+            path,
             written(k8s::env_var(var)),
             Some(self.ops),
         );
@@ -619,7 +624,17 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             if entry.value_from.is_some() {
                 continue;
             }
-            let path = || child(&self.path, ["env".into(), index.into(), "value".into()]);
+            let (list, at) = (self.list.key(), self.index);
+            let path = || {
+                let steps = [
+                    list.into(),
+                    at.into(),
+                    "env".into(),
+                    index.into(),
+                    "value".into(),
+                ];
+                child("/spec", steps)
+            };
             match &entry.value {
                 Some(now) if now.as_str() == value => continue,
                 Some(_) => replace(self.ops, path(), quoted(value)),
@@ -638,7 +653,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             };
             let path = self.at("env");
             let text = k8s::literal_env_var(name, value);
-            push_entry(&mut self.c.env, item, &path, text, Some(self.ops));
+            push_entry(&mut self.c.env, item, path, text, Some(self.ops));
         }
     }
 
@@ -656,7 +671,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         push_entry(
             &mut self.c.ports,
             item,
-            &path,
+            path,
             k8s::container_port(port),
             Some(self.ops),
         );
@@ -664,16 +679,26 @@ impl ContainerEdit for TypedContainer<'_, '_> {
     }
 
     fn set_run_as_user(&mut self, uid: i64) {
-        let path = self.at("securityContext");
+        let (list, index) = (self.list.key(), self.index);
+        let path = |key: &'static str| {
+            let steps = [
+                list.into(),
+                index.into(),
+                "securityContext".into(),
+                key.into(),
+            ];
+            child("/spec", steps)
+        };
         let Some(ctx) = &mut self.c.security_context else {
             self.c.security_context = Some(Box::new(SecurityContext {
                 run_as_user: Some(uid),
                 ..Default::default()
             }));
+            let path = self.at("securityContext");
             add(self.ops, path, object("runAsUser", &number(uid)));
             return;
         };
-        let at = || child(&path, ["runAsUser".into()]);
+        let at = || path("runAsUser");
         match ctx.run_as_user {
             Some(now) if now == uid => return,
             Some(_) => replace(self.ops, at(), number(uid)),
@@ -688,7 +713,7 @@ impl ContainerEdit for TypedContainer<'_, '_> {
             push_entry(
                 &mut self.c.args,
                 owned(arg),
-                &path,
+                path.clone(),
                 quoted(arg),
                 Some(self.ops),
             );
