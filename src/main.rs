@@ -11,7 +11,7 @@ use std::process::ExitCode;
 /// the patch text); mimalloc serves those faster than the system allocator
 /// (compare with `cargo bench --bench review`).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: kserve_injector::allocator::Allocator = kserve_injector::allocator::Allocator;
 
 /// KServe's pod mutator as a fast, idempotent admission webhook.
 #[derive(Parser)]
