@@ -30,6 +30,7 @@ pub struct Allocator;
 // pointers mimalloc handed out, as `GlobalAlloc`'s contract lets callers
 // pass. `mi_free` takes blocks from either family of entry points.
 unsafe impl GlobalAlloc for Allocator {
+    // SAFETY (callers'): `layout` has a non-zero size, as GlobalAlloc requires.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if plain(layout.align(), layout.size()) {
             // SAFETY: see the impl.
@@ -40,6 +41,7 @@ unsafe impl GlobalAlloc for Allocator {
         }
     }
 
+    // SAFETY (callers'): as for `alloc`.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if plain(layout.align(), layout.size()) {
             // SAFETY: see the impl.
@@ -50,11 +52,14 @@ unsafe impl GlobalAlloc for Allocator {
         }
     }
 
+    // SAFETY (callers'): `ptr` is a live block of this allocator.
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
         // SAFETY: `ptr` came from this allocator, so from mimalloc.
         unsafe { mi_free(ptr.cast::<c_void>()) }
     }
 
+    // SAFETY (callers'): `ptr` is a live block allocated with `layout`,
+    // and `new_size` is non-zero and fits `layout`'s alignment.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if plain(layout.align(), new_size) {
             // SAFETY: `ptr` came from mimalloc; the new block keeps the alignment.
