@@ -33,18 +33,21 @@ static BYTES: AtomicU64 = AtomicU64::new(0);
 // SAFETY: every call is forwarded to mimalloc unchanged; the counters are
 // plain atomics and never allocate.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY (callers'): `layout` has a non-zero size.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         CALLS.fetch_add(1, Ordering::Relaxed);
         BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         // SAFETY: the caller's contract is passed on as is.
         unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
+    // SAFETY (callers'): as for `alloc`.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         CALLS.fetch_add(1, Ordering::Relaxed);
         BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
     }
+    // SAFETY (callers'): `ptr` is a live block allocated with `layout`.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         CALLS.fetch_add(1, Ordering::Relaxed);
         let growth = new_size.saturating_sub(layout.size());
@@ -52,6 +55,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: as above.
         unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
     }
+    // SAFETY (callers'): `ptr` is a live block allocated with `layout`.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: as above.
         unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }

@@ -23,12 +23,13 @@ fn plain(align: usize, size: usize) -> bool {
 
 pub struct Allocator;
 
-#[allow(unsafe_code)]
-// SAFETY: each method returns memory from mimalloc with at least the
-// layout's alignment (the plain entry points only where `plain` holds,
-// which mimalloc's block alignment guarantees), and frees or resizes only
+// Each method returns memory from mimalloc with at least the layout's
+// alignment (the plain entry points only where `plain` holds, which
+// mimalloc's block alignment guarantees), and frees or resizes only
 // pointers mimalloc handed out, as `GlobalAlloc`'s contract lets callers
 // pass. `mi_free` takes blocks from either family of entry points.
+#[allow(unsafe_code)]
+// SAFETY: as said above.
 unsafe impl GlobalAlloc for Allocator {
     // SAFETY (callers'): `layout` has a non-zero size, as GlobalAlloc requires.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
