@@ -11,7 +11,7 @@
 //! cannot keep real ones (the API server) waiting.
 
 use super::metrics::Metrics;
-use super::routes::WebhookService;
+use super::service::WebhookService;
 use super::tls::Tls;
 use crate::server::settings::LimitSettings;
 use axum::http::header::CONNECTION;

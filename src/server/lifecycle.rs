@@ -7,7 +7,8 @@
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::metrics::{unix_now, Metrics};
-use super::routes::{self, App, Limits, RouterInputs};
+use super::routes::{App, Limits, RouterInputs};
+use super::service;
 use super::serving_cert;
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{KubeEnvironment, SnapshotSource};
@@ -254,7 +255,7 @@ impl Server {
         // The router `RouterInputs::webhook_router` builds, keeping the App
         // for its log summary.
         let app = App::new(&inputs);
-        let router = routes::webhook(app.clone(), &inputs.limits);
+        let router = service::webhook(app.clone(), &inputs.limits);
         let webhook = Webhook::new(&args.limits, tls, router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
         let admin_router = inputs.admin_router();

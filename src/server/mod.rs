@@ -10,13 +10,20 @@
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
+mod admin;
+mod api_error;
+mod body;
 mod conn;
 mod error;
 mod lifecycle;
+mod limits;
 mod logging;
 mod metrics;
 mod native_sidecar;
+mod observe;
+mod review;
 mod routes;
+mod service;
 mod serving_cert;
 pub mod settings;
 mod signals;

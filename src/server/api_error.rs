@@ -1,0 +1,52 @@
+//! The webhook's error answers: a status and `{"error": ...}`, with
+//! `Retry-After` on 503 so a shed client knows to come back.
+
+use crate::limits::MAX_BODY_BYTES;
+use axum::body::Bytes;
+use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
+use axum::http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http_body_util::Full;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// What the webhook answers: a whole body, which hyper sends as it is.
+pub(crate) type Answer = Response<Full<Bytes>>;
+
+/// Every error the webhook answers with: a status and the `error` text.
+#[derive(Debug)]
+pub(crate) struct ApiError(pub(crate) StatusCode, String);
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self(status, message.into())
+    }
+
+    pub(crate) fn answer(self) -> Answer {
+        let body = serde_json::json!({ "error": self.1 }).to_string();
+        let mut response = json_answer(self.0, body);
+        if self.0 == StatusCode::SERVICE_UNAVAILABLE {
+            let retry = HeaderValue::from_static("1");
+            response.headers_mut().insert(RETRY_AFTER, retry);
+        }
+        response
+    }
+
+    /// The answer, with `headers` added (`Connection: close`, `Allow`).
+    pub(crate) fn answer_with(self, headers: HeaderMap) -> Answer {
+        let mut response = self.answer();
+        response.headers_mut().extend(headers);
+        response
+    }
+}
+
+pub(crate) fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> Answer {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, JSON);
+    response
+}
+
+pub(crate) fn too_large() -> ApiError {
+    let message = format!("request body is larger than {MAX_BODY_BYTES} bytes");
+    ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message)
+}

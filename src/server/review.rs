@@ -1,0 +1,111 @@
+//! One admission review behind the HTTP layer: the content type, the body
+//! read under the budget, the review (inline or on the blocking pool), the
+//! `--namespaces` policy, the cluster lookups, and what is observed of it.
+
+use super::api_error::{json_answer, Answer, ApiError};
+use super::body::{drained, read_body, BoxError};
+use super::routes::App;
+use crate::lookups::{OutsideNamespaces, SnapshotSource};
+use axum::body::Bytes;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, StatusCode, Version};
+use hyper::body::Body as HttpBody;
+use kserve_injector_core::admission::{self, Mode, Reviewed};
+use kserve_injector_core::Inputs;
+use std::sync::Arc;
+
+/// Bodies up to this size are reviewed on the async worker: that takes tens
+/// of microseconds, less than a hand-off to the blocking pool. Larger ones
+/// go to the blocking pool so they do not stall the connections sharing the
+/// worker (the admin port has its own thread either way).
+const INLINE_REVIEW_BYTES: usize = 64 * 1024;
+
+pub(crate) async fn mutate<B>(
+    app: &Arc<App>,
+    version: Version,
+    headers: &HeaderMap,
+    body: B,
+) -> Answer
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    let content_type = content_type.unwrap_or_default();
+    let media_type = content_type.split(';').next().unwrap_or_default();
+    if !media_type.trim().eq_ignore_ascii_case("application/json") {
+        let message =
+            format!("content type {content_type:?} is not supported: send application/json");
+        let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
+        return refused.answer_with(drained(version, body).await);
+    }
+    match reviewed(app, body).await {
+        Ok(reviewed) => json_answer(StatusCode::OK, reviewed.body),
+        Err(e) => e.answer(),
+    }
+}
+
+async fn reviewed<B>(app: &Arc<App>, body: B) -> Result<Reviewed, ApiError>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<BoxError>,
+{
+    let (body, _held) = read_body(&app.body_budget, body).await?;
+    let env = app.env.load_full();
+    let mode = app.mode;
+    let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
+        review(&body, &env, &app.objects, mode).await
+    } else {
+        let (objects, runtime) = (app.objects.clone(), tokio::runtime::Handle::current());
+        let review = move || runtime.block_on(review(&body, &env, &objects, mode));
+        match tokio::task::spawn_blocking(review).await {
+            Ok(reviewed) => reviewed,
+            // Re-raised here so the one panic catcher (WebhookService) answers.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    e.to_string(),
+                ))
+            }
+        }
+    };
+    let reviewed = reviewed.map_err(|e| {
+        app.malformed(&e);
+        ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
+    })?;
+    app.observe(&reviewed);
+    Ok(reviewed)
+}
+
+/// Decodes the request, reads the cluster objects its pod needs, answers.
+/// A lookup that cannot be answered denies the pod (KServe fails it too).
+async fn review(
+    body: &[u8],
+    env: &Inputs,
+    objects: &SnapshotSource,
+    mode: Mode,
+) -> Result<Reviewed, admission::ReviewError> {
+    // In shadow mode every answer below is an allowance, a denial included.
+    let prepared = admission::prepare_in(body, mode)?;
+    // With lookups off the pod's facts are not even gathered.
+    let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
+    let Some(facts) = facts.flatten() else {
+        return prepared.answer(env);
+    };
+    match objects.outside(&facts.namespace) {
+        Some((OutsideNamespaces::Deny, served)) => {
+            let message = format!(
+                "kserve-injector serves the namespaces {served} only (--namespaces): it may not read the ServiceAccounts and Secrets of namespace {:?}, so this pod cannot be injected here; add the namespace to --namespaces (and its Role), or exclude it from the webhook",
+                facts.namespace
+            );
+            return prepared.refuse(403, &message);
+        }
+        Some((OutsideNamespaces::Allow, _)) => return prepared.untouched(),
+        None => {}
+    }
+    match objects.snapshot(&facts, &env.config).await {
+        Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
+        Err(e) => prepared.deny(&e.to_string()),
+    }
+}

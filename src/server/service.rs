@@ -1,0 +1,197 @@
+//! The webhook service: one hand-ordered service rather than tower or
+//! tower-http layers around an axum router. It does the same checks in the
+//! same order (metrics, panic catching, load shedding above the concurrency
+//! limit, the body limit, the request timeout, then the path and method),
+//! but the layer stack cost about twenty allocations per request (a boxed
+//! future and a cloned boxed service per layer, the request's extension
+//! map, the header map cloned for the handler) and a second boxing of each
+//! body; see docs/performance.md.
+
+use super::api_error::{too_large, Answer, ApiError};
+use super::body::{drained, BoxError};
+use super::limits::Limits;
+use super::metrics::Metrics;
+use super::review::mutate;
+use super::routes::App;
+use crate::limits::MAX_BODY_BYTES;
+use axum::body::Bytes;
+use axum::http::header::{ALLOW, CONNECTION, CONTENT_LENGTH};
+use axum::http::{HeaderValue, Method, Request, StatusCode, Version};
+use futures::FutureExt;
+use http_body_util::Limited;
+use hyper::body::Body as HttpBody;
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tracing::error;
+
+/// The webhook service: `POST /mutate-pods` and `POST /mutate`.
+pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> WebhookService {
+    WebhookService(Arc::new(Routes {
+        app,
+        permits: Semaphore::new(limits.max_concurrent_requests),
+        timeout: limits.request_timeout,
+    }))
+}
+
+/// The webhook's routes and their limits, in the order they apply: metrics
+/// and the request counter, panic catching, load shedding above the
+/// concurrency limit, the body limit, the request timeout, the path and
+/// method. Cloned per connection (an `Arc`); called per request without
+/// boxing the body or cloning any service.
+#[derive(Clone)]
+pub(crate) struct WebhookService(Arc<Routes>);
+
+struct Routes {
+    app: Arc<App>,
+    /// One per request being answered; none left and the request is shed.
+    permits: Semaphore,
+    timeout: Duration,
+}
+
+/// Statuses answered before the body is read (too large, shed) or while it
+/// is (timeout): hyper then closes an HTTP/1 connection after the answer,
+/// and the client must know not to send another request on it.
+const UNREAD: [StatusCode; 3] = [
+    StatusCode::PAYLOAD_TOO_LARGE,
+    StatusCode::SERVICE_UNAVAILABLE,
+    StatusCode::GATEWAY_TIMEOUT,
+];
+
+/// A request's answer being worked out. Boxed: the review's future is
+/// kilobytes, and unboxed it would be moved whole each time hyper spawns a
+/// stream's task.
+pub(crate) type Answering = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+impl WebhookService {
+    /// Answers one request; never fails.
+    pub(crate) fn answer<B>(&self, req: Request<B>) -> Answering
+    where
+        B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let webhook = self.0.clone();
+        Box::pin(async move {
+            let start = Instant::now();
+            let path = Metrics::path_index(req.uri().path());
+            let version = req.version();
+            let metrics = &webhook.app.metrics;
+            let in_flight = InFlight::enter(&metrics.in_flight);
+            let answered = AssertUnwindSafe(webhook.limited(req)).catch_unwind().await;
+            drop(in_flight);
+            let mut response = answered.unwrap_or_else(|panic| webhook.panicked(panic));
+            let status = response.status();
+            if version < Version::HTTP_2 && UNREAD.contains(&status) {
+                let close = HeaderValue::from_static("close");
+                response.headers_mut().insert(CONNECTION, close);
+            }
+            let seconds = start.elapsed().as_secs_f64();
+            metrics.record_request(path, status.as_u16(), seconds);
+            response
+        })
+    }
+}
+
+/// Counts a request in `requests_in_flight` until dropped, also when the
+/// client resets the stream and the request's future is dropped unfinished.
+struct InFlight<'a>(&'a prometheus_client::metrics::gauge::Gauge);
+
+impl<'a> InFlight<'a> {
+    fn enter(gauge: &'a prometheus_client::metrics::gauge::Gauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+impl Routes {
+    fn panicked(&self, panic: Box<dyn std::any::Any + Send>) -> Answer {
+        self.app.metrics.panics.inc();
+        let message = super::logging::panic_message(panic.as_ref());
+        error!(panic = message, "request handler panicked");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").answer()
+    }
+
+    /// Sheds, limits the body, bounds the time, routes.
+    async fn limited<B>(&self, req: Request<B>) -> Answer
+    where
+        B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let Ok(_permit) = self.permits.try_acquire() else {
+            let message = "too many requests in flight; retry";
+            return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
+        };
+        // A declared length over the limit is refused from the head alone;
+        // a body longer than it declared, or undeclared and too long, when
+        // reading reaches the limit.
+        let declared = req.headers().get(CONTENT_LENGTH);
+        let declared = declared.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+            return too_large().answer();
+        }
+        let limit = declared.map_or(MAX_BODY_BYTES, |n| n as usize);
+        let req = req.map(|body| Limited::new(body, limit));
+        match tokio::time::timeout(self.timeout, route(&self.app, req)).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                let message =
+                    "the request was not received and answered within the request timeout";
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, message).answer()
+            }
+        }
+    }
+}
+
+/// For embedders and tests, through `Router::fallback_service`.
+impl<B> tower::Service<Request<B>> for WebhookService
+where
+    B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Answer;
+    type Error = Infallible;
+    type Future = futures::future::Map<Answering, fn(Answer) -> Result<Answer, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        self.answer(req).map(Ok)
+    }
+}
+
+async fn route<B>(app: &Arc<App>, req: Request<B>) -> Answer
+where
+    B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    if path != "/mutate-pods" && path != "/mutate" {
+        let message = "not found: the webhook path is /mutate-pods";
+        let headers = drained(parts.version, body).await;
+        return ApiError::new(StatusCode::NOT_FOUND, message).answer_with(headers);
+    }
+    if parts.method != Method::POST {
+        let message = "method not allowed: admission requests are POSTed";
+        let mut headers = drained(parts.version, body).await;
+        headers.insert(ALLOW, HeaderValue::from_static("POST"));
+        return ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message).answer_with(headers);
+    }
+    mutate(app, parts.version, &parts.headers, body).await
+}
+
+#[cfg(test)]
+mod tests;
