@@ -321,6 +321,8 @@ pub struct Prepared<'a> {
     pod: Option<Result<PodView<'a>, ViewError>>,
     out: Reviewed,
     mode: Mode,
+    /// The most patch bytes, base64-encoded, an answer may carry.
+    max_patch: usize,
 }
 
 /// Decodes a request body: the envelope, and for a CREATE of a Pod the
@@ -405,10 +407,21 @@ pub fn prepare_in(body: &[u8], mode: Mode) -> Result<Prepared<'_>, ReviewError> 
         pod,
         out,
         mode,
+        max_patch: usize::MAX,
     })
 }
 
 impl Prepared<'_> {
+    /// Answers with a patch of at most `bytes` once base64-encoded: a pod
+    /// whose patch is larger is denied (code 413) before the patch is
+    /// written, so a server's memory bound holds however large the pod. No
+    /// pod that needs a patch of megabytes can be stored: the API server
+    /// and etcd refuse objects of that size.
+    pub fn answer_at_most(mut self, bytes: usize) -> Self {
+        self.max_patch = bytes;
+        self
+    }
+
     /// What the cluster lookups need to know of the pod; `None` when the
     /// request reads no cluster object (not a CREATE of a Pod, a pod that
     /// cannot be read, or one without the InferenceService label).
@@ -452,12 +465,21 @@ impl Prepared<'_> {
                             answer.warnings.push(shadow_warning(&out.withheld));
                         }
                     }
-                    Mode::Mutate => {
-                        out.patch_ops = edits.ops.len();
-                        if !edits.ops.is_empty() {
-                            answer.patch = Some(edits.ops);
+                    Mode::Mutate => match encode::oversized(&edits.ops, self.max_patch) {
+                        Some(len) => {
+                            let message = format!(
+                                "the JSON Patch for this pod would be {len} bytes base64-encoded, more than the {} this webhook may hold for one answer (serve --max-buffered-bytes); a pod that needs a patch this large cannot be stored (the API server and etcd refuse objects of a few MiB)",
+                                self.max_patch
+                            );
+                            answer = Answer::refuse(uid, 413, &message);
                         }
-                    }
+                        None => {
+                            out.patch_ops = edits.ops.len();
+                            if !edits.ops.is_empty() {
+                                answer.patch = Some(edits.ops);
+                            }
+                        }
+                    },
                 }
                 answer
             }

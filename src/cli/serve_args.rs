@@ -204,6 +204,8 @@ impl From<LimitArgs> for LimitSettings {
             max_connections: args.max_connections,
             max_concurrent_requests: args.max_concurrent_requests,
             max_buffered_bytes: args.max_buffered_bytes,
+            max_connection_buffered_bytes: args.max_connection_buffered_bytes,
+            write_timeout: args.write_timeout,
         }
     }
 }
@@ -389,16 +391,27 @@ pub struct LimitArgs {
     #[arg(long, default_value = "90s", value_parser = nonzero_duration)]
     pub idle_timeout: Duration,
     /// Open webhook connections; above it the listener stops accepting until
-    /// one closes. Default: 4096, or less when `ulimit -n` is lower (3/4 of it).
+    /// one closes. Default: sized to the container's memory limit (read from
+    /// its cgroup) and 3/4 of `ulimit -n`, at most 4096.
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
     #[arg(long, default_value_t = 512, value_parser = at_least_one::<usize>)]
     pub max_concurrent_requests: usize,
-    /// Request body bytes held in memory across all requests; a request that
-    /// would go above it gets 503 with Retry-After.
-    #[arg(long, default_value_t = 64 << 20)]
-    pub max_buffered_bytes: usize,
+    /// Request bodies and answers held in memory across all connections,
+    /// in bytes; a request or an answer that would go above it gets 503 with
+    /// Retry-After. Default: sized to the container's memory limit, at most
+    /// 64 MiB.
+    #[arg(long)]
+    pub max_buffered_bytes: Option<usize>,
+    /// Answer bytes one connection may have waiting for its client to read;
+    /// while it has more, its new requests get 503.
+    #[arg(long, default_value_t = 2 << 20, value_parser = at_least_one::<usize>)]
+    pub max_connection_buffered_bytes: usize,
+    /// A connection whose client has read nothing it was sent for this long
+    /// is closed, and what it held is freed.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
+    pub write_timeout: Duration,
 }
 
 /// The graceful shutdown after SIGTERM.

@@ -1,16 +1,16 @@
 //! The webhook's error answers: a status and `{"error": ...}`, with
 //! `Retry-After` on 503 so a shed client knows to come back.
 
+use super::answer::AnswerBody;
 use crate::limits::MAX_BODY_BYTES;
 use axum::body::Bytes;
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, HeaderValue, Response, StatusCode};
-use http_body_util::Full;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// What the webhook answers: a whole body, which hyper sends as it is.
-pub(crate) type Answer = Response<Full<Bytes>>;
+pub(crate) type Answer = Response<AnswerBody>;
 
 /// Every error the webhook answers with: a status and the `error` text.
 #[derive(Debug)]
@@ -40,7 +40,11 @@ impl ApiError {
 }
 
 pub(crate) fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> Answer {
-    let mut response = Response::new(Full::new(body.into()));
+    json_body(status, AnswerBody::new(body.into()))
+}
+
+pub(crate) fn json_body(status: StatusCode, body: AnswerBody) -> Answer {
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, JSON);
     response

@@ -10,6 +10,8 @@
 //! [`SILENT_AT_CAP`]: clients that only hold connections, silent or idle,
 //! cannot keep real ones (the API server) waiting.
 
+use super::answer::Outbox;
+use super::metered::{Metered, WriteStall};
 use super::metrics::Metrics;
 use super::service::WebhookService;
 use super::tls::Tls;
@@ -20,7 +22,6 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -40,6 +41,19 @@ const CLOSE_GRACE: Duration = Duration::from_secs(1);
 /// At the connection cap, how long a connection may stay without sending a
 /// request: a real client sends its first one right after the handshake.
 const SILENT_AT_CAP: Duration = Duration::from_secs(1);
+
+/// What hyper's HTTP/1 side buffers, reading a request head or writing an
+/// answer (its floor is 8 KiB).
+const HTTP1_BUFFER: usize = 16 * 1024;
+
+/// Answers one connection may have waiting for its client to read; a new
+/// request beyond them (or beyond `--max-connection-buffered-bytes`) is
+/// refused unread. The API server reads its answers at once: it has none
+/// waiting for long.
+pub(crate) const ANSWERS_WAITING: usize = 16;
+
+/// What rustls holds of encrypted output not yet taken by the socket.
+const TLS_SEND_BUFFER: usize = 16 * 1024;
 
 /// The connection-limit and accept-failure warnings come at most this often.
 const THROTTLE: Duration = Duration::from_secs(10);
@@ -103,17 +117,34 @@ struct Activity {
     first: Notify,
     /// Cancelled when a new connection at the cap takes this one's slot.
     evict: CancellationToken,
+    /// Answers not yet taken by hyper.
+    outbox: Arc<Outbox>,
+    /// A write waiting for the client to read.
+    stall: Arc<WriteStall>,
 }
 
 impl Activity {
-    fn new() -> Self {
+    fn new(metrics: Arc<Metrics>) -> Self {
+        let epoch = Instant::now();
         Self {
-            epoch: Instant::now(),
+            epoch,
             started: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             last_done_us: AtomicU64::new(0),
             first: Notify::new(),
             evict: CancellationToken::new(),
+            outbox: Arc::new(Outbox::new(metrics)),
+            stall: Arc::new(WriteStall::new(epoch)),
+        }
+    }
+
+    /// Since when the client has taken nothing it was sent: an answer
+    /// waiting with no chunk taken, or a write waiting for the socket.
+    fn stalled_since(&self) -> Option<Instant> {
+        let waiting = (self.outbox.bytes() > 0).then(|| self.outbox.last_progress());
+        match (waiting, self.stall.since()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -159,9 +190,9 @@ impl Open {
     }
 
     /// Lists a connection until the returned guard drops.
-    fn enter(self: &Arc<Self>) -> (Arc<Activity>, Listed) {
+    fn enter(self: &Arc<Self>, metrics: &Arc<Metrics>) -> (Arc<Activity>, Listed) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let activity = Arc::new(Activity::new());
+        let activity = Arc::new(Activity::new(metrics.clone()));
         let mut connections = self
             .connections
             .lock()
@@ -211,6 +242,10 @@ pub(crate) struct Webhook {
     handshake_timeout: Duration,
     first_request_timeout: Duration,
     idle_timeout: Duration,
+    write_timeout: Duration,
+    /// Answer bytes one connection may have waiting before its new requests
+    /// are refused.
+    connection_budget: usize,
     /// Told whenever the accept loop waits at the connection cap.
     at_cap: Notify,
     open: Arc<Open>,
@@ -229,7 +264,10 @@ impl Webhook {
             .http1()
             .timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
-            .max_headers(100);
+            .max_headers(100)
+            // Bounds what hyper holds for a client that does not read (and
+            // the request head it may read).
+            .max_buf_size(HTTP1_BUFFER);
         // The limits that came with the rapid-reset fixes: a client that
         // keeps opening and cancelling streams gets a GOAWAY, not free work.
         builder
@@ -239,6 +277,10 @@ impl Webhook {
             .max_pending_accept_reset_streams(20)
             .max_local_error_reset_streams(256)
             .max_header_list_size(64 * 1024)
+            // A stream is handed its next chunk only once the previous one
+            // has left it (see answer.rs): what h2 holds per stream beyond
+            // the counted answer is one chunk at most.
+            .max_send_buf_size(1)
             .keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(10));
         Self {
@@ -251,6 +293,8 @@ impl Webhook {
             handshake_timeout: limits.handshake_timeout,
             first_request_timeout: limits.first_request_timeout,
             idle_timeout: limits.idle_timeout,
+            write_timeout: limits.write_timeout,
+            connection_budget: limits.max_connection_buffered_bytes,
             at_cap: Notify::new(),
             open: Arc::default(),
         }
@@ -331,7 +375,7 @@ impl Webhook {
 
     async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
         self.metrics.open_connections.inc();
-        let (activity, listed) = self.open.enter();
+        let (activity, listed) = self.open.enter(&self.metrics);
         let accepted = activity.epoch;
         let mut deadline = accepted + self.handshake_timeout;
         let handshake = TlsAcceptor::from(self.tls.config.load_full()).accept(tcp);
@@ -362,9 +406,11 @@ impl Webhook {
                 }
             }
         };
-        if let Some(tls) = tls {
+        if let Some(mut tls) = tls {
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            self.run(TokioIo::new(tls), h2, peer, activity).await;
+            tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
+            let io = TokioIo::new(Metered::new(tls, activity.stall.clone()));
+            self.run(io, h2, peer, activity).await;
         }
         drop(listed);
         self.metrics.open_connections.dec();
@@ -383,23 +429,44 @@ impl Webhook {
             self.shutdown.drain.clone(),
             self.open.clone(),
         );
+        let budget = self.connection_budget;
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             if seen.started.fetch_add(1, Ordering::Relaxed) == 0 {
                 seen.first.notify_one();
             }
+            let outbox = seen.outbox.clone();
+            let unread = outbox.bytes() >= budget || outbox.answers() >= ANSWERS_WAITING;
+            // An HTTP/2 stream refused unread costs nothing once reset, and
+            // REFUSED_STREAM tells the client (Go's HTTP/2 client among
+            // them) that the request was not processed and may be retried.
             seen.in_flight.fetch_add(1, Ordering::Relaxed);
             let (busy, drain) = (Busy(seen.clone(), open.clone()), drain.clone());
-            let call = router.answer(req);
+            let call = match (unread, h2) {
+                (true, true) => {
+                    outbox.shed();
+                    None
+                }
+                (true, false) => Some(router.refuse_unread(req)),
+                (false, _) => Some(router.answer(req)),
+            };
             async move {
+                let Some(call) = call else {
+                    drop(busy);
+                    return Err(h2::Error::from(h2::Reason::REFUSED_STREAM));
+                };
                 let mut response = call.await;
                 drop(busy);
+                if h2 {
+                    response.body_mut().last_byte_alone();
+                }
+                response.body_mut().queue_in(&outbox);
                 if response.version() != Version::HTTP_2 && drain.is_cancelled() {
                     // The client learns now, while we still answer, to take
                     // its next request to another replica.
                     let close = HeaderValue::from_static("close");
                     response.headers_mut().insert(CONNECTION, close);
                 }
-                Ok::<_, Infallible>(response)
+                Ok::<_, h2::Error>(response)
             }
         });
         let builder = if h2 { &self.h2 } else { &self.h1 };
@@ -431,6 +498,14 @@ impl Webhook {
             let deadline = match (evicted_by, activity.idle_since()) {
                 (Some(by), Some(_)) => by.min(deadline),
                 _ => deadline,
+            };
+            // A client that stopped reading is looked for at least every
+            // --write-timeout (an answer queued since the last look is seen
+            // at the next), so it is closed within twice that.
+            let deadline = match activity.stalled_since() {
+                Some(since) => deadline.min(since + self.write_timeout),
+                None if started => deadline.min(Instant::now() + self.write_timeout),
+                None => deadline,
             };
             tokio::select! {
                 result = conn.as_mut() => {
@@ -465,6 +540,15 @@ impl Webhook {
                     close_by = Some(close_by.map_or(by, |earlier: Instant| earlier.min(by)));
                 }
                 _ = tokio::time::sleep_until(deadline.into()) => {
+                    let stalled = activity.stalled_since();
+                    if stalled.is_some_and(|since| since.elapsed() >= self.write_timeout) {
+                        // Not gracefully: a graceful close would wait for
+                        // the very answers the client does not read.
+                        self.metrics.connection_deadlines.inc();
+                        self.metrics.write_timeouts.inc();
+                        debug!(%peer, "closed: the client read nothing it was sent for --write-timeout");
+                        return;
+                    }
                     if activity.started.load(Ordering::Relaxed) == 0 {
                         // No preface or request head in time: there is nothing to drain.
                         self.metrics.connection_deadlines.inc();

@@ -10,9 +10,11 @@ use super::metrics::{unix_now, Metrics};
 use super::routes::{App, Limits, RouterInputs};
 use super::service;
 use super::serving_cert;
+use super::sizing::{self, Sized};
 use crate::config_file::{self, Snapshot};
 use crate::lookups::{KubeEnvironment, SnapshotSource};
 use crate::reload::{Source, Trigger};
+use crate::server::settings::LimitSettings;
 use crate::server::settings::{ConfigSettings, ServeSettings};
 use arc_swap::ArcSwap;
 use kserve_injector_core::{Config, Inputs};
@@ -158,6 +160,31 @@ fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
     Ok(path)
 }
 
+/// The bounds the flags leave out, sized to the container's memory limit
+/// and the open-file limit; logged, so an operator sees what they came to.
+fn sized_to_memory(limits: &LimitSettings) -> Sized {
+    let memory = sizing::memory_limit();
+    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    let limit = memory.as_ref().map(|m| m.bytes);
+    let sized = sizing::size(
+        limit,
+        nofile,
+        limits.max_connections,
+        limits.max_buffered_bytes,
+    );
+    info!(
+        memory_limit_bytes = limit,
+        memory_limit_file = memory
+            .as_ref()
+            .map(|m| tracing::field::display(m.file.display())),
+        max_connections = sized.max_connections,
+        max_buffered_bytes = sized.max_buffered_bytes,
+        large_reviews = sized.large_reviews,
+        "bounds sized to the memory limit (flags given win)"
+    );
+    sized
+}
+
 fn bind(
     what: &'static str,
     addr: SocketAddr,
@@ -243,11 +270,12 @@ impl Server {
         let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
+        let sized = sized_to_memory(&args.limits);
         let inputs = RouterInputs {
             env,
             objects,
             metrics: metrics.clone(),
-            limits: Limits::from(&args.limits),
+            limits: Limits::sized(&args.limits, &sized),
             draining: shutdown.drain.clone(),
             cert_not_after: tls.not_after_cell(),
             mode: args.shadow.mode(),
@@ -262,7 +290,7 @@ impl Server {
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
         let connections = TaskTracker::new();
-        let max_connections = args.limits.resolved_max_connections();
+        let max_connections = sized.max_connections;
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());
         let accept = tokio::spawn(accept);
         let (summary_interval, stop) = (args.logging.log_summary_interval, shutdown.kill.clone());

@@ -1,5 +1,6 @@
 //! The request limits the webhook service enforces, as plain values.
 
+use super::sizing::{self, Sized};
 use crate::server::settings::LimitSettings;
 use std::time::Duration;
 
@@ -10,20 +11,33 @@ pub struct Limits {
     /// Requests served at once; above it they are shed with 503
     /// (`--max-concurrent-requests`).
     pub max_concurrent_requests: usize,
-    /// Request body bytes buffered across all requests; above it requests
-    /// are shed with 503 (`--max-buffered-bytes`).
+    /// Request bodies and answers held across all requests, in bytes;
+    /// above it requests are shed with 503 (`--max-buffered-bytes`).
     pub max_buffered_bytes: usize,
+    /// Reviews of bodies too large to review inline that run at once; the
+    /// others wait their turn within the request timeout.
+    pub large_reviews: usize,
     /// From the request head to the response; past it, 504
     /// (`--request-timeout`).
     pub request_timeout: Duration,
 }
 
-impl From<&LimitSettings> for Limits {
-    fn from(args: &LimitSettings) -> Self {
+impl Limits {
+    /// The flags, with what they leave out sized as `sized` says.
+    pub(crate) fn sized(args: &LimitSettings, sized: &Sized) -> Self {
         Self {
             max_concurrent_requests: args.max_concurrent_requests,
-            max_buffered_bytes: args.max_buffered_bytes,
+            max_buffered_bytes: sized.max_buffered_bytes,
+            large_reviews: sized.large_reviews,
             request_timeout: args.request_timeout,
         }
+    }
+}
+
+/// The flags, with what they leave out sized as for no memory limit.
+impl From<&LimitSettings> for Limits {
+    fn from(args: &LimitSettings) -> Self {
+        let sized = sizing::size(None, None, args.max_connections, args.max_buffered_bytes);
+        Self::sized(args, &sized)
     }
 }

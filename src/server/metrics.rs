@@ -86,6 +86,10 @@ pub struct Metrics {
     shadow_differences: Family<InjectorLabels, Counter>,
     pub(crate) config_reloads: ReloadCounters,
     pub(crate) in_flight: Gauge,
+    pub(crate) answers_waiting: Gauge,
+    pub(crate) answer_bytes_waiting: Gauge,
+    pub(crate) answers_shed: Counter,
+    pub(crate) write_timeouts: Counter,
     pub(crate) open_connections: Gauge,
     pub(crate) connection_deadlines: Counter,
     pub(crate) connection_evictions: Counter,
@@ -119,6 +123,10 @@ impl Metrics {
             shadow_differences: Family::default(),
             config_reloads: ReloadCounters::default(),
             in_flight: Gauge::default(),
+            answers_waiting: Gauge::default(),
+            answer_bytes_waiting: Gauge::default(),
+            answers_shed: Counter::default(),
+            write_timeouts: Counter::default(),
             open_connections: Gauge::default(),
             connection_deadlines: Counter::default(),
             connection_evictions: Counter::default(),
@@ -144,6 +152,10 @@ impl Metrics {
         register! {
             "requests", "Webhook HTTP requests by path and status code", m.requests;
             "requests_in_flight", "Webhook requests being served", m.in_flight;
+            "answers_waiting", "Answers not yet taken by the connection, because the client is slow to read or does not read", m.answers_waiting;
+            "answer_bytes_waiting", "Bytes of the answers not yet taken by their connections", m.answer_bytes_waiting;
+            "write_timeouts", "Connections closed because the client read nothing it was sent for --write-timeout (also counted in connection_deadlines)", m.write_timeouts;
+            "answers_shed", "Requests refused with 503 because the answer bytes waiting, on their connection or in the whole server, were over their budget", m.answers_shed;
             "open_connections", "Webhook connections open (TLS handshake included)", m.open_connections;
             "connection_deadlines", "Connections closed for missing the handshake, first-request or idle deadline", m.connection_deadlines;
             "connection_evictions", "Idle connections closed at --max-connections to make room for a new one", m.connection_evictions;

@@ -11,6 +11,7 @@
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
 mod admin;
+mod answer;
 mod api_error;
 mod body;
 mod conn;
@@ -18,6 +19,7 @@ mod error;
 mod lifecycle;
 mod limits;
 mod logging;
+mod metered;
 mod metrics;
 mod native_sidecar;
 mod observe;
@@ -27,6 +29,7 @@ mod service;
 mod serving_cert;
 pub mod settings;
 mod signals;
+mod sizing;
 mod tls;
 
 pub use crate::certs::ServingCertError;

@@ -2,7 +2,8 @@
 //! read under the budget, the review (inline or on the blocking pool), the
 //! `--namespaces` policy, the cluster lookups, and what is observed of it.
 
-use super::api_error::{json_answer, Answer, ApiError};
+use super::answer::AnswerBody;
+use super::api_error::{json_body, Answer, ApiError};
 use super::body::{drained, read_body, BoxError};
 use super::routes::App;
 use crate::lookups::{OutsideNamespaces, SnapshotSource};
@@ -39,10 +40,26 @@ where
         let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
         return refused.answer_with(drained(version, body).await);
     }
-    match reviewed(app, body).await {
-        Ok(reviewed) => json_answer(StatusCode::OK, reviewed.body),
-        Err(e) => e.answer(),
-    }
+    let reviewed = match reviewed(app, body).await {
+        Ok(reviewed) => reviewed,
+        Err(e) => return e.answer(),
+    };
+    // The request's bytes are given back by now; the answer's are taken
+    // until hyper has taken the answer.
+    let len = reviewed.body.len();
+    let held = u32::try_from(len).ok().and_then(|n| {
+        let budget = app.budget.clone();
+        budget.try_acquire_many_owned(n).ok()
+    });
+    let Some(held) = held else {
+        app.metrics.answers_shed.inc();
+        let message = format!(
+            "the answer ({len} bytes) does not fit in the bytes the server may hold (--max-buffered-bytes); retry"
+        );
+        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
+    };
+    let body = AnswerBody::new(Bytes::from(reviewed.body)).holding(held);
+    json_body(StatusCode::OK, body)
 }
 
 async fn reviewed<B>(app: &Arc<App>, body: B) -> Result<Reviewed, ApiError>
@@ -50,14 +67,21 @@ where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
-    let (body, _held) = read_body(&app.body_budget, body).await?;
+    let (body, _held) = read_body(&app.budget, body).await?;
     let env = app.env.load_full();
     let mode = app.mode;
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
-        review(&body, &env, &app.objects, mode).await
+        review(&body, &env, &app.objects, mode, app.max_patch).await
     } else {
+        // Their working memory is the largest a review has: one at a time
+        // under a memory limit (docs/operations.md, "Memory").
+        let Ok(_turn) = app.large_reviews.acquire().await else {
+            let message = "the server is shutting down";
+            return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message));
+        };
         let (objects, runtime) = (app.objects.clone(), tokio::runtime::Handle::current());
-        let review = move || runtime.block_on(review(&body, &env, &objects, mode));
+        let max_patch = app.max_patch;
+        let review = move || runtime.block_on(review(&body, &env, &objects, mode, max_patch));
         match tokio::task::spawn_blocking(review).await {
             Ok(reviewed) => reviewed,
             // Re-raised here so the one panic catcher (WebhookService) answers.
@@ -85,9 +109,10 @@ async fn review(
     env: &Inputs,
     objects: &SnapshotSource,
     mode: Mode,
+    max_patch: usize,
 ) -> Result<Reviewed, admission::ReviewError> {
     // In shadow mode every answer below is an allowance, a denial included.
-    let prepared = admission::prepare_in(body, mode)?;
+    let prepared = admission::prepare_in(body, mode)?.answer_at_most(max_patch);
     // With lookups off the pod's facts are not even gathered.
     let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
     let Some(facts) = facts.flatten() else {

@@ -62,7 +62,7 @@ impl RouterInputs {
 
     /// The webhook router (`POST /mutate-pods`, `POST /mutate`) with its
     /// error handling and limits. Each call gets its own concurrency limit
-    /// and body byte budget.
+    /// and byte budget.
     pub fn webhook_router(&self) -> Router {
         Router::new().fallback_service(super::service::webhook(App::new(self), &self.limits))
     }
@@ -73,13 +73,23 @@ impl RouterInputs {
     }
 }
 
+/// Room an answer's envelope (uid, status, warnings) may take besides its
+/// patch.
+const ENVELOPE: usize = 16 * 1024;
+
 /// What the webhook routes share.
 pub(crate) struct App {
     pub env: Arc<ArcSwap<Inputs>>,
     pub objects: Arc<SnapshotSource>,
     pub metrics: Arc<Metrics>,
-    /// One permit per request body byte held in memory.
-    pub body_budget: Arc<Semaphore>,
+    /// One permit per byte held in memory: of request bodies until they are
+    /// reviewed, of answers until hyper has taken them.
+    pub budget: Arc<Semaphore>,
+    /// One permit per review of a body too large to review inline.
+    pub large_reviews: Arc<Semaphore>,
+    /// The largest patch an answer may carry, base64-encoded: an answer
+    /// must fit in the byte budget whole.
+    pub max_patch: usize,
     pub summary: Summary,
     pub mode: Mode,
 }
@@ -90,7 +100,9 @@ impl App {
             env: inputs.env.clone(),
             objects: inputs.objects.clone(),
             metrics: inputs.metrics.clone(),
-            body_budget: Arc::new(Semaphore::new(inputs.limits.max_buffered_bytes)),
+            budget: Arc::new(Semaphore::new(inputs.limits.max_buffered_bytes)),
+            large_reviews: Arc::new(Semaphore::new(inputs.limits.large_reviews)),
+            max_patch: inputs.limits.max_buffered_bytes.saturating_sub(ENVELOPE),
             summary: Summary::default(),
             mode: inputs.mode,
         })

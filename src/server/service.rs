@@ -7,6 +7,7 @@
 //! map, the header map cloned for the handler) and a second boxing of each
 //! body; see docs/performance.md.
 
+use super::answer::AnswerBody;
 use super::api_error::{too_large, Answer, ApiError};
 use super::body::{drained, BoxError};
 use super::limits::Limits;
@@ -80,21 +81,56 @@ impl WebhookService {
             let start = Instant::now();
             let path = Metrics::path_index(req.uri().path());
             let version = req.version();
+            let head = req.method() == Method::HEAD;
             let metrics = &webhook.app.metrics;
             let in_flight = InFlight::enter(&metrics.in_flight);
             let answered = AssertUnwindSafe(webhook.limited(req)).catch_unwind().await;
             drop(in_flight);
-            let mut response = answered.unwrap_or_else(|panic| webhook.panicked(panic));
-            let status = response.status();
-            if version < Version::HTTP_2 && UNREAD.contains(&status) {
-                let close = HeaderValue::from_static("close");
-                response.headers_mut().insert(CONNECTION, close);
-            }
-            let seconds = start.elapsed().as_secs_f64();
-            metrics.record_request(path, status.as_u16(), seconds);
-            response
+            let response = answered.unwrap_or_else(|panic| webhook.panicked(panic));
+            finish(metrics, path, version, head, start, response)
         })
     }
+}
+
+impl WebhookService {
+    /// Refuses a request unread (503) because its connection's client has
+    /// not read the answers it was already sent (`--max-connection-buffered-bytes`).
+    pub(crate) fn refuse_unread<B>(&self, req: Request<B>) -> Answering {
+        let webhook = self.0.clone();
+        let (start, path) = (Instant::now(), Metrics::path_index(req.uri().path()));
+        let (version, head) = (req.version(), req.method() == Method::HEAD);
+        Box::pin(async move {
+            let metrics = &webhook.app.metrics;
+            metrics.answers_shed.inc();
+            let message = "too many answer bytes wait for this connection's client to read them; read them, or retry on another connection";
+            let response = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
+            finish(metrics, path, version, head, start, response)
+        })
+    }
+}
+
+/// What every answer gets last: `Connection: close` when its request's
+/// body may be unread, no body for HEAD, and its count and duration.
+fn finish(
+    metrics: &Metrics,
+    path: usize,
+    version: Version,
+    head: bool,
+    start: Instant,
+    mut response: Answer,
+) -> Answer {
+    let status = response.status();
+    if version < Version::HTTP_2 && UNREAD.contains(&status) {
+        let close = HeaderValue::from_static("close");
+        response.headers_mut().insert(CONNECTION, close);
+    }
+    if head {
+        // The status and headers alone: over HTTP/2 a body would be DATA
+        // frames on a HEAD stream, which clients reject.
+        *response.body_mut() = AnswerBody::new(Bytes::new());
+    }
+    metrics.record_request(path, status.as_u16(), start.elapsed().as_secs_f64());
+    response
 }
 
 /// Counts a request in `requests_in_flight` until dropped, also when the

@@ -108,7 +108,10 @@ pub struct LimitSettings {
     pub idle_timeout: Duration,
     pub max_connections: Option<usize>,
     pub max_concurrent_requests: usize,
-    pub max_buffered_bytes: usize,
+    /// `None`: sized to the memory limit ([`crate::server::sizing`]).
+    pub max_buffered_bytes: Option<usize>,
+    pub max_connection_buffered_bytes: usize,
+    pub write_timeout: Duration,
 }
 
 /// The drain on SIGTERM.
@@ -143,7 +146,11 @@ impl ServeSettings {
                 "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
             );
         }
-        if self.limits.max_buffered_bytes < MAX_BODY_BYTES {
+        if self
+            .limits
+            .max_buffered_bytes
+            .is_some_and(|n| n < MAX_BODY_BYTES)
+        {
             return Err(format!(
                 "--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)"
             ));
@@ -187,20 +194,6 @@ impl TlsSettings {
         self.self_signed_ca_file
             .clone()
             .unwrap_or_else(|| std::env::temp_dir().join("kserve-injector-ca.crt"))
-    }
-}
-
-impl LimitSettings {
-    /// `--max-connections`, else 4096 capped at 3/4 of the open-file limit,
-    /// so the cap is reached before accept() starts failing with EMFILE.
-    pub fn resolved_max_connections(&self) -> usize {
-        self.max_connections.unwrap_or_else(|| {
-            let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
-            match soft {
-                Some(soft) => (soft.saturating_mul(3) / 4).clamp(16, 4096) as usize,
-                None => 4096,
-            }
-        })
     }
 }
 

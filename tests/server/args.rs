@@ -78,24 +78,6 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
 }
 
 #[test]
-fn the_default_connection_cap_is_three_quarters_of_the_open_file_limit() {
-    let args = ServeArgs::try_parse_from(std::iter::empty::<&str>())
-        .map(ServeSettings::from)
-        .expect("defaults parse");
-    let cap = args.limits.resolved_max_connections();
-    let soft = std::process::Command::new("sh")
-        .args(["-c", "ulimit -Sn"])
-        .output()
-        .expect("sh runs");
-    let soft = String::from_utf8_lossy(&soft.stdout).trim().to_string();
-    let want = match soft.parse::<usize>() {
-        Ok(n) => (n * 3 / 4).clamp(16, 4096),
-        Err(_) => 4096, // "unlimited"
-    };
-    assert_eq!(cap, want, "soft limit {soft}");
-}
-
-#[test]
 fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     use kserve_injector::lookups::{Kind, OutsideNamespaces};
     let args = ServeArgs::try_parse_from(Vec::<&str>::new())

@@ -58,6 +58,33 @@ pub(super) fn encode(api_version: &str, answer: &Answer<'_>) -> Result<Vec<u8>, 
     Ok(out.into_bytes())
 }
 
+/// The patch's base64 length when it is over `max`; `None` when it fits.
+/// An escaped path is at most six times as long as the path (`\u00xx`),
+/// so the exact length is counted only when that bound is over `max`.
+pub(super) fn oversized(ops: &[Op], max: usize) -> Option<usize> {
+    if ops.is_empty() {
+        return None;
+    }
+    let base64 = |json: usize| json.div_ceil(3) * 4;
+    let frame = |op: &Op| r#"{"op":"","path":,"value":},"#.len() + op.name().len();
+    let at_most = ops
+        .iter()
+        .map(|op| frame(op) + 6 * op.path.len() + 2 + op.value.len());
+    if base64(at_most.sum::<usize>() + 2) <= max {
+        return None;
+    }
+    let mut path = String::new();
+    let exact = ops.iter().map(|op| {
+        path.clear();
+        write_str(&mut path, op.path.as_str());
+        frame(op) + path.len() + op.value.len()
+    });
+    // The brackets, less the comma after the last operation.
+    let json = (exact.sum::<usize>() + 1).max(2);
+    let len = base64(json);
+    (len > max).then_some(len)
+}
+
 /// RFC 6902 operations as JSON, written directly: each value is already
 /// JSON text.
 pub(super) fn write_ops(out: &mut String, ops: &[Op]) {

@@ -784,3 +784,63 @@ fn json_faults_inside_managed_fields_are_not_json() {
     ));
     assert!(review(body.as_bytes(), &Inputs::default()).is_ok());
 }
+
+#[test]
+fn a_patch_over_the_answer_bound_is_denied_before_it_is_written() {
+    let mut pod = isvc_pod();
+    pod["metadata"]["annotations"]["internal.serving.kserve.io/storage-initializer-sourceuri"] =
+        json!("oci://registry.example.com/model\"with\\escapes");
+    let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
+    let (whole, response) = answer(&body, &Inputs::default());
+    assert!(whole.allowed);
+    let encoded = response["response"]["patch"].as_str().unwrap().len();
+
+    // The exact bound: a patch of exactly that many bytes fits.
+    let fits = prepare_in(&body, Mode::Mutate)
+        .unwrap()
+        .answer_at_most(encoded);
+    let fits = fits.answer(&Inputs::default()).unwrap();
+    assert!(fits.allowed);
+    assert_eq!(fits.body, whole.body);
+
+    let over = prepare_in(&body, Mode::Mutate)
+        .unwrap()
+        .answer_at_most(encoded - 1);
+    let over = over.answer(&Inputs::default()).unwrap();
+    assert!(!over.allowed);
+    let response: Value = serde_json::from_slice(&over.body).unwrap();
+    assert_eq!(response["response"]["status"]["code"], 413);
+    let message = response["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "the JSON Patch for this pod would be {encoded} bytes"
+        )),
+        "{message}"
+    );
+    assert!(response["response"].get("patch").is_none());
+}
+
+#[test]
+fn annotations_over_the_api_servers_limit_are_denied_before_injection() {
+    let uri_key = "internal.serving.kserve.io/storage-initializer-sourceuri";
+    let with_uri = |len: usize| {
+        let mut pod = isvc_pod();
+        pod["metadata"]["annotations"] = json!({"serving.kserve.io/deploymentMode": "Serverless"});
+        let others = "serving.kserve.io/deploymentMode".len() + "Serverless".len();
+        let uri = "oci://registry.example.com/m";
+        let fill = len - others - uri_key.len() - uri.len();
+        pod["metadata"]["annotations"][uri_key] = json!(format!("{uri}{}", "m".repeat(fill)));
+        review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod))
+    };
+    let (at_limit, _) = answer(&with_uri(256 * 1024), &Inputs::default());
+    assert!(at_limit.allowed, "{:?}", at_limit.denial);
+    let (over, response) = answer(&with_uri(256 * 1024 + 1), &Inputs::default());
+    assert!(!over.allowed);
+    assert_eq!(response["response"]["status"]["code"], 400);
+    let message = response["response"]["status"]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        "cannot decode pod: metadata.annotations: 262145 bytes in all, more than the 262144 the \
+         API server accepts on an object (it would refuse this pod after admission)"
+    );
+}

@@ -1,7 +1,7 @@
 use super::*;
 use http_body_util::{Full, StreamBody};
-use std::convert::Infallible;
 use hyper::body::Frame;
+use std::convert::Infallible;
 
 fn chunked(
     chunks: &[&'static str],

@@ -10,6 +10,7 @@ async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
     let limits = Limits {
         max_concurrent_requests: 4,
         max_buffered_bytes: 1 << 20,
+        large_reviews: 1,
         request_timeout: Duration::from_secs(60),
     };
     let inputs = RouterInputs::new(Inputs::default(), limits);

@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+"""The red-team suite: `serve` inside a real memory cgroup at the limit the
+chart and the kustomize base ship (128 MiB), attacked the ways issue 38
+lists, each attack followed by real reviews and /healthz. The server must
+stay alive (the cgroup's OOM-kill count 0), answer a real review within the
+request timeout during and after each attack, and come back below a stated
+resident size once the attack ends.
+
+    python3 loadtest/redteam.py                  # every attack
+    python3 loadtest/redteam.py h2-unread idle   # some of them
+    python3 loadtest/redteam.py --list
+
+Needs root and a cgroup memory controller (v1 or v2); without them it says
+so and exits 0 (skipped, never silently). Needs the release binary and the
+attack client: `cargo build --release --locked --bin kserve-injector
+--example attack_client`.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+# KSERVE_INJECTOR_BIN: another build to attack (an older one, to show what an attack did to it).
+BIN = os.environ.get("KSERVE_INJECTOR_BIN", os.path.join(TARGET, "release", "kserve-injector"))
+CLIENT = os.path.join(TARGET, "release", "examples", "attack_client")
+MIB = 1 << 20
+# resources.limits.memory in charts/kserve-injector/values.yaml and
+# manifests/base/deployment.yaml (tests/manifests checks they agree).
+LIMIT = 128 * MIB
+# After an attack ends and its connections close, the server's resident
+# set must come back under this (an idle server is about 12 MiB).
+SETTLED_RSS = 48 * MIB
+REQUEST_TIMEOUT = 5.0
+sys.path.insert(0, os.path.join(ROOT, "loadtest"))
+
+
+def log(message):
+    print(f"redteam: {message}", flush=True)
+
+
+class Cgroup:
+    """A child memory cgroup of this process's own, v2 or v1."""
+
+    def __init__(self, limit):
+        self.path = self.version = None
+        unified = "/sys/fs/cgroup"
+        own = {}
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                own[controllers] = path
+        candidates = []
+        if os.path.exists(os.path.join(unified, "cgroup.controllers")):
+            candidates.append(("v2", unified + own.get("", "/")))
+        for mount in ("/sys/fs/cgroup/unified",):
+            if os.path.exists(os.path.join(mount, "cgroup.controllers")):
+                with open(os.path.join(mount, "cgroup.controllers")) as f:
+                    if "memory" in f.read().split():
+                        candidates.append(("v2", mount + own.get("", "/")))
+        for controllers, path in own.items():
+            if "memory" in controllers.split(","):
+                candidates.append(("v1", "/sys/fs/cgroup/memory" + path))
+        self.why = "no memory cgroup controller is mounted"
+        for version, parent in candidates:
+            child = os.path.join(parent, f"kserve-injector-redteam-{os.getpid()}")
+            try:
+                if version == "v2":
+                    with open(os.path.join(parent, "cgroup.controllers")) as f:
+                        if "memory" not in f.read().split():
+                            self.why = f"{parent}: the memory controller is not enabled"
+                            continue
+                os.mkdir(child)
+                limit_file = "memory.max" if version == "v2" else "memory.limit_in_bytes"
+                with open(os.path.join(child, limit_file), "w") as f:
+                    f.write(str(limit))
+                if version == "v2":
+                    with open(os.path.join(child, "memory.swap.max"), "w") as f:
+                        f.write("0")
+            except OSError as e:
+                self.why = f"cannot create a memory cgroup under {parent}: {e}"
+                try:
+                    os.rmdir(child)
+                except OSError:
+                    pass
+                continue
+            self.path, self.version = child, version
+            return
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+    def oom_kills(self):
+        name = "memory.events" if self.version == "v2" else "memory.oom_control"
+        with open(self.file(name)) as f:
+            for line in f:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+        return 0
+
+    def usage(self):
+        name = "memory.current" if self.version == "v2" else "memory.usage_in_bytes"
+        with open(self.file(name)) as f:
+            return int(f.read())
+
+    def enter_command(self):
+        """A shell prefix that moves the command into this cgroup first."""
+        return ["sh", "-c", f'echo $$ > {self.file("cgroup.procs")} && exec "$@"', "sh"]
+
+    def remove(self):
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def rss(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return 0
+
+
+class Peak(threading.Thread):
+    """Samples the server's resident set and the cgroup's usage every 20 ms."""
+
+    def __init__(self, pid, cgroup):
+        super().__init__(daemon=True)
+        self.pid, self.cgroup = pid, cgroup
+        self.rss = self.usage = 0
+        self.done = threading.Event()
+        self.start()
+
+    def run(self):
+        while not self.done.is_set():
+            self.rss = max(self.rss, rss(self.pid))
+            try:
+                self.usage = max(self.usage, self.cgroup.usage())
+            except OSError:
+                pass
+            time.sleep(0.02)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        return self.rss, self.usage
+
+
+class Served:
+    def __init__(self, tmp, cgroup, flags=(), cert_dir=None, config=None):
+        self.tmp, self.cgroup = tmp, cgroup
+        self.port, self.admin = free_port(), free_port()
+        self.cert_dir = cert_dir
+        args = [BIN, "serve", "--addr", f"127.0.0.1:{self.port}",
+                "--admin-addr", f"127.0.0.1:{self.admin}", "--cluster-lookups", "off",
+                "--shutdown-delay", "0s", "--drain-timeout", "5s", *flags]
+        if cert_dir:
+            args += ["--cert-dir", cert_dir, "--cert-poll-interval", "1s"]
+            self.ca, self.server_name = os.path.join(cert_dir, "ca.crt"), "kserve-injector.kserve.svc"
+        else:
+            self.ca = os.path.join(tmp, "self-signed-ca.crt")
+            args += ["--self-signed", "--self-signed-ca-file", self.ca]
+            self.server_name = "localhost"
+        if config:
+            args += ["--config", config, "--config-poll-interval", "1s"]
+
+        self.log_path = os.path.join(tmp, f"serve-{self.port}.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(cgroup.enter_command() + args, stdout=self.log,
+                                     stderr=subprocess.STDOUT, preexec_fn=raise_nofile)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"redteam: serve exited at start:\n{self.logs()}")
+            if self.admin_get("/healthz")[0] == 200:
+                return
+            time.sleep(0.05)
+        raise SystemExit(f"redteam: serve did not come up:\n{self.logs()}")
+
+    def logs(self):
+        with open(self.log_path) as f:
+            return f.read()[-4000:]
+
+    def admin_get(self, path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.admin}{path}", timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return 0, ""
+
+    def metric(self, series):
+        _, text = self.admin_get("/metrics")
+        total = None
+        for line in text.splitlines():
+            if line.startswith(series + " ") or line.startswith(series + "{"):
+                total = (total or 0) + float(line.rsplit(" ", 1)[1])
+        return total
+
+    def review(self, body):
+        out = subprocess.run([CLIENT, "--addr", f"127.0.0.1:{self.port}", "--ca", self.ca,
+                              "--server-name", self.server_name, "--body", body, "review"],
+                             capture_output=True, text=True, timeout=60)
+        line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
+        return out.returncode == 0, json.loads(line)
+
+    def attack(self, body, *args):
+        return subprocess.Popen([CLIENT, "--addr", f"127.0.0.1:{self.port}", "--ca", self.ca,
+                                 "--server-name", self.server_name, "--body", body, *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=raise_nofile)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, within):
+        """SIGTERM; True when the process ended within `within` seconds."""
+        if not self.alive():
+            return False
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=within)
+            ok = True
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            ok = False
+        self.log.close()
+        return ok
+
+
+def raise_nofile():
+    """Open files up to the hard limit, for thousands of connections."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Verdict:
+    def __init__(self):
+        self.failures, self.rows = [], []
+
+    def check(self, condition, message):
+        if not condition:
+            self.failures.append(message)
+            log(f"FAIL: {message}")
+        return condition
+
+
+def oci_review(tmp, uri_bytes, name):
+    """The minimal OCI review with a storage URI of about `uri_bytes`; its
+    answer is about four times its size (the image name is written into
+    the modelcar and its init container, then base64-encoded)."""
+    with open(os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")) as f:
+        review = json.load(f)
+    annotations = review["request"]["object"]["metadata"]["annotations"]
+    annotations["internal.serving.kserve.io/storage-initializer-sourceuri"] = (
+        "oci://registry.example.com/" + "m" * uri_bytes)
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(review, f, separators=(",", ":"))
+    return path
+
+
+def probe_review(tmp, probe_bytes, name):
+    """The typical review (every injector but the modelcar acts) with a
+    readiness probe of about `probe_bytes` on the model server: a body of
+    that size that is decoded, reviewed and patched."""
+    with open(os.path.join(ROOT, "benches", "inputs", "typical.json")) as f:
+        review = json.load(f)
+    server = review["request"]["object"]["spec"]["containers"][0]
+    server["readinessProbe"] = {"exec": {"command": ["sh", "-c", "p" * probe_bytes]}}
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        json.dump(review, f, separators=(",", ":"))
+    return path
+
+
+def during_and_after(server, verdict, name, small, attack, settle=30):
+    """Runs `attack` (a started client process or a callable), a real review
+    every second meanwhile, then checks the server once it has ended."""
+    peak = Peak(server.proc.pid, server.cgroup)
+    oom_before = server.cgroup.oom_kills()
+    slowest, failed_reviews, reviews = 0.0, [], 0
+    while attack.poll() is None:
+        ok, seen = server.review(small)
+        reviews += 1
+        slowest = max(slowest, seen.get("seconds", 99))
+        if not ok:
+            failed_reviews.append(seen)
+        if not server.alive():
+            break
+        time.sleep(1)
+    out, err = attack.communicate()
+    report = out.strip().splitlines()[-1] if out.strip() else err.strip()[-500:]
+    alive = server.alive()
+    ok, seen = server.review(small) if alive else (False, {})
+    health = server.admin_get("/healthz")[0]
+    deadline = time.monotonic() + settle
+    settled = rss(server.proc.pid)
+    while alive and settled > SETTLED_RSS and time.monotonic() < deadline:
+        time.sleep(0.5)
+        settled = rss(server.proc.pid)
+    peak_rss, peak_usage = peak.stop()
+    oom = server.cgroup.oom_kills() - oom_before
+    log(f"{name}: client {report}")
+    log(f"{name}: peak RSS {peak_rss / MIB:.1f} MiB, cgroup peak {peak_usage / MIB:.1f} MiB "
+        f"(limit {LIMIT / MIB:.0f} MiB), OOM kills {oom}, reviews meanwhile {reviews} "
+        f"(failed {len(failed_reviews)}, slowest {slowest:.3f} s), after: review "
+        f"{seen.get('status')} in {seen.get('seconds', 0):.3f} s, /healthz {health}, "
+        f"RSS settled to {settled / MIB:.1f} MiB")
+    verdict.check(alive, f"{name}: the server died:\n{server.logs()}")
+    verdict.check(oom == 0, f"{name}: {oom} OOM kills in the cgroup")
+    verdict.check(not failed_reviews, f"{name}: real reviews failed meanwhile: {failed_reviews[:3]}")
+    verdict.check(slowest <= REQUEST_TIMEOUT, f"{name}: a real review took {slowest:.2f} s")
+    verdict.check(ok, f"{name}: the review after the attack failed: {seen}")
+    verdict.check(health == 200, f"{name}: /healthz answered {health}")
+    verdict.check(settled <= SETTLED_RSS,
+                  f"{name}: RSS {settled / MIB:.1f} MiB after the attack, over {SETTLED_RSS / MIB:.0f} MiB")
+    return {"peak_rss_mib": round(peak_rss / MIB, 1), "cgroup_peak_mib": round(peak_usage / MIB, 1),
+            "settled_rss_mib": round(settled / MIB, 1), "oom_kills": oom}
+
+
+def attack_h2_unread(tmp, cgroup, verdict):
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    big = oci_review(tmp, 1 << 20, "oci-1m.json")
+    huge = oci_review(tmp, int(6.8 * MIB), "oci-6.8m.json")
+    results = {}
+    for name, body, args in [
+        ("h2-unread 240 streams", big, ["--connections", "1", "--streams", "240"]),
+        ("h2-unread 3x240 streams", big, ["--connections", "3", "--streams", "240"]),
+        ("h2-unread 10 x 6.8 MB", huge, ["--connections", "1", "--streams", "10"]),
+    ]:
+        server = Served(tmp, cgroup)
+        attack = server.attack(body, "h2-unread", *args, "--hold", "20s")
+        results[name] = during_and_after(server, verdict, name, small, attack)
+        server.stop(10)
+    return results
+
+
+def attack_h1_unread(tmp, cgroup, verdict):
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    big = oci_review(tmp, 1 << 20, "oci-1m.json")
+    server = Served(tmp, cgroup)
+    attack = server.attack(big, "h1-unread", "--connections", "40", "--hold", "20s")
+    result = during_and_after(server, verdict, "h1-unread 40 connections", small, attack)
+    server.stop(10)
+    return {"h1-unread 40 connections": result}
+
+
+def attack_idle(tmp, cgroup, verdict):
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    server = Served(tmp, cgroup)
+    attack = server.attack(small, "idle-h2", "--connections", "4300", "--hold", "25s")
+    result = during_and_after(server, verdict, "idle-h2 4300 connections", small, attack)
+    server.stop(10)
+    return {"idle-h2 4300 connections": result}
+
+
+ATTACKS = {
+    "h2-unread": attack_h2_unread,
+    "h1-unread": attack_h1_unread,
+    "idle": attack_idle,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("attacks", nargs="*", help="attacks to run (default: all)")
+    parser.add_argument("--list", action="store_true")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(ATTACKS))
+        return 0
+    chosen = args.attacks or list(ATTACKS)
+    unknown = [a for a in chosen if a not in ATTACKS]
+    if unknown:
+        parser.error(f"unknown attacks {unknown}; known: {list(ATTACKS)}")
+    if os.geteuid() != 0:
+        log("SKIPPED: not root, so no memory cgroup can be made (CI runs as root)")
+        return 0
+    for path in (BIN, CLIENT):
+        if not os.access(path, os.X_OK):
+            log(f"{path} is missing: cargo build --release --locked --bin kserve-injector "
+                "--example attack_client")
+            return 2
+    cgroup = Cgroup(LIMIT)
+    if cgroup.path is None:
+        log(f"SKIPPED: {cgroup.why}")
+        return 0
+    log(f"cgroup {cgroup.version} {cgroup.path}, limit {LIMIT // MIB} MiB")
+    verdict, figures = Verdict(), {}
+    tmp = tempfile.mkdtemp(prefix="redteam-")
+    try:
+        for name in chosen:
+            started = time.monotonic()
+            figures.update(ATTACKS[name](tmp, cgroup, verdict))
+            log(f"{name}: {time.monotonic() - started:.0f} s")
+    finally:
+        cgroup.remove()
+        shutil.rmtree(tmp, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=2)
+    for name, figure in figures.items():
+        log(f"figure: {name}: {figure}")
+    if verdict.failures:
+        log(f"{len(verdict.failures)} checks failed")
+        return 1
+    log("every attack left the server alive and answering")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+//! An answer's body as hyper sends it, counted while the server holds it.
+//!
+//! An answer the client does not read stays in memory: a stream whose
+//! HTTP/2 window is 0, or an HTTP/1 connection whose socket is full. So
+//! every answer is counted until hyper has taken its last byte: against the
+//! server's byte budget (`--max-buffered-bytes`, shared with request bodies,
+//! for answers of a review) and against its connection's
+//! ([`Outbox`], `--max-connection-buffered-bytes`, for every answer).
+//!
+//! What hyper holds after taking a chunk is bounded too, so that nothing
+//! the client withholds escapes the count:
+//! - answers over [`CHUNK`] bytes are handed over in copies of at most
+//!   [`CHUNK`] bytes, so a chunk waiting in hyper never pins the whole
+//!   answer's allocation;
+//! - over HTTP/2 the last byte is a chunk of its own
+//!   ([`AnswerBody::last_byte_alone`]): with the send buffer at one byte per
+//!   stream (`conn.rs`), h2 asks for the next chunk only once the previous
+//!   one has left the stream for the connection's writer, so the answer
+//!   stays counted until everything but its last byte is on its way out.
+
+use crate::server::metrics::Metrics;
+use axum::body::Bytes;
+use hyper::body::{Body, Buf, Frame, SizeHint};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// The most hyper is handed at once: one HTTP/2 DATA frame at the default
+/// frame size.
+pub(crate) const CHUNK: usize = 16 * 1024;
+
+/// Every byte value, so a last byte is handed over without an allocation.
+static EVERY_BYTE: [u8; 256] = {
+    let mut all = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        all[i] = i as u8;
+        i += 1;
+    }
+    all
+};
+
+/// One connection's answers not yet taken by hyper, and when hyper last took
+/// a chunk of one: what the connection's watchdog reads to close a
+/// connection whose client stopped reading.
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    epoch: Instant,
+    bytes: AtomicUsize,
+    answers: AtomicUsize,
+    /// Microseconds after `epoch` of the last chunk taken, or of the answer
+    /// that found the outbox empty.
+    progress_us: AtomicU64,
+    metrics: Arc<Metrics>,
+}
+
+impl Outbox {
+    pub(crate) fn new(metrics: Arc<Metrics>) -> Self {
+        Self {
+            epoch: Instant::now(),
+            bytes: AtomicUsize::new(0),
+            answers: AtomicUsize::new(0),
+            progress_us: AtomicU64::new(0),
+            metrics,
+        }
+    }
+
+    /// Answer bytes waiting for this connection's client.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Counts a request refused because this connection's answers wait.
+    pub(crate) fn shed(&self) {
+        self.metrics.answers_shed.inc();
+    }
+
+    /// Answers waiting for this connection's client.
+    pub(crate) fn answers(&self) -> usize {
+        self.answers.load(Ordering::Relaxed)
+    }
+
+    /// When hyper last took a chunk, or when the outbox stopped being empty.
+    pub(crate) fn last_progress(&self) -> Instant {
+        self.epoch + std::time::Duration::from_micros(self.progress_us.load(Ordering::Relaxed))
+    }
+
+    fn progress(&self) {
+        let us = self.epoch.elapsed().as_micros() as u64;
+        self.progress_us.store(us, Ordering::Relaxed);
+    }
+}
+
+/// An answer's place in its connection's [`Outbox`] and in the server's
+/// gauges, given back on drop.
+#[derive(Debug)]
+struct Queued {
+    outbox: Arc<Outbox>,
+    len: usize,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.outbox.bytes.fetch_sub(self.len, Ordering::Relaxed);
+        self.outbox.answers.fetch_sub(1, Ordering::Relaxed);
+        let metrics = &self.outbox.metrics;
+        metrics.answers_waiting.dec();
+        metrics.answer_bytes_waiting.dec_by(self.len as i64);
+    }
+}
+
+/// The body of every webhook answer.
+#[derive(Debug)]
+pub(crate) struct AnswerBody {
+    rest: Bytes,
+    /// Copies of at most [`CHUNK`] bytes rather than slices of `rest`.
+    copy: bool,
+    last_byte_alone: bool,
+    /// The byte budget's permits for this answer, when it came from a review.
+    _held: Option<OwnedSemaphorePermit>,
+    queued: Option<Queued>,
+}
+
+impl AnswerBody {
+    pub(crate) fn new(bytes: Bytes) -> Self {
+        Self {
+            copy: bytes.len() > CHUNK,
+            rest: bytes,
+            last_byte_alone: false,
+            _held: None,
+            queued: None,
+        }
+    }
+
+    /// Holds `permit` (the answer's bytes in the server's budget) until
+    /// hyper has taken the last byte.
+    pub(crate) fn holding(mut self, permit: OwnedSemaphorePermit) -> Self {
+        self._held = Some(permit);
+        self
+    }
+
+    /// Counts this answer in `outbox` and the server's gauges until hyper
+    /// has taken its last byte.
+    pub(crate) fn queue_in(&mut self, outbox: &Arc<Outbox>) {
+        let len = self.rest.len();
+        // Waiting from now, unless answers before it still wait.
+        if outbox.bytes.fetch_add(len, Ordering::Relaxed) == 0 {
+            outbox.progress();
+        }
+        outbox.answers.fetch_add(1, Ordering::Relaxed);
+        outbox.metrics.answers_waiting.inc();
+        outbox.metrics.answer_bytes_waiting.inc_by(len as i64);
+        let outbox = outbox.clone();
+        self.queued = Some(Queued { outbox, len });
+    }
+
+    /// For HTTP/2: the last byte goes alone, after the rest has left the
+    /// stream (see the module comment).
+    pub(crate) fn last_byte_alone(&mut self) {
+        self.last_byte_alone = true;
+    }
+
+    fn next_chunk(&mut self) -> Bytes {
+        let len = self.rest.len();
+        if len == 1 && self.last_byte_alone {
+            // Not a slice: it would keep the whole answer's allocation.
+            let byte = usize::from(self.rest[0]);
+            self.rest.clear();
+            return Bytes::from_static(&EVERY_BYTE[byte..=byte]);
+        }
+        let take = match len {
+            _ if self.last_byte_alone => (len - 1).min(CHUNK),
+            _ => len.min(CHUNK),
+        };
+        if self.copy {
+            let chunk = Bytes::copy_from_slice(&self.rest[..take]);
+            self.rest.advance(take);
+            chunk
+        } else {
+            self.rest.split_to(take)
+        }
+    }
+}
+
+impl Body for AnswerBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.rest.is_empty() {
+            return Poll::Ready(None);
+        }
+        let chunk = self.next_chunk();
+        if let Some(queued) = &self.queued {
+            queued.outbox.progress();
+        }
+        if self.rest.is_empty() {
+            // Taken whole: what hyper holds now is bounded by the
+            // connection's buffers, not by this answer.
+            self.queued = None;
+            self._held = None;
+        }
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.rest.len() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+//! The server's bounds sized to the memory it may use: the container's
+//! memory limit, read from its cgroup at start (v2 `memory.max`, v1
+//! `memory.limit_in_bytes`, the lowest along the path to the hierarchy's
+//! root), so that every bound at its worst together stays under the limit
+//! with headroom. A flag given on the command line wins; the figures are
+//! logged at start. The arithmetic, with the measured costs it rests on, is
+//! in docs/operations.md ("Memory").
+
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+/// Measured costs (docs/operations.md, "Memory", and
+/// `python3 loadtest/redteam.py`), each rounded up.
+pub(crate) mod cost {
+    use super::MIB;
+
+    /// The process serving nothing: binary, runtime, config, TLS config,
+    /// metrics, logging, and the allocator's own pages.
+    pub const BASE: u64 = 24 * MIB;
+    /// One connection at its worst: TLS state and buffers, hyper's buffers
+    /// (HTTP/1: the 16 KiB read/write buffer; HTTP/2: the codec's buffers
+    /// and one chunk in flight), the task and the watchdog, and a few
+    /// HTTP/2 streams' state.
+    pub const CONNECTION: u64 = 96 * 1024;
+    /// What one review of the largest body (7 MiB) holds besides its body
+    /// and its answer, which the byte budget counts.
+    pub const LARGEST_REVIEW: u64 = 40 * MIB;
+}
+
+/// Of the limit, what is never planned for: the allocator's fragmentation,
+/// the kernel's share and anything not measured.
+const HEADROOM_PERCENT: u64 = 25;
+
+/// Without a limit (or with one too high to matter), the bounds are these.
+pub(crate) const MAX_CONNECTIONS: usize = 4096;
+pub(crate) const MAX_BUFFERED_BYTES: usize = 64 << 20;
+
+/// A memory limit and where it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemoryLimit {
+    pub bytes: u64,
+    pub file: PathBuf,
+}
+
+/// What the bounds come to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sized {
+    pub max_connections: usize,
+    pub max_buffered_bytes: usize,
+    /// How many reviews of bodies over the inline size run at once.
+    pub large_reviews: usize,
+}
+
+/// The bounds for `limit`, where the flags did not set them: the byte
+/// budget takes a quarter of what is planned for, one largest review its
+/// share, and connections the rest; `nofile` (the open-file limit) caps
+/// connections at 3/4 of it, so the cap is reached before accept() fails.
+pub(crate) fn size(
+    limit: Option<u64>,
+    nofile: Option<u64>,
+    max_connections: Option<usize>,
+    max_buffered_bytes: Option<usize>,
+) -> Sized {
+    let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
+    let plannable = limit.map(|l| {
+        let usable = l - l * HEADROOM_PERCENT / 100;
+        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW)
+    });
+    let buffered = max_buffered_bytes.unwrap_or_else(|| match plannable {
+        Some(p) => (p / 4).clamp(
+            crate::limits::MAX_BODY_BYTES as u64,
+            MAX_BUFFERED_BYTES as u64,
+        ) as usize,
+        None => MAX_BUFFERED_BYTES,
+    });
+    let connections = max_connections.unwrap_or_else(|| {
+        let by_memory = plannable.map_or(MAX_CONNECTIONS as u64, |p| {
+            p.saturating_sub(buffered as u64) / cost::CONNECTION
+        });
+        by_memory.min(by_files).clamp(16, MAX_CONNECTIONS as u64) as usize
+    });
+    // Under a limit, one largest review is planned for; without one, as
+    // many as there are cores to run them.
+    let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Sized {
+        max_connections: connections,
+        max_buffered_bytes: buffered,
+        large_reviews: if limit.is_some() { 1 } else { parallelism },
+    }
+}
+
+/// The memory limit of this process's cgroup, if it has one.
+pub(crate) fn memory_limit() -> Option<MemoryLimit> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let read = |file: &Path| std::fs::read_to_string(file).ok();
+    lowest_limit(&limit_dirs(&mounts, &cgroups), read)
+}
+
+/// Where a cgroup hierarchy holding the memory controller is mounted, and
+/// the process's directory in it, with the file naming the limit there.
+#[derive(Debug, PartialEq, Eq)]
+struct LimitDirs {
+    mount: PathBuf,
+    dir: PathBuf,
+    file: &'static str,
+}
+
+/// From `/proc/self/mountinfo` and `/proc/self/cgroup`: v1's memory
+/// hierarchy first (when mounted, the limit is there), then v2's.
+fn limit_dirs(mountinfo: &str, cgroup: &str) -> Vec<LimitDirs> {
+    let mut found = Vec::new();
+    for line in mountinfo.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        let (Some(root), Some(mount), Some(kind), Some(options)) = (
+            fields.get(3),
+            fields.get(4),
+            fields.get(dash + 1),
+            fields.get(dash + 3),
+        ) else {
+            continue;
+        };
+        let (controller, file) = match *kind {
+            "cgroup" if options.split(',').any(|o| o == "memory") => {
+                ("memory", "memory.limit_in_bytes")
+            }
+            "cgroup2" => ("", "memory.max"),
+            _ => continue,
+        };
+        let own = cgroup.lines().find_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let matches = match controller {
+                "" => controllers.is_empty(),
+                c => controllers.split(',').any(|x| x == c),
+            };
+            matches.then_some(path)
+        });
+        let Some(own) = own else { continue };
+        // A mount of a subtree (a container without its own cgroup
+        // namespace) shows the process's path under the mount's root.
+        let relative = Path::new(own)
+            .strip_prefix(root)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        let entry = LimitDirs {
+            mount: PathBuf::from(mount),
+            dir: Path::new(mount).join(relative),
+            file,
+        };
+        if controller == "memory" {
+            found.insert(0, entry);
+        } else {
+            found.push(entry);
+        }
+    }
+    found
+}
+
+/// The lowest limit from the process's directory up to the mount, in the
+/// first hierarchy that has one.
+fn lowest_limit(
+    hierarchies: &[LimitDirs],
+    read: impl Fn(&Path) -> Option<String>,
+) -> Option<MemoryLimit> {
+    for h in hierarchies {
+        let mut lowest: Option<MemoryLimit> = None;
+        let mut dir = Some(h.dir.as_path());
+        while let Some(d) = dir.filter(|d| d.starts_with(&h.mount)) {
+            let file = d.join(h.file);
+            let bytes = read(&file).and_then(|text| parse_limit(&text));
+            if let Some(bytes) = bytes.filter(|b| lowest.as_ref().is_none_or(|l| *b < l.bytes)) {
+                lowest = Some(MemoryLimit { bytes, file });
+            }
+            dir = d.parent();
+        }
+        if lowest.is_some() {
+            return lowest;
+        }
+    }
+    None
+}
+
+/// A limit file's text: v2's `max` and v1's page-rounded 2^63 mean none.
+fn parse_limit(text: &str) -> Option<u64> {
+    let value = text.trim().parse::<u64>().ok()?;
+    (value < 1 << 60).then_some(value)
+}
+
+#[cfg(test)]
+mod tests;

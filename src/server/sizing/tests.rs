@@ -1,0 +1,99 @@
+use super::*;
+use std::collections::HashMap;
+
+const V1_MOUNTS: &str = "\
+22 1 253:0 / / rw,relatime - ext4 /dev/vda rw
+30 25 0:26 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+31 25 0:27 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+32 25 0:28 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+";
+const V1_CGROUP: &str = "4:memory:/pods/web\n1:cpu:/\n0::/\n";
+
+fn files(entries: &[(&str, &str)]) -> impl Fn(&Path) -> Option<String> {
+    let map: HashMap<PathBuf, String> = entries
+        .iter()
+        .map(|(p, t)| (PathBuf::from(p), t.to_string()))
+        .collect();
+    move |p: &Path| map.get(p).cloned()
+}
+
+#[test]
+fn v1_memory_comes_first_and_the_lowest_limit_on_the_path_counts() {
+    let dirs = limit_dirs(V1_MOUNTS, V1_CGROUP);
+    assert_eq!(dirs[0].dir, PathBuf::from("/sys/fs/cgroup/memory/pods/web"));
+    assert_eq!(dirs[1].dir, PathBuf::from("/sys/fs/cgroup/unified"));
+    let read = files(&[
+        (
+            "/sys/fs/cgroup/memory/pods/web/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        ),
+        (
+            "/sys/fs/cgroup/memory/pods/memory.limit_in_bytes",
+            "134217728\n",
+        ),
+        (
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        ),
+    ]);
+    let limit = lowest_limit(&dirs, read).expect("a limit");
+    assert_eq!(limit.bytes, 128 * MIB);
+    assert_eq!(
+        limit.file,
+        PathBuf::from("/sys/fs/cgroup/memory/pods/memory.limit_in_bytes")
+    );
+}
+
+#[test]
+fn v2_in_a_cgroup_namespace_reads_the_mount_root() {
+    let mounts = "40 30 0:30 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n";
+    let dirs = limit_dirs(mounts, "0::/\n");
+    assert_eq!(dirs.len(), 1);
+    let read = files(&[("/sys/fs/cgroup/memory.max", "134217728\n")]);
+    assert_eq!(lowest_limit(&dirs, read).map(|l| l.bytes), Some(128 * MIB));
+    let read = files(&[("/sys/fs/cgroup/memory.max", "max\n")]);
+    assert_eq!(lowest_limit(&dirs, read), None);
+}
+
+#[test]
+fn a_subtree_mount_strips_its_root_from_the_process_path() {
+    let mounts = "40 30 0:30 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+    let dirs = limit_dirs(mounts, "0::/kubepods/pod1/ctr\n");
+    assert_eq!(dirs[0].dir, PathBuf::from("/sys/fs/cgroup/ctr"));
+    let read = files(&[("/sys/fs/cgroup/ctr/memory.max", "67108864")]);
+    assert_eq!(lowest_limit(&dirs, read).map(|l| l.bytes), Some(64 * MIB));
+}
+
+#[test]
+fn no_memory_hierarchy_means_no_limit() {
+    let mounts = "31 25 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
+    assert!(limit_dirs(mounts, V1_CGROUP).is_empty());
+}
+
+#[test]
+fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
+    let sized = size(Some(128 * MIB), Some(1 << 20), None, None);
+    let worst = cost::BASE
+        + cost::LARGEST_REVIEW * sized.large_reviews as u64
+        + sized.max_buffered_bytes as u64
+        + sized.max_connections as u64 * cost::CONNECTION;
+    assert!(
+        worst <= 128 * MIB * (100 - HEADROOM_PERCENT) / 100,
+        "worst case {worst} over the plan for 128 MiB: {sized:?}"
+    );
+    assert!(sized.max_connections >= 100, "{sized:?}");
+    assert!(sized.max_buffered_bytes >= crate::limits::MAX_BODY_BYTES);
+
+    let unlimited = size(None, Some(1 << 20), None, None);
+    assert_eq!(unlimited.max_connections, MAX_CONNECTIONS);
+    assert_eq!(unlimited.max_buffered_bytes, MAX_BUFFERED_BYTES);
+
+    let flags = size(Some(128 * MIB), Some(1 << 20), Some(7), Some(9 << 20));
+    assert_eq!(
+        (flags.max_connections, flags.max_buffered_bytes),
+        (7, 9 << 20)
+    );
+
+    let files = size(None, Some(256), None, None);
+    assert_eq!(files.max_connections, 192);
+}
