@@ -164,6 +164,19 @@ impl Release {
         self >= Release::V0_16
     }
 
+    /// Since v0.16 the model is mounted through `utils.AddModelMount`: a
+    /// mount only in a container that mounts no volume of that name, the
+    /// volume only beside a mount it adds. v0.15 appends the model volume and
+    /// the model servers' mounts without looking, and on a direct PVC mount
+    /// returns at the first model container already mounting the claim
+    /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
+    /// Where that gives a pod the API server rejects (a second volume of one
+    /// name, two mounts at one path, a mount of a volume the pod lacks), the
+    /// pod gets HEAD's mounts instead.
+    pub fn model_mounts_by_name(self) -> bool {
+        self >= Release::V0_16
+    }
+
     /// Since v0.16 the ClusterStorageContainer is looked up before any skip
     /// with the source URI as written; v0.15 looks it up only for an init
     /// container it builds, after the model puller and modelcar checks, with
