@@ -731,7 +731,10 @@ fn v0_15_mounts_the_model_again_where_the_server_mounts_it_elsewhere() {
     );
     assert_eq!(out["spec"]["volumes"], json!([kpl_volume()]));
     let head = run_idempotent(inject, &p, &si_cfg());
-    assert_eq!(head["spec"]["containers"][0]["volumeMounts"], json!([elsewhere]));
+    assert_eq!(
+        head["spec"]["containers"][0]["volumeMounts"],
+        json!([elsewhere])
+    );
     // Never two mounts at one path, which the API server refuses.
     let same_path = pod_with(
         si("gs://foo"),
@@ -755,7 +758,10 @@ fn v0_15_keeps_one_model_volume_where_the_pod_has_it() {
     );
     p["spec"]["volumes"] = json!([kpl_volume()]);
     let out = run_idempotent(inject, &p, &v0_15_cfg());
-    assert_eq!(out["spec"]["containers"][0]["volumeMounts"], json!([elsewhere]));
+    assert_eq!(
+        out["spec"]["containers"][0]["volumeMounts"],
+        json!([elsewhere])
+    );
     assert_eq!(out["spec"]["volumes"], json!([kpl_volume()]));
 }
 
@@ -781,7 +787,10 @@ fn v0_15_direct_pvc_mount_stops_at_a_container_that_mounts_the_claim() {
     // With it, v0.15 returns the pod as it is.
     let mut with_volume = p.clone();
     with_volume["spec"]["volumes"] = json!([pvc_volume("my-pvc")]);
-    assert_eq!(run_with(inject, &with_volume, &v0_15_cfg()).unwrap(), with_volume);
+    assert_eq!(
+        run_with(inject, &with_volume, &v0_15_cfg()).unwrap(),
+        with_volume
+    );
     // The transformer mounting it: the server gets its mount, nothing else.
     let mut transformer_first = with_volume.clone();
     let mount = transformer_first["spec"]["containers"][0]["volumeMounts"].take();
@@ -795,6 +804,9 @@ fn v0_15_direct_pvc_mount_stops_at_a_container_that_mounts_the_claim() {
         out["spec"]["containers"][0]["volumeMounts"],
         json!([pvc_user_mount("m", true)])
     );
-    assert_eq!(out["spec"]["containers"][0]["env"][0]["value"], "pvc://my-pvc/m");
+    assert_eq!(
+        out["spec"]["containers"][0]["env"][0]["value"],
+        "pvc://my-pvc/m"
+    );
     assert_eq!(out["spec"]["volumes"], json!([pvc_volume("my-pvc")]));
 }
