@@ -25,7 +25,15 @@
 //!   Secret reduction never holds a credential's value);
 //! - a bad `cpuModelcar`/`memoryModelcar` is a config error at load
 //!   (`getStorageInitializerConfigs` @v0.15.0 does not check them and
-//!   `resource.MustParse` panics in the handler of every modelcar pod).
+//!   `resource.MustParse` panics in the handler of every modelcar pod);
+//! - the model volume is added beside a storage-initializer even where every
+//!   model container already mounts it (`CommonStorageInitialization`
+//!   @v0.16.0 builds the init container with its mount in place, so
+//!   `utils.AddModelMount`, which adds the volume only beside a mount it
+//!   adds, adds none);
+//! - under v0.15, a pod that already has the model volume keeps one, and a
+//!   direct PVC mount that stops early still gets the claim's volume where
+//!   the pod lacks it ([`Release::model_mounts_by_name`]).
 //!
 //! Each switch names the Go function it follows and the release that
 //! changed it (`git diff vX.Y.0 <HEAD>` of `pkg/webhook/admission/pod`,
