@@ -63,7 +63,7 @@ seed_review() {
 seed_shadow() { seed_review "$@"; }
 seed_config() {
   local dir=$1 n=0
-  for file in core/src/config/default.yaml fixtures/*/config.yaml; do
+  for file in core/src/config/shipped/*.yaml fixtures/*/config.yaml; do
     [ -f "$file" ] || continue
     n=$((n + 1))
     # First byte selects the form: 0 manifest text, 2 manifest file.

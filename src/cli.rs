@@ -15,6 +15,7 @@ use std::io::{BufRead, Write};
 pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
 pub use certs_args::CertsArgs;
+pub use default_config_args::DefaultConfigArgs;
 pub use live_cluster::LiveCluster;
 pub use mutate_args::MutateArgs;
 pub use serve_args::{
@@ -353,6 +354,7 @@ mod audit_args;
 mod budget_args;
 mod certs_args;
 pub mod commands;
+mod default_config_args;
 mod live_cluster;
 mod mutate_args;
 mod serve_args;

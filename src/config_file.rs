@@ -156,7 +156,8 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
 
 /// The inferenceservice-config as `--config`, `--config-file` and
 /// `--kserve-version` (`release`, which wins over the settings file's
-/// `kserveVersion`) give it: KServe's shipped values without `--config`.
+/// `kserveVersion`) give it: without `--config`, the values that release
+/// shipped ([`Config::shipped`]).
 pub fn load_config(
     config: Option<&Path>,
     settings: &Settings,
@@ -170,7 +171,7 @@ pub fn load_config(
             &settings.storage_initializer,
             release,
         ),
-        None => Ok(Config::default().for_release(release)),
+        None => Ok(Config::shipped(release)),
     }
 }
 

@@ -3,8 +3,9 @@
 //! the library (`kserve_injector::cli::commands`, `kserve_injector::server`).
 
 use clap::{Parser, Subcommand};
-use kserve_injector::cli::{commands, AuditArgs, CertsArgs, MutateArgs, ServeArgs};
-use kserve_injector_core::Config;
+use kserve_injector::cli::{
+    commands, AuditArgs, CertsArgs, DefaultConfigArgs, MutateArgs, ServeArgs,
+};
 use std::process::ExitCode;
 
 /// A review makes many small short-lived allocations (the view's strings,
@@ -36,8 +37,9 @@ enum Command {
         /// Seconds to sleep, e.g. 5.
         seconds: u64,
     },
-    /// Print the built-in inferenceservice-config ConfigMap (KServe's defaults).
-    DefaultConfig,
+    /// Print the built-in inferenceservice-config ConfigMap: the defaults
+    /// KServe HEAD, or the release --kserve-version names, shipped.
+    DefaultConfig(DefaultConfigArgs),
     /// Write a CA and a serving certificate for the webhook's Service (no cert-manager needed).
     Certs(CertsArgs),
 }
@@ -72,7 +74,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Audit(args) => commands::audit(&args),
-        Command::DefaultConfig => commands::write_stdout(Config::default_manifest()),
+        Command::DefaultConfig(args) => commands::default_config(&args),
         Command::Certs(args) => commands::certs(&args),
     }
 }

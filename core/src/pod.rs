@@ -130,6 +130,11 @@ pub trait ContainerEdit {
     fn args(&self) -> Vec<&str>;
     /// Appends the mount unless the container already mounts a volume of that name.
     fn ensure_mount(&mut self, mount: &VolumeMount) -> bool;
+    /// Appends the mount unless the container already mounts that volume at
+    /// that path: a second mount of a volume elsewhere is added, as KServe
+    /// v0.15 adds it; a second one at the same path, which the API server
+    /// refuses, is not.
+    fn ensure_mount_at(&mut self, mount: &VolumeMount) -> bool;
     /// Appends the variable unless one of that name exists.
     fn ensure_env(&mut self, var: &EnvVar) -> bool;
     /// KServe's add-or-replace: every entry of that name gets the value; a

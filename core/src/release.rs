@@ -25,7 +25,15 @@
 //!   Secret reduction never holds a credential's value);
 //! - a bad `cpuModelcar`/`memoryModelcar` is a config error at load
 //!   (`getStorageInitializerConfigs` @v0.15.0 does not check them and
-//!   `resource.MustParse` panics in the handler of every modelcar pod).
+//!   `resource.MustParse` panics in the handler of every modelcar pod);
+//! - the model volume is added beside a storage-initializer even where every
+//!   model container already mounts it (`CommonStorageInitialization`
+//!   @v0.16.0 builds the init container with its mount in place, so
+//!   `utils.AddModelMount`, which adds the volume only beside a mount it
+//!   adds, adds none);
+//! - under v0.15, a pod that already has the model volume keeps one, and a
+//!   direct PVC mount that stops early still gets the claim's volume where
+//!   the pod lacks it ([`Release::model_mounts_by_name`]).
 //!
 //! Each switch names the Go function it follows and the release that
 //! changed it (`git diff vX.Y.0 <HEAD>` of `pkg/webhook/admission/pod`,
@@ -161,6 +169,19 @@ impl Release {
     /// `storageInitializer.enableDirectPvcVolumeMount` is true
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
     pub fn direct_pvc_always(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// Since v0.16 the model is mounted through `utils.AddModelMount`: a
+    /// mount only in a container that mounts no volume of that name, the
+    /// volume only beside a mount it adds. v0.15 appends the model volume and
+    /// the model servers' mounts without looking, and on a direct PVC mount
+    /// returns at the first model container already mounting the claim
+    /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
+    /// Where that gives a pod the API server rejects (a second volume of one
+    /// name, two mounts at one path, a mount of a volume the pod lacks), the
+    /// pod gets HEAD's mounts instead.
+    pub fn model_mounts_by_name(self) -> bool {
         self >= Release::V0_16
     }
 

@@ -2,8 +2,8 @@
 //! as the binary runs them: flags in, output on stdout, an exit code out.
 
 use super::{
-    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, LiveCluster, MutateArgs,
-    MutateSource,
+    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
+    LiveCluster, MutateArgs, MutateSource,
 };
 use crate::lookups::load_objects_within;
 use kserve_injector_core::{ClusterSnapshot, Inputs};
@@ -48,6 +48,12 @@ pub fn write_stdout(text: &str) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&CliError::from_write(e)),
     }
+}
+
+/// Prints the shipped ConfigMap of the release asked for, HEAD's by default.
+pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
+    let release = args.kserve_version.unwrap_or_default();
+    write_stdout(kserve_injector_core::Config::shipped_manifest(release))
 }
 
 fn fail(e: &CliError) -> ExitCode {

@@ -24,7 +24,8 @@ AdmissionReview (whose response is still printed), 2 unreadable input or
 config, or output that cannot be written.")]
 pub struct MutateArgs {
     /// KServe's inferenceservice-config: a ConfigMap manifest (YAML or JSON) or
-    /// a directory where the ConfigMap is mounted. Default: KServe's shipped values.
+    /// a directory where the ConfigMap is mounted. Default: the values the
+    /// --kserve-version release shipped (`default-config` prints them).
     /// Example: --config ./inferenceservice-config.yaml
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,

@@ -82,7 +82,8 @@ pub struct ListenArgs {
 #[command(next_help_heading = "Config")]
 pub struct ConfigArgs {
     /// inferenceservice-config: a ConfigMap manifest or the directory it is
-    /// mounted at; reloaded when it changes. Default: KServe's shipped values.
+    /// mounted at; reloaded when it changes. Default: the values the
+    /// --kserve-version release shipped (`default-config` prints them).
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap

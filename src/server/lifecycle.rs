@@ -108,8 +108,8 @@ fn load_config(
     };
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
-        info!(kserve_version = %release, "using KServe's default inferenceservice-config");
-        let config = Config::default().for_release(release);
+        info!(kserve_version = %release, "using the inferenceservice-config this KServe release shipped");
+        let config = Config::shipped(release);
         warn_image_release(&config);
         return Ok(Arc::new(ArcSwap::new(make_env(config))));
     };

@@ -10,7 +10,7 @@
 //! ```
 
 use clap::{ArgAction, Args, Command};
-use kserve_injector::cli::{AuditArgs, CertsArgs, MutateArgs, ServeArgs};
+use kserve_injector::cli::{AuditArgs, CertsArgs, DefaultConfigArgs, MutateArgs, ServeArgs};
 use std::path::Path;
 
 fn subcommands() -> Vec<(&'static str, Command)> {
@@ -19,6 +19,10 @@ fn subcommands() -> Vec<(&'static str, Command)> {
         ("serve", ServeArgs::augment_args(Command::new("serve"))),
         ("audit", AuditArgs::augment_args(Command::new("audit"))),
         ("certs", CertsArgs::augment_args(Command::new("certs"))),
+        (
+            "default-config",
+            DefaultConfigArgs::augment_args(Command::new("default-config")),
+        ),
     ]
 }
 
@@ -119,7 +123,8 @@ fn a_changed_help_text_is_found() {
     let docs = "<!-- flags of mutate -->\n| stale |\n<!-- end flags of mutate -->\n\
                 <!-- flags of serve -->\n<!-- end flags of serve -->\n\
                 <!-- flags of audit -->\n<!-- end flags of audit -->\n\
-                <!-- flags of certs -->\n<!-- end flags of certs -->\n";
+                <!-- flags of certs -->\n<!-- end flags of certs -->\n\
+                <!-- flags of default-config -->\n<!-- end flags of default-config -->\n";
     let rendered = rendered_docs(docs).expect("markers found");
     assert!(!rendered.contains("| stale |"));
     assert!(rendered.contains("| `--max-document-bytes` | `67108864` |"));

@@ -66,10 +66,12 @@ fn cases() -> Vec<PathBuf> {
     cases
 }
 
-/// The release a case under `fixtures/releases/` runs as.
+/// The release a case under `fixtures/releases/` runs as (the whole path
+/// compared, so a checkout in a directory named `releases` is no release).
 fn release_of(case: &Path) -> Option<String> {
     let release_dir = case.parent()?;
-    (release_dir.parent()?.file_name()? == "releases")
+    let releases = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/releases");
+    (release_dir.parent()? == releases)
         .then(|| release_dir.file_name()?.to_str().map(str::to_string))
         .flatten()
 }

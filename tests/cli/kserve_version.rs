@@ -1,7 +1,8 @@
-//! `--kserve-version` on `mutate` and `audit`, and the settings file's
-//! `kserveVersion` key: the spellings, the refusals, and a LocalModel pod
-//! under v0.17 and HEAD (the goldens under `fixtures/releases/` hold every
-//! difference).
+//! `--kserve-version` on `mutate`, `audit` and `default-config`, and the
+//! settings file's `kserveVersion` key: the spellings, the refusals, a
+//! LocalModel pod under v0.17 and HEAD, and each release's shipped
+//! ConfigMap as the defaults without `--config` (the goldens under
+//! `fixtures/releases/` hold every difference).
 
 use std::path::Path;
 
@@ -140,4 +141,64 @@ fn what_the_release_lacks_is_logged_at_debug_on_stderr() {
         "{debug}"
     );
     assert!(run(None).is_empty());
+}
+
+#[test]
+fn default_config_prints_each_releases_shipped_configmap() {
+    use kserve_injector_core::{Config, Release};
+    for release in Release::SUPPORTED {
+        let out = crate::run_bin(
+            &["default-config", "--kserve-version", release.as_str()],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(0), "{release}");
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(printed, Config::shipped_manifest(*release), "{release}");
+    }
+    let head = crate::run_bin(&["default-config"], b"");
+    assert_eq!(
+        String::from_utf8_lossy(&head.stdout),
+        Config::shipped_manifest(Release::Head)
+    );
+    let v0_15 = crate::run_bin(&["default-config", "--kserve-version", "v0.15"], b"");
+    let v0_15 = String::from_utf8_lossy(&v0_15.stdout).into_owned();
+    assert!(v0_15.contains("at tag v0.15.0"), "{v0_15}");
+    assert!(v0_15.contains("\"enableModelcar\": false") && !v0_15.contains("uidModelcar"));
+    let out = crate::run_bin(&["default-config", "--kserve-version", "v0.14"], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a KServe version"));
+}
+
+#[test]
+fn without_config_a_release_uses_what_default_config_prints_for_it() {
+    // KServe v0.15.0 shipped `enableModelcar: false`: an OCI model is
+    // downloaded by the storage-initializer, no modelcar.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = fixture("m3-modelcar-oci");
+    let mutate = |extra: &[&str]| {
+        let mut args = vec!["mutate", "-o", "json", "--kserve-version", "v0.15"];
+        args.extend_from_slice(extra);
+        args.push(&input);
+        let out = crate::run_bin(&args, b"");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON pod")
+    };
+    let built_in = mutate(&[]);
+    let init = &built_in["spec"]["initContainers"][0];
+    assert_eq!(init["name"], "storage-initializer");
+    assert_eq!(init["args"][0], "oci://myrepo/mymodelimage");
+    assert_eq!(
+        built_in["spec"]["containers"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let printed = crate::run_bin(&["default-config", "--kserve-version", "v0.15"], b"");
+    let config = dir.path().join("v0.15.yaml");
+    std::fs::write(&config, &printed.stdout).expect("written");
+    let config = config.to_string_lossy().into_owned();
+    assert_eq!(mutate(&["--config", &config]), built_in);
 }

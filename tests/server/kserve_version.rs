@@ -126,3 +126,37 @@ fn serve_takes_the_release_from_the_settings_file_unless_the_flag_names_one() {
     let events = startup_log(default, &[]);
     assert_eq!(loaded_release(&events), Some("head".into()), "{events:?}");
 }
+
+/// Without `--config`, `serve --kserve-version` starts from the ConfigMap
+/// that release shipped: KServe v0.15.0's turns the modelcar off, so the
+/// OCI fixture gets a storage-initializer, as its golden under
+/// `fixtures/releases/v0.15/` says; HEAD's gets a modelcar.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_without_config_uses_the_releases_shipped_configmap() -> crate::support::TestResult {
+    use crate::support::*;
+    for (flags, golden_dir) in [
+        (
+            &["--kserve-version", "v0.15"][..],
+            "fixtures/releases/v0.15/m3-modelcar-oci",
+        ),
+        (&[][..], "fixtures/m3-modelcar-oci"),
+    ] {
+        let tmp = tempfile::tempdir()?;
+        let mut all = vec!["--shutdown-delay", "0s"];
+        all.extend_from_slice(flags);
+        let (server, ca) = start_self_signed(tmp.path(), &all).await?;
+        let (pod, review) = sample_review()?;
+        let mut client = Client::open(server.local_addr(), &ca, Http::H1).await?;
+        let (status, body) = client.post_json("/mutate-pods", review).await?;
+        stop(server).await?;
+        ensure(status == hyper::StatusCode::OK, || {
+            format!("{flags:?}: HTTP {status}")
+        })?;
+        let got = apply_response(&pod, &body, "admission.k8s.io/v1", "sample-uid")?;
+        let want = golden(&repo_path(golden_dir))?;
+        ensure(got == want, || {
+            format!("{flags:?}: got {got:?}, golden {golden_dir} says {want:?}")
+        })?;
+    }
+    Ok(())
+}

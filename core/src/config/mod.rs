@@ -3,6 +3,7 @@
 
 mod fields;
 mod release;
+mod shipped;
 
 pub use release::{image_mismatches, ImageMismatch};
 
@@ -21,7 +22,7 @@ pub(crate) const BATCHER_KEY: &str = "batcher";
 pub(crate) const AGENT_KEY: &str = "agent";
 pub(crate) const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
 
-const DEFAULT_CONFIGMAP: &str = include_str!("default.yaml");
+const DEFAULT_CONFIGMAP: &str = shipped::manifest(Release::Head);
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {

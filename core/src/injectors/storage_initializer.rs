@@ -23,6 +23,7 @@ use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::release::Release;
 use crate::storage_uri::{
     local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
 };
@@ -113,9 +114,18 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
 
     let mut user_mounts = Vec::new();
     let mut volumes = Vec::new();
+    let mut unchecked_mounts = false;
     match (parse_pvc(&src), &copy) {
         (Some((claim, sub_path)), None) => {
             let (volume, mount) = pvc_volume(claim, sub_path, read_only);
+            if let Some(at) = v0_15_direct_mount_stop(pod, release, &user_containers) {
+                for name in &user_containers[..at] {
+                    if let Some(mut c) = pod.container_mut(List::Containers, name) {
+                        c.ensure_mount(&mount);
+                    }
+                }
+                return Ok(());
+            }
             volumes.push(volume);
             user_mounts.push(mount);
         }
@@ -153,6 +163,11 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
             let model_volume = (inputs.model_volume.clone())
                 .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
             volumes.push(model_volume);
+            // v0.15 appends these volumes and the model servers' mounts
+            // without looking: reproduced unless the pod already has one of
+            // the volumes, which it would then hold twice (rejected).
+            unchecked_mounts =
+                !release.model_mounts_by_name() && !volumes.iter().any(|v| pod.has_volume(&v.name));
             volumes.extend(credential_volumes);
             user_mounts.push(VolumeMount {
                 read_only: read_only.then_some(true),
@@ -166,12 +181,33 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
     for name in &user_containers {
         if let Some(mut c) = pod.container_mut(List::Containers, name) {
             for mount in &user_mounts {
-                c.ensure_mount(mount);
+                match unchecked_mounts {
+                    true => c.ensure_mount_at(mount),
+                    false => c.ensure_mount(mount),
+                };
             }
         }
     }
     rewrite_storage_uri(pod, target);
     Ok(())
+}
+
+/// Where v0.15's direct PVC mount returns: the index of the first model
+/// container that already mounts the claim, whose predecessors get the
+/// mount and nothing else happens (no volume, no `STORAGE_URI`). Only when
+/// the pod has the claim's volume: without it that pod mounts a volume it
+/// lacks (rejected), and HEAD's mounts and volume are given instead.
+fn v0_15_direct_mount_stop(
+    pod: &mut impl PodEdit,
+    release: Release,
+    user_containers: &[&str],
+) -> Option<usize> {
+    if release.model_mounts_by_name() || !pod.has_volume(PVC_SOURCE_VOLUME) {
+        return None;
+    }
+    (user_containers.iter()).position(|name| {
+        (pod.container_mut(List::Containers, name)).is_some_and(|c| c.has_mount(PVC_SOURCE_VOLUME))
+    })
 }
 
 /// Where v0.15 mounts a PVC it copies the model from.

@@ -119,6 +119,9 @@ impl ContainerEdit for EitherContainer<'_, '_> {
     fn ensure_mount(&mut self, mount: &VolumeMount) -> bool {
         forward!(self, c => c.ensure_mount(mount))
     }
+    fn ensure_mount_at(&mut self, mount: &VolumeMount) -> bool {
+        forward!(self, c => c.ensure_mount_at(mount))
+    }
     fn ensure_env(&mut self, var: &EnvVar) -> bool {
         forward!(self, c => c.ensure_env(var))
     }

@@ -463,6 +463,18 @@ impl ContainerEdit for TreeContainer<'_> {
         self.push("volumeMounts", to_json(mount))
     }
 
+    fn ensure_mount_at(&mut self, mount: &VolumeMount) -> bool {
+        let same = |e: &Value| {
+            name_of(e) == Some(mount.name.as_str())
+                && e.get("mountPath").and_then(Value::as_str) == Some(mount.mount_path.as_str())
+        };
+        let mounts = self.raw.get("volumeMounts").and_then(Value::as_array);
+        if mounts.is_some_and(|items| items.iter().any(same)) {
+            return false;
+        }
+        self.push("volumeMounts", to_json(mount))
+    }
+
     fn ensure_env(&mut self, var: &EnvVar) -> bool {
         if self.named_entry_exists("env", &var.name) {
             return false;

@@ -554,6 +554,22 @@ impl TypedContainer<'_, '_> {
         let (list, index) = (self.list.key().into(), self.index.into());
         child("/spec", [list, index, key.into()])
     }
+
+    fn append_mount(&mut self, mount: &VolumeMount) -> bool {
+        let item = MountView {
+            name: Some(owned(&mount.name)),
+            mount_path: Some(owned(&mount.mount_path)),
+        };
+        let path = self.at("volumeMounts");
+        push_entry(
+            &mut self.c.volume_mounts,
+            item,
+            path,
+            k8s::volume_mount(mount),
+            Some(self.ops),
+        );
+        true
+    }
 }
 
 impl ContainerEdit for TypedContainer<'_, '_> {
@@ -579,19 +595,18 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         if self.has_mount(&mount.name) {
             return false;
         }
-        let item = MountView {
-            name: Some(owned(&mount.name)),
-            mount_path: Some(owned(&mount.mount_path)),
+        self.append_mount(mount)
+    }
+
+    fn ensure_mount_at(&mut self, mount: &VolumeMount) -> bool {
+        let same = |m: &MountView<'_>| {
+            m.name.as_ref().map(Str::as_str) == Some(mount.name.as_str())
+                && m.mount_path.as_ref().map(Str::as_str) == Some(mount.mount_path.as_str())
         };
-        let path = self.at("volumeMounts");
-        push_entry(
-            &mut self.c.volume_mounts,
-            item,
-            path,
-            k8s::volume_mount(mount),
-            Some(self.ops),
-        );
-        true
+        if (self.c.volume_mounts.iter().flat_map(|l| l.0.iter())).any(same) {
+            return false;
+        }
+        self.append_mount(mount)
     }
 
     fn ensure_env(&mut self, var: &EnvVar) -> bool {

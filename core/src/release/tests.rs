@@ -290,3 +290,22 @@ fn modelcar_quantities_are_required_under_v0_16_only() {
     }
     assert!(Config::from_data_with(&absent, &Default::default(), Release::V0_16).is_err());
 }
+
+#[test]
+fn several_bad_quantities_always_name_the_same_key() {
+    // KServe v0.16 to HEAD check them in Go's map order, so the key named
+    // varies from run to run; ours is the first in a fixed order.
+    let all_bad = data(
+        r#"{"memoryRequest": "x", "memoryLimit": "x", "cpuRequest": "x", "cpuLimit": "x",
+            "cpuModelcar": "x", "memoryModelcar": "x"}"#,
+    );
+    let modelcar_bad = data(r#"{"cpuModelcar": "x", "memoryModelcar": "x"}"#);
+    for release in [Release::V0_16, Release::V0_20, Release::Head] {
+        let named = |d: &BTreeMap<String, String>| {
+            let err = Config::from_data_with(d, &Default::default(), release).unwrap_err();
+            err.to_string()
+        };
+        assert!(named(&all_bad).contains(r#""storageInitializer"."memoryRequest""#));
+        assert!(named(&modelcar_bad).contains(r#""storageInitializer"."cpuModelcar""#));
+    }
+}

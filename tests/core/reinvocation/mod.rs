@@ -36,8 +36,9 @@
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //!
 //! Every property runs once per profile: each `--kserve-version` the flag
-//! accepts ([`Release::SUPPORTED`], the same environments read as that
-//! release reads them), each in both `--modelcar-mode`s. A property's case
+//! accepts ([`Release::SUPPORTED`]; its environments are that release's
+//! own shipped defaults, bare and edited, and HEAD's ConfigMap edited, all
+//! read as that release reads them), each in both `--modelcar-mode`s. A property's case
 //! count per mode is split between the releases. The
 //! generated pods carry the `kserve-injector.io/modelcar-mode` annotation
 //! (either mode, or a value naming none), a modelcar already present in
@@ -231,11 +232,11 @@ const NAMESPACES: [&str; 3] = ["default", "kserve", "team-a"];
 
 /// What each environment of [`envs`] is, in order, for failure reports.
 const ENV_NAMES: [&str; 5] = [
-    "KServe defaults (modelcar mode, uidModelcar 1010)",
+    "the release's shipped defaults (from v0.16 modelcar mode, uidModelcar 1010; v0.15 no OCI)",
     "ociModelMode native",
     "ociModelMode fetch, caBundleConfigMapName custom-ca, ociInsecureRegistry",
     "OCI support off, aggregation and scraping on, logger caBundle logger-ca, PVC copy (v0.15)",
-    "defaults + aggregation on, caBundleConfigMapName custom-ca, storage-config secret in team-a",
+    "the release's defaults + aggregation on, caBundleConfigMapName custom-ca, storage-config secret in team-a",
 ];
 
 /// [`ENV_NAMES`]' environments under each [`Profile`], in
@@ -243,11 +244,9 @@ const ENV_NAMES: [&str; 5] = [
 fn envs() -> &'static [Inputs] {
     static ENVS: OnceLock<Vec<Inputs>> = OnceLock::new();
     ENVS.get_or_init(|| {
-        let classic = classic_envs();
         let mut all = Vec::new();
         for profile in Profile::all() {
-            all.extend(classic.iter().map(|env| {
-                let mut env = env.clone();
+            all.extend(classic_envs(profile.release).into_iter().map(|mut env| {
                 let config = env.config.as_ref().clone().for_release(profile.release);
                 *env.config_mut() = config;
                 env.modelcar_mode = profile.mode;
@@ -276,17 +275,21 @@ fn env_name(index: usize) -> String {
     )
 }
 
-fn classic_envs() -> Vec<Inputs> {
+/// The environments of `release`: its own shipped defaults (first and
+/// last), and HEAD's ConfigMap edited (the others), so that every release
+/// also meets the OCI modes whichever its defaults turn on.
+fn classic_envs(release: Release) -> Vec<Inputs> {
+    let shipped = Config::shipped(release);
     let base = Config::default();
     let edit = |f: &dyn Fn(&mut Config)| {
         let mut config = base.clone();
         f(&mut config);
         Inputs::new(config)
     };
-    let mut with_secrets = edit(&|c| {
-        c.metrics_aggregator.enable_metric_aggregation = "true".into();
-        c.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
-    });
+    let mut with_ca = shipped.clone();
+    with_ca.metrics_aggregator.enable_metric_aggregation = "true".into();
+    with_ca.storage_initializer.ca_bundle_config_map_name = "custom-ca".into();
+    let mut with_secrets = Inputs::new(with_ca);
     with_secrets.cluster.insert_secret(Secret::from_data(
         "team-a",
         "storage-config",
@@ -299,8 +302,7 @@ fn classic_envs() -> Vec<Inputs> {
         ],
     ));
     vec![
-        // KServe's shipped defaults: modelcar mode, uidModelcar 1010.
-        Inputs::default(),
+        Inputs::new(shipped),
         edit(&|c| c.storage_initializer.oci_model_mode = "native".into()),
         edit(&|c| {
             c.storage_initializer.oci_model_mode = "fetch".into();

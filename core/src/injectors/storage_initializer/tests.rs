@@ -707,3 +707,106 @@ fn init_container_goes_after_existing_init_containers() {
         .collect();
     assert_eq!(names, ["istio-init", "storage-initializer"]);
 }
+
+/// [`si_cfg`] read as KServe v0.15 reads it (a `pvc://` URI mounted directly).
+fn v0_15_cfg() -> Inputs {
+    let mut env = si_cfg();
+    env.config_mut().release = crate::release::Release::V0_15;
+    env
+}
+
+#[test]
+fn v0_15_mounts_the_model_again_where_the_server_mounts_it_elsewhere() {
+    // The pod lacks the volume: v0.15 adds it and a second mount of it at
+    // /mnt/models, a valid pod; HEAD's mount by name adds no second one.
+    let elsewhere = json!({"name": "kserve-provision-location", "mountPath": "/data"});
+    let p = pod_with(
+        si("gs://foo"),
+        json!([{"name": "kserve-container", "volumeMounts": [elsewhere]}]),
+    );
+    let out = run_idempotent(inject, &p, &v0_15_cfg());
+    assert_eq!(
+        out["spec"]["containers"][0]["volumeMounts"],
+        json!([elsewhere, kpl_user_mount(true)])
+    );
+    assert_eq!(out["spec"]["volumes"], json!([kpl_volume()]));
+    let head = run_idempotent(inject, &p, &si_cfg());
+    assert_eq!(
+        head["spec"]["containers"][0]["volumeMounts"],
+        json!([elsewhere])
+    );
+    // Never two mounts at one path, which the API server refuses.
+    let same_path = pod_with(
+        si("gs://foo"),
+        json!([{"name": "kserve-container", "volumeMounts": [kpl_user_mount(false)]}]),
+    );
+    let out = run_idempotent(inject, &same_path, &v0_15_cfg());
+    assert_eq!(
+        out["spec"]["containers"][0]["volumeMounts"],
+        json!([kpl_user_mount(false)])
+    );
+}
+
+#[test]
+fn v0_15_keeps_one_model_volume_where_the_pod_has_it() {
+    // v0.15 would append a second `kserve-provision-location` (rejected):
+    // the pod gets HEAD's mounts and keeps its own volume.
+    let elsewhere = json!({"name": "kserve-provision-location", "mountPath": "/data"});
+    let mut p = pod_with(
+        si("gs://foo"),
+        json!([{"name": "kserve-container", "volumeMounts": [elsewhere]}]),
+    );
+    p["spec"]["volumes"] = json!([kpl_volume()]);
+    let out = run_idempotent(inject, &p, &v0_15_cfg());
+    assert_eq!(
+        out["spec"]["containers"][0]["volumeMounts"],
+        json!([elsewhere])
+    );
+    assert_eq!(out["spec"]["volumes"], json!([kpl_volume()]));
+}
+
+#[test]
+fn v0_15_direct_pvc_mount_stops_at_a_container_that_mounts_the_claim() {
+    let p = pod_with(
+        si("pvc://my-pvc/m"),
+        json!([
+            {"name": "kserve-container",
+             "env": [{"name": "STORAGE_URI", "value": "pvc://my-pvc/m"}],
+             "volumeMounts": [{"name": "kserve-pvc-source", "mountPath": "/data"}]},
+            {"name": "transformer-container"}
+        ]),
+    );
+    // Without the volume, v0.15's unchanged pod is rejected: HEAD's pod.
+    let head = run_idempotent(inject, &p, &si_cfg());
+    assert_eq!(run_idempotent(inject, &p, &v0_15_cfg()), head);
+    assert_eq!(head["spec"]["volumes"], json!([pvc_volume("my-pvc")]));
+    assert_eq!(
+        head["spec"]["containers"][1]["volumeMounts"],
+        json!([pvc_user_mount("m", true)])
+    );
+    // With it, v0.15 returns the pod as it is.
+    let mut with_volume = p.clone();
+    with_volume["spec"]["volumes"] = json!([pvc_volume("my-pvc")]);
+    assert_eq!(
+        run_with(inject, &with_volume, &v0_15_cfg()).unwrap(),
+        with_volume
+    );
+    // The transformer mounting it: the server gets its mount, nothing else.
+    let mut transformer_first = with_volume.clone();
+    let mount = transformer_first["spec"]["containers"][0]["volumeMounts"].take();
+    transformer_first["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("volumeMounts");
+    transformer_first["spec"]["containers"][1]["volumeMounts"] = mount;
+    let out = run_idempotent(inject, &transformer_first, &v0_15_cfg());
+    assert_eq!(
+        out["spec"]["containers"][0]["volumeMounts"],
+        json!([pvc_user_mount("m", true)])
+    );
+    assert_eq!(
+        out["spec"]["containers"][0]["env"][0]["value"],
+        "pvc://my-pvc/m"
+    );
+    assert_eq!(out["spec"]["volumes"], json!([pvc_volume("my-pvc")]));
+}
