@@ -5,6 +5,7 @@ use super::{
     mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, LiveCluster, MutateArgs,
     MutateSource,
 };
+use crate::config_file::Accept;
 use crate::lookups::load_objects_within;
 use kserve_injector_core::{ClusterSnapshot, Inputs};
 use std::fs::File;
@@ -94,7 +95,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let budget = args.budget.budget();
     let format = args.output;
     let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
-        (Some(path), _) => File::open(path)
+        (Some(path), _) => crate::config_file::open(path, Accept::RegularFileOrPipe)
             .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
             .and_then(|file| {
                 load_objects_within(&mut BufReader::new(file), budget)
