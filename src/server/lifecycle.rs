@@ -90,7 +90,13 @@ fn load_config(
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
-    let settings = config_file::load_settings(args.config_file.as_deref())?;
+    let settings = match &args.config_file {
+        Some(path) => {
+            let snap = crate::reload::read_once(std::slice::from_ref(path));
+            config_file::parse_settings(path, &snap)?
+        }
+        None => Default::default(),
+    };
     let release = settings.release(args.kserve_version);
     let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
@@ -129,6 +135,7 @@ fn load_config(
     loaded.watch(&shutdown.kill, &shutdown.background, move |config| {
         target.store(make_env(config));
         metrics.config_last_reload.set(unix_now());
+        Ok::<_, std::convert::Infallible>(())
     });
     Ok(env)
 }
