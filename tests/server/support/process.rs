@@ -35,14 +35,30 @@ fn command(flags: &[&str]) -> Command {
     command
 }
 
-/// Runs `serve` with `flags` until it exits; its exit code and stderr.
+/// Runs `serve` with `flags` until it exits (killed after [`PATIENCE`]);
+/// its exit code and stderr.
 pub fn serve_exit(flags: &[&str]) -> Result<(Option<i32>, String), Error> {
-    let output = command(flags)
+    let mut child = command(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .output()?;
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    Ok((output.status.code(), stderr))
+        .spawn()?;
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(fail(format!("still running after {PATIENCE:?}")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut stderr)?;
+    }
+    Ok((status.code(), stderr))
 }
 
 impl Serve {
