@@ -7,7 +7,7 @@
 
 mod open;
 
-pub use open::{open, Accept};
+pub use open::{check_pipe_delivered, open, Accept};
 
 use kserve_injector_core::config::{Config, ConfigError, Resources};
 use kserve_injector_core::release::Release;
@@ -97,9 +97,9 @@ fn read(path: &Path, accept: Accept) -> Result<Vec<u8>, String> {
 fn read_capped(path: &Path, accept: Accept) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    open(path, accept)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
+    let file = open(path, accept)?;
+    (&file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    check_pipe_delivered(&file, bytes.len())?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

@@ -19,8 +19,9 @@ pub enum Accept {
     RegularFile,
     /// The one-shot commands' files: a regular file or a pipe, so
     /// `--config <(kubectl get configmap … -o yaml)` works. A pipe is read
-    /// blocking once opened: a FIFO with no writer reads as empty at once,
-    /// one whose writer is open is read until that writer closes it.
+    /// blocking once opened, until its writer closes it; a FIFO with no
+    /// writer yet reads nothing at once, which [`check_pipe_delivered`]
+    /// makes an error rather than an empty input.
     RegularFileOrPipe,
 }
 
@@ -48,6 +49,19 @@ pub fn open(path: &Path, accept: Accept) -> io::Result<File> {
         io::ErrorKind::InvalidInput,
         format!("{} where {wanted} is required", describe(kind)),
     ))
+}
+
+/// Refuses a pipe that delivered nothing: a named FIFO nobody had open
+/// for writing when it was opened (a process substitution always has its
+/// writer). `delivered` is how many bytes were read from it.
+pub fn check_pipe_delivered(file: &File, delivered: usize) -> io::Result<()> {
+    if delivered == 0 && file.metadata()?.file_type().is_fifo() {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "a pipe that delivered nothing (a FIFO is read only while a writer has it open)",
+        ));
+    }
+    Ok(())
 }
 
 fn describe(kind: FileType) -> &'static str {
@@ -93,11 +107,11 @@ mod tests {
         std::os::unix::fs::symlink(&fifo, &link).unwrap();
         assert!(open(&link, Accept::RegularFile).is_err());
         let mut text = String::new();
-        open(&fifo, Accept::RegularFileOrPipe)
-            .unwrap()
-            .read_to_string(&mut text)
-            .unwrap();
+        let mut file = open(&fifo, Accept::RegularFileOrPipe).unwrap();
+        file.read_to_string(&mut text).unwrap();
         assert_eq!(text, "");
+        let err = check_pipe_delivered(&file, 0).unwrap_err();
+        assert!(err.to_string().starts_with("a pipe that delivered nothing"));
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
