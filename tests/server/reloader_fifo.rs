@@ -171,3 +171,57 @@ async fn sigterm_ends_the_process_while_fifos_sit_at_the_watched_paths() -> Test
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_given_at_startup_is_refused_at_once() -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    let ca = Ca::new("fifo startup CA")?;
+    let leaf = ca.server("leaf")?;
+    let (cert, key) = (tmp.path().join("tls.crt"), tmp.path().join("tls.key"));
+    std::fs::write(&cert, &leaf.cert_pem)?;
+    std::fs::write(&key, &leaf.key_pem)?;
+    let fifo = tmp.path().join("fifo");
+    mkfifo(&fifo)?;
+    let (cert, key, fifo) = (
+        cert.display().to_string(),
+        key.display().to_string(),
+        fifo.display().to_string(),
+    );
+    let pair = [
+        "--tls-cert-file",
+        cert.as_str(),
+        "--tls-key-file",
+        key.as_str(),
+    ];
+    let cases: [(&str, Vec<&str>); 6] = [
+        (
+            "--tls-cert-file",
+            vec!["--tls-cert-file", &fifo, "--tls-key-file", &key],
+        ),
+        (
+            "--tls-key-file",
+            vec!["--tls-cert-file", &cert, "--tls-key-file", &fifo],
+        ),
+        (
+            "--client-ca-file",
+            [&pair[..], &["--client-ca-file", &fifo]].concat(),
+        ),
+        ("--config", [&pair[..], &["--config", &fifo]].concat()),
+        (
+            "--config-file",
+            [&pair[..], &["--config-file", &fifo]].concat(),
+        ),
+        ("--objects", [&pair[..], &["--objects", &fifo]].concat()),
+    ];
+    let mut wrong = Vec::new();
+    for (flag, flags) in cases {
+        match crate::support::process::serve_exit(&flags) {
+            Err(e) => wrong.push(format!("{flag}: {e}")),
+            Ok((code, stderr)) if code != Some(1) || !stderr.contains(REFUSED) => {
+                wrong.push(format!("{flag}: exit {code:?}: {stderr}"));
+            }
+            Ok(_) => {}
+        }
+    }
+    ensure(wrong.is_empty(), || wrong.join("\n"))
+}
