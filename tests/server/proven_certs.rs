@@ -202,8 +202,10 @@ async fn a_bad_reload_keeps_the_previous_pair_serving_and_a_valid_rotation_after
     .await?;
     let reloads = metric_now(admin, SERVING_RELOADS).await?;
     ensure(reloads == 1.0, || format!("reloads = {reloads}"))?;
+    // At least one per bad pair: a poll that reads tls.crt just before a
+    // swap and tls.key just after it sees one more (refused) mixture.
     let errors = metric_now(admin, SERVING_ERRORS).await?;
-    ensure(errors == bad_pairs.len() as f64, || {
+    ensure(errors >= bad_pairs.len() as f64, || {
         format!("errors = {errors}")
     })?;
     stop(server).await
