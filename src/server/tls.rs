@@ -32,7 +32,8 @@ pub(crate) struct Tls {
 }
 
 /// TLS 1.2 and 1.3 only; ALPN offers h2 first because the API server
-/// speaks HTTP/2 when it can.
+/// speaks HTTP/2 when it can. Returned only once handshakes against it,
+/// in both versions, have succeeded.
 fn build(
     provider: &Arc<CryptoProvider>,
     pair: &ServingPair,
