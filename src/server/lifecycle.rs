@@ -27,6 +27,10 @@ use tracing::{info, warn};
 /// How long admin connections (probes, scrapes) get to finish at the end.
 const ADMIN_DRAIN: Duration = Duration::from_secs(1);
 
+/// How long the background tasks (reloaders, the log summary) get to
+/// notice the end.
+const BACKGROUND_DRAIN: Duration = Duration::from_secs(1);
+
 /// Starts the webhook; see [`Server::start`].
 #[derive(Debug)]
 pub struct Server;
@@ -302,7 +306,14 @@ impl Server {
             }
             shutdown.kill.cancel();
             shutdown.background.close();
-            shutdown.background.wait().await;
+            // A reloader ends at `kill` between two awaits; one busy in a
+            // parse that does not yield must not keep the process alive.
+            if tokio::time::timeout(BACKGROUND_DRAIN, shutdown.background.wait())
+                .await
+                .is_err()
+            {
+                warn!("a reloader is still busy; exiting without waiting for it");
+            }
             admin_stop.cancel();
             let _ = tokio::time::timeout(ADMIN_DRAIN, admin_done).await;
             info!("shutdown complete");
