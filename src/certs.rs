@@ -1,14 +1,22 @@
 //! The one certificate generator (rcgen): a CA, and serving certificates it
 //! signs. `serve --self-signed` keeps the pair in memory (see `serving`,
-//! which also parses and checks the certificate files `serve` reads);
+//! which also parses and checks the certificate files `serve` reads, with
+//! `pem` and `chain`; `handshake` proves the TLS configuration made of
+//! them before it serves);
 //! `kserve-injector certs` writes it for the `static-certs` install (see
 //! `files`). Pure apart from key generation's randomness: the caller passes
 //! the validity window, so no clock is read here.
 
+mod chain;
 mod files;
+mod handshake;
+mod pem;
 mod serving;
 
+pub use chain::ChainError;
 pub use files::{write_ca, write_certs, CertFiles, CertsRequest, Written};
+pub use handshake::{prove as prove_handshake, HandshakeError};
+pub use pem::PemError;
 pub use serving::{
     client_verifier, load_pair, provider, self_signed, SelfSigned, ServingCertError, ServingPair,
     Verifier,

@@ -2,6 +2,12 @@
 //! --config`) and by `reload` (`serve`'s config and certificates). A source
 //! is a file, or a directory laid out the way kubelet projects a ConfigMap or
 //! Secret: one file per key, dot-entries (`..data`, `..2024_…`) skipped.
+//! Every file is opened without blocking and must be a regular file (for
+//! the one-shot commands, or a pipe; see [`Accept`]) before a byte is read.
+
+mod open;
+
+pub use open::{check_pipe_delivered, open, Accept};
 
 use kserve_injector_core::config::{Config, ConfigError, Resources};
 use kserve_injector_core::release::Release;
@@ -35,21 +41,35 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn read(sources: &[PathBuf]) -> Self {
+    pub fn read(sources: &[PathBuf], accept: Accept) -> Self {
         let mut entries = Vec::new();
         for source in sources {
             if !source.is_dir() {
-                entries.push((source.clone(), read(source)));
+                entries.push((source.clone(), read(source, accept)));
                 continue;
             }
             match dir_files(source) {
                 Ok(files) => entries.extend(files.into_iter().map(|f| {
-                    let bytes = read(&f);
+                    let bytes = read(&f, accept);
                     (f, bytes)
                 })),
                 Err(e) => entries.push((source.clone(), Err(e))),
             }
         }
+        Self { entries }
+    }
+
+    /// Every source as unreadable, for `why` (a read that did not finish).
+    pub fn unreadable(sources: &[PathBuf], why: &str) -> Self {
+        let entries = sources
+            .iter()
+            .map(|p| {
+                (
+                    p.clone(),
+                    Err(format!("cannot read {}: {why}", p.display())),
+                )
+            })
+            .collect();
         Self { entries }
     }
 
@@ -69,17 +89,17 @@ impl Snapshot {
 /// no more memory than the cap.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    read_capped(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+fn read(path: &Path, accept: Accept) -> Result<Vec<u8>, String> {
+    read_capped(path, accept).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// The bytes of `path`, refused past [`MAX_FILE_BYTES`].
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+fn read_capped(path: &Path, accept: Accept) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
+    let file = open(path, accept)?;
+    (&file).take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    check_pipe_delivered(&file, bytes.len())?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -90,7 +110,9 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// Regular files (symlinks through `..data` are followed), sorted, without
-/// kubelet's dot-named bookkeeping.
+/// kubelet's dot-named bookkeeping. A FIFO or device among them is passed
+/// over here, and a file swapped for one after this listing is refused
+/// when opened.
 fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let err = |e: std::io::Error| format!("cannot read {}: {e}", dir.display());
     let mut files = Vec::new();
@@ -149,9 +171,11 @@ pub fn parse_with(
     }
 }
 
-/// Loads from a ConfigMap manifest file or a mounted ConfigMap directory.
+/// Loads from a ConfigMap manifest file or a mounted ConfigMap directory,
+/// as the one-shot commands read it.
 pub fn load(path: &Path) -> Result<Config, LoadError> {
-    parse(path, &Snapshot::read(&[path.to_path_buf()]))
+    let snap = Snapshot::read(&[path.to_path_buf()], Accept::RegularFileOrPipe);
+    parse(path, &snap)
 }
 
 /// The inferenceservice-config as `--config`, `--config-file` and
@@ -167,7 +191,7 @@ pub fn load_config(
     match config {
         Some(path) => parse_with(
             path,
-            &Snapshot::read(&[path.to_path_buf()]),
+            &Snapshot::read(&[path.to_path_buf()], Accept::RegularFileOrPipe),
             &settings.storage_initializer,
             release,
         ),
@@ -175,21 +199,36 @@ pub fn load_config(
     }
 }
 
-/// Loads our own settings file (`--config-file`); none given is no settings.
+/// Loads our own settings file (`--config-file`) as the one-shot commands
+/// read it; none given is no settings.
 pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {
     let Some(path) = path else {
         return Ok(Settings::default());
     };
-    let bytes = read_capped(path).map_err(|source| LoadError::Io {
+    let bytes = read_capped(path, Accept::RegularFileOrPipe).map_err(|source| LoadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
+    settings_from(path, &bytes)
+}
+
+/// Parses the settings file `path` of a snapshot (`serve` reads it within
+/// the reloader's bounds).
+pub fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadError> {
+    let bytes = snap.file(path).map_err(|message| LoadError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(message),
+    })?;
+    settings_from(path, bytes)
+}
+
+fn settings_from(path: &Path, bytes: &[u8]) -> Result<Settings, LoadError> {
     let invalid = |message: String| LoadError::Settings {
         path: path.to_path_buf(),
         source: SettingsError(message),
     };
-    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
-    Settings::from_text(&text).map_err(|e| invalid(e.0))
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
+    Settings::from_text(text).map_err(|e| invalid(e.0))
 }
 
 #[cfg(test)]
@@ -212,12 +251,12 @@ mod tests {
         }
         std::fs::write(dir.path().join(".hidden"), "not: a key").unwrap();
         assert_eq!(load(dir.path()).unwrap(), Config::default());
-        let snap = Snapshot::read(&[dir.path().to_path_buf()]);
+        let snap = Snapshot::read(&[dir.path().to_path_buf()], Accept::RegularFile);
         assert_eq!(
             snap.entries.len(),
             manifest["data"].as_mapping().unwrap().len()
         );
-        let missing = Snapshot::read(&[dir.path().join("nope")]);
+        let missing = Snapshot::read(&[dir.path().join("nope")], Accept::RegularFile);
         assert!(missing.file(&dir.path().join("nope")).is_err());
     }
 
@@ -229,11 +268,11 @@ mod tests {
         // Sparse: 120 MB on paper, no disk used.
         let file = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
         file.set_len(120_000_000).unwrap();
-        let snap = Snapshot::read(std::slice::from_ref(&big));
+        let snap = Snapshot::read(std::slice::from_ref(&big), Accept::RegularFile);
         let err = snap.file(&big).unwrap_err();
         assert!(err.ends_with("larger than 4194304 bytes (4 MiB)"), "{err}");
         file.set_len(MAX_FILE_BYTES).unwrap();
-        let snap = Snapshot::read(std::slice::from_ref(&big));
+        let snap = Snapshot::read(std::slice::from_ref(&big), Accept::RegularFile);
         assert_eq!(snap.file(&big).unwrap().len() as u64, MAX_FILE_BYTES);
     }
 

@@ -8,9 +8,18 @@
 //! where a watch on the file itself would stay on the old inode), and a
 //! periodic re-read that compares bytes (for filesystems where inotify events
 //! never arrive).
+//!
+//! Every read is bounded (see [`read`]): regular files only, at most 4 MiB
+//! each, within [`READ_LIMIT`]; a source that cannot be read counts as a
+//! failed reload like one that does not parse.
+
+mod read;
+
+pub use read::READ_LIMIT;
 
 use crate::config_file::Snapshot;
 use prometheus_client::metrics::counter::Counter;
+use read::Reader;
 use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
@@ -51,8 +60,15 @@ pub struct Source {
 /// A source loaded once, ready to be watched.
 pub struct Loaded<P> {
     source: Source,
+    reader: Reader,
     last: Snapshot,
     parse: P,
+}
+
+/// One bounded read of `paths` as `serve` reads them (for a file read once
+/// at startup, such as `--config-file`).
+pub fn read_once(paths: &[PathBuf]) -> Snapshot {
+    Reader::new(paths).read_blocking()
 }
 
 impl Source {
@@ -62,13 +78,15 @@ impl Source {
     where
         P: Fn(&Snapshot) -> Result<T, E>,
     {
-        let last = Snapshot::read(&self.paths);
+        let reader = Reader::new(&self.paths);
+        let last = reader.read_blocking();
         let value = parse(&last)?;
         let source = self;
         Ok((
             value,
             Loaded {
                 source,
+                reader,
                 last,
                 parse,
             },
@@ -78,13 +96,17 @@ impl Source {
 
 impl<P> Loaded<P> {
     /// Until `stop`, parses every changed snapshot and applies what parses,
-    /// on a task of `tasks`. A snapshot that failed is remembered too, so a
-    /// bad file is reported once, not at every poll.
-    pub fn watch<T, E, A>(mut self, stop: &CancellationToken, tasks: &TaskTracker, apply: A)
+    /// on a task of `tasks`; `apply` may still refuse the value (the
+    /// certificates' handshake), which counts as a failed reload. A
+    /// snapshot that failed is remembered too, so a bad file is reported
+    /// once, not at every poll. `stop` ends the task at once, even in the
+    /// middle of a read.
+    pub fn watch<T, E, A, F>(mut self, stop: &CancellationToken, tasks: &TaskTracker, apply: A)
     where
         P: Fn(&Snapshot) -> Result<T, E> + Send + 'static,
-        A: Fn(T) + Send + 'static,
+        A: Fn(T) -> Result<(), F> + Send + 'static,
         E: Display,
+        F: Display,
     {
         let stop = stop.clone();
         tasks.spawn(async move {
@@ -104,20 +126,20 @@ impl<P> Loaded<P> {
                     _ = changed.notified() => tokio::time::sleep(DEBOUNCE).await,
                     _ = poll.tick() => {}
                 }
-                let paths = self.source.paths.clone();
-                let read = tokio::task::spawn_blocking(move || Snapshot::read(&paths)).await;
-                let snapshot = match read {
-                    Ok(s) if s != self.last => s,
-                    Ok(_) => continue,
-                    Err(e) => {
-                        warn!(what, error = %e, "re-reading files failed");
-                        continue;
-                    }
+                let snapshot = tokio::select! {
+                    _ = stop.cancelled() => break,
+                    s = self.reader.read() => s,
                 };
+                if snapshot == self.last {
+                    continue;
+                }
                 debug!(what, "change detected");
-                match (self.parse)(&snapshot) {
-                    Ok(value) => {
-                        apply(value);
+                let applied = match (self.parse)(&snapshot) {
+                    Ok(value) => apply(value).map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match applied {
+                    Ok(()) => {
                         self.source.counters.ok.inc();
                         info!(what, "reloaded");
                     }

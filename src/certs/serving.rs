@@ -2,7 +2,16 @@
 //! chain with its key, a client CA bundle), or `--self-signed`'s pair made
 //! in memory, so trying the webhook locally needs no cert-manager and no
 //! files besides the CA that `curl --cacert` reads.
+//!
+//! A chain is checked in the order a failure would show: every block is a
+//! whole certificate with only whitespace around it (`pem`), the leaf is
+//! inside its validity window, each certificate whose issuer is the next
+//! one verifies with that one's key (`chain`), and the key is the leaf's.
+//! The TLS configuration made of it is then proven by a handshake before
+//! it serves (`handshake`, called where the configuration is built).
 
+use super::chain::{check_signatures, ChainError};
+use super::pem::{self, PemError};
 use super::{Authority, Validity};
 use crate::config_file::Snapshot;
 use rustls::crypto::CryptoProvider;
@@ -24,6 +33,10 @@ pub enum ServingCertError {
     Read(String),
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    #[error("{path}: {source}")]
+    Certificates { path: PathBuf, source: PemError },
+    #[error("{path}: {source}")]
+    Chain { path: PathBuf, source: ChainError },
     #[error("certificate {cert} and key {key} do not form a usable pair: {source}")]
     Pair {
         cert: PathBuf,
@@ -81,19 +94,18 @@ fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, ServingCertErro
     Ok(validity.not_after.timestamp())
 }
 
-/// The certificates of one file of the snapshot (at least one).
+/// The certificates of one file of the snapshot (at least one), each a
+/// whole X.509 certificate.
 fn certs(snap: &Snapshot, path: &Path) -> Result<Vec<CertificateDer<'static>>, ServingCertError> {
-    let pem = snap.file(path).map_err(ServingCertError::Read)?;
-    let certs = CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>();
-    let certs = certs.map_err(|e| invalid(path, e))?;
-    if certs.is_empty() {
-        return Err(invalid(path, "no PEM certificate found"));
-    }
-    Ok(certs)
+    let bytes = snap.file(path).map_err(ServingCertError::Read)?;
+    pem::certificates(bytes).map_err(|source| ServingCertError::Certificates {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
-/// Parses a PEM chain and key, checks the leaf's validity window and that
-/// the key matches it.
+/// Parses a PEM chain and key, checks the leaf's validity window, the
+/// chain's signatures and that the key matches the leaf.
 pub fn load_pair(
     snap: &Snapshot,
     cert_path: &Path,
@@ -107,6 +119,10 @@ pub fn load_pair(
         other => invalid(key_path, other),
     })?;
     let not_after = validity(&chain[0], cert_path, true)?;
+    check_signatures(&chain).map_err(|source| ServingCertError::Chain {
+        path: cert_path.to_path_buf(),
+        source,
+    })?;
     let key =
         CertifiedKey::from_der(chain, key, provider).map_err(|source| ServingCertError::Pair {
             cert: cert_path.to_path_buf(),

@@ -5,6 +5,7 @@ use super::{
     mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
     LiveCluster, MutateArgs, MutateSource,
 };
+use crate::config_file::Accept;
 use crate::lookups::load_objects_within;
 use kserve_injector_core::{ClusterSnapshot, Inputs};
 use std::fs::File;
@@ -76,6 +77,15 @@ pub fn stderr_logs_from_env() {
     }
 }
 
+/// `--objects`: a regular file or a pipe that delivers something.
+fn open_objects(path: &std::path::Path) -> std::io::Result<BufReader<File>> {
+    use std::io::BufRead;
+    let mut input = BufReader::new(crate::config_file::open(path, Accept::RegularFileOrPipe)?);
+    let delivered = input.fill_buf()?.len();
+    crate::config_file::check_pipe_delivered(input.get_ref(), delivered)?;
+    Ok(input)
+}
+
 pub fn mutate(args: MutateArgs) -> ExitCode {
     let stdout = match stdout_file() {
         Ok(f) => f,
@@ -100,11 +110,10 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let budget = args.budget.budget();
     let format = args.output;
     let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
-        (Some(path), _) => File::open(path)
+        (Some(path), _) => open_objects(path)
             .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
-            .and_then(|file| {
-                load_objects_within(&mut BufReader::new(file), budget)
-                    .map_err(|e| CliError::Input(e.to_string()))
+            .and_then(|mut input| {
+                load_objects_within(&mut input, budget).map_err(|e| CliError::Input(e.to_string()))
             })
             .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
             .map(|loaded| {

@@ -50,7 +50,8 @@ impl SnapshotSource {
                 path: path.to_path_buf(),
                 message,
             };
-            let file = std::fs::File::open(path).map_err(|e| failed(e.to_string()))?;
+            let accept = crate::config_file::Accept::RegularFile;
+            let file = crate::config_file::open(path, accept).map_err(|e| failed(e.to_string()))?;
             let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file))
                 .map_err(|e| failed(e.to_string()))?;
             for line in loaded.ignored_lines() {

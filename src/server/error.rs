@@ -10,8 +10,8 @@ pub enum ServeError {
     Config(#[from] crate::config_file::LoadError),
     #[error(transparent)]
     Cert(#[from] crate::certs::ServingCertError),
-    #[error("TLS configuration: {0}")]
-    Tls(#[from] rustls::Error),
+    #[error(transparent)]
+    Tls(#[from] super::tls::TlsConfigError),
     #[error("cannot listen on {addr} ({what}): {source}")]
     Bind {
         what: &'static str,

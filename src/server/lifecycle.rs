@@ -30,6 +30,10 @@ use tracing::{info, warn};
 /// How long admin connections (probes, scrapes) get to finish at the end.
 const ADMIN_DRAIN: Duration = Duration::from_secs(1);
 
+/// How long the background tasks (reloaders, the log summary) get to
+/// notice the end.
+const BACKGROUND_DRAIN: Duration = Duration::from_secs(1);
+
 /// Starts the webhook; see [`Server::start`].
 #[derive(Debug)]
 pub struct Server;
@@ -93,7 +97,13 @@ fn load_config(
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
-    let settings = config_file::load_settings(args.config_file.as_deref())?;
+    let settings = match &args.config_file {
+        Some(path) => {
+            let snap = crate::reload::read_once(std::slice::from_ref(path));
+            config_file::parse_settings(path, &snap)?
+        }
+        None => Default::default(),
+    };
     let release = settings.release(args.kserve_version);
     let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
@@ -132,6 +142,7 @@ fn load_config(
     loaded.watch(&shutdown.kill, &shutdown.background, move |config| {
         target.store(make_env(config));
         metrics.config_last_reload.set(unix_now());
+        Ok::<_, std::convert::Infallible>(())
     });
     Ok(env)
 }
@@ -324,7 +335,14 @@ impl Server {
             }
             shutdown.kill.cancel();
             shutdown.background.close();
-            shutdown.background.wait().await;
+            // A reloader ends at `kill` between two awaits; one busy in a
+            // parse that does not yield must not keep the process alive.
+            if tokio::time::timeout(BACKGROUND_DRAIN, shutdown.background.wait())
+                .await
+                .is_err()
+            {
+                warn!("a reloader is still busy; exiting without waiting for it");
+            }
             admin_stop.cancel();
             let _ = tokio::time::timeout(ADMIN_DRAIN, admin_done).await;
             info!("shutdown complete");

@@ -39,6 +39,7 @@ pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use metrics::Metrics;
 pub use routes::{Limits, RouterInputs};
 use std::time::Duration;
+pub use tls::TlsConfigError;
 
 /// Connection tasks still running after the drain get this long to notice
 /// the runtime is going away before the process exits regardless.

@@ -4,7 +4,7 @@
 use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
-use super::tls::Tls;
+use super::tls::{Tls, TlsConfigError};
 use crate::certs::{self, ServingPair};
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};
@@ -80,18 +80,22 @@ pub(crate) fn load(
     let (verifier, client_watch) = client_ca.unzip();
     let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
     let (stop, tasks) = (&shutdown.kill, &shutdown.background);
+    // The metrics follow only a pair or CA that was proven and put in use.
     if let Some(loaded) = serving_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
         loaded.watch(stop, tasks, move |pair: ServingPair| {
-            metrics.cert_loaded(SERVING, pair.not_after);
-            tls.set_pair(pair);
+            let not_after = pair.not_after;
+            tls.set_pair(pair)?;
+            metrics.cert_loaded(SERVING, not_after);
+            Ok::<_, TlsConfigError>(())
         });
     }
     if let Some(loaded) = client_watch {
         let (tls, metrics) = (tls.clone(), metrics.clone());
         loaded.watch(stop, tasks, move |(verifier, not_after)| {
+            tls.set_client_ca(verifier)?;
             metrics.cert_loaded(CLIENT_CA, not_after);
-            tls.set_client_ca(verifier);
+            Ok::<_, TlsConfigError>(())
         });
     }
     Ok((tls, self_signed_ca))

@@ -1,32 +1,44 @@
 //! The rustls `ServerConfig` in use, rebuilt whole when the serving pair or
 //! the client CA is reloaded: a handshake takes the config current when it
-//! starts, established connections keep what they negotiated.
+//! starts, established connections keep what they negotiated. A config is
+//! proven by in-process handshakes before it is used, at startup and on
+//! every reload; one that fails leaves the previous one serving.
 
-use crate::certs::{ServingPair, Verifier};
+use crate::certs::{HandshakeError, ServingPair, Verifier};
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::SingleCertAndKey;
 use rustls::ServerConfig;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use tracing::error;
+
+/// Why a TLS configuration was not put in use.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsConfigError {
+    #[error("cannot build the TLS configuration: {0}")]
+    Build(#[from] rustls::Error),
+    #[error("{0}; the certificate is not served")]
+    Handshake(#[from] HandshakeError),
+}
 
 /// The current parts and the config built from them.
 pub(crate) struct Tls {
     provider: Arc<CryptoProvider>,
     parts: Mutex<(ServingPair, Option<Verifier>)>,
-    /// Shared with `/readyz` (see [`Tls::not_after_cell`]).
+    /// Shared with `/readyz` (see [`Tls::not_after_cell`]): the notAfter of
+    /// the pair serving, which only a proven pair replaces.
     not_after: Arc<AtomicI64>,
     pub config: ArcSwap<ServerConfig>,
 }
 
 /// TLS 1.2 and 1.3 only; ALPN offers h2 first because the API server
-/// speaks HTTP/2 when it can.
+/// speaks HTTP/2 when it can. Returned only once handshakes against it,
+/// in both versions, have succeeded.
 fn build(
     provider: &Arc<CryptoProvider>,
     pair: &ServingPair,
     client_ca: Option<&Verifier>,
-) -> Result<ServerConfig, rustls::Error> {
+) -> Result<Arc<ServerConfig>, TlsConfigError> {
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?;
     let builder = match client_ca {
@@ -35,6 +47,9 @@ fn build(
     };
     let mut config = builder.with_cert_resolver(Arc::new(SingleCertAndKey::from(pair.key.clone())));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let config = Arc::new(config);
+    let client_auth_required = client_ca.is_some_and(|v| v.client_auth_mandatory());
+    crate::certs::prove_handshake(&config, provider, client_auth_required)?;
     Ok(config)
 }
 
@@ -43,13 +58,13 @@ impl Tls {
         provider: Arc<CryptoProvider>,
         pair: ServingPair,
         client_ca: Option<Verifier>,
-    ) -> Result<Self, rustls::Error> {
+    ) -> Result<Self, TlsConfigError> {
         let config = build(&provider, &pair, client_ca.as_ref())?;
         Ok(Self {
             provider,
             not_after: Arc::new(AtomicI64::new(pair.not_after)),
             parts: Mutex::new((pair, client_ca)),
-            config: ArcSwap::from_pointee(config),
+            config: ArcSwap::new(config),
         })
     }
 
@@ -59,25 +74,29 @@ impl Tls {
         self.not_after.clone()
     }
 
-    pub(crate) fn set_pair(&self, pair: ServingPair) {
-        self.update(|parts| parts.0 = pair);
+    pub(crate) fn set_pair(&self, pair: ServingPair) -> Result<(), TlsConfigError> {
+        self.update(|parts| parts.0 = pair)
     }
 
-    pub(crate) fn set_client_ca(&self, verifier: Verifier) {
-        self.update(|parts| parts.1 = Some(verifier));
+    pub(crate) fn set_client_ca(&self, verifier: Verifier) -> Result<(), TlsConfigError> {
+        self.update(|parts| parts.1 = Some(verifier))
     }
 
-    fn update(&self, change: impl FnOnce(&mut (ServingPair, Option<Verifier>))) {
+    /// Builds and proves a config from the current parts changed by
+    /// `change`, and puts both in use only if it is proven. The lock is
+    /// held throughout, so the serving pair's and the client CA's reloads
+    /// never build from each other's stale parts.
+    fn update(
+        &self,
+        change: impl FnOnce(&mut (ServingPair, Option<Verifier>)),
+    ) -> Result<(), TlsConfigError> {
         let mut parts = self.parts.lock().unwrap_or_else(PoisonError::into_inner);
-        change(&mut parts);
-        match build(&self.provider, &parts.0, parts.1.as_ref()) {
-            Ok(config) => {
-                self.config.store(Arc::new(config));
-                self.not_after.store(parts.0.not_after, Ordering::Relaxed);
-            }
-            Err(e) => {
-                error!(error = %e, "cannot build the TLS configuration; the previous one stays")
-            }
-        }
+        let mut next = parts.clone();
+        change(&mut next);
+        let config = build(&self.provider, &next.0, next.1.as_ref())?;
+        self.config.store(config);
+        self.not_after.store(next.0.not_after, Ordering::Relaxed);
+        *parts = next;
+        Ok(())
     }
 }

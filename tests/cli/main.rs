@@ -9,6 +9,7 @@ mod flag_docs;
 mod golden;
 mod kserve_version;
 mod mutate;
+mod pipes;
 mod reader;
 
 use std::io::Write;

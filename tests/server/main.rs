@@ -11,6 +11,8 @@ mod http;
 mod keepalive;
 mod kserve_version;
 mod memory;
+mod proven_certs;
+mod reloader_fifo;
 mod router;
 mod shadow;
 mod support;

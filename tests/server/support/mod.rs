@@ -31,6 +31,8 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
+pub mod process;
+
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type TestResult = Result<(), Error>;
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -170,6 +172,11 @@ impl KubeletDir {
     }
 
     pub fn swap(&mut self, files: &[(&str, &[u8])]) -> TestResult {
+        self.swap_with_fifo(files, None)
+    }
+
+    /// [`KubeletDir::swap`], with `fifo` (a key) a FIFO in the new version.
+    pub fn swap_with_fifo(&mut self, files: &[(&str, &[u8])], fifo: Option<&str>) -> TestResult {
         let old = format!("..v{}", self.version);
         self.version += 1;
         let new = format!("..v{}", self.version);
@@ -178,10 +185,14 @@ impl KubeletDir {
         for (name, bytes) in files {
             std::fs::write(version_dir.join(name), bytes)?;
         }
+        if let Some(name) = fifo {
+            mkfifo(&version_dir.join(name))?;
+        }
         let tmp = self.path.join("..data_tmp");
         std::os::unix::fs::symlink(&new, &tmp)?;
         std::fs::rename(&tmp, self.path.join("..data"))?;
-        for (name, _) in files {
+        let names = files.iter().map(|(name, _)| *name).chain(fifo);
+        for name in names {
             let link = self.path.join(name);
             if std::fs::symlink_metadata(&link).is_err() {
                 std::os::unix::fs::symlink(format!("..data/{name}"), &link)?;
@@ -192,6 +203,11 @@ impl KubeletDir {
         }
         Ok(())
     }
+}
+
+pub fn mkfifo(path: &Path) -> TestResult {
+    let made = std::process::Command::new("mkfifo").arg(path).status()?;
+    ensure(made.success(), || format!("mkfifo {}", path.display()))
 }
 
 pub fn cert_files(leaf: &Leaf) -> [(&'static str, Vec<u8>); 2] {
