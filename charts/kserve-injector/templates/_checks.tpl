@@ -9,6 +9,21 @@ values to change. Included once, from webhook.yaml.
 {{- include "kserve-injector.lookupChecks" . -}}
 {{- include "kserve-injector.shadowChecks" . -}}
 {{- include "kserve-injector.certificateChecks" . -}}
+{{- include "kserve-injector.alertChecks" . -}}
+{{- end }}
+
+{{/* Alert thresholds that contradict each other or the webhook's timeout. */}}
+{{- define "kserve-injector.alertChecks" -}}
+{{- $r := .Values.metrics.prometheusRule -}}
+{{- if $r.enabled -}}
+{{- $t := $r.thresholds -}}
+{{- if ge (float64 $t.latencyP99Seconds) (float64 .Values.webhook.timeoutSeconds) -}}
+{{- fail (printf "metrics.prometheusRule.thresholds.latencyP99Seconds (%v) must stay below webhook.timeoutSeconds (%v): the API server has given up on a request by then, so the alert would come after the failures" $t.latencyP99Seconds .Values.webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- if ge (float64 $t.certificateCriticalDays) (float64 $t.certificateWarningDays) -}}
+{{- fail (printf "metrics.prometheusRule.thresholds.certificateCriticalDays (%v) must be fewer than certificateWarningDays (%v): the warning comes first" $t.certificateCriticalDays $t.certificateWarningDays) -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/*
