@@ -17,6 +17,12 @@ values to change. Included once, from webhook.yaml.
 {{- $r := .Values.metrics.prometheusRule -}}
 {{- if $r.enabled -}}
 {{- $t := $r.thresholds -}}
+{{- /* --set gives 2.5 as the text "2.5", which the schema takes too */ -}}
+{{- range $name := list "latencyP99Seconds" "certificateWarningDays" "certificateCriticalDays" -}}
+{{- if le (float64 (index $t $name)) 0.0 -}}
+{{- fail (printf "metrics.prometheusRule.thresholds.%s (%v) must be greater than zero" $name (index $t $name)) -}}
+{{- end -}}
+{{- end -}}
 {{- if ge (float64 $t.latencyP99Seconds) (float64 .Values.webhook.timeoutSeconds) -}}
 {{- fail (printf "metrics.prometheusRule.thresholds.latencyP99Seconds (%v) must stay below webhook.timeoutSeconds (%v): the API server has given up on a request by then, so the alert would come after the failures" $t.latencyP99Seconds .Values.webhook.timeoutSeconds) -}}
 {{- end -}}
