@@ -10,6 +10,44 @@ values to change. Included once, from webhook.yaml.
 {{- include "kserve-injector.shadowChecks" . -}}
 {{- include "kserve-injector.certificateChecks" . -}}
 {{- include "kserve-injector.alertChecks" . -}}
+{{- include "kserve-injector.podChecks" . -}}
+{{- end }}
+
+{{/*
+extraEnv, extraVolumes and extraVolumeMounts against what the chart sets:
+a second POD_NAMESPACE or volume of the same name is refused by the API
+server only at install, a KSERVE_INJECTOR_* variable would set a serve flag
+past the checks of server.extraArgs, and a mount over the chart's own hides
+the certificate or the config.
+*/}}
+{{- define "kserve-injector.podChecks" -}}
+{{- range .Values.extraEnv -}}
+{{- if eq .name "POD_NAMESPACE" -}}
+{{- fail "extraEnv: POD_NAMESPACE is set by the chart (the release namespace, from the pod's metadata)" -}}
+{{- end -}}
+{{- if hasPrefix "KSERVE_INJECTOR_" .name -}}
+{{- fail (printf "extraEnv: %s would set a serve flag past the chart's checks; give the flag as its value (server.*, clusterLookups.*) or in server.extraArgs" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- $volumes := list "serving-cert" "config" -}}
+{{- if .Values.settings }}{{ $volumes = append $volumes "settings" }}{{ end -}}
+{{- range .Values.extraVolumes -}}
+{{- if has .name (list "serving-cert" "config" "settings") -}}
+{{- fail (printf "extraVolumes: the name %s is the chart's own volume; give yours another name" .name) -}}
+{{- end -}}
+{{- $volumes = append $volumes .name -}}
+{{- end -}}
+{{- range .Values.extraVolumeMounts -}}
+{{- if not (has .name $volumes) -}}
+{{- fail (printf "extraVolumeMounts: %s mounts the volume %s, which is neither in extraVolumes nor one of the chart's (%s)" .mountPath .name (join ", " $volumes)) -}}
+{{- end -}}
+{{- $path := trimSuffix "/" .mountPath -}}
+{{- range list "/tmp/k8s-webhook-server" "/etc/kserve-injector" -}}
+{{- if or (eq $path .) (hasPrefix (printf "%s/" .) $path) (hasPrefix (printf "%s/" $path) .) -}}
+{{- fail (printf "extraVolumeMounts: %s is on a path the chart mounts (%s: the serving certificate, the config and the settings); mount elsewhere" $path .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/* Alert thresholds that contradict each other or the webhook's timeout. */}}
