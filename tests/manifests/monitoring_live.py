@@ -4,6 +4,7 @@ a short load that makes each kind of answer (200, a denial, 404, 415, 503,
 what test_monitoring.py evaluates the alerts and the dashboard against."""
 
 import json
+import re
 import shutil
 import socket
 import ssl
@@ -83,7 +84,7 @@ class Served:
              "--addr", f"127.0.0.1:{self.port}", "--admin-addr", f"127.0.0.1:{self.admin}",
              "--kubeconfig", apiserver.kubeconfig, "--cluster-lookups", "on",
              "--config", self.config, "--config-poll-interval", "1s", "--cert-poll-interval", "1s",
-             "--request-timeout", "1s", "--lookup-timeout", "500ms", "--max-concurrent-requests", "2",
+             "--request-timeout", "2s", "--lookup-timeout", "500ms", "--max-concurrent-requests", "2",
              "--shutdown-delay", "0s", "--drain-timeout", "2s", "--log-format", "text"],
             stdout=self.log.open("w"), stderr=subprocess.STDOUT)
         wait_for("serve /readyz", lambda: http_ok(f"http://127.0.0.1:{self.admin}/readyz"),
@@ -97,6 +98,10 @@ class Served:
                                      headers={"accept": "application/openmetrics-text; version=1.0.0"})
         with urllib.request.urlopen(req, timeout=5) as r:
             return r.read().decode()
+
+    def in_flight(self):
+        found = re.search(r"^kserve_injector_requests_in_flight (\d+)$", self.scrape(), re.M)
+        return int(found.group(1)) if found else None
 
     def post(self, path, body, content_type="application/json"):
         """One request on a connection of its own; the status code."""
@@ -169,7 +174,7 @@ def drive(served, rounds=40):
             threads = [threading.Thread(target=served.stall, args=(stalled,)) for _ in range(2)]
             for t in threads:
                 t.start()
-            time.sleep(0.3)
+            wait_for("two stalled requests in flight", lambda: served.in_flight() == 2, timeout=10)
             count(served.post("/mutate-pods", oci))
             for t in threads:
                 t.join()

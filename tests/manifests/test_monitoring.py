@@ -324,7 +324,7 @@ def test_prometheus_evaluates_every_rule_and_query(served, rule, dashboard, scra
         empty = [w for w, n in answered.items() if not w.startswith("alert ") and not n]
         states = sorted((a["labels"]["alertname"], a["labels"]["severity"], a["state"])
                         for a in prom.api("alerts")["data"]["alerts"])
-        record(f"monitoring: load {dict(sorted(counts.items()))}, {time.monotonic() - t0:.1f} s; "
+        record(f"monitoring: load {dict(sorted(counts.items()))}, the run {time.monotonic() - t0:.1f} s; "
                f"{len(answered)} queries answered without error")
         record(f"monitoring: dashboard and variable queries with data: "
                f"{sum(1 for w, n in answered.items() if not w.startswith('alert ') and n)}"
