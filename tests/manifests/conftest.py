@@ -307,7 +307,20 @@ def proof(request):
     return expect_fail
 
 
+RECORDS = []
+
+
+@pytest.fixture
+def record():
+    """record(line): a figure or finding of the run, printed at its end."""
+    return RECORDS.append
+
+
 def pytest_terminal_summary(terminalreporter):
+    if RECORDS:
+        terminalreporter.section("recorded")
+        for line in RECORDS:
+            terminalreporter.write_line(line)
     if PROOFS:
         terminalreporter.section("checks failing on their broken inputs")
         for line in PROOFS:

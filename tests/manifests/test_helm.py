@@ -77,9 +77,25 @@ VALUE_SETS = {
         "podAnnotations.example\\.com/a=b",
         "webhook.annotations.example\\.com/owner=ml-platform",
         "webhook.excludedNamespaces={kube-system,istio-system}",
+        "metrics.prometheusRule.enabled=true",
+        "metrics.prometheusRule.thresholds.latencyP99Seconds=2.5",
+        "metrics.dashboards.enabled=true",
+        "metrics.dashboards.annotations.grafana_folder=KServe",
+        "extraEnv[0].name=HTTPS_PROXY",
+        "extraEnv[0].value=http://proxy.example.com:3128",
+        "extraVolumes[0].name=scratch",
+        "extraVolumes[0].emptyDir.medium=Memory",
+        "extraVolumeMounts[0].name=scratch",
+        "extraVolumeMounts[0].mountPath=/scratch",
+        "podSecurityContext.runAsUser=65532",
+        "securityContext.readOnlyRootFilesystem=null",
+        "revisionHistoryLimit=3",
+        "kserveMutatorHook.podAnnotations.example\\.com/hook=yes",
     ]),
     # the kustomize components' counterparts (compared below), and more
     "prometheus": ("kserve", ["metrics.serviceMonitor.enabled=true"]),
+    "monitoring": ("kserve", ["metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true",
+                              "metrics.dashboards.enabled=true"]),
     "native-sidecar": ("kserve", ["server.modelcarMode=native-sidecar"]),
     "restricted-profile": ("kserve", ["server.securityProfile=restricted"]),
     "watch-secrets": ("kserve", ["clusterLookups.watch.secrets=true"]),
@@ -206,6 +222,21 @@ def test_the_everything_set_reaches_the_objects(tools):
     assert not by_kind(docs, "Issuer")
     assert one(docs, "Certificate")["spec"]["issuerRef"] == {"name": "my-ca", "kind": "ClusterIssuer"}
     assert len(by_kind(docs, "Job")) == 2
+    container = pod["containers"][0]
+    assert container["env"][1:] == [{"name": "HTTPS_PROXY", "value": "http://proxy.example.com:3128"}]
+    assert container["volumeMounts"][-1] == {"name": "scratch", "mountPath": "/scratch"}
+    assert pod["volumes"][-1] == {"name": "scratch", "emptyDir": {"medium": "Memory"}}
+    assert pod["securityContext"] == {"runAsNonRoot": True, "runAsUser": 65532,
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False,
+                                            "capabilities": {"drop": ["ALL"]}}
+    assert dep["spec"]["revisionHistoryLimit"] == 3
+    for job in by_kind(docs, "Job"):
+        assert job["spec"]["template"]["metadata"]["annotations"] == {"example.com/hook": "yes"}
+    rule = one(docs, "PrometheusRule")["spec"]["groups"][0]["rules"]
+    assert [r["expr"] for r in rule if r["alert"] == "KServeInjectorSlowAdmissions"][0].endswith("> 2.5")
+    dashboard = one(docs, "ConfigMap", "kserve-injector-dashboard")
+    assert dashboard["metadata"]["annotations"] == {"grafana_folder": "KServe"}
 
 
 def test_settings_kserve_version_reaches_the_server(tools, injector_bin, tmp_path):
@@ -368,6 +399,18 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "monitoring").mkdir()
+    (cases / "monitoring" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/prometheus
+  - ../../manifests/components/monitoring
+transformers:
+  - ../../manifests/follow-namespace
+""")
     (cases / "watch-secrets").mkdir()
     (cases / "watch-secrets" / "kustomization.yaml").write_text("""\
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -421,6 +464,7 @@ transformers:
         "default": (tree / "manifests", "kserve", [], []),
         "other-namespace": (cases / "other-namespace", ALT_NS, [], []),
         "prometheus": (cases / "prometheus", "kserve", ["metrics.serviceMonitor.enabled=true"], []),
+        "monitoring": (cases / "monitoring", "kserve", VALUE_SETS["monitoring"][1], []),
         "native-sidecar": (cases / "native-sidecar", "kserve", ["server.modelcarMode=native-sidecar"],
                            []),
         "restricted-profile": (cases / "restricted-profile", "kserve",
@@ -431,13 +475,13 @@ transformers:
     }
 
 
-@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "native-sidecar",
+@pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "monitoring", "native-sidecar",
                                   "restricted-profile", "static-certs", "watch-secrets",
                                   "namespaced"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace
-    other than kserve, the prometheus and native-sidecar-modelcar components,
+    other than kserve, the prometheus, monitoring and native-sidecar-modelcar components,
     and static-certs against
     certificates.mode=provided with the same files."""
     tree = tmp_path / "tree"
@@ -820,6 +864,7 @@ STUB_CRDS = [
     ("cert-manager.io", "Certificate", "certificates"),
     ("cert-manager.io", "Issuer", "issuers"),
     ("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+    ("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
 ]
 
 

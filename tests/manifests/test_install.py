@@ -134,6 +134,7 @@ resources:
 components:
   - ../../manifests/components/cert-manager
   - ../../manifests/components/prometheus
+  - ../../manifests/components/monitoring
   - ../../manifests/components/replace-kserve-mutator
 transformers:
   - ../../manifests/follow-namespace
@@ -148,6 +149,7 @@ resources:
   - ../../manifests
 components:
   - ../../manifests/components/prometheus
+  - ../../manifests/components/monitoring
 images:
   - name: kserve-injector
     newName: registry.example.com/kserve-injector
@@ -495,6 +497,8 @@ BROKEN = {
         broken_validate("default", "\n  dnsNames:", "\n  dnsName:"),
     "tests/schemas (ServiceMonitor interval '30 seconds')":
         broken_validate("all-components", "interval: 30s", "interval: 30 seconds"),
+    "tests/schemas (PrometheusRule for: '5 minutes')":
+        broken_validate("all-components", "for: 5m", "for: 5 minutes"),
     "tests/schemas (a kind without a schema: ClusterIssuer)":
         broken_validate("default", "\nkind: Issuer\n", "\nkind: ClusterIssuer\n"),
     "timeouts (timeoutSeconds 4 with --request-timeout=3s)": broken_timeouts,

@@ -9,6 +9,65 @@ values to change. Included once, from webhook.yaml.
 {{- include "kserve-injector.lookupChecks" . -}}
 {{- include "kserve-injector.shadowChecks" . -}}
 {{- include "kserve-injector.certificateChecks" . -}}
+{{- include "kserve-injector.alertChecks" . -}}
+{{- include "kserve-injector.podChecks" . -}}
+{{- end }}
+
+{{/*
+extraEnv, extraVolumes and extraVolumeMounts against what the chart sets:
+a second POD_NAMESPACE or volume of the same name is refused by the API
+server only at install, a KSERVE_INJECTOR_* variable would set a serve flag
+past the checks of server.extraArgs, and a mount over the chart's own hides
+the certificate or the config.
+*/}}
+{{- define "kserve-injector.podChecks" -}}
+{{- range .Values.extraEnv -}}
+{{- if eq .name "POD_NAMESPACE" -}}
+{{- fail "extraEnv: POD_NAMESPACE is set by the chart (the release namespace, from the pod's metadata)" -}}
+{{- end -}}
+{{- if hasPrefix "KSERVE_INJECTOR_" .name -}}
+{{- fail (printf "extraEnv: %s would set a serve flag past the chart's checks; give the flag as its value (server.*, clusterLookups.*) or in server.extraArgs" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- $volumes := list "serving-cert" "config" -}}
+{{- if .Values.settings }}{{ $volumes = append $volumes "settings" }}{{ end -}}
+{{- range .Values.extraVolumes -}}
+{{- if has .name (list "serving-cert" "config" "settings") -}}
+{{- fail (printf "extraVolumes: the name %s is the chart's own volume; give yours another name" .name) -}}
+{{- end -}}
+{{- $volumes = append $volumes .name -}}
+{{- end -}}
+{{- range .Values.extraVolumeMounts -}}
+{{- if not (has .name $volumes) -}}
+{{- fail (printf "extraVolumeMounts: %s mounts the volume %s, which is neither in extraVolumes nor one of the chart's (%s)" .mountPath .name (join ", " $volumes)) -}}
+{{- end -}}
+{{- $path := trimSuffix "/" .mountPath -}}
+{{- range list "/tmp/k8s-webhook-server" "/etc/kserve-injector" -}}
+{{- if or (eq $path .) (hasPrefix (printf "%s/" .) $path) (hasPrefix (printf "%s/" $path) .) -}}
+{{- fail (printf "extraVolumeMounts: %s is on a path the chart mounts (%s: the serving certificate, the config and the settings); mount elsewhere" $path .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* Alert thresholds that contradict each other or the webhook's timeout. */}}
+{{- define "kserve-injector.alertChecks" -}}
+{{- $r := .Values.metrics.prometheusRule -}}
+{{- if $r.enabled -}}
+{{- $t := $r.thresholds -}}
+{{- /* --set gives 2.5 as the text "2.5", which the schema takes too */ -}}
+{{- range $name := list "latencyP99Seconds" "certificateWarningDays" "certificateCriticalDays" -}}
+{{- if le (float64 (index $t $name)) 0.0 -}}
+{{- fail (printf "metrics.prometheusRule.thresholds.%s (%v) must be greater than zero" $name (index $t $name)) -}}
+{{- end -}}
+{{- end -}}
+{{- if ge (float64 $t.latencyP99Seconds) (float64 .Values.webhook.timeoutSeconds) -}}
+{{- fail (printf "metrics.prometheusRule.thresholds.latencyP99Seconds (%v) must stay below webhook.timeoutSeconds (%v): the API server has given up on a request by then, so the alert would come after the failures" $t.latencyP99Seconds .Values.webhook.timeoutSeconds) -}}
+{{- end -}}
+{{- if ge (float64 $t.certificateCriticalDays) (float64 $t.certificateWarningDays) -}}
+{{- fail (printf "metrics.prometheusRule.thresholds.certificateCriticalDays (%v) must be fewer than certificateWarningDays (%v): the warning comes first" $t.certificateCriticalDays $t.certificateWarningDays) -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/*
