@@ -50,7 +50,13 @@ const HTTP1_BUFFER: usize = 16 * 1024;
 /// request beyond them (or beyond `--max-connection-buffered-bytes`) is
 /// refused unread. The API server reads its answers at once: it has none
 /// waiting for long.
-pub(crate) const ANSWERS_WAITING: usize = 16;
+pub(crate) const ANSWERS_WAITING: usize = 8;
+
+/// The kernel's send buffer per connection (it doubles what is set).
+const SOCKET_SEND_BUFFER: usize = 64 * 1024;
+
+/// HTTP/2 flow-control window for what clients send (connection and stream).
+const RECEIVE_WINDOW: u32 = 64 * 1024;
 
 /// What rustls holds of encrypted output not yet taken by the socket.
 const TLS_SEND_BUFFER: usize = 16 * 1024;
@@ -281,6 +287,11 @@ impl Webhook {
             // has left it (see answer.rs): what h2 holds per stream beyond
             // the counted answer is one chunk at most.
             .max_send_buf_size(1)
+            // What a client may send ahead of what the server has read: per
+            // connection, all of it may sit in memory (docs/operations.md,
+            // "Memory"). HTTP/2's own default, where hyper's is 1 MiB.
+            .initial_connection_window_size(RECEIVE_WINDOW)
+            .initial_stream_window_size(RECEIVE_WINDOW)
             .keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(10));
         Self {
@@ -345,6 +356,10 @@ impl Webhook {
             let (tcp, peer) = tcp;
             // Admission answers are single small writes; Nagle would only delay them.
             let _ = tcp.set_nodelay(true);
+            // A fixed send buffer rather than one the kernel grows to
+            // megabytes for a client that does not read: cgroup v2 charges
+            // socket buffers to the container (docs/operations.md, "Memory").
+            let _ = rustix::net::sockopt::set_socket_send_buffer_size(&tcp, SOCKET_SEND_BUFFER);
             tracker.spawn(self.clone().serve(tcp, peer, slot));
         }
     }

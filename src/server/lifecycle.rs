@@ -182,6 +182,7 @@ fn sized_to_memory(limits: &LimitSettings) -> Sized {
         nofile,
         limits.max_connections,
         limits.max_buffered_bytes,
+        limits.max_concurrent_requests,
     );
     info!(
         memory_limit_bytes = limit,

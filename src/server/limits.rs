@@ -37,7 +37,13 @@ impl Limits {
 /// The flags, with what they leave out sized as for no memory limit.
 impl From<&LimitSettings> for Limits {
     fn from(args: &LimitSettings) -> Self {
-        let sized = sizing::size(None, None, args.max_connections, args.max_buffered_bytes);
+        let sized = sizing::size(
+            None,
+            None,
+            args.max_connections,
+            args.max_buffered_bytes,
+            args.max_concurrent_requests,
+        );
         Self::sized(args, &sized)
     }
 }

@@ -134,3 +134,6 @@ async fn review(
         Err(e) => prepared.deny(&e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests;

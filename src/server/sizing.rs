@@ -10,22 +10,26 @@ use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
 
-/// Measured costs (docs/operations.md, "Memory", and
-/// `python3 loadtest/redteam.py`), each rounded up.
+/// Measured costs (docs/operations.md, "Memory"; `python3
+/// loadtest/memory_costs.py`), each rounded up.
 pub(crate) mod cost {
     use super::MIB;
 
-    /// The process serving nothing: binary, runtime, config, TLS config,
-    /// metrics, logging, and the allocator's own pages.
+    /// The process serving nothing, resident: binary, runtime, config, TLS
+    /// config, metrics, logging, the allocator's own pages (measured 18 MiB).
     pub const BASE: u64 = 24 * MIB;
-    /// One connection at its worst: TLS state and buffers, hyper's buffers
-    /// (HTTP/1: the 16 KiB read/write buffer; HTTP/2: the codec's buffers
-    /// and one chunk in flight), the task and the watchdog, and a few
-    /// HTTP/2 streams' state.
-    pub const CONNECTION: u64 = 96 * 1024;
-    /// What one review of the largest body (7 MiB) holds besides its body
-    /// and its answer, which the byte budget counts.
-    pub const LARGEST_REVIEW: u64 = 40 * MIB;
+    /// One connection at its worst: idle HTTP/2 after a review (measured
+    /// 37 KiB), its answers waiting at the most (`conn::ANSWERS_WAITING`, 8
+    /// streams of 9 KiB), what a client may send ahead (64 KiB window), and
+    /// what hyper, h2 and rustls hold for a client that does not read
+    /// (three 16 KiB buffers).
+    pub const CONNECTION: u64 = 224 * 1024;
+    /// One request in flight besides its body: its stream and the review's
+    /// state (the requests at once are `--max-concurrent-requests`).
+    pub const REQUEST: u64 = 16 * 1024;
+    /// One review of the largest body (7 MiB) at its peak, its body and
+    /// answer included (measured 15.6 MiB).
+    pub const LARGEST_REVIEW: u64 = 20 * MIB;
 }
 
 /// Of the limit, what is never planned for: the allocator's fragmentation,
@@ -52,20 +56,23 @@ pub(crate) struct Sized {
     pub large_reviews: usize,
 }
 
-/// The bounds for `limit`, where the flags did not set them: the byte
-/// budget takes a quarter of what is planned for, one largest review its
-/// share, and connections the rest; `nofile` (the open-file limit) caps
+/// The bounds for `limit`, where the flags did not set them: of what is
+/// left once the process, one largest review and the requests in flight
+/// are planned for, the byte budget takes a quarter and connections the
+/// rest; `nofile` (the open-file limit) caps
 /// connections at 3/4 of it, so the cap is reached before accept() fails.
 pub(crate) fn size(
     limit: Option<u64>,
     nofile: Option<u64>,
     max_connections: Option<usize>,
     max_buffered_bytes: Option<usize>,
+    max_concurrent_requests: usize,
 ) -> Sized {
     let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
+    let requests = max_concurrent_requests as u64 * cost::REQUEST;
     let plannable = limit.map(|l| {
         let usable = l - l * HEADROOM_PERCENT / 100;
-        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW)
+        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + requests)
     });
     let buffered = max_buffered_bytes.unwrap_or_else(|| match plannable {
         Some(p) => (p / 4).clamp(

@@ -3,6 +3,7 @@
 //! reload, HTTP/2 limits, drain, connection caps, attacks), plus the
 //! `serve` flags.
 
+mod answers;
 mod args;
 mod attacks;
 mod cap;

@@ -72,9 +72,10 @@ fn no_memory_hierarchy_means_no_limit() {
 
 #[test]
 fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
-    let sized = size(Some(128 * MIB), Some(1 << 20), None, None);
+    let sized = size(Some(128 * MIB), Some(1 << 20), None, None, 512);
     let worst = cost::BASE
         + cost::LARGEST_REVIEW * sized.large_reviews as u64
+        + 512 * cost::REQUEST
         + sized.max_buffered_bytes as u64
         + sized.max_connections as u64 * cost::CONNECTION;
     assert!(
@@ -84,16 +85,16 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
     assert!(sized.max_connections >= 100, "{sized:?}");
     assert!(sized.max_buffered_bytes >= crate::limits::MAX_BODY_BYTES);
 
-    let unlimited = size(None, Some(1 << 20), None, None);
+    let unlimited = size(None, Some(1 << 20), None, None, 512);
     assert_eq!(unlimited.max_connections, MAX_CONNECTIONS);
     assert_eq!(unlimited.max_buffered_bytes, MAX_BUFFERED_BYTES);
 
-    let flags = size(Some(128 * MIB), Some(1 << 20), Some(7), Some(9 << 20));
+    let flags = size(Some(128 * MIB), Some(1 << 20), Some(7), Some(9 << 20), 512);
     assert_eq!(
         (flags.max_connections, flags.max_buffered_bytes),
         (7, 9 << 20)
     );
 
-    let files = size(None, Some(256), None, None);
+    let files = size(None, Some(256), None, None, 512);
     assert_eq!(files.max_connections, 192);
 }
