@@ -15,7 +15,6 @@ pub mod constants;
 pub mod injectors;
 pub mod inputs;
 pub mod json_text;
-mod memo;
 pub mod mutation;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;

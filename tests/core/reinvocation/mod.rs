@@ -249,7 +249,7 @@ fn envs() -> &'static [Inputs] {
             all.extend(classic.iter().map(|env| {
                 let mut env = env.clone();
                 let config = env.config.as_ref().clone().for_release(profile.release);
-                *env.config_mut() = config;
+                env.edit_config(|c| *c = config);
                 env.modelcar_mode = profile.mode;
                 env
             }));
