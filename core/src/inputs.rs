@@ -1,7 +1,7 @@
 //! Everything a mutation depends on besides the pod: the injectors and the
 //! core both read it, so it lives apart from either. What a review would
 //! otherwise derive from the config again and again is derived here, once
-//! per config ([`modelcar_pair`]).
+//! per config (the classic modelcar pair, `inputs/modelcar_pair.rs`).
 
 pub(crate) mod modelcar_pair;
 
