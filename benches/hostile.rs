@@ -19,7 +19,7 @@
 //! `core/src/admission/tests.rs` and `core/src/mutation/tests.rs`.
 
 #[global_allocator]
-static GLOBAL: kserve_injector::allocator::Allocator = kserve_injector::allocator::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kserve_injector_core::admission::review;
 use kserve_injector_core::{mutate, Inputs};

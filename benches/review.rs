@@ -25,7 +25,7 @@
 //! The bench uses the binary's allocator (mimalloc), so it measures what ships.
 
 #[global_allocator]
-static GLOBAL: kserve_injector::allocator::Allocator = kserve_injector::allocator::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use kserve_injector_core::admission::review;

@@ -13,7 +13,7 @@
 //! the wall time per iteration.
 
 #[global_allocator]
-static GLOBAL: kserve_injector::allocator::Allocator = kserve_injector::allocator::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kserve_injector_core::admission::review;
 use kserve_injector_core::Inputs;

@@ -6,7 +6,6 @@
 //! so a path says whose module it is; `kserve_injector_core::mutate` is the
 //! core function the CLI and the webhook both call.
 
-pub mod allocator;
 pub mod audit;
 pub mod certs;
 pub mod cli;

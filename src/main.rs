@@ -12,7 +12,7 @@ use std::process::ExitCode;
 /// the patch text); mimalloc serves those faster than the system allocator
 /// (compare with `cargo bench --bench review`).
 #[global_allocator]
-static GLOBAL: kserve_injector::allocator::Allocator = kserve_injector::allocator::Allocator;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// KServe's pod mutator as a fast, idempotent admission webhook.
 #[derive(Parser)]
@@ -44,10 +44,16 @@ enum Command {
     Certs(CertsArgs),
 }
 
+// Why: Rust's runtime reopens a closed fd 1 on /dev/null before `main`,
+// so `mutate pod.yaml 1>&-` would lose its output and exit 0; this entry
+// sees fd 1 before that, and `tests/cli/reader.rs` runs the binary with fd
+// 1 closed and expects exit 2. `.init_array` is an ELF section, run by the
+// dynamic loader and glibc's or musl's start-up on Linux; on other systems
+// there is no entry, and output to a closed stdout is lost with exit 0.
 // SAFETY: an `.init_array` entry runs before Rust's runtime is set up, so
 // it may only make raw system calls and touch statics that need no
 // initialisation: `note_closed_stdout` does one fcntl and one atomic store.
-// `tests/cli/reader.rs` runs the binary with fd 1 closed and expects exit 2.
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 #[used]
 #[link_section = ".init_array"]

@@ -1,10 +1,15 @@
 //! Everything a mutation depends on besides the pod: the injectors and the
-//! core both read it, so it lives apart from either.
+//! core both read it, so it lives apart from either. What a review would
+//! otherwise derive from the config again and again is derived here, once
+//! per config (the classic modelcar pair, `inputs/modelcar_pair.rs`).
+
+pub(crate) mod modelcar_pair;
 
 use crate::cluster::ClusterSnapshot;
 use crate::config::Config;
 use crate::constants::DEFAULT_CONTROLLER_NAMESPACE;
 use k8s_openapi::api::core::v1::Volume;
+use modelcar_pair::{PairKey, Prewritten};
 use std::sync::Arc;
 
 /// Everything a mutation depends on besides the pod. The config is shared
@@ -12,6 +17,8 @@ use std::sync::Arc;
 /// request's cluster snapshot.
 #[derive(Debug, Clone)]
 pub struct Inputs {
+    /// Replaced whole, the config keeps its reviews right but slower (the
+    /// modelcar pair is built for each); [`Self::edit_config`] keeps both.
     pub config: Arc<Config>,
     /// The namespace KServe's controller runs in (its `POD_NAMESPACE`).
     pub controller_namespace: String,
@@ -24,6 +31,10 @@ pub struct Inputs {
     /// The `kserve-provision-location` volume the storage-initializer
     /// downloads into (`modelVolume` of `--config-file`); `None`: KServe's emptyDir.
     pub model_volume: Option<Volume>,
+    /// The classic modelcar pair's text for the config it was written
+    /// from, handed out only while the config still has that pair's key
+    /// ([`Self::modelcar_pair`]).
+    modelcar_pair: Option<Arc<Prewritten>>,
 }
 
 /// How hardened the containers we add are: `baseline`, KServe's containers
@@ -114,6 +125,7 @@ impl std::str::FromStr for ModelcarMode {
 impl Inputs {
     pub fn new(config: Config) -> Self {
         Self {
+            modelcar_pair: prewrite(&config),
             config: Arc::new(config),
             controller_namespace: DEFAULT_CONTROLLER_NAMESPACE.to_string(),
             cluster: ClusterSnapshot::default(),
@@ -132,13 +144,30 @@ impl Inputs {
             modelcar_mode: self.modelcar_mode,
             security_profile: self.security_profile,
             model_volume: self.model_volume.clone(),
+            modelcar_pair: self.modelcar_pair.clone(),
         }
     }
 
-    /// The config, for tests and tools that adjust it in place.
-    pub fn config_mut(&mut self) -> &mut Config {
-        Arc::make_mut(&mut self.config)
+    /// Adjusts the config in place, for tests and tools; what is derived
+    /// from it follows.
+    pub fn edit_config(&mut self, edit: impl FnOnce(&mut Config)) {
+        edit(Arc::make_mut(&mut self.config));
+        if self.modelcar_pair().is_none() {
+            self.modelcar_pair = prewrite(&self.config);
+        }
     }
+
+    /// The classic modelcar pair's text for this config; `None` if the
+    /// config's pair key is not the one the text was written for (the
+    /// config was replaced) or the pair could not be prewritten.
+    pub(crate) fn modelcar_pair(&self) -> Option<&Prewritten> {
+        let key = PairKey::of(&self.config.storage_initializer);
+        self.modelcar_pair.as_deref().filter(|text| text.fits(&key))
+    }
+}
+
+fn prewrite(config: &Config) -> Option<Arc<Prewritten>> {
+    Prewritten::write(PairKey::of(&config.storage_initializer)).map(Arc::new)
 }
 
 impl Default for Inputs {

@@ -13,7 +13,7 @@ use serde::ser::{self, Serialize};
 use std::fmt::Display;
 
 /// The JSON text of `value`.
-pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+pub(crate) fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut out = String::with_capacity(128);
     value.serialize(&mut Writer { out: &mut out })?;
     Ok(out)
@@ -28,7 +28,7 @@ pub(crate) fn append<T: Serialize + ?Sized>(
 }
 
 /// Appends `text` as a JSON string.
-pub fn write_str(out: &mut String, text: &str) {
+pub(crate) fn write_str(out: &mut String, text: &str) {
     if needs_escape(text.as_bytes()) {
         write_escaped(out, text);
         return;

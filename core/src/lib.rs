@@ -14,19 +14,18 @@ pub mod config;
 pub mod constants;
 pub mod injectors;
 pub mod inputs;
-pub mod json_text;
-mod memo;
+pub(crate) mod json_text;
 pub mod mutation;
 #[cfg(any(test, feature = "oracle"))]
 pub mod oracle;
 pub mod pod;
 pub mod pod_facts;
-pub mod probe_json;
-pub mod quantity;
+pub(crate) mod probe_json;
+pub(crate) mod quantity;
 pub mod reader;
 pub mod release;
 pub mod settings;
-pub mod storage_uri;
+pub(crate) mod storage_uri;
 pub mod view;
 
 pub use cluster::ClusterSnapshot;

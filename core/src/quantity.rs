@@ -4,7 +4,7 @@
 use std::iter;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum QuantityError {
+pub(crate) enum QuantityError {
     #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
     FormatWrong,
     #[error("unable to parse numeric part of quantity")]
@@ -67,7 +67,7 @@ pub(crate) fn canonicalize(s: &str) -> Result<String, QuantityError> {
 
 /// Orders two quantities by value, as apimachinery's `Quantity.Cmp` does
 /// (`1Gi` > `1G`, `0.5` == `500m`); an unparsable one is its parse error.
-pub fn compare(a: &str, b: &str) -> Result<std::cmp::Ordering, QuantityError> {
+pub(crate) fn compare(a: &str, b: &str) -> Result<std::cmp::Ordering, QuantityError> {
     Ok(exact(a)?.cmp_value(&exact(b)?))
 }
 

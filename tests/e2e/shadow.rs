@@ -12,19 +12,10 @@ use crate::ports;
 use crate::webhook::{create, pod, Injector, OBJECTS, URI};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Pod;
+use kserve_injector_core::injectors::{INJECTOR_NAMES, MUTATOR};
 use kube::api::{Api, ListParams};
 use std::path::Path;
 use std::time::Duration;
-
-const INJECTORS: [&str; 7] = [
-    "mutator",
-    "accelerator",
-    "storage-initializer",
-    "istio-cni",
-    "agent",
-    "metrics-aggregator",
-    "modelcar",
-];
 
 fn registration(name: &str, port: u16, ca: &[u8]) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca);
@@ -46,9 +37,10 @@ webhooks:
     )
 }
 
+/// Over every name a change can be reported under.
 async fn differences(shadow: &Injector) -> f64 {
     let mut total = 0.0;
-    for injector in INJECTORS {
+    for injector in std::iter::once(MUTATOR).chain(INJECTOR_NAMES) {
         let series = format!("kserve_injector_shadow_differences_total{{injector=\"{injector}\"}}");
         total += shadow.metric(&series).await;
     }

@@ -639,10 +639,8 @@ fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
     pod["metadata"]["annotations"] = json!({
         crate::constants::SOURCE_URI_ANNOTATION: "oci://registry.example.com/model:1"
     });
-    let inputs = Inputs {
-        modelcar_mode: ModelcarMode::NativeSidecar,
-        ..Inputs::default()
-    };
+    let mut inputs = Inputs::default();
+    inputs.modelcar_mode = ModelcarMode::NativeSidecar;
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod.clone()));
     let (reviewed, _) = answer(&body, &inputs);
     let native = ShapeChoice {

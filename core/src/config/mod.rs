@@ -7,8 +7,6 @@ mod shipped;
 
 pub use release::{image_mismatches, ImageMismatch};
 
-use crate::injectors::modelcar::prewritten::Prewritten;
-use crate::memo::Memo;
 use crate::quantity;
 use crate::release::Release;
 use fields::Fields;
@@ -76,9 +74,6 @@ pub struct StorageInitializerConfig {
     /// `pvc://` model is copied into the emptyDir by the storage-initializer
     /// ([`Release::direct_pvc_always`]); always false under other releases.
     pub pvc_copy_mode: bool,
-    /// The classic modelcar pair's JSON for these fields, written on the
-    /// first OCI review rather than on every one ([`Prewritten`]).
-    pub(crate) modelcar_json: Memo<Option<Prewritten>>,
 }
 
 impl StorageInitializerConfig {
@@ -352,7 +347,6 @@ fn parse_storage_initializer(
         oci_insecure_registry: f.boolean("ociInsecureRegistry")?,
         // Other releases do not know the key, so never read (nor refuse) it.
         pvc_copy_mode: !release.direct_pvc_always() && !f.boolean("enableDirectPvcVolumeMount")?,
-        modelcar_json: Memo::default(),
     })
 }
 

@@ -77,13 +77,14 @@ pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<
 
 /// The pipeline for one kind of pod document. Generic rather than a table of
 /// `dyn` calls: the product instantiates it for the working set only, and the
-/// test oracle (feature `oracle`) for its JSON tree.
-pub(crate) struct Pipeline<P>(std::marker::PhantomData<P>);
+/// test oracle (feature `oracle`) for its JSON tree. `'p` is as long as the
+/// document type lives (a working set borrows the request body).
+pub(crate) struct Pipeline<'p, P>(std::marker::PhantomData<&'p P>);
 
-impl<P: PodEdit> Pipeline<P> {
-    /// KServe's injectors in KServe's order: the one list of the pipeline.
-    /// The length is the list's: a step added or removed without it does not compile.
-    pub(crate) const STEPS: [Step<P>; 6] = [
+impl<'p, P: PodEdit + 'p> Pipeline<'p, P> {
+    /// KServe's injectors in KServe's order: the one list of the pipeline,
+    /// whose length every count of steps is taken from.
+    pub(crate) const STEPS: &'p [Step<P>] = &[
         Step {
             name: accelerator::NAME,
             run: accelerator::inject::<P>,
@@ -118,8 +119,7 @@ impl<P: PodEdit> Pipeline<P> {
 }
 
 /// The steps as the webhook and the CLI run them.
-pub(crate) const PIPELINE: [Step<WorkingSet<'static>>;
-    Pipeline::<WorkingSet<'static>>::STEPS.len()] = Pipeline::<WorkingSet<'static>>::STEPS;
+pub(crate) const PIPELINE: &[Step<WorkingSet<'static>>] = Pipeline::<WorkingSet<'static>>::STEPS;
 
 pub fn run_all<P: PodEdit>(
     pod: &mut P,

@@ -7,8 +7,8 @@
 use super::ca_bundle;
 use super::storage_initializer::overrides::InitResources;
 use super::{security_profile, InjectError};
-use crate::config::StorageInitializerConfig;
 use crate::constants::*;
+use crate::inputs::modelcar_pair::{self, modelcar_mount, PairKey};
 use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
@@ -17,22 +17,14 @@ use crate::pod::{ContainerEdit, List, PodEdit};
 use crate::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
 use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
-    Container, ExecAction, ImageVolumeSource, KeyToPath, Probe, ResourceRequirements,
-    SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+    Container, ExecAction, ImageVolumeSource, KeyToPath, Probe, SecretVolumeSource, Volume,
+    VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use std::collections::BTreeMap;
 
-pub(crate) mod prewritten;
 pub mod shape;
-use prewritten::Prewritten;
 pub use shape::{ShapeChoice, ShapeReason};
 
 pub const NAME: &str = "modelcar";
-
-/// The modelcar mount is the parent of the model path, so the symlink the
-/// sidecar creates at `/mnt/models` is visible to the server.
-const MODELCAR_MOUNT_PATH: &str = "/mnt";
 
 pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
@@ -131,18 +123,18 @@ fn add_modelcar(
     profile: SecurityProfile,
     mode: ModelcarMode,
 ) -> Result<(), InjectError> {
-    let config = &inputs.config.storage_initializer;
+    let key = PairKey::of(&inputs.config.storage_initializer);
     let classic = profile == SecurityProfile::Baseline && mode == ModelcarMode::Classic;
-    if let Some(text) = Prewritten::of(config).filter(|_| classic) {
+    if let Some(text) = inputs.modelcar_pair().filter(|_| classic) {
         // Built only by the test oracle, which takes typed containers.
-        let typed = || modelcar_containers(config, image, modelcar_mount());
+        let typed = || modelcar_pair::containers(&key, image);
         let (list, name) = (List::Containers, MODELCAR_CONTAINER);
         pod.ensure_prewritten_container(list, name, text.sidecar(image), || typed().0);
         let (list, name) = (List::InitContainers, MODELCAR_INIT_CONTAINER);
         pod.ensure_prewritten_container(list, name, text.init(image), || typed().1);
         return Ok(());
     }
-    let (mut sidecar, mut init) = modelcar_containers(config, image, modelcar_mount());
+    let (mut sidecar, mut init) = modelcar_pair::containers(&key, image);
     if profile == SecurityProfile::Restricted {
         let (uid, group) = security_profile::modelcar_identity(pod, inputs, NAME)?;
         security_profile::harden(&mut sidecar, profile, Some(uid), NAME)?;
@@ -196,72 +188,6 @@ fn native_sidecar(classic: Container, image: &str) -> Container {
         }),
         ..classic
     }
-}
-
-/// The volume the modelcar and the containers that read the model share.
-fn modelcar_mount() -> VolumeMount {
-    VolumeMount {
-        name: PROVISION_LOCATION_VOLUME.to_string(),
-        mount_path: MODELCAR_MOUNT_PATH.to_string(),
-        ..Default::default()
-    }
-}
-
-fn modelcar_containers(
-    config: &StorageInitializerConfig,
-    image: &str,
-    mount: VolumeMount,
-) -> (Container, Container) {
-    let or_default = |v: &str, d: &str| {
-        if v.is_empty() {
-            d.to_string()
-        } else {
-            v.to_string()
-        }
-    };
-    let amounts = BTreeMap::from([
-        (
-            "cpu".to_string(),
-            Quantity(or_default(&config.cpu_modelcar, DEFAULT_CPU_MODELCAR)),
-        ),
-        (
-            "memory".to_string(),
-            Quantity(or_default(&config.memory_modelcar, DEFAULT_MEMORY_MODELCAR)),
-        ),
-    ]);
-    let resources = ResourceRequirements {
-        limits: Some(amounts.clone()),
-        requests: Some(amounts),
-        ..Default::default()
-    };
-    let sh = |script: String| Some(vec!["sh".to_string(), "-c".to_string(), script]);
-    let sidecar = Container {
-        name: MODELCAR_CONTAINER.to_string(),
-        image: Some(image.to_string()),
-        volume_mounts: Some(vec![mount]),
-        // `$$` is Kubernetes' escape for `$`, so the shell sees `$$`: its own PID.
-        args: sh(format!(
-            "ln -sf /proc/$$$$/root/models {DEFAULT_MODEL_LOCAL_MOUNT_PATH} && sleep infinity"
-        )),
-        resources: Some(resources.clone()),
-        termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
-        security_context: config.uid_modelcar.map(|uid| SecurityContext {
-            run_as_user: Some(uid),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let init = Container {
-        name: MODELCAR_INIT_CONTAINER.to_string(),
-        image: Some(image.to_string()),
-        args: sh(format!(
-            "echo 'Pre-fetching modelcar {image}: ' && [ -d /models ] && [ \"$$(ls -A /models)\" ] && echo 'OK ... Prefetched and valid (/models exists)' || (echo 'NOK ... Prefetched but modelcar is invalid (/models does not exist or is empty)' && exit 1)"
-        )),
-        resources: Some(resources),
-        termination_message_policy: Some(FALLBACK_TO_LOGS_ON_ERROR.to_string()),
-        ..Default::default()
-    };
-    (sidecar, init)
 }
 
 /// `/mnt/models` → `mnt-models`.

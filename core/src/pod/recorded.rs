@@ -22,7 +22,7 @@ pub struct Op {
     pub kind: OpKind,
     /// RFC 6901 text, built from escaped tokens (see `pod::child`).
     pub path: String,
-    /// The value as JSON text, written by [`crate::json_text`].
+    /// The value as JSON text, byte for byte as serde_json writes it.
     pub value: String,
 }
 

@@ -248,7 +248,7 @@ fn envs() -> &'static [Inputs] {
         for profile in Profile::all() {
             all.extend(classic_envs(profile.release).into_iter().map(|mut env| {
                 let config = env.config.as_ref().clone().for_release(profile.release);
-                *env.config_mut() = config;
+                env.edit_config(|c| *c = config);
                 env.modelcar_mode = profile.mode;
                 env
             }));

@@ -21,10 +21,12 @@ fn ag_env() -> Inputs {
 /// AG-cfg with A11's logger TLS settings.
 fn tls_env() -> Inputs {
     let mut env = ag_env();
-    env.config_mut().logger.default_url = "https://httpbin.org/".into();
-    env.config_mut().logger.ca_bundle = "kserve-tls-bundle".into();
-    env.config_mut().logger.ca_cert_file = "ca.crt".into();
-    env.config_mut().logger.tls_skip_verify = true;
+    env.edit_config(|c| {
+        c.logger.default_url = "https://httpbin.org/".into();
+        c.logger.ca_bundle = "kserve-tls-bundle".into();
+        c.logger.ca_cert_file = "ca.crt".into();
+        c.logger.tls_skip_verify = true;
+    });
     env
 }
 
@@ -467,15 +469,17 @@ fn a11_logger_ca_bundle_is_only_mounted_for_the_logger() {
 #[test]
 fn a12_logger_storage_args() {
     let mut env = ag_env();
-    env.config_mut().logger.storage = Some(crate::config::LoggerStorage {
-        path: "/logger".into(),
-        parameters: Some(BTreeMap::from([
-            ("type".to_string(), "s3".to_string()),
-            ("region".to_string(), "us-west-2".to_string()),
-            ("format".to_string(), "json".to_string()),
-        ])),
-        key: "logger-credentials".into(),
-        service_account_name: "logger-sa".into(),
+    env.edit_config(|c| {
+        c.logger.storage = Some(crate::config::LoggerStorage {
+            path: "/logger".into(),
+            parameters: Some(BTreeMap::from([
+                ("type".to_string(), "s3".to_string()),
+                ("region".to_string(), "us-west-2".to_string()),
+                ("format".to_string(), "json".to_string()),
+            ])),
+            key: "logger-credentials".into(),
+            service_account_name: "logger-sa".into(),
+        })
     });
     let out = run_with(
         inject,
@@ -501,16 +505,18 @@ fn a12_logger_storage_args() {
 #[test]
 fn optional_logger_args_keep_kserve_order() {
     let mut env = ag_env();
-    env.config_mut().logger.storage = Some(crate::config::LoggerStorage {
-        path: "/logs".into(),
-        parameters: None,
-        key: "credentials".into(),
-        service_account_name: "logger-sa".into(),
+    env.edit_config(|c| {
+        c.logger.storage = Some(crate::config::LoggerStorage {
+            path: "/logs".into(),
+            parameters: None,
+            key: "credentials".into(),
+            service_account_name: "logger-sa".into(),
+        });
+        c.logger.marshaller_url = "http://marshaller:8080".into();
+        c.logger.batch_size = 16;
+        c.logger.batch_interval = "5s".into();
+        c.logger.ca_cert_file = "ca.crt".into();
     });
-    env.config_mut().logger.marshaller_url = "http://marshaller:8080".into();
-    env.config_mut().logger.batch_size = 16;
-    env.config_mut().logger.batch_interval = "5s".into();
-    env.config_mut().logger.ca_cert_file = "ca.crt".into();
     let annotations = with(
         logger_annotations(),
         json!({"internal.serving.kserve.io/logger-metadata-headers": "X-Id",

@@ -15,7 +15,7 @@ fn empty_config() -> Inputs {
 
 fn config(edit: impl FnOnce(&mut crate::config::StorageInitializerConfig)) -> Inputs {
     let mut env = empty_config();
-    edit(&mut env.config_mut().storage_initializer);
+    env.edit_config(|c| edit(&mut c.storage_initializer));
     env
 }
 
@@ -401,10 +401,12 @@ fn m17_first_pull_secret_becomes_the_docker_config() {
 #[test]
 fn fetch_mode_ca_bundle_insecure_registry_and_transformer() {
     let mut env = fetch_config();
-    let si = &mut env.config_mut().storage_initializer;
-    si.ca_bundle_config_map_name = "registry-ca".into();
-    si.ca_bundle_volume_mount_path = String::new();
-    si.oci_insecure_registry = true;
+    env.edit_config(|c| {
+        let si = &mut c.storage_initializer;
+        si.ca_bundle_config_map_name = "registry-ca".into();
+        si.ca_bundle_volume_mount_path = String::new();
+        si.oci_insecure_registry = true;
+    });
     let mut p = pod_with(
         Some("oci://registry.io/mymodel:v1"),
         json!([{"name": "kserve-container"}, {"name": "transformer-container"}]),

@@ -496,9 +496,7 @@ fn s17_configured_image() {
 #[test]
 fn s19_configured_ca_bundle_outside_the_controller_namespace() {
     let mut env = si_cfg();
-    env.config_mut()
-        .storage_initializer
-        .ca_bundle_config_map_name = "custom-certs".into();
+    env.edit_config(|c| c.storage_initializer.ca_bundle_config_map_name = "custom-certs".into());
     let out = run_idempotent(inject, &pod(si("gs://foo")), &env);
     let mut vars = vec![
         json!({"name": "CA_BUNDLE_CONFIGMAP_NAME", "value": "global-ca-bundle"}),

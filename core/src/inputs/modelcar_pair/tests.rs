@@ -1,12 +1,15 @@
 use super::*;
 use crate::constants::{MODELCAR_CONTAINER, MODELCAR_INIT_CONTAINER};
+use crate::pod::recorded::written;
 use crate::pod::{List, PodEdit, WorkingSet};
 use crate::view::pod_from_value;
+use crate::{Config, Inputs};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// The pair written the typed way, for `image`.
-fn typed_text(config: &StorageInitializerConfig, image: &str) -> (String, String) {
-    let (sidecar, init) = modelcar_containers(config, image, modelcar_mount());
+fn typed_text(key: &PairKey<'_>, image: &str) -> (String, String) {
+    let (sidecar, init) = containers(key, image);
     let text = |c| written(k8s::container(c));
     (text(&sidecar), text(&init))
 }
@@ -38,9 +41,11 @@ fn the_text_is_the_typed_pairs_own_for_every_image() {
         "",
     ];
     for config in configs() {
-        let prewritten = Prewritten::of(&config).expect("a plain config is prewritten");
+        let key = PairKey::of(&config);
+        let prewritten = Prewritten::write(key.clone()).expect("a plain config is prewritten");
+        assert!(prewritten.fits(&key));
         for image in images {
-            let (sidecar, init) = typed_text(&config, image);
+            let (sidecar, init) = typed_text(&key, image);
             assert_eq!(prewritten.sidecar(image), sidecar, "{config:?} {image:?}");
             assert_eq!(prewritten.init(image), init, "{config:?} {image:?}");
             let _: Value = serde_json::from_str(&prewritten.init(image)).expect("valid JSON");
@@ -48,18 +53,50 @@ fn the_text_is_the_typed_pairs_own_for_every_image() {
     }
 }
 
+/// Each field the pair reads is part of the key: text written for one
+/// config fits none of the others.
 #[test]
-fn a_config_changed_in_place_gets_no_stale_text() {
-    let mut config = StorageInitializerConfig::default();
-    assert!(Prewritten::of(&config).is_some());
-    config.cpu_modelcar = "3".into();
-    assert!(Prewritten::of(&config).is_none(), "written for cpu \"\"");
-    let copy = config.clone();
-    let fresh = Prewritten::of(&copy).expect("a clone writes its own");
-    assert_eq!(fresh.sidecar("i"), typed_text(&copy, "i").0);
-    config.cpu_modelcar = String::new();
-    config.uid_modelcar = Some(7);
-    assert!(Prewritten::of(&config).is_none(), "written for no uid");
+fn text_fits_only_the_key_it_was_written_for() {
+    let configs = configs();
+    for (i, written_for) in configs.iter().enumerate() {
+        let prewritten = Prewritten::write(PairKey::of(written_for)).expect("prewritten");
+        for (j, other) in configs.iter().enumerate() {
+            assert_eq!(prewritten.fits(&PairKey::of(other)), i == j, "{i} {j}");
+        }
+    }
+}
+
+/// The inputs keep the text of their own config; a config swapped in
+/// behind their back gets no stale text, and one edited through
+/// `edit_config` gets its own.
+#[test]
+fn inputs_never_hand_out_text_of_another_config() {
+    let mut inputs = Inputs::new(Config::default());
+    let key = PairKey::of(&inputs.config.storage_initializer).into_owned();
+    let kept = inputs
+        .modelcar_pair()
+        .expect("the default config is prewritten");
+    assert_eq!(kept.sidecar("i"), typed_text(&key, "i").0);
+    let shared = inputs.with_cluster(Default::default());
+    assert!(
+        shared.modelcar_pair().is_some(),
+        "a request's inputs share it"
+    );
+
+    let mut swapped = Config::default();
+    swapped.storage_initializer.cpu_modelcar = "3".into();
+    inputs.config = Arc::new(swapped);
+    assert!(inputs.modelcar_pair().is_none(), "written for cpu \"\"");
+
+    inputs.edit_config(|c| c.storage_initializer.uid_modelcar = Some(7));
+    let key = PairKey::of(&inputs.config.storage_initializer).into_owned();
+    let fresh = inputs.modelcar_pair().expect("edit_config writes it anew");
+    assert_eq!(fresh.sidecar("i"), typed_text(&key, "i").0);
+    assert!(
+        fresh.sidecar("i").contains("\"runAsUser\":7"),
+        "{}",
+        fresh.sidecar("i")
+    );
 }
 
 #[test]
@@ -68,7 +105,7 @@ fn a_config_holding_the_mark_is_not_prewritten() {
         memory_modelcar: MARK.to_string(),
         ..Default::default()
     };
-    assert!(Prewritten::of(&config).is_none());
+    assert!(Prewritten::write(PairKey::of(&config)).is_none());
 }
 
 /// An added container read back after it was added as text reads as the
@@ -81,8 +118,9 @@ fn a_prewritten_container_reads_back_as_the_typed_one() {
         ..Default::default()
     };
     let image = "registry.example/m:1";
-    let (sidecar, init) = modelcar_containers(&config, image, modelcar_mount());
-    let prewritten = Prewritten::of(&config).expect("prewritten");
+    let key = PairKey::of(&config);
+    let (sidecar, init) = containers(&key, image);
+    let prewritten = Prewritten::write(key).expect("prewritten");
 
     let mut typed = WorkingSet::new(pod_from_value(&pod).expect("view"));
     typed.ensure_container(List::Containers, sidecar.clone());
