@@ -114,7 +114,7 @@ async fn unread_http2_answers_are_counted_refused_past_the_budget_and_closed() -
         Duration::from_secs(5),
         "the write timeout to close the connection",
         || {
-            let mut client = client.clone();
+            let client = client.clone();
             async move { client.ready().await.is_err().then_some(()) }
         },
     )

@@ -68,10 +68,7 @@ stringData: {awsAccessKeyID: AKIAEXAMPLE, awsSecretAccessKey: not-a-real-key}
 fn s3_keys() -> Inputs {
     let manifest = include_str!("../../../fixtures/s13-credential-s3-service-account/config.yaml");
     let config = kserve_injector_core::config::Config::from_manifest(manifest).unwrap();
-    Inputs {
-        config: config.into(),
-        ..Inputs::default()
-    }
+    Inputs::new(config)
 }
 
 fn patch(reviewed: &Reviewed) -> String {
