@@ -164,7 +164,7 @@ class Peak(threading.Thread):
 
 
 class Served:
-    def __init__(self, tmp, cgroup, flags=(), cert_dir=None, config=None):
+    def __init__(self, tmp, cgroup, flags=(), cert_dir=None, ca=None, config=None):
         self.tmp, self.cgroup = tmp, cgroup
         self.port, self.admin = free_port(), free_port()
         self.cert_dir = cert_dir
@@ -173,7 +173,7 @@ class Served:
                 "--shutdown-delay", "0s", "--drain-timeout", "5s", *flags]
         if cert_dir:
             args += ["--cert-dir", cert_dir, "--cert-poll-interval", "1s"]
-            self.ca, self.server_name = os.path.join(cert_dir, "ca.crt"), "kserve-injector.kserve.svc"
+            self.ca, self.server_name = ca, "kserve-injector.kserve.svc"
         else:
             self.ca = os.path.join(tmp, "self-signed-ca.crt")
             args += ["--self-signed", "--self-signed-ca-file", self.ca]
@@ -381,10 +381,89 @@ def attack_idle(tmp, cgroup, verdict):
     return {"idle-h2 4300 connections": result}
 
 
+def served_cert(server):
+    """The DER of the certificate a new handshake is served."""
+    import socket
+    context = ssl.create_default_context(cafile=server.ca)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as raw:
+        with context.wrap_socket(raw, server_hostname=server.server_name) as tls:
+            return tls.getpeercert(binary_form=True)
+
+
+def wait_for(what, probe, limit=15):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(what)
+
+
+def attack_certs(tmp, cgroup, verdict):
+    """Every hostile certificate case rotated into a serving cert dir: each
+    refused, counted, the previous pair serving on and /readyz ok; then a
+    valid rotation loaded; then SIGTERM with a FIFO at the certificate path
+    ends the process within the drain bounds."""
+    hostile = os.path.join(ROOT, "loadtest", "hostile_certs.py")
+    made, cert_dir = os.path.join(tmp, "certs"), os.path.join(tmp, "cert-dir")
+    os.makedirs(cert_dir, exist_ok=True)
+    def run(*args):
+        subprocess.run([sys.executable, hostile, *args], check=True, capture_output=True, text=True)
+
+    run("make", made, "--binary", BIN)
+    run("place", made, "good", cert_dir)
+    with open(os.path.join(made, "cases.tsv")) as f:
+        cases = [line.split("\t")[0] for line in f if line.strip()]
+    server = Served(tmp, cgroup, cert_dir=cert_dir, ca=os.path.join(made, "good", "ca.crt"))
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    peak = Peak(server.proc.pid, cgroup)
+    errors = "kserve_injector_certificate_reload_errors_total"
+    first = served_cert(server)
+    for case in cases:
+        before = server.metric(errors) or 0
+        run("place", made, case, cert_dir)
+        try:
+            wait_for(f"{case}: a reload error", lambda: (server.metric(errors) or 0) > before)
+        except TimeoutError:
+            verdict.check(False, f"certs {case}: no reload error counted")
+        ok, seen = server.review(small)
+        verdict.check(ok, f"certs {case}: a review after it failed: {seen}")
+        verdict.check(served_cert(server) == first, f"certs {case}: the served certificate changed")
+        verdict.check(server.admin_get("/readyz")[0] == 200, f"certs {case}: /readyz is not ok")
+    reloads = "kserve_injector_certificate_reloads_total"
+    before = server.metric(reloads) or 0
+    run("place", made, "rotation", cert_dir)
+    try:
+        wait_for("the rotation to load", lambda: (server.metric(reloads) or 0) > before)
+    except TimeoutError:
+        verdict.check(False, "certs: the valid rotation after the hostile cases was not loaded")
+    with open(os.path.join(made, "rotation", "tls.crt")) as f:
+        rotated = ssl.PEM_cert_to_DER_cert(f.read())
+    verdict.check(served_cert(server) == rotated, "certs: the rotation is not what is served")
+    ok, seen = server.review(small)
+    verdict.check(ok, f"certs: a review after the rotation failed: {seen}")
+    run("place", made, "fifo", cert_dir)
+    time.sleep(2)
+    started = time.monotonic()
+    # --shutdown-delay 0s and --drain-timeout 5s, plus a second of slack.
+    ended = server.stop(6)
+    verdict.check(ended, "certs: SIGTERM did not end the process within 6 s with a FIFO at tls.crt")
+    peak_rss, peak_usage = peak.stop()
+    oom = cgroup.oom_kills()
+    verdict.check(oom == 0, f"certs: {oom} OOM kills")
+    log(f"certs: {len(cases)} hostile cases refused ({', '.join(cases)}), rotation loaded, "
+        f"SIGTERM ended the process in {time.monotonic() - started:.2f} s; peak RSS "
+        f"{peak_rss / MIB:.1f} MiB, cgroup peak {peak_usage / MIB:.1f} MiB")
+    return {"certs": {"peak_rss_mib": round(peak_rss / MIB, 1),
+                      "cgroup_peak_mib": round(peak_usage / MIB, 1), "oom_kills": oom}}
+
+
 ATTACKS = {
     "h2-unread": attack_h2_unread,
     "h1-unread": attack_h1_unread,
     "idle": attack_idle,
+    "certs": attack_certs,
 }
 
 

@@ -20,10 +20,11 @@ pub(crate) mod cost {
     pub const BASE: u64 = 24 * MIB;
     /// One connection at its worst: idle HTTP/2 after a review (measured
     /// 37 KiB), its answers waiting at the most (`conn::ANSWERS_WAITING`, 8
-    /// streams of 9 KiB), what a client may send ahead (64 KiB window), and
+    /// streams of 9 KiB), what a client may send ahead (64 KiB window),
     /// what hyper, h2 and rustls hold for a client that does not read
-    /// (three 16 KiB buffers).
-    pub const CONNECTION: u64 = 224 * 1024;
+    /// (three 16 KiB buffers), and the kernel's send buffer (128 KiB, which
+    /// cgroup v2 charges to the container).
+    pub const CONNECTION: u64 = 352 * 1024;
     /// One request in flight besides its body: its stream and the review's
     /// state (the requests at once are `--max-concurrent-requests`).
     pub const REQUEST: u64 = 16 * 1024;
