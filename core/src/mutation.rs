@@ -54,6 +54,14 @@ pub struct Edits {
     pub unsupported: Vec<Unsupported>,
 }
 
+/// The API server's limit on an object's annotations, keys and values
+/// together (`TotalAnnotationSizeLimitB` in apimachinery's validation). A
+/// pod over it is denied before any injector runs: the API server would
+/// refuse it after admission anyway, and the injectors copy annotations
+/// (the storage URI into the modelcar and its init container) into the
+/// patch, so a review's memory stays bounded whatever the pod.
+pub const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
 /// without the InferenceService label gets no edits, before any other work.
 /// `write_namespace` is false for a workload's pod template, which does not
@@ -66,6 +74,15 @@ pub fn edit(
 ) -> Result<Edits, InjectError> {
     if pod.label(ISVC_LABEL).is_none() {
         return Ok(Edits::default());
+    }
+    let annotation_bytes = pod.annotation_bytes();
+    if annotation_bytes > MAX_ANNOTATION_BYTES {
+        let message = format!(
+            "metadata.annotations: {annotation_bytes} bytes in all, more than the \
+             {MAX_ANNOTATION_BYTES} the API server accepts on an object (it would refuse this pod \
+             after admission)"
+        );
+        return Err(InjectError::new(injectors::MUTATOR, message));
     }
     let mut doc = WorkingSet::in_namespace(pod, namespace);
     // Go's encoder drops an empty namespace, so KServe never writes one.

@@ -37,13 +37,6 @@ pub(crate) const MAX_ENTRIES: usize = 4096;
 /// a few MiB whatever the body.
 pub(crate) const MAX_TOTAL_ENTRIES: usize = 16384;
 
-/// The API server's limit on an object's annotations, keys and values
-/// together (`TotalAnnotationSizeLimitB` in apimachinery's validation). A
-/// pod over it is refused at once: the API server would refuse it after
-/// admission anyway, and the injectors copy annotations (the storage URI
-/// into the modelcar and its init container) into the patch.
-pub(crate) const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
-
 /// A string, borrowed from the input when it holds no escapes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Str<'a>(pub Cow<'a, str>);
@@ -624,6 +617,17 @@ impl ContainerView<'_> {
 }
 
 impl PodView<'_> {
+    /// The bytes of the pod's annotations, keys and values, as the API
+    /// server counts them against its limit.
+    pub fn annotation_bytes(&self) -> usize {
+        let annotations = self.metadata.as_ref().and_then(|m| m.annotations.as_ref());
+        annotations.map_or(0, |m| {
+            m.0.iter()
+                .map(|(k, v)| k.as_str().len() + v.as_str().len())
+                .sum()
+        })
+    }
+
     /// How many list and map entries the view holds, containers included.
     pub fn entries(&self) -> usize {
         let maps = |m: Option<&StrMap>| m.map_or(0, |m| m.0.len());
@@ -701,21 +705,6 @@ pub(crate) fn message_of(e: &serde_json::Error) -> String {
 
 /// Refuses a view past `MAX_TOTAL_ENTRIES`.
 pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
-    let annotations = view.metadata.as_ref().and_then(|m| m.annotations.as_ref());
-    let annotation_bytes = annotations.map_or(0, |m| {
-        m.0.iter()
-            .map(|(k, v)| k.as_str().len() + v.as_str().len())
-            .sum()
-    });
-    if annotation_bytes > MAX_ANNOTATION_BYTES {
-        return Err(ViewError {
-            path: "metadata.annotations".into(),
-            message: format!(
-                "{annotation_bytes} bytes in all, more than the {MAX_ANNOTATION_BYTES} the API \
-                 server accepts on an object (it would refuse this pod after admission)"
-            ),
-        });
-    }
     let entries = view.entries();
     if entries > MAX_TOTAL_ENTRIES {
         return Err(ViewError {

@@ -164,12 +164,13 @@ fn run_measuring_peak_rss(args: &[&str], input: &Path) -> (i32, u64) {
     (code, usage.ru_maxrss as u64 * 1024)
 }
 
-/// A pod carrying `kubectl.kubernetes.io/last-applied-configuration`, the
-/// annotation that makes real manifests large, padded to about `size` bytes.
+/// A pod padded to about `size` bytes in a container's environment (in
+/// annotations, over 256 KiB, the pod would be denied as the API server
+/// refuses it).
 fn big_pod(index: usize, size: usize) -> String {
     let filler = "x".repeat(size);
     format!(
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: big-{index}\n  labels:\n    serving.kserve.io/inferenceservice: sklearn\n  annotations:\n    internal.serving.kserve.io/storage-initializer-sourceuri: oci://myrepo/m\n    kubectl.kubernetes.io/last-applied-configuration: {filler}\nspec:\n  containers:\n  - name: kserve-container\n    image: x\n"
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: big-{index}\n  labels:\n    serving.kserve.io/inferenceservice: sklearn\n  annotations:\n    internal.serving.kserve.io/storage-initializer-sourceuri: oci://myrepo/m\nspec:\n  containers:\n  - name: kserve-container\n    image: x\n    env:\n    - name: PADDING\n      value: {filler}\n"
     )
 }
 

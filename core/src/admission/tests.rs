@@ -834,11 +834,18 @@ fn annotations_over_the_api_servers_limit_are_denied_before_injection() {
     assert!(at_limit.allowed, "{:?}", at_limit.denial);
     let (over, response) = answer(&with_uri(256 * 1024 + 1), &Inputs::default());
     assert!(!over.allowed);
-    assert_eq!(response["response"]["status"]["code"], 400);
+    assert_eq!(response["response"]["status"]["code"], 500);
     let message = response["response"]["status"]["message"].as_str().unwrap();
     assert_eq!(
         message,
-        "cannot decode pod: metadata.annotations: 262145 bytes in all, more than the 262144 the \
-         API server accepts on an object (it would refuse this pod after admission)"
+        "metadata.annotations: 262145 bytes in all, more than the 262144 the API server accepts \
+         on an object (it would refuse this pod after admission)"
     );
+
+    // A pod the injectors leave alone is left alone whatever its size.
+    let mut other: Value = serde_json::from_slice(&with_uri(300 * 1024)).unwrap();
+    other["request"]["object"]["metadata"]["labels"] = json!({});
+    let (untouched, _) = answer(&serde_json::to_vec(&other).unwrap(), &Inputs::default());
+    assert!(untouched.allowed);
+    assert_eq!(untouched.patch_ops, 0);
 }

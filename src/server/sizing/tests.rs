@@ -82,7 +82,7 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
         worst <= 128 * MIB * (100 - HEADROOM_PERCENT) / 100,
         "worst case {worst} over the plan for 128 MiB: {sized:?}"
     );
-    assert!(sized.max_connections >= 100, "{sized:?}");
+    assert!(sized.max_connections >= 64, "{sized:?}");
     assert!(sized.max_buffered_bytes >= crate::limits::MAX_BODY_BYTES);
 
     let unlimited = size(None, Some(1 << 20), None, None, 512);
