@@ -2,7 +2,9 @@
 //!
 //! An answer the client does not read stays in memory: a stream whose
 //! HTTP/2 window is 0, or an HTTP/1 connection whose socket is full. So
-//! every answer is counted until hyper has taken its last byte: against the
+//! every answer is counted until hyper drops its body, once it has handed
+//! the last byte on (hyper polls a body one chunk ahead of what it can
+//! send, so a chunk taken is not yet a chunk gone): against the
 //! server's byte budget (`--max-buffered-bytes`, shared with request bodies,
 //! for answers of a review) and against its connection's
 //! ([`Outbox`], `--max-connection-buffered-bytes`, for every answer).
@@ -13,10 +15,14 @@
 //!   [`CHUNK`] bytes, so a chunk waiting in hyper never pins the whole
 //!   answer's allocation;
 //! - over HTTP/2 the last byte is a chunk of its own
-//!   ([`AnswerBody::last_byte_alone`]): with the send buffer at one byte per
-//!   stream (`conn.rs`), h2 asks for the next chunk only once the previous
-//!   one has left the stream for the connection's writer, so the answer
-//!   stays counted until everything but its last byte is on its way out.
+//!   ([`AnswerBody::last_byte_alone`]). h2 asks for a stream's next chunk
+//!   only while what the stream holds is less than the window its client
+//!   granted (and than two chunks, the send buffer set in `conn.rs`): so
+//!   the answer stays counted until all of it but its last byte may be
+//!   sent, and a client that withholds its window (a 1-byte window, say)
+//!   keeps an answer that is still counted. When the window covers the
+//!   answer, as any client reading its answers grants, both chunks are
+//!   handed over at once.
 
 use crate::server::metrics::Metrics;
 use axum::body::Bytes;
@@ -137,14 +143,14 @@ impl AnswerBody {
     }
 
     /// Holds `permit` (the answer's bytes in the server's budget) until
-    /// hyper has taken the last byte.
+    /// hyper drops the body.
     pub(crate) fn holding(mut self, permit: OwnedSemaphorePermit) -> Self {
         self._held = Some(permit);
         self
     }
 
     /// Counts this answer in `outbox` and the server's gauges until hyper
-    /// has taken its last byte.
+    /// drops the body.
     pub(crate) fn queue_in(&mut self, outbox: &Arc<Outbox>) {
         let len = self.rest.len();
         // Waiting from now, unless answers before it still wait.
@@ -200,12 +206,6 @@ impl Body for AnswerBody {
         let chunk = self.next_chunk();
         if let Some(queued) = &self.queued {
             queued.outbox.progress();
-        }
-        if self.rest.is_empty() {
-            // Taken whole: what hyper holds now is bounded by the
-            // connection's buffers, not by this answer.
-            self.queued = None;
-            self._held = None;
         }
         Poll::Ready(Some(Ok(Frame::data(chunk))))
     }

@@ -10,7 +10,7 @@
 //! [`SILENT_AT_CAP`]: clients that only hold connections, silent or idle,
 //! cannot keep real ones (the API server) waiting.
 
-use super::answer::Outbox;
+use super::answer::{Outbox, CHUNK};
 use super::metered::{Metered, WriteStall};
 use super::metrics::Metrics;
 use super::service::WebhookService;
@@ -283,10 +283,11 @@ impl Webhook {
             .max_pending_accept_reset_streams(20)
             .max_local_error_reset_streams(256)
             .max_header_list_size(64 * 1024)
-            // A stream is handed its next chunk only once the previous one
-            // has left it (see answer.rs): what h2 holds per stream beyond
-            // the counted answer is one chunk at most.
-            .max_send_buf_size(1)
+            // A stream is handed its next chunk only while what it holds
+            // fits in the window its client granted and in two chunks (see
+            // answer.rs): what h2 holds once an answer stops being counted
+            // is on its way to the socket, never held back by the client.
+            .max_send_buf_size(2 * CHUNK)
             // What a client may send ahead of what the server has read: per
             // connection, all of it may sit in memory (docs/operations.md,
             // "Memory"). HTTP/2's own default, where hyper's is 1 MiB.

@@ -14,9 +14,19 @@ async fn unread_h2(
     addr: std::net::SocketAddr,
     ca: &str,
 ) -> Result<h2::client::SendRequest<Bytes>, Error> {
+    windowed_h2(addr, ca, 0).await
+}
+
+/// An HTTP/2 connection whose streams' window is `window` bytes, never
+/// opened further.
+async fn windowed_h2(
+    addr: std::net::SocketAddr,
+    ca: &str,
+    window: u32,
+) -> Result<h2::client::SendRequest<Bytes>, Error> {
     let tls = tls_connect(addr, client_config(ca, Http::H2)?).await?;
     let (client, connection) = h2::client::Builder::new()
-        .initial_window_size(0)
+        .initial_window_size(window)
         .handshake::<_, Bytes>(tls)
         .await?;
     tokio::spawn(connection);
@@ -132,6 +142,39 @@ async fn unread_http2_answers_are_counted_refused_past_the_budget_and_closed() -
         .call(post("/mutate-pods", Some("application/json"), full(body))?)
         .await?;
     ensure(status == 200, || format!("status {status}"))?;
+    stop(server).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_that_lets_a_byte_through_keeps_the_answer_counted() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (server, ca) = start_self_signed(dir.path(), &["--write-timeout", "60s"]).await?;
+    let (_, body) = sample_review()?;
+    // One byte of each answer may go out; h2 would hold the rest for a
+    // client that never opens its window further.
+    let mut client = windowed_h2(server.local_addr(), &ca, 1).await?;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let status = head_of(&mut client, &body, &mut held).await??;
+        ensure(status == 200, || format!("status {status}"))?;
+    }
+    let admin = server.admin_addr();
+    // Still counted, all three: an answer stops being counted only once all
+    // of it but its last byte fits in the window the client granted.
+    let waiting = eventually(PATIENCE, "three answers counted", || async {
+        let n = metric_now(admin, "kserve_injector_answers_waiting")
+            .await
+            .ok()?;
+        (n == 3.0).then_some(n)
+    })
+    .await;
+    let now = metric_now(admin, "kserve_injector_answers_waiting").await?;
+    let bytes = metric_now(admin, "kserve_injector_answer_bytes_waiting").await?;
+    ensure(waiting.is_ok(), || {
+        format!("{waiting:?}: {now} answers, {bytes} bytes")
+    })?;
+    drop((client, held));
+    gauges_at_zero(admin).await?;
     stop(server).await
 }
 
