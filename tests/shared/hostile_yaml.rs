@@ -12,6 +12,9 @@
 //! times one level's expansion, though the document expands to `levels`
 //! times it: 1 MB of pod that expands to 58 MiB held 1.7 GiB.
 
+// Each test binary that includes this file uses a part of it.
+#![allow(dead_code)]
+
 /// One nested-anchor shape.
 pub struct Nested {
     pub levels: usize,
