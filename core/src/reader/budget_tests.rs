@@ -300,7 +300,10 @@ fn an_alias_is_refused_where_it_would_nest_past_the_depth_budget() {
     assert!(read_within(merged.as_bytes(), shallow).is_ok());
     let merged = "a: &m {x: [[[1]]]}\nb: [[[[{<<: *m}]]]]\n";
     let err = read_within(merged.as_bytes(), shallow).unwrap_err();
-    assert!(err.to_string().contains("nested deeper than 8 levels"), "{err}");
+    assert!(
+        err.to_string().contains("nested deeper than 8 levels"),
+        "{err}"
+    );
     // A chain of aliases, each a little deeper than the last, is refused
     // where it crosses the budget rather than built 100,000 levels deep.
     let mut chain = String::from("l0: &d0 [[[0]]]\n");

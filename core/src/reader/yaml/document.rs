@@ -42,7 +42,9 @@ impl Node {
         match self {
             Node::Scalar(value) => value,
             Node::Seq(items) => Value::Array(items.into_iter().map(Node::into_value).collect()),
-            Node::Map(map) => Value::Object(map.into_iter().map(|(k, v)| (k, v.into_value())).collect()),
+            Node::Map(map) => {
+                Value::Object(map.into_iter().map(|(k, v)| (k, v.into_value())).collect())
+            }
             Node::Shared(node) => match Rc::try_unwrap(node) {
                 Ok(node) => node.into_value(),
                 Err(node) => node.to_value(),
@@ -365,7 +367,10 @@ fn merge_into(map: &mut BTreeMap<String, Node>, source: Node) -> Result<(), Stri
             Ok(())
         }
         Node::Seq(items) => {
-            if items.iter().any(|item| !matches!(item.shared(), Node::Map(_))) {
+            if items
+                .iter()
+                .any(|item| !matches!(item.shared(), Node::Map(_)))
+            {
                 return Err(LIST_OF_MAPPINGS.to_string());
             }
             items.into_iter().try_for_each(|item| merge_into(map, item))
@@ -385,7 +390,10 @@ fn merge_shared(map: &mut BTreeMap<String, Node>, source: &Node) -> Result<(), S
             Ok(())
         }
         Node::Seq(items) => {
-            if items.iter().any(|item| !matches!(item.shared(), Node::Map(_))) {
+            if items
+                .iter()
+                .any(|item| !matches!(item.shared(), Node::Map(_)))
+            {
                 return Err(LIST_OF_MAPPINGS.to_string());
             }
             items.iter().try_for_each(|item| merge_shared(map, item))
