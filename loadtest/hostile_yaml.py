@@ -168,4 +168,8 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:
+        # The reader stopped reading (`| head`): nothing more to say.
+        sys.stderr.close()
