@@ -7,9 +7,9 @@
 //! one more reference to the shared node. The copies the aliases stand for
 //! are made once, when the whole document becomes a `Value`
 //! ([`Builder::finish`]); by then each was charged, so the memory a
-//! document takes follows what the budget let in. (Anchors used to keep a
-//! copy of their node: anchors nested 60 deep around a few aliases of one
-//! scalar held 60 copies of what the budget counted once.)
+//! document takes follows what the budget let in. A copy kept per anchor
+//! would not: anchors nested 60 deep around a few aliases of one scalar
+//! would hold 60 copies of what the budget counted once.
 
 use super::{at, is_core, resolve, Shared};
 use granit_parser::{Event, ScalarStyle, Span};
