@@ -109,26 +109,22 @@ impl Release {
         }
     }
 
-    /// Reads `v0.17`, `v0.17.0`, `0.17` or `head` (any case).
+    /// Reads exactly the spellings `--kserve-version` documents: `v0.17`,
+    /// `v0.17.0`, `0.17`, `head` or `HEAD`. Nothing else names a release,
+    /// not even a near miss (` v0.17`, `V0.17`, `v0.17.1`, `0.17.00`): a
+    /// patch release may differ, and a value that reads as a release it
+    /// does not name would reproduce the wrong mutator without a word.
     pub fn parse_any(text: &str) -> Result<Release, ReleaseError> {
-        let unknown = || ReleaseError::Unknown(text.to_string());
-        let t = text.trim().to_ascii_lowercase();
-        if t == "head" {
+        if text == "head" || text == "HEAD" {
             return Ok(Release::Head);
         }
-        let numbers = t.strip_prefix('v').unwrap_or(&t);
-        let mut parts = numbers.split('.');
-        let (Some("0"), Some(minor), patch, None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(unknown());
+        let numbered = match text.strip_prefix('v') {
+            Some(rest) => rest.strip_suffix(".0").unwrap_or(rest),
+            None => text,
         };
-        if patch.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
-            return Err(unknown());
-        }
         (ALL.into_iter())
-            .find(|r| r.minor().map(|m| m.to_string()).as_deref() == Some(minor))
-            .ok_or_else(unknown)
+            .find(|r| r.minor().is_some_and(|m| numbered == format!("0.{m}")))
+            .ok_or_else(|| ReleaseError::Unknown(text.to_string()))
     }
 
     /// The release an image tag names (`kserve/agent:v0.17.0` → v0.17):

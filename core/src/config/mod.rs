@@ -1,6 +1,7 @@
 //! The `inferenceservice-config` ConfigMap: parsed and validated once, at load.
 //! Pure: text or a key→value map in, a [`Config`] or a [`ConfigError`] out.
 
+pub mod bounds;
 mod fields;
 mod release;
 mod shipped;
@@ -38,6 +39,16 @@ pub enum ConfigError {
     Invalid(String),
     #[error("invalid ConfigMap manifest: {0}")]
     Manifest(String),
+    /// A value KServe loads that every pod made with it would carry
+    /// ([`bounds`]).
+    #[error("invalid {section:?} configuration: {key:?}: {source}; every {container} container would be made with it")]
+    OutOfRange {
+        section: &'static str,
+        key: &'static str,
+        container: &'static str,
+        #[source]
+        source: bounds::OutOfRange,
+    },
 }
 
 fn article(word: &str) -> &'static str {
@@ -251,13 +262,14 @@ impl Config {
             }
         };
         let credentials = parse_credentials(&section(CREDENTIALS_KEY)?)?;
+        let storage_initializer_json = section(STORAGE_INITIALIZER_KEY)?;
         let storage_initializer =
-            parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?, defaults, release)?;
+            parse_storage_initializer(&storage_initializer_json, defaults, release)?;
         let logger = parse_logger(&section(LOGGER_KEY)?)?;
         let batcher = parse_batcher(&section(BATCHER_KEY)?)?;
         let agent = parse_agent(&section(AGENT_KEY)?)?;
         let metrics_aggregator = parse_metrics_aggregator(&section(METRICS_AGGREGATOR_KEY)?)?;
-        Ok(Self {
+        let config = Self {
             storage_initializer,
             credentials,
             logger,
@@ -266,7 +278,10 @@ impl Config {
             metrics_aggregator,
             release,
         }
-        .for_release(release))
+        .for_release(release);
+        // After KServe's checks, so a config KServe refuses keeps its message.
+        bounds::check(&storage_initializer_json, &config.storage_initializer)?;
+        Ok(config)
     }
 }
 
