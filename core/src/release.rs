@@ -42,6 +42,9 @@
 
 use std::fmt;
 
+mod behaviour;
+pub use behaviour::{Behaviour, Switch};
+
 /// A KServe release whose pod mutator we reproduce. Ordered by age, so a
 /// switch reads as "since" (`release >= Release::V0_18`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

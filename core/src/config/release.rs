@@ -2,7 +2,7 @@
 //! whose tags name another release than the selected one.
 
 use super::{Config, AGENT_KEY, STORAGE_INITIALIZER_KEY};
-use crate::release::{ImageRelease, Release};
+use crate::release::{Behaviour, ImageRelease, Release};
 
 impl Config {
     /// This config as `release` reads its ConfigMap: the keys that release
@@ -16,7 +16,12 @@ impl Config {
     ///   @v0.15.0).
     /// - `storageInitializer.enableDirectPvcVolumeMount`: v0.15 only
     ///   (`StorageInitializerConfig` @v0.15.0), read at parse.
-    pub fn for_release(mut self, release: Release) -> Self {
+    pub fn for_release(self, release: Release) -> Self {
+        self.for_behaviour(release.into())
+    }
+
+    /// [`Self::for_release`] for a release's switches, some perhaps flipped.
+    pub fn for_behaviour(mut self, release: Behaviour) -> Self {
         self.release = release;
         let storage = &mut self.storage_initializer;
         if !release.oci_mode_keys() {
@@ -55,7 +60,8 @@ pub struct ImageMismatch {
 
 /// The agent and storage-initializer images whose tags name a release
 /// other than `release` (`latest`, digests and other tags name none).
-pub fn image_mismatches(config: &Config, release: Release) -> Vec<ImageMismatch> {
+pub fn image_mismatches(config: &Config, release: impl Into<Release>) -> Vec<ImageMismatch> {
+    let release = release.into();
     let images = [
         (AGENT_KEY, &config.agent.image),
         (STORAGE_INITIALIZER_KEY, &config.storage_initializer.image),
