@@ -209,10 +209,14 @@ impl Release {
     }
 
     /// The default Hugging Face env on every storage-initializer
-    /// (`utils.AddDefaultHuggingFaceEnvVars`) since v0.16; v0.15 has none,
-    /// and its HF Secret gives `HF_HUB_ENABLE_HF_TRANSFER=1` after the token
-    /// (`hf.BuildSecretEnvs` @v0.15.0).
+    /// (`utils.AddDefaultHuggingFaceEnvVars`) since v0.16; v0.15 has none.
     pub fn hf_default_env(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// An HF Secret gives the token alone since v0.16; v0.15's gives
+    /// `HF_HUB_ENABLE_HF_TRANSFER=1` after it (`hf.BuildSecretEnvs` @v0.15.0).
+    pub fn hf_secret_token_only(self) -> bool {
         self >= Release::V0_16
     }
 

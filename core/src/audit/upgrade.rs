@@ -26,9 +26,16 @@
 //! could miss a change that needs two switches together (a field one
 //! switch adds and another fills); the walk never misses one, and where
 //! two switches interact it names each that moved the field on the way.
+//! Where the ConfigMaps differ too, a second walk takes the keys before
+//! the switches, and a change is attributed to what moves it on either
+//! walk: a modelcar the target's ConfigMap turns on is then the key's,
+//! and the shape the target release gives it the switches'. A walk that
+//! passes through a refused ConfigMap or a denied pod tells nothing about
+//! a field, so it is left out of a field's attribution while another
+//! walk admits the pod all the way.
 //!
 //! Pods only differ when the two outcomes differ, so a pod that stays the
-//! same costs two mutations; one that changes, one per waypoint.
+//! same costs two mutations; one that changes, one per waypoint of each walk.
 
 pub mod changes;
 pub mod keys;
@@ -113,14 +120,18 @@ pub struct PodChanges {
     pub admission: Option<Admission>,
 }
 
-/// The two releases, their ConfigMaps, and the waypoints between them.
+/// The waypoints of one walk: each one's inputs (our own settings, its
+/// config), or why its ConfigMap is refused.
+type Walk = Vec<(Option<Mover>, Result<Inputs, ConfigError>)>;
+
+/// The two releases, their ConfigMaps, and the walks between them.
 #[derive(Debug)]
 pub struct Upgrade {
     current: Side,
     target: Side,
-    /// Each waypoint's inputs (our own settings, its config), or why its
-    /// ConfigMap is refused.
-    waypoints: Vec<(Option<Mover>, Result<Inputs, ConfigError>)>,
+    /// Switches first; then, when the ConfigMaps differ, keys first. Both
+    /// start and end at the same waypoints.
+    walks: Vec<Walk>,
 }
 
 /// What one waypoint made of the pod.
@@ -151,24 +162,33 @@ impl Upgrade {
         settings: &Inputs,
         defaults: &Resources,
     ) -> Result<Self, ConfigError> {
-        let waypoints: Vec<Waypoint> = walk::waypoints(&current, &target, defaults);
-        if let Some(Err(e)) = waypoints.first().map(|w| &w.config) {
-            return Err(e.clone());
+        let orders = match walk::has_keys(&current, &target) {
+            true => vec![false, true],
+            false => vec![false],
+        };
+        let mut walks = Vec::new();
+        for keys_first in orders {
+            let waypoints: Vec<Waypoint> = walk::waypoints(&current, &target, defaults, keys_first);
+            if let Some(Err(e)) = waypoints.first().map(|w| &w.config) {
+                return Err(e.clone());
+            }
+            walks.push(
+                (waypoints.into_iter())
+                    .map(|w| {
+                        let inputs = w.config.map(|config| {
+                            let mut inputs = settings.clone();
+                            *inputs.config_mut() = config;
+                            inputs
+                        });
+                        (w.mover, inputs)
+                    })
+                    .collect(),
+            );
         }
-        let waypoints = (waypoints.into_iter())
-            .map(|w| {
-                let inputs = w.config.map(|config| {
-                    let mut inputs = settings.clone();
-                    *inputs.config_mut() = config;
-                    inputs
-                });
-                (w.mover, inputs)
-            })
-            .collect();
         Ok(Self {
             current,
             target,
-            waypoints,
+            walks,
         })
     }
 
@@ -194,9 +214,11 @@ impl Upgrade {
         namespace: &str,
         mut lookup: impl FnMut(&PodFacts, &Config) -> Result<ClusterSnapshot, E>,
     ) -> Result<PodChanges, UpgradeError<E>> {
-        let mut run = |i: usize| self.outcome(i, object, form, namespace, &mut lookup);
-        let last = self.waypoints.len() - 1;
-        let (first, end) = (run(0)?, run(last)?);
+        let mut run = |inputs: &Result<Inputs, ConfigError>| {
+            outcome(inputs, object, form, namespace, &mut lookup)
+        };
+        let ends = &self.walks[0];
+        let (first, end) = (run(&ends[0].1)?, run(&ends[ends.len() - 1].1)?);
         if first == end {
             let admission = match &end {
                 Outcome::Denied(m) => Some(Admission::new(Some(m), Some(m), Causes::default())),
@@ -205,26 +227,47 @@ impl Upgrade {
             let changes = Vec::new();
             return Ok(PodChanges { changes, admission });
         }
-        let mut outcomes = vec![first];
-        for i in 1..last {
-            outcomes.push(run(i)?);
+        // Each walk's outcomes; the ends are shared.
+        let mut walks: Vec<Vec<Outcome>> = Vec::new();
+        for walk in &self.walks {
+            let mut outcomes = Vec::with_capacity(walk.len());
+            for (_, inputs) in &walk[1..walk.len() - 1] {
+                outcomes.push(run(inputs)?);
+            }
+            walks.push(outcomes);
         }
-        outcomes.push(end);
+        let at = |w: usize, i: usize| -> &Outcome {
+            match i {
+                0 => &first,
+                i if i == self.walks[w].len() - 1 => &end,
+                i => &walks[w][i - 1],
+            }
+        };
         let denial = |o: &Outcome| match o {
             Outcome::Denied(m) => Some(m.clone()),
             Outcome::Pod(_) => None,
         };
-        let (was, now) = (denial(&outcomes[0]), denial(&outcomes[last]));
+        let (was, now) = (denial(&first), denial(&end));
+        let every: Vec<usize> = (0..self.walks.len()).collect();
         let admission = (was.is_some() || now.is_some()).then(|| {
-            let causes = self.attribute(&outcomes, |a, b| denial(a) != denial(b));
+            let causes = self.attribute(&every, &at, |a, b| denial(a) != denial(b));
             Admission::new(was.as_ref(), now.as_ref(), causes)
         });
-        let mut changes = match (&outcomes[0], &outcomes[last]) {
+        let mut changes = match (&first, &end) {
             (Outcome::Pod(old), Outcome::Pod(new)) => changes::diff(old, new),
             _ => Vec::new(),
         };
+        // A walk through a denial says nothing of a field; another may.
+        let admitting: Vec<usize> = (every.iter().copied())
+            .filter(|&w| (1..self.walks[w].len() - 1).all(|i| matches!(at(w, i), Outcome::Pod(_))))
+            .collect();
+        let walks_for_fields = if admitting.is_empty() {
+            &every
+        } else {
+            &admitting
+        };
         let causes: Vec<Causes> = (changes.iter())
-            .map(|c| self.attribute(&outcomes, |a, b| probe(c, a) != probe(c, b)))
+            .map(|c| self.attribute(walks_for_fields, &at, |a, b| probe(c, a) != probe(c, b)))
             .collect();
         for (change, causes) in changes.iter_mut().zip(causes) {
             change.causes = causes;
@@ -232,55 +275,59 @@ impl Upgrade {
         Ok(PodChanges { changes, admission })
     }
 
-    fn outcome<E: std::error::Error + 'static>(
+    /// The causes of the waypoints, on each of `walks`, where what `moved`
+    /// compares moves.
+    fn attribute<'o>(
         &self,
-        i: usize,
-        object: &Value,
-        form: Form,
-        namespace: &str,
-        lookup: &mut impl FnMut(&PodFacts, &Config) -> Result<ClusterSnapshot, E>,
-    ) -> Result<Outcome, UpgradeError<E>> {
-        let inputs = match &self.waypoints[i].1 {
-            Ok(inputs) => inputs,
-            Err(e) => return Ok(Outcome::Denied(e.to_string())),
-        };
-        let facts = PodFacts::from_pod_value(object, namespace, &inputs.config);
-        let objects = lookup(&facts, &inputs.config).map_err(UpgradeError::Lookup)?;
-        let inputs = inputs.with_cluster(objects);
-        let mutated = match form {
-            Form::Pod => mutate(object, namespace, &inputs),
-            Form::Template => mutate_template(object, namespace, &inputs),
-        };
-        match mutated {
-            Ok(m) => Ok(Outcome::Pod(m.pod)),
-            Err(MutationError::Inject(e)) => Ok(Outcome::Denied(e.message)),
-            Err(e) => Err(UpgradeError::Decode(e)),
-        }
-    }
-
-    /// The causes of the waypoints where what `moved` compares moves.
-    fn attribute(
-        &self,
-        outcomes: &[Outcome],
+        walks: &[usize],
+        at: &impl Fn(usize, usize) -> &'o Outcome,
         moved: impl Fn(&Outcome, &Outcome) -> bool,
     ) -> Causes {
         let mut causes = Causes::default();
-        for (i, pair) in outcomes.windows(2).enumerate() {
-            if !moved(&pair[0], &pair[1]) {
-                continue;
-            }
-            match &self.waypoints[i + 1].0 {
-                Some(Mover::Switch(s)) => causes.rows.extend(s.rows()),
-                Some(Mover::Key { row: Some(row), .. }) => causes.rows.push(row),
-                Some(Mover::Key { key, row: None }) => causes.keys.push(key.clone()),
-                Some(Mover::Rest) | None => causes.unexplained = true,
+        for &w in walks {
+            for i in 1..self.walks[w].len() {
+                if !moved(at(w, i - 1), at(w, i)) {
+                    continue;
+                }
+                match &self.walks[w][i].0 {
+                    Some(Mover::Switch(s)) => causes.rows.extend(s.rows()),
+                    Some(Mover::Key { row: Some(row), .. }) => causes.rows.push(row),
+                    Some(Mover::Key { key, row: None }) => causes.keys.push(key.clone()),
+                    Some(Mover::Rest) | None => causes.unexplained = true,
+                }
             }
         }
         causes.rows.sort_by_key(|r| row_number(r));
         causes.rows.dedup();
+        causes.keys.sort();
         causes.keys.dedup();
         causes.unexplained |= causes.rows.is_empty() && causes.keys.is_empty();
         causes
+    }
+}
+
+fn outcome<E: std::error::Error + 'static>(
+    inputs: &Result<Inputs, ConfigError>,
+    object: &Value,
+    form: Form,
+    namespace: &str,
+    lookup: &mut impl FnMut(&PodFacts, &Config) -> Result<ClusterSnapshot, E>,
+) -> Result<Outcome, UpgradeError<E>> {
+    let inputs = match inputs {
+        Ok(inputs) => inputs,
+        Err(e) => return Ok(Outcome::Denied(e.to_string())),
+    };
+    let facts = PodFacts::from_pod_value(object, namespace, &inputs.config);
+    let objects = lookup(&facts, &inputs.config).map_err(UpgradeError::Lookup)?;
+    let inputs = inputs.with_cluster(objects);
+    let mutated = match form {
+        Form::Pod => mutate(object, namespace, &inputs),
+        Form::Template => mutate_template(object, namespace, &inputs),
+    };
+    match mutated {
+        Ok(m) => Ok(Outcome::Pod(m.pod)),
+        Err(MutationError::Inject(e)) => Ok(Outcome::Denied(e.message)),
+        Err(e) => Err(UpgradeError::Decode(e)),
     }
 }
 

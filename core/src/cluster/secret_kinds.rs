@@ -140,7 +140,7 @@ pub(super) fn contribution(
     } else if secret.has_key(HF_TOKEN) {
         let mut env = vec![secret_key_ref(HF_TOKEN, name, HF_TOKEN)];
         // v0.15's builder adds this itself (there are no default HF env).
-        if !release.hf_default_env() {
+        if !release.hf_secret_token_only() {
             env.push(literal(HF_TRANSFER, "1"));
         }
         Contribution::Env(env)

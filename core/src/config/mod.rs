@@ -5,7 +5,7 @@ mod fields;
 mod release;
 mod shipped;
 
-pub use release::{image_mismatches, ImageMismatch};
+pub use release::{image_mismatches, release_of_images, ImageMismatch};
 
 use crate::injectors::modelcar::prewritten::Prewritten;
 use crate::memo::Memo;

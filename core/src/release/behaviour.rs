@@ -65,7 +65,8 @@ switches! {
     ModelMountsByName => model_mounts_by_name ["15.19", "15.20"];
     StorageContainerLookupFirst => storage_container_lookup_first ["15.12", "15.16"];
     CaBundleAfterMerge => ca_bundle_after_merge ["15.13"];
-    HfDefaultEnv => hf_default_env ["15.7", "15.6"];
+    HfDefaultEnv => hf_default_env ["15.7"];
+    HfSecretTokenOnly => hf_secret_token_only ["15.6"];
     S3SecretData => s3_secret_data ["15.8", "15.9"];
     AzureAccessToken => azure_access_token ["15.10", "15.11"];
     ExplicitStorageContainer => explicit_storage_container ["19.5"];

@@ -141,7 +141,7 @@ fn the_same_release_and_configmap_change_nothing() {
             Side::new(release, head_data()),
             Side::new(release, head_data()),
         );
-        assert_eq!(u.waypoints.len(), 1, "{release}");
+        assert_eq!((u.walks.len(), u.walks[0].len()), (1, 1), "{release}");
         for uri in ["gs://b/m", "oci://r/m:1", "pvc://c/m"] {
             let found = compare(&u, &model_pod(uri));
             assert_eq!(
@@ -169,7 +169,7 @@ fn the_hugging_face_defaults_of_v0_16_are_row_15_7() {
         assert_eq!(change.kind, ChangeKind::Added);
         assert_eq!(change.container.as_deref(), Some("storage-initializer"));
         assert!(change.init);
-        assert_eq!(change.causes.rows, ["15.6", "15.7"], "{change:?}");
+        assert_eq!(change.causes.rows, ["15.7"], "{change:?}");
     }
     assert!(found.changes.iter().all(|c| !c.causes.unexplained));
 }
@@ -238,10 +238,19 @@ fn a_target_that_refuses_the_configmap_denies_every_pod_with_its_message() {
 #[test]
 fn shipped_configmaps_name_their_row_and_a_given_one_its_keys() {
     let u = upgrade(Side::shipped(Release::V0_15), Side::shipped(Release::V0_16));
-    let found = compare(&u, &model_pod("oci://registry/model:1"));
+    let transformer = pod(
+        json!({SOURCE_URI_ANNOTATION: "oci://registry/model:1"}),
+        json!([{"name": "kserve-container", "image": "server:1"},
+               {"name": "transformer-container", "image": "t:1"}]),
+    );
+    let found = compare(&u, &transformer);
     let modelcar = find(&found.changes, "spec.containers[modelcar]");
     assert_eq!(modelcar.kind, ChangeKind::Added);
     assert_eq!(modelcar.causes.rows, ["15.18"]);
+    // The transformer's env needs the modelcar (the ConfigMap) and the
+    // v0.16 shape (15.15): the walk with the keys first names both.
+    let env = "spec.containers[transformer-container].env[MODEL_INIT_MODE]";
+    assert_eq!(find(&found.changes, env).causes.rows, ["15.15", "15.18"]);
     let mut data = head_data();
     let mut si: Value = serde_json::from_str(&data["storageInitializer"]).unwrap();
     si["image"] = json!("registry.example.com/storage-initializer:v2");
@@ -260,7 +269,10 @@ fn shipped_configmaps_name_their_row_and_a_given_one_its_keys() {
     assert!(image.causes.rows.is_empty() && !image.causes.unexplained);
     assert_eq!(found.changes.len(), 1);
     // The unread key is the walk's last waypoint, which changes nothing.
-    assert_eq!(u.waypoints.last().unwrap().0, Some(Mover::Rest));
+    assert_eq!(u.walks.len(), 2, "a walk with the key first");
+    for walk in &u.walks {
+        assert_eq!(walk.last().unwrap().0, Some(Mover::Rest));
+    }
 }
 
 #[test]
@@ -364,7 +376,7 @@ fn each_governed_key_is_read_through_its_switch_and_no_other_key_is() {
 fn every_shipped_difference_that_is_read_has_a_row() {
     let u = upgrade(Side::shipped(Release::V0_17), Side::shipped(Release::V0_19));
     assert_eq!(
-        u.waypoints
+        u.walks[0]
             .last()
             .unwrap()
             .1

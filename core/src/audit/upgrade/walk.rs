@@ -47,55 +47,85 @@ pub(super) struct Waypoint {
 
 /// From `current` to `target`: the current release and ConfigMap, each
 /// switch that differs set to the target's value (in the order the
-/// releases between them changed it), then each ConfigMap value that
-/// differs, then the rest of the target's ConfigMap. The last waypoint is
-/// exactly the target release with the target's ConfigMap.
-pub(super) fn waypoints(current: &Side, target: &Side, defaults: &Resources) -> Vec<Waypoint> {
-    let read = |data: &BTreeMap<String, String>, behaviour: Behaviour| {
-        Config::from_data_as(data, defaults, behaviour)
+/// releases between them changed it) and each ConfigMap value that differs
+/// (switches first, or with `keys_first` the keys), then the rest of the
+/// target's ConfigMap. The last waypoint is exactly the target release
+/// with the target's ConfigMap.
+pub(super) fn waypoints(
+    current: &Side,
+    target: &Side,
+    defaults: &Resources,
+    keys_first: bool,
+) -> Vec<Waypoint> {
+    let mut walk = Walk {
+        behaviour: Behaviour::from(current.release),
+        data: current.data.clone(),
+        defaults,
+        out: Vec::new(),
     };
-    let mut behaviour = Behaviour::from(current.release);
-    let mut data = current.data.clone();
-    let mut out = vec![Waypoint {
-        mover: None,
-        config: read(&data, behaviour),
-    }];
-    let switches = switch_order(current.release, target.release);
-    for (i, &switch) in switches.iter().enumerate() {
-        behaviour = match i + 1 == switches.len() {
-            // The same switches, named as the target release.
-            true => Behaviour::from(target.release),
-            false => behaviour.with(switch, switch.in_release(target.release)),
-        };
-        out.push(Waypoint {
-            mover: Some(Mover::Switch(switch)),
-            config: read(&data, behaviour),
-        });
+    walk.push(None);
+    if keys_first {
+        walk.keys(current, target);
+        walk.switches(current.release, target.release);
+    } else {
+        walk.switches(current.release, target.release);
+        walk.keys(current, target);
     }
-    let shipped = current.shipped && target.shipped;
-    for key in READ_KEYS {
-        for (path, text) in key_steps(key, &data, &target.data) {
-            match text {
-                Some(text) => data.insert(key.to_string(), text),
-                None => data.remove(key),
+    if walk.data != target.data {
+        walk.data = target.data.clone();
+        walk.push(Some(Mover::Rest));
+    }
+    walk.out
+}
+
+/// Whether the two ConfigMaps differ in a value the mutator reads, so the
+/// walk has keys to order.
+pub(super) fn has_keys(current: &Side, target: &Side) -> bool {
+    READ_KEYS
+        .iter()
+        .any(|k| !key_steps(k, &current.data, &target.data).is_empty())
+}
+
+struct Walk<'a> {
+    behaviour: Behaviour,
+    data: BTreeMap<String, String>,
+    defaults: &'a Resources,
+    out: Vec<Waypoint>,
+}
+
+impl Walk<'_> {
+    fn push(&mut self, mover: Option<Mover>) {
+        let config = Config::from_data_as(&self.data, self.defaults, self.behaviour);
+        self.out.push(Waypoint { mover, config });
+    }
+
+    fn switches(&mut self, current: Release, target: Release) {
+        let switches = switch_order(current, target);
+        for (i, &switch) in switches.iter().enumerate() {
+            self.behaviour = match i + 1 == switches.len() {
+                // The same switches, named as the target release.
+                true => Behaviour::from(target),
+                false => self.behaviour.with(switch, switch.in_release(target)),
             };
-            let row = shipped
-                .then(|| shipped_row(&path, current.release, target.release))
-                .flatten();
-            let mover = Mover::Key { key: path, row };
-            out.push(Waypoint {
-                mover: Some(mover),
-                config: read(&data, behaviour),
-            });
+            self.push(Some(Mover::Switch(switch)));
         }
     }
-    if data != target.data {
-        out.push(Waypoint {
-            mover: Some(Mover::Rest),
-            config: read(&target.data, behaviour),
-        });
+
+    fn keys(&mut self, current: &Side, target: &Side) {
+        let shipped = current.shipped && target.shipped;
+        for key in READ_KEYS {
+            for (path, text) in key_steps(key, &self.data, &target.data) {
+                match text {
+                    Some(text) => self.data.insert(key.to_string(), text),
+                    None => self.data.remove(key),
+                };
+                let row = shipped
+                    .then(|| shipped_row(&path, current.release, target.release))
+                    .flatten();
+                self.push(Some(Mover::Key { key: path, row }));
+            }
+        }
     }
-    out
 }
 
 /// The releases after `from` up to `to`, in the direction of the walk.
