@@ -10,6 +10,7 @@ mod golden;
 mod kserve_version;
 mod mutate;
 mod reader;
+mod upgrade;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

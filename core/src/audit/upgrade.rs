@@ -5,37 +5,35 @@
 //! Why is found by running the mutator, not by matching fields to rows by
 //! hand. Every behaviour that differs between releases is a switch
 //! ([`crate::release::Switch`], which carries its docs/compatibility.md
-//! rows), and the config parser and the injectors read the switches
+//! row), and the config parser and the injectors read the switches
 //! through a [`Behaviour`](crate::release::Behaviour), so any combination
-//! of switch values can run. The walk ([`walk`]) goes from the current
-//! release with the current ConfigMap to the target release with the
-//! target's ConfigMap one waypoint at a time: each switch that differs is
-//! set to the target's value (in the order the releases between them made
-//! the change, so the walk passes through each release on the way), then
-//! each ConfigMap value that differs. The pod is mutated at every waypoint,
-//! and a change is attributed to each waypoint where that field (its
-//! presence, for an entry added or removed; its entries' order, for a
-//! reordering) differs from the waypoint before. The first waypoint gives
-//! the old value and the last the new one, so every change is attributed
-//! to at least one waypoint: none goes unexplained while every difference
-//! between releases is a switch. A waypoint no switch or key explains (the
-//! target ConfigMap's text beyond the values the mutator reads) is
-//! reported as `unexplained`, which is then a bug of ours.
+//! of switch values can run. Between the current release with the current
+//! ConfigMap and the target release with the target's ConfigMap lie the
+//! switches that differ and the ConfigMap values that differ (each a
+//! "move"); a change is attributed to
+//! - each move that, made alone from either end, moves that field (its
+//!   value; its presence, for an entry added or removed; its entries'
+//!   order, for a reordering): this finds every move the change needs,
+//!   also where it needs two (S3 settings in a Secret's data need both
+//!   v0.16's reading of the data and its endpoint rules);
+//! - each waypoint of a walk that makes the moves one at a time (the
+//!   switches in the order the releases between them changed them, so the
+//!   walk passes through each release on the way, then the ConfigMap
+//!   values) where the field moves. The walk starts at the old value and
+//!   ends at the new one, so it moves the field somewhere: a change
+//!   where each of two moves would do on its own, which no single flip
+//!   back reveals, still gets a cause.
 //!
-//! Flipping one switch at a time from either end would be order-free but
-//! could miss a change that needs two switches together (a field one
-//! switch adds and another fills); the walk never misses one, and where
-//! two switches interact it names each that moved the field on the way.
-//! Where the ConfigMaps differ too, a second walk takes the keys before
-//! the switches, and a change is attributed to what moves it on either
-//! walk: a modelcar the target's ConfigMap turns on is then the key's,
-//! and the shape the target release gives it the switches'. A walk that
-//! passes through a refused ConfigMap or a denied pod tells nothing about
-//! a field, so it is left out of a field's attribution while another
-//! walk admits the pod all the way.
+//! So no change goes without a cause while every difference between
+//! releases is a switch. The walk's last step, the rest of the target's
+//! ConfigMap (what the mutator does not read), explains nothing: a change
+//! attributed to it is `unexplained`, a bug of ours. A denied pod tells
+//! nothing about a field, so a flip that denies it is left out of a
+//! field's causes, and so is a walk through a denial while a flip explains
+//! the field.
 //!
-//! Pods only differ when the two outcomes differ, so a pod that stays the
-//! same costs two mutations; one that changes, one per waypoint of each walk.
+//! A pod that stays the same costs two mutations; one that changes, one
+//! per waypoint and two per move.
 
 pub mod changes;
 pub mod keys;
@@ -54,7 +52,7 @@ pub use keys::KeyReading;
 pub use report::{Admission, PodRow, UpgradeReport, UpgradeStatus};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use walk::{Mover, Waypoint};
+use walk::Mover;
 
 /// One end of the upgrade: a release and the ConfigMap it reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,21 +118,22 @@ pub struct PodChanges {
     pub admission: Option<Admission>,
 }
 
-/// The waypoints of one walk: each one's inputs (our own settings, its
-/// config), or why its ConfigMap is refused.
-type Walk = Vec<(Option<Mover>, Result<Inputs, ConfigError>)>;
+/// A config's inputs (our own settings, that config), or why its
+/// ConfigMap is refused.
+type Run = Result<Inputs, ConfigError>;
 
-/// The two releases, their ConfigMaps, and the walks between them.
+/// The two releases, their ConfigMaps, and the configs between them.
 #[derive(Debug)]
 pub struct Upgrade {
     current: Side,
     target: Side,
-    /// Switches first; then, when the ConfigMaps differ, keys first. Both
-    /// start and end at the same waypoints.
-    walks: Vec<Walk>,
+    /// The walk's waypoints, the first the current end, the last the target's.
+    walk: Vec<(Option<Mover>, Run)>,
+    /// Each move alone, from the current end (`false`) or the target's (`true`).
+    flips: Vec<(bool, Mover, Run)>,
 }
 
-/// What one waypoint made of the pod.
+/// What one config made of the pod.
 #[derive(Debug, PartialEq)]
 enum Outcome {
     Pod(Value),
@@ -162,33 +161,28 @@ impl Upgrade {
         settings: &Inputs,
         defaults: &Resources,
     ) -> Result<Self, ConfigError> {
-        let orders = match walk::has_keys(&current, &target) {
-            true => vec![false, true],
-            false => vec![false],
-        };
-        let mut walks = Vec::new();
-        for keys_first in orders {
-            let waypoints: Vec<Waypoint> = walk::waypoints(&current, &target, defaults, keys_first);
-            if let Some(Err(e)) = waypoints.first().map(|w| &w.config) {
-                return Err(e.clone());
-            }
-            walks.push(
-                (waypoints.into_iter())
-                    .map(|w| {
-                        let inputs = w.config.map(|config| {
-                            let mut inputs = settings.clone();
-                            *inputs.config_mut() = config;
-                            inputs
-                        });
-                        (w.mover, inputs)
-                    })
-                    .collect(),
-            );
+        let plan = walk::plan(&current, &target, defaults);
+        if let Some(Err(e)) = plan.walk.first().map(|w| &w.config) {
+            return Err(e.clone());
         }
+        let inputs = |config: Result<Config, ConfigError>| {
+            config.map(|config| {
+                let mut inputs = settings.clone();
+                *inputs.config_mut() = config;
+                inputs
+            })
+        };
+        let walk = (plan.walk.into_iter())
+            .map(|p| (p.mover, inputs(p.config)))
+            .collect();
+        let flips = (plan.flips.into_iter())
+            .filter_map(|(back, p)| Some((back, p.mover?, inputs(p.config))))
+            .collect();
         Ok(Self {
             current,
             target,
-            walks,
+            walk,
+            flips,
         })
     }
 
@@ -214,12 +208,11 @@ impl Upgrade {
         namespace: &str,
         mut lookup: impl FnMut(&PodFacts, &Config) -> Result<ClusterSnapshot, E>,
     ) -> Result<PodChanges, UpgradeError<E>> {
-        let mut run = |inputs: &Result<Inputs, ConfigError>| {
-            outcome(inputs, object, form, namespace, &mut lookup)
-        };
-        let ends = &self.walks[0];
-        let (first, end) = (run(&ends[0].1)?, run(&ends[ends.len() - 1].1)?);
-        if first == end {
+        let mut run = |inputs: &Run| outcome(inputs, object, form, namespace, &mut lookup);
+        let mut walk = Vec::with_capacity(self.walk.len());
+        walk.push(run(&self.walk[0].1)?);
+        let end = run(&self.walk[self.walk.len() - 1].1)?;
+        if walk[0] == end {
             let admission = match &end {
                 Outcome::Denied(m) => Some(Admission::new(Some(m), Some(m), Causes::default())),
                 Outcome::Pod(_) => None,
@@ -227,74 +220,68 @@ impl Upgrade {
             let changes = Vec::new();
             return Ok(PodChanges { changes, admission });
         }
-        // Each walk's outcomes; the ends are shared.
-        let mut walks: Vec<Vec<Outcome>> = Vec::new();
-        for walk in &self.walks {
-            let mut outcomes = Vec::with_capacity(walk.len());
-            for (_, inputs) in &walk[1..walk.len() - 1] {
-                outcomes.push(run(inputs)?);
-            }
-            walks.push(outcomes);
+        for (_, inputs) in &self.walk[1..self.walk.len() - 1] {
+            walk.push(run(inputs)?);
         }
-        let at = |w: usize, i: usize| -> &Outcome {
-            match i {
-                0 => &first,
-                i if i == self.walks[w].len() - 1 => &end,
-                i => &walks[w][i - 1],
-            }
+        walk.push(end);
+        let mut flips = Vec::with_capacity(self.flips.len());
+        for (back, mover, inputs) in &self.flips {
+            flips.push((*back, mover, run(inputs)?));
+        }
+        let found = Found {
+            upgrade: self,
+            walk: &walk,
+            flips: &flips,
         };
         let denial = |o: &Outcome| match o {
             Outcome::Denied(m) => Some(m.clone()),
             Outcome::Pod(_) => None,
         };
-        let (was, now) = (denial(&first), denial(&end));
-        let every: Vec<usize> = (0..self.walks.len()).collect();
+        let (was, now) = (denial(&walk[0]), denial(&walk[walk.len() - 1]));
         let admission = (was.is_some() || now.is_some()).then(|| {
-            let causes = self.attribute(&every, &at, |a, b| denial(a) != denial(b));
+            let causes = found.causes(true, |a, b| denial(a) != denial(b));
             Admission::new(was.as_ref(), now.as_ref(), causes)
         });
-        let mut changes = match (&first, &end) {
+        let mut changes = match (&walk[0], &walk[walk.len() - 1]) {
             (Outcome::Pod(old), Outcome::Pod(new)) => changes::diff(old, new),
             _ => Vec::new(),
         };
-        // A walk through a denial says nothing of a field; another may.
-        let admitting: Vec<usize> = (every.iter().copied())
-            .filter(|&w| (1..self.walks[w].len() - 1).all(|i| matches!(at(w, i), Outcome::Pod(_))))
-            .collect();
-        let walks_for_fields = if admitting.is_empty() {
-            &every
-        } else {
-            &admitting
-        };
         let causes: Vec<Causes> = (changes.iter())
-            .map(|c| self.attribute(walks_for_fields, &at, |a, b| probe(c, a) != probe(c, b)))
+            .map(|c| found.causes(false, |a, b| probe(c, a) != probe(c, b)))
             .collect();
         for (change, causes) in changes.iter_mut().zip(causes) {
             change.causes = causes;
         }
         Ok(PodChanges { changes, admission })
     }
+}
 
-    /// The causes of the waypoints, on each of `walks`, where what `moved`
-    /// compares moves.
-    fn attribute<'o>(
-        &self,
-        walks: &[usize],
-        at: &impl Fn(usize, usize) -> &'o Outcome,
-        moved: impl Fn(&Outcome, &Outcome) -> bool,
-    ) -> Causes {
+/// One pod's outcomes at every config of an [`Upgrade`].
+struct Found<'a> {
+    upgrade: &'a Upgrade,
+    walk: &'a [Outcome],
+    flips: &'a [(bool, &'a Mover, Outcome)],
+}
+
+impl Found<'_> {
+    /// What moves what `moved` compares: each flip that moves it from its
+    /// end, and each waypoint of the walk that moves it. For a field (not
+    /// `admission`), a denied outcome tells nothing: such flips are left
+    /// out, and so is a walk through a denial unless nothing else moves it.
+    fn causes(&self, admission: bool, moved: impl Fn(&Outcome, &Outcome) -> bool) -> Causes {
         let mut causes = Causes::default();
-        for &w in walks {
-            for i in 1..self.walks[w].len() {
-                if !moved(at(w, i - 1), at(w, i)) {
-                    continue;
-                }
-                match &self.walks[w][i].0 {
-                    Some(Mover::Switch(s)) => causes.rows.extend(s.rows()),
-                    Some(Mover::Key { row: Some(row), .. }) => causes.rows.push(row),
-                    Some(Mover::Key { key, row: None }) => causes.keys.push(key.clone()),
-                    Some(Mover::Rest) | None => causes.unexplained = true,
-                }
+        let ends = [&self.walk[0], &self.walk[self.walk.len() - 1]];
+        for (back, mover, outcome) in self.flips {
+            let admitted = matches!(outcome, Outcome::Pod(_));
+            if (admission || admitted) && moved(ends[usize::from(*back)], outcome) {
+                add(&mut causes, Some(mover));
+            }
+        }
+        let through_denial = (self.walk.iter()).any(|o| matches!(o, Outcome::Denied(_)));
+        let use_walk = admission || !through_denial || causes == Causes::default();
+        for (i, pair) in self.walk.windows(2).enumerate().filter(|_| use_walk) {
+            if moved(&pair[0], &pair[1]) {
+                add(&mut causes, self.upgrade.walk[i + 1].0.as_ref());
             }
         }
         causes.rows.sort_by_key(|r| row_number(r));
@@ -306,8 +293,17 @@ impl Upgrade {
     }
 }
 
+fn add(causes: &mut Causes, mover: Option<&Mover>) {
+    match mover {
+        Some(Mover::Switch(s)) => causes.rows.extend(s.rows()),
+        Some(Mover::Key { row: Some(row), .. }) => causes.rows.push(row),
+        Some(Mover::Key { key, row: None }) => causes.keys.push(key.clone()),
+        Some(Mover::Rest) | None => causes.unexplained = true,
+    }
+}
+
 fn outcome<E: std::error::Error + 'static>(
-    inputs: &Result<Inputs, ConfigError>,
+    inputs: &Run,
     object: &Value,
     form: Form,
     namespace: &str,

@@ -88,9 +88,9 @@ fn setting(
 ///
 /// Before v0.17 ([`crate::release::Release::s3_endpoint_scheme`]) `S3_USE_HTTPS` comes
 /// first whenever it is set, and the endpoint is used as written: the URL
-/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`. v0.15
-/// ([`crate::release::Release::s3_secret_data`]) reads no Secret data and has its own
-/// endpoint rules (`v0_15_endpoint`).
+/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`. v0.15 reads no
+/// Secret data ([`crate::release::Release::s3_secret_data`]) and has its own
+/// endpoint rules (`v0_15_endpoint`, [`crate::release::Release::s3_endpoint_resolved`]).
 pub(super) fn s3_env(
     annotations: &BTreeMap<String, String>,
     data: Option<&Secret>,
@@ -102,7 +102,7 @@ pub(super) fn s3_env(
     let get = |annotation: &str, env: &str| setting(annotations, data, config, annotation, env);
     let mut env = Vec::new();
     let configured = get("s3-endpoint", S3_ENDPOINT);
-    if !release.s3_secret_data() {
+    if !release.s3_endpoint_resolved() {
         v0_15_endpoint(annotations, config, &mut env);
     } else if !release.s3_endpoint_scheme() {
         let use_https = get("s3-usehttps", S3_USE_HTTPS);

@@ -167,7 +167,7 @@ fn azure_markers(release: Behaviour) -> &'static [&'static str] {
 /// variables and leaves out only an absent client secret or storage key
 /// (`azure.BuildSecretEnvs` @v0.15.0).
 fn azure_env(secret: &Secret, release: Behaviour) -> Vec<EnvVar> {
-    let (known, omitted): (&[_], &[&str]) = if release.azure_access_token() {
+    let (known, omitted): (&[_], &[&str]) = if release.azure_env_of_present_keys() {
         (&AZURE_ENV, &[])
     } else {
         (
@@ -179,7 +179,7 @@ fn azure_env(secret: &Secret, release: Behaviour) -> Vec<EnvVar> {
         .iter()
         .filter_map(|(env, legacy)| {
             let key = legacy.filter(|k| secret.has_key(k)).unwrap_or(env);
-            let kept = match release.azure_access_token() {
+            let kept = match release.azure_env_of_present_keys() {
                 true => secret.has_key(key) || *env == AZURE_TENANT_ID,
                 false => secret.has_key(key) || !omitted.contains(env),
             };

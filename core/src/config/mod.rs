@@ -344,7 +344,7 @@ fn parse_storage_initializer(
     let memory_modelcar = optional_quantity("memoryModelcar")?;
     let oci_model_mode = f.string("ociModelMode")?;
     // Before v0.20 the key is unknown to KServe, so never refused.
-    if release.oci_mode_keys()
+    if release.oci_model_mode_validated()
         && !matches!(
             oci_model_mode.as_str(),
             "" | "modelcar" | "native" | "fetch"

@@ -28,7 +28,7 @@ impl Config {
             storage.oci_model_mode.clear();
             storage.enable_oci_model_support = false;
         }
-        if !release.oci_fetch() {
+        if !release.oci_insecure_registry_key() {
             storage.oci_insecure_registry = false;
         }
         if !release.logger_marshaller() {

@@ -166,7 +166,10 @@ fn add_credentials(
     };
     let config = &inputs.config.credentials;
     add_service_account_credentials(&inputs.cluster, config, &request, target)?;
-    if let Some(account) = logger.and_then(logger_service_account) {
+    let storage_account = logger
+        .filter(|_| inputs.config.release.logger_storage_credentials())
+        .and_then(logger_service_account);
+    if let Some(account) = storage_account {
         request.service_account_name = account;
         add_service_account_credentials(&inputs.cluster, config, &request, target)?;
     }

@@ -202,7 +202,7 @@ fn v0_15_direct_mount_stop(
     release: Behaviour,
     user_containers: &[&str],
 ) -> Option<usize> {
-    if release.model_mounts_by_name() || !pod.has_volume(PVC_SOURCE_VOLUME) {
+    if release.direct_pvc_mount_completes() || !pod.has_volume(PVC_SOURCE_VOLUME) {
         return None;
     }
     (user_containers.iter()).position(|name| {

@@ -59,28 +59,39 @@ macro_rules! switches {
     };
 }
 
+// One row each, the row of the release that had the older behaviour; a
+// row that restates another for a kind of pod (15.5: 15.4 for a LocalModel
+// pod; 19.3: 19.1 and 19.2 for native mode) is not a switch of its own.
+// 15.12 and 15.16 are one change of `InjectStorageInitializer` (where the
+// ClusterStorageContainer is looked up, and with which URI).
 switches! {
     LocalModelByHash => local_model_by_hash ["17.1"];
-    DirectPvcAlways => direct_pvc_always ["15.4", "15.5"];
-    ModelMountsByName => model_mounts_by_name ["15.19", "15.20"];
+    DirectPvcAlways => direct_pvc_always ["15.4"];
+    ModelMountsByName => model_mounts_by_name ["15.19"];
+    DirectPvcMountCompletes => direct_pvc_mount_completes ["15.20"];
     StorageContainerLookupFirst => storage_container_lookup_first ["15.12", "15.16"];
     CaBundleAfterMerge => ca_bundle_after_merge ["15.13"];
     HfDefaultEnv => hf_default_env ["15.7"];
     HfSecretTokenOnly => hf_secret_token_only ["15.6"];
-    S3SecretData => s3_secret_data ["15.8", "15.9"];
-    AzureAccessToken => azure_access_token ["15.10", "15.11"];
+    S3SecretData => s3_secret_data ["15.8"];
+    S3EndpointResolved => s3_endpoint_resolved ["15.9"];
+    AzureAccessToken => azure_access_token ["15.11"];
+    AzureEnvOfPresentKeys => azure_env_of_present_keys ["15.10"];
     ExplicitStorageContainer => explicit_storage_container ["19.5"];
     ConfidentialEnv => confidential_env ["19.7"];
     ModelscopeCredentials => modelscope_credentials ["20.3"];
     S3EndpointScheme => s3_endpoint_scheme ["16.3"];
-    OciModeSchemes => oci_mode_schemes ["19.2", "19.3"];
-    OciModeKeys => oci_mode_keys ["19.1", "19.3", "19.4"];
-    OciFetch => oci_fetch ["20.1", "20.2"];
+    OciModeSchemes => oci_mode_schemes ["19.2"];
+    OciModeKeys => oci_mode_keys ["19.1"];
+    OciModelModeValidated => oci_model_mode_validated ["19.4"];
+    OciFetch => oci_fetch ["20.1"];
+    OciInsecureRegistryKey => oci_insecure_registry_key ["20.2"];
     ModelcarWorkerFallback => modelcar_worker_fallback ["16.2"];
     ModelcarQuantitiesOptional => modelcar_quantities_optional ["16.4"];
     ModelcarTransformerEnv => modelcar_transformer_env ["15.15"];
     StorageInitializerErrorNamesKey => storage_initializer_error_names_key ["15.17"];
-    LoggerStorage => logger_storage ["15.1", "15.3"];
+    LoggerStorage => logger_storage ["15.1"];
+    LoggerStorageCredentials => logger_storage_credentials ["15.3"];
     LoggerMetadataAnnotations => logger_metadata_annotations ["15.2"];
     LoggerMarshaller => logger_marshaller ["16.1"];
 }

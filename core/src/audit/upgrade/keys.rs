@@ -19,7 +19,7 @@ pub(super) struct Governed {
 
 const NOT_READ: &str = "not read";
 
-pub(super) const GOVERNED: [Governed; 10] = [
+pub(super) const GOVERNED: [Governed; 11] = [
     Governed {
         switch: Switch::DirectPvcAlways,
         key: "storageInitializer.enableDirectPvcVolumeMount",
@@ -30,7 +30,13 @@ pub(super) const GOVERNED: [Governed; 10] = [
         switch: Switch::OciModeKeys,
         key: "storageInitializer.ociModelMode",
         off: NOT_READ,
-        on: "read and validated: modelcar, native or fetch (anything else refuses the ConfigMap)",
+        on: "read: the OCI mode (modelcar, native or fetch)",
+    },
+    Governed {
+        switch: Switch::OciModelModeValidated,
+        key: "storageInitializer.ociModelMode",
+        off: "not validated",
+        on: "validated: anything but modelcar, native or fetch refuses the ConfigMap",
     },
     Governed {
         switch: Switch::OciModeKeys,
@@ -39,7 +45,7 @@ pub(super) const GOVERNED: [Governed; 10] = [
         on: "read: true turns OCI models on, as enableModelcar does",
     },
     Governed {
-        switch: Switch::OciFetch,
+        switch: Switch::OciInsecureRegistryKey,
         key: "storageInitializer.ociInsecureRegistry",
         off: NOT_READ,
         on: "read: fetch mode's KSERVE_OCI_INSECURE_REGISTRY",

@@ -1,5 +1,7 @@
-//! The waypoints from the current release and ConfigMap to the target's,
-//! one switch or one ConfigMap key at a time (see the parent module).
+//! The configs the attribution runs the mutator with (see the parent
+//! module): the waypoints from the current release and ConfigMap to the
+//! target's, one switch or ConfigMap value at a time, and each of those
+//! moves made alone from either end.
 
 use super::Side;
 use crate::config::{
@@ -20,14 +22,14 @@ const READ_KEYS: [&str; 6] = [
     METRICS_AGGREGATOR_KEY,
 ];
 
-/// What a waypoint changed from the one before it.
+/// What a waypoint or a flip changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Mover {
-    /// A behaviour switch, set to the target release's value.
+    /// A behaviour switch, set to the other release's value.
     Switch(Switch),
     /// One ConfigMap value (`storageInitializer.enableModelcar`) set to the
-    /// target's; `row` when both ConfigMaps are the releases' shipped ones
-    /// and a row of docs/compatibility.md names that difference.
+    /// other ConfigMap's; `row` when both ConfigMaps are the releases'
+    /// shipped ones and a row of docs/compatibility.md names that difference.
     Key {
         key: String,
         row: Option<&'static str>,
@@ -37,95 +39,138 @@ pub(super) enum Mover {
     Rest,
 }
 
-/// One point of the walk: the config the mutator runs with there.
+/// A config the mutator runs with, and what moved to get there.
 #[derive(Debug)]
-pub(super) struct Waypoint {
-    /// `None` for the start (the current release and ConfigMap).
+pub(super) struct Point {
+    /// `None` for the start of the walk (the current release and ConfigMap).
     pub mover: Option<Mover>,
     pub config: Result<Config, ConfigError>,
 }
 
-/// From `current` to `target`: the current release and ConfigMap, each
-/// switch that differs set to the target's value (in the order the
-/// releases between them changed it) and each ConfigMap value that differs
-/// (switches first, or with `keys_first` the keys), then the rest of the
-/// target's ConfigMap. The last waypoint is exactly the target release
-/// with the target's ConfigMap.
-pub(super) fn waypoints(
-    current: &Side,
-    target: &Side,
-    defaults: &Resources,
-    keys_first: bool,
-) -> Vec<Waypoint> {
-    let mut walk = Walk {
-        behaviour: Behaviour::from(current.release),
-        data: current.data.clone(),
-        defaults,
-        out: Vec::new(),
-    };
-    walk.push(None);
-    if keys_first {
-        walk.keys(current, target);
-        walk.switches(current.release, target.release);
-    } else {
-        walk.switches(current.release, target.release);
-        walk.keys(current, target);
-    }
-    if walk.data != target.data {
-        walk.data = target.data.clone();
-        walk.push(Some(Mover::Rest));
-    }
-    walk.out
+/// One value of a ConfigMap key that differs between the two ConfigMaps:
+/// a JSON value inside both keys' objects (`path`), or the whole key's
+/// text where either is not a JSON object (`path` empty, the values
+/// JSON strings).
+#[derive(Debug, Clone)]
+struct Edit {
+    key: &'static str,
+    path: Vec<String>,
+    current: Option<Value>,
+    target: Option<Value>,
+    mover: Mover,
 }
 
-/// Whether the two ConfigMaps differ in a value the mutator reads, so the
-/// walk has keys to order.
-pub(super) fn has_keys(current: &Side, target: &Side) -> bool {
-    READ_KEYS
-        .iter()
-        .any(|k| !key_steps(k, &current.data, &target.data).is_empty())
-}
-
-struct Walk<'a> {
-    behaviour: Behaviour,
-    data: BTreeMap<String, String>,
-    defaults: &'a Resources,
-    out: Vec<Waypoint>,
-}
-
-impl Walk<'_> {
-    fn push(&mut self, mover: Option<Mover>) {
-        let config = Config::from_data_as(&self.data, self.defaults, self.behaviour);
-        self.out.push(Waypoint { mover, config });
-    }
-
-    fn switches(&mut self, current: Release, target: Release) {
-        let switches = switch_order(current, target);
-        for (i, &switch) in switches.iter().enumerate() {
-            self.behaviour = match i + 1 == switches.len() {
-                // The same switches, named as the target release.
-                true => Behaviour::from(target),
-                false => self.behaviour.with(switch, switch.in_release(target)),
+impl Edit {
+    /// `data` with this value set to `value`.
+    fn apply(&self, data: &mut BTreeMap<String, String>, value: Option<&Value>) {
+        if self.path.is_empty() {
+            match value.and_then(Value::as_str) {
+                Some(text) => data.insert(self.key.to_string(), text.to_string()),
+                None => data.remove(self.key),
             };
-            self.push(Some(Mover::Switch(switch)));
+            return;
         }
+        let parsed = data.get(self.key).map(|t| serde_json::from_str::<Value>(t));
+        let mut map = match parsed {
+            Some(Ok(Value::Object(map))) => map,
+            _ => Map::new(),
+        };
+        set(&mut map, &self.path, value.cloned());
+        data.insert(self.key.to_string(), Value::Object(map).to_string());
     }
+}
 
-    fn keys(&mut self, current: &Side, target: &Side) {
-        let shipped = current.shipped && target.shipped;
-        for key in READ_KEYS {
-            for (path, text) in key_steps(key, &self.data, &target.data) {
-                match text {
-                    Some(text) => self.data.insert(key.to_string(), text),
-                    None => self.data.remove(key),
-                };
-                let row = shipped
-                    .then(|| shipped_row(&path, current.release, target.release))
-                    .flatten();
-                self.push(Some(Mover::Key { key: path, row }));
-            }
-        }
+/// The switches and ConfigMap values that differ, and the configs the
+/// attribution runs with.
+pub(super) struct Plan {
+    /// From the current release and ConfigMap to the target's: each switch
+    /// that differs set to the target's value (in the order the releases
+    /// between them changed it), then each ConfigMap value that differs,
+    /// then the rest of the target's ConfigMap. The last is exactly the
+    /// target release with the target's ConfigMap.
+    pub walk: Vec<Point>,
+    /// Each switch and value moved alone: from the current end (`false`)
+    /// to the target's value, and from the target end (`true`) back.
+    pub flips: Vec<(bool, Point)>,
+}
+
+pub(super) fn plan(current: &Side, target: &Side, defaults: &Resources) -> Plan {
+    let read = |data: &BTreeMap<String, String>, behaviour: Behaviour| {
+        Config::from_data_as(data, defaults, behaviour)
+    };
+    let (from, to) = (
+        Behaviour::from(current.release),
+        Behaviour::from(target.release),
+    );
+    let switches = switch_order(current.release, target.release);
+    let edits = edits(current, target);
+    let mut walk = vec![Point {
+        mover: None,
+        config: read(&current.data, from),
+    }];
+    let mut flips = Vec::new();
+    let mut behaviour = from;
+    for (i, &switch) in switches.iter().enumerate() {
+        behaviour = match i + 1 == switches.len() {
+            // The same switches, named as the target release.
+            true => to,
+            false => behaviour.with(switch, switch.in_release(target.release)),
+        };
+        let mover = Some(Mover::Switch(switch));
+        walk.push(Point {
+            mover: mover.clone(),
+            config: read(&current.data, behaviour),
+        });
+        let there = from.with(switch, switch.in_release(target.release));
+        let back = to.with(switch, switch.in_release(current.release));
+        flips.push((
+            false,
+            Point {
+                mover: mover.clone(),
+                config: read(&current.data, there),
+            },
+        ));
+        flips.push((
+            true,
+            Point {
+                mover,
+                config: read(&target.data, back),
+            },
+        ));
     }
+    let mut data = current.data.clone();
+    for edit in &edits {
+        edit.apply(&mut data, edit.target.as_ref());
+        let mover = Some(edit.mover.clone());
+        walk.push(Point {
+            mover: mover.clone(),
+            config: read(&data, to),
+        });
+        let (mut there, mut back) = (current.data.clone(), target.data.clone());
+        edit.apply(&mut there, edit.target.as_ref());
+        edit.apply(&mut back, edit.current.as_ref());
+        flips.push((
+            false,
+            Point {
+                mover: mover.clone(),
+                config: read(&there, from),
+            },
+        ));
+        flips.push((
+            true,
+            Point {
+                mover,
+                config: read(&back, to),
+            },
+        ));
+    }
+    if data != target.data {
+        walk.push(Point {
+            mover: Some(Mover::Rest),
+            config: read(&target.data, to),
+        });
+    }
+    Plan { walk, flips }
 }
 
 /// The releases after `from` up to `to`, in the direction of the walk.
@@ -158,48 +203,63 @@ pub(super) fn switch_order(from: Release, to: Release) -> Vec<Switch> {
     switches.into_iter().map(|(_, s)| s).collect()
 }
 
-/// The edits that take `data[key]` to `target[key]`: one per JSON value
-/// that differs where both are objects (`credentials.s3.s3Endpoint`), else
-/// the whole key; each with the key's text after it.
-fn key_steps(
-    key: &str,
-    data: &BTreeMap<String, String>,
-    target: &BTreeMap<String, String>,
-) -> Vec<(String, Option<String>)> {
-    let (from, to) = (data.get(key), target.get(key));
-    if from == to {
-        return Vec::new();
-    }
-    let object = |text: Option<&String>| match text.map(|t| serde_json::from_str::<Value>(t)) {
-        Some(Ok(Value::Object(map))) => Some(map),
-        _ => None,
-    };
-    let (Some(mut working), Some(goal)) = (object(from), object(to)) else {
-        return vec![(key.to_string(), to.cloned())];
-    };
-    let mut leaves = Vec::new();
-    differing_leaves(&mut vec![], &working, &goal, &mut leaves);
+/// Every value the mutator reads that differs between the ConfigMaps, in
+/// the order it reads them.
+fn edits(current: &Side, target: &Side) -> Vec<Edit> {
+    let shipped = current.shipped && target.shipped;
     let mut out = Vec::new();
-    for (path, value) in leaves {
-        set(&mut working, &path, value);
-        let text = Value::Object(working.clone()).to_string();
-        out.push((format!("{key}.{}", path.join(".")), Some(text)));
+    for key in READ_KEYS {
+        let (a, b) = (current.data.get(key), target.data.get(key));
+        if a == b {
+            continue;
+        }
+        let object = |text: Option<&String>| match text.map(|t| serde_json::from_str::<Value>(t)) {
+            Some(Ok(Value::Object(map))) => Some(map),
+            _ => None,
+        };
+        let mut leaves = Vec::new();
+        match (object(a), object(b)) {
+            (Some(a), Some(b)) => differing_leaves(&mut vec![], &a, &b, &mut leaves),
+            _ => {
+                let text = |t: Option<&String>| t.map(|t| Value::String(t.clone()));
+                leaves.push((Vec::new(), text(a), text(b)));
+            }
+        }
+        for (path, was, now) in leaves {
+            let name = std::iter::once(key.to_string()).chain(path.iter().cloned());
+            let name: Vec<String> = name.collect();
+            let row = shipped
+                .then(|| shipped_row(&name, current.release, target.release))
+                .flatten();
+            out.push(Edit {
+                key,
+                path,
+                current: was,
+                target: now,
+                mover: Mover::Key {
+                    key: name.join("."),
+                    row,
+                },
+            });
+        }
     }
     out
 }
+
+type Leaf = (Vec<String>, Option<Value>, Option<Value>);
 
 fn differing_leaves(
     at: &mut Vec<String>,
     from: &Map<String, Value>,
     to: &Map<String, Value>,
-    out: &mut Vec<(Vec<String>, Option<Value>)>,
+    out: &mut Vec<Leaf>,
 ) {
     let added = to.keys().filter(|k| !from.contains_key(*k));
     for key in from.keys().chain(added) {
         at.push(key.clone());
         match (from.get(key), to.get(key)) {
             (Some(Value::Object(a)), Some(Value::Object(b))) => differing_leaves(at, a, b, out),
-            (a, b) if a != b => out.push((at.clone(), b.cloned())),
+            (a, b) if a != b => out.push((at.clone(), a.cloned(), b.cloned())),
             _ => {}
         }
         at.pop();
@@ -230,13 +290,12 @@ fn set(map: &mut Map<String, Value>, path: &[String], value: Option<Value>) {
 }
 
 /// The row of the first release on the way whose shipped ConfigMap holds
-/// another value at `path` than the next release's.
-fn shipped_row(path: &str, from: Release, to: Release) -> Option<&'static str> {
+/// another value at `path` (`[key, field…]`) than the next release's.
+fn shipped_row(path: &[String], from: Release, to: Release) -> Option<&'static str> {
     let value = |release: Release| {
         let data = super::shipped_data(release);
-        let (key, rest) = path.split_once('.').unwrap_or((path, ""));
-        let mut here: Value = serde_json::from_str(data.get(key)?).ok()?;
-        for part in rest.split('.').filter(|p| !p.is_empty()) {
+        let mut here: Value = serde_json::from_str(data.get(path.first()?)?).ok()?;
+        for part in &path[1..] {
             here = here.get(part)?.clone();
         }
         Some(here)
