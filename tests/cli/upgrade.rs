@@ -207,6 +207,22 @@ fn each_adjacent_pair_matches_its_golden_and_every_change_has_a_row() {
 }
 
 #[test]
+fn the_migration_guide_shows_a_golden_as_it_is() {
+    let guide =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/migration.md"))
+            .expect("docs/migration.md");
+    let golden = std::fs::read_to_string(dir().join("expected/v0.16-v0.17.txt")).expect("golden");
+    let shown = format!("```\n{golden}```\n");
+    assert!(
+        guide.contains(&shown),
+        "docs/migration.md's example is not expected/v0.16-v0.17.txt"
+    );
+    let command =
+        "audit --objects fixtures/upgrade/objects.yaml --kserve-version v0.16 --upgrade-to v0.17";
+    assert!(guide.contains(command), "the example's command");
+}
+
+#[test]
 fn the_running_release_comes_from_the_image_tags_else_the_flag_is_asked_for() {
     let objects = path("objects.yaml");
     let out = run(&["audit", "--objects", &objects, "--upgrade-to", "v0.17"]);
