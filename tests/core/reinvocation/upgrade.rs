@@ -18,13 +18,16 @@
 //!   nothing unexplained.
 //!
 //! The two pods are compared with a flattening written here, apart from
-//! the core's difference.
+//! the core's difference. `every_switch_row_is_in_the_table_of_a_release_that_has_the_older_behaviour`
+//! checks each switch's row against the tables: the release its number
+//! names is the last with the older behaviour, and its table lists it.
 
 use super::*;
 use crate::lookups;
 use kserve_injector_core::audit::upgrade::{Causes, Change, ChangeKind, Form, Side, Upgrade};
 use kserve_injector_core::config::{manifest_data, ConfigError, Resources};
 use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::release::Switch;
 use kserve_injector_core::ClusterSnapshot;
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -731,4 +734,77 @@ fn the_changes_are_the_difference_and_each_has_a_row() {
         "too few pods change"
     );
     assert!(rows.len() >= 15, "too few rows reached: {rows:?}");
+}
+
+/// The rows of each release's table (`### v0.17` up to the next heading).
+fn rows_by_release() -> BTreeMap<String, BTreeSet<String>> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/compatibility.md");
+    let doc = std::fs::read_to_string(path).expect("docs/compatibility.md");
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut section = String::new();
+    for line in doc.lines() {
+        if let Some(heading) = line.strip_prefix("### ") {
+            section = heading.trim().to_string();
+        } else if let Some((id, _)) = line.strip_prefix("| ").and_then(|l| l.split_once(" |")) {
+            if compatibility_rows().contains(id.trim()) {
+                out.entry(section.clone())
+                    .or_default()
+                    .insert(id.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_switch_row_is_in_the_table_of_a_release_that_has_the_older_behaviour() {
+    let tables = rows_by_release();
+    for release in Release::SUPPORTED.iter().filter(|r| **r != Release::Head) {
+        assert!(
+            tables.contains_key(release.as_str()),
+            "no table for {release}: {tables:?}"
+        );
+    }
+    // A row's number names the release whose next release changed it
+    // (15.x: changed in v0.16.0, 20.x: after v0.20.0).
+    let changed_after = |row: &str| -> Release {
+        let minor = row.split_once('.').map_or(row, |(m, _)| m);
+        (Release::SUPPORTED.iter().copied())
+            .find(|r| r.as_str() == format!("v0.{minor}"))
+            .unwrap_or_else(|| panic!("row {row} names no release"))
+    };
+    for switch in Switch::ALL {
+        for row in switch.rows() {
+            let release = changed_after(row);
+            let next = Release::SUPPORTED
+                .iter()
+                .copied()
+                .find(|r| *r > release)
+                .expect("a next release");
+            assert_ne!(
+                switch.in_release(release),
+                switch.in_release(next),
+                "{switch:?}: row {row} says {next} changed it"
+            );
+            let older: Vec<&str> = (Release::SUPPORTED.iter())
+                .filter(|r| !switch.in_release(**r))
+                .map(|r| r.as_str())
+                .collect();
+            assert!(
+                older
+                    .iter()
+                    .any(|r| tables.get(*r).is_some_and(|t| t.contains(*row))),
+                "{switch:?}: row {row} is in none of the tables of {older:?}"
+            );
+        }
+    }
+    for release in Release::SUPPORTED {
+        if let Some(row) = Config::shipped_row(*release) {
+            let table = tables.get(release.as_str());
+            assert!(
+                table.is_some_and(|t| t.contains(row)),
+                "{release}'s shipped row {row}"
+            );
+        }
+    }
 }
