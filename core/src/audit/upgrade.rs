@@ -35,9 +35,11 @@
 //! A pod that stays the same costs two mutations; one that changes, one
 //! per waypoint and two per move.
 
+mod attribute;
 pub mod changes;
 pub mod keys;
 pub mod report;
+mod table;
 mod walk;
 
 use crate::cluster::ClusterSnapshot;
@@ -46,7 +48,7 @@ use crate::inputs::Inputs;
 use crate::mutation::{mutate, mutate_template, MutationError};
 use crate::pod_facts::PodFacts;
 use crate::release::Release;
-use changes::{order_among, value_at};
+use attribute::{Found, Outcome};
 pub use changes::{Causes, Change, ChangeKind};
 pub use keys::KeyReading;
 pub use report::{Admission, PodRow, UpgradeReport, UpgradeStatus};
@@ -133,22 +135,6 @@ pub struct Upgrade {
     flips: Vec<(bool, Mover, Run)>,
 }
 
-/// What one config made of the pod.
-#[derive(Debug, PartialEq)]
-enum Outcome {
-    Pod(Value),
-    Denied(String),
-}
-
-/// What attribution compares of a change at each waypoint.
-#[derive(PartialEq)]
-enum Probe<'a> {
-    Denied,
-    Present(bool),
-    Value(Option<&'a Value>),
-    Order(Option<Vec<Value>>),
-}
-
 impl Upgrade {
     /// `settings` carries what both releases run with besides the config
     /// (our modelcar mode, security profile, model volume, controller
@@ -233,72 +219,18 @@ impl Upgrade {
             walk: &walk,
             flips: &flips,
         };
-        let denial = |o: &Outcome| match o {
-            Outcome::Denied(m) => Some(m.clone()),
-            Outcome::Pod(_) => None,
-        };
-        let (was, now) = (denial(&walk[0]), denial(&walk[walk.len() - 1]));
-        let admission = (was.is_some() || now.is_some()).then(|| {
-            let causes = found.causes(true, |a, b| denial(a) != denial(b));
-            Admission::new(was.as_ref(), now.as_ref(), causes)
-        });
+        let (was, now) = (walk[0].denial(), walk[walk.len() - 1].denial());
+        let admission = (was.is_some() || now.is_some())
+            .then(|| Admission::new(was, now, found.of_admission()));
         let mut changes = match (&walk[0], &walk[walk.len() - 1]) {
             (Outcome::Pod(old), Outcome::Pod(new)) => changes::diff(old, new),
             _ => Vec::new(),
         };
-        let causes: Vec<Causes> = (changes.iter())
-            .map(|c| found.causes(false, |a, b| probe(c, a) != probe(c, b)))
-            .collect();
+        let causes: Vec<Causes> = changes.iter().map(|c| found.of_change(c)).collect();
         for (change, causes) in changes.iter_mut().zip(causes) {
             change.causes = causes;
         }
         Ok(PodChanges { changes, admission })
-    }
-}
-
-/// One pod's outcomes at every config of an [`Upgrade`].
-struct Found<'a> {
-    upgrade: &'a Upgrade,
-    walk: &'a [Outcome],
-    flips: &'a [(bool, &'a Mover, Outcome)],
-}
-
-impl Found<'_> {
-    /// What moves what `moved` compares: each flip that moves it from its
-    /// end, and each waypoint of the walk that moves it. For a field (not
-    /// `admission`), a denied outcome tells nothing: such flips are left
-    /// out, and so is a walk through a denial unless nothing else moves it.
-    fn causes(&self, admission: bool, moved: impl Fn(&Outcome, &Outcome) -> bool) -> Causes {
-        let mut causes = Causes::default();
-        let ends = [&self.walk[0], &self.walk[self.walk.len() - 1]];
-        for (back, mover, outcome) in self.flips {
-            let admitted = matches!(outcome, Outcome::Pod(_));
-            if (admission || admitted) && moved(ends[usize::from(*back)], outcome) {
-                add(&mut causes, Some(mover));
-            }
-        }
-        let through_denial = (self.walk.iter()).any(|o| matches!(o, Outcome::Denied(_)));
-        let use_walk = admission || !through_denial || causes == Causes::default();
-        for (i, pair) in self.walk.windows(2).enumerate().filter(|_| use_walk) {
-            if moved(&pair[0], &pair[1]) {
-                add(&mut causes, self.upgrade.walk[i + 1].0.as_ref());
-            }
-        }
-        causes.rows.sort_by_key(|r| row_number(r));
-        causes.rows.dedup();
-        causes.keys.sort();
-        causes.keys.dedup();
-        causes.unexplained |= causes.rows.is_empty() && causes.keys.is_empty();
-        causes
-    }
-}
-
-fn add(causes: &mut Causes, mover: Option<&Mover>) {
-    match mover {
-        Some(Mover::Switch(s)) => causes.rows.extend(s.rows()),
-        Some(Mover::Key { row: Some(row), .. }) => causes.rows.push(row),
-        Some(Mover::Key { key, row: None }) => causes.keys.push(key.clone()),
-        Some(Mover::Rest) | None => causes.unexplained = true,
     }
 }
 
@@ -325,28 +257,6 @@ fn outcome<E: std::error::Error + 'static>(
         Err(MutationError::Inject(e)) => Ok(Outcome::Denied(e.message)),
         Err(e) => Err(UpgradeError::Decode(e)),
     }
-}
-
-fn probe<'a>(change: &Change, outcome: &'a Outcome) -> Probe<'a> {
-    let Outcome::Pod(pod) = outcome else {
-        return Probe::Denied;
-    };
-    match change.kind {
-        ChangeKind::Added | ChangeKind::Removed => {
-            Probe::Present(value_at(pod, &change.at).is_some())
-        }
-        ChangeKind::Changed => Probe::Value(value_at(pod, &change.at)),
-        ChangeKind::Reordered => {
-            let names = change.old.as_ref().and_then(Value::as_array);
-            Probe::Order(names.and_then(|names| order_among(pod, &change.at, names)))
-        }
-    }
-}
-
-/// `15.19` as (15, 19), so rows sort as the tables list them.
-fn row_number(row: &str) -> (u32, u32) {
-    let (a, b) = row.split_once('.').unwrap_or((row, ""));
-    (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
 }
 
 #[cfg(test)]

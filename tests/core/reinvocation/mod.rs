@@ -340,6 +340,7 @@ mod restricted;
 mod review;
 mod stable;
 mod upgrade;
+mod upgrade_checks;
 
 use checks::*;
 use gen_containers::*;
