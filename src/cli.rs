@@ -17,7 +17,7 @@ pub use budget_args::BudgetArgs;
 pub use certs_args::CertsArgs;
 pub use default_config_args::DefaultConfigArgs;
 pub use live_cluster::LiveCluster;
-pub use mutate_args::MutateArgs;
+pub use mutate_args::{MutateArgs, MutateOutput};
 pub use serve_args::{
     kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
     ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
@@ -354,6 +354,7 @@ mod audit_args;
 mod budget_args;
 mod certs_args;
 pub mod commands;
+mod compare;
 mod default_config_args;
 mod live_cluster;
 mod mutate_args;

@@ -199,6 +199,36 @@ pub fn load_config(
     }
 }
 
+/// The data of a ConfigMap manifest file or a mounted ConfigMap directory,
+/// unparsed (`audit --upgrade-config`, which reads it as two releases).
+pub fn load_data(path: &Path) -> Result<BTreeMap<String, String>, LoadError> {
+    let snap = Snapshot::read(&[path.to_path_buf()], Accept::RegularFileOrPipe);
+    let io = |message: String| LoadError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(message),
+    };
+    let text = |file: &Path, bytes: &[u8]| {
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| io(format!("{}: not UTF-8 text", file.display())))
+    };
+    if !path.is_dir() {
+        let bytes = snap.file(path).map_err(io)?;
+        return kserve_injector_core::config::manifest_data(&text(path, bytes)?).map_err(
+            |source| LoadError::Invalid {
+                path: path.to_path_buf(),
+                source,
+            },
+        );
+    }
+    let mut data = BTreeMap::new();
+    for (file, bytes) in &snap.entries {
+        let bytes = bytes.as_ref().map_err(|e| io(e.clone()))?;
+        let key = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        data.insert(key.unwrap_or_default(), text(file, bytes)?);
+    }
+    Ok(data)
+}
+
 /// Loads our own settings file (`--config-file`) as the one-shot commands
 /// read it; none given is no settings.
 pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {

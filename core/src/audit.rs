@@ -13,8 +13,10 @@
 pub mod compare;
 pub mod credentials;
 pub mod report;
+pub mod upgrade;
 
 use crate::cluster::{LoadedSnapshot, ObjectsLoadError};
+use crate::config::Config;
 use crate::constants::ISVC_LABEL;
 use crate::inputs::Inputs;
 use crate::mutation::{mutate_template, MutationError};
@@ -24,6 +26,7 @@ pub use report::{Report, Row, Status};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use upgrade::{Form, PodRow, Upgrade, UpgradeReport};
 
 /// The ConfigMap KServe's mutator reads, in the controller's namespace.
 pub const CONFIG_MAP_NAME: &str = "inferenceservice-config";
@@ -189,6 +192,36 @@ impl Inventory {
         Report::new(rows)
     }
 
+    /// The owner to name in the row, and the pod's template, or why there
+    /// is none to follow.
+    fn template_of(&self, pod: &AuditPod) -> (String, Result<Value, String>) {
+        let Some(owner) = &pod.owner else {
+            let reason = "no owner: nothing records the pod before admission";
+            return (String::new(), Err(reason.into()));
+        };
+        let mut shown = format!("{}/{}", owner.kind, owner.name);
+        if owner.kind != "ReplicaSet" {
+            let reason = format!("owned by a {}: only ReplicaSets are followed", owner.kind);
+            return (shown, Err(reason));
+        }
+        let Some(rs) = self
+            .replica_sets
+            .get(&(pod.namespace.clone(), owner.name.clone()))
+        else {
+            return (shown, Err(format!("ReplicaSet {} not found", owner.name)));
+        };
+        if let Some(deploy) = rs.owner.as_ref().filter(|o| o.kind == "Deployment") {
+            if self
+                .deployments
+                .contains(&(pod.namespace.clone(), deploy.name.clone()))
+            {
+                shown = format!("Deployment/{}", deploy.name);
+            }
+        }
+        let template = parse(&rs.template).map_err(|e| format!("unreadable: {e}"));
+        (shown, template)
+    }
+
     fn audit_pod(&self, pod: &AuditPod, inputs: &Inputs, rules: &Rules) -> Row {
         let mut row = Row::new(&pod.namespace, &pod.name);
         let skip = |mut row: Row, reason: String| {
@@ -196,36 +229,12 @@ impl Inventory {
             row.reason = Some(reason);
             row
         };
-        let Some(owner) = &pod.owner else {
-            return skip(
-                row,
-                "no owner: nothing records the pod before admission".into(),
-            );
-        };
-        row.owner = format!("{}/{}", owner.kind, owner.name);
-        if owner.kind != "ReplicaSet" {
-            return skip(
-                row,
-                format!("owned by a {}: only ReplicaSets are followed", owner.kind),
-            );
-        }
-        let Some(rs) = self
-            .replica_sets
-            .get(&(pod.namespace.clone(), owner.name.clone()))
-        else {
-            return skip(row, format!("ReplicaSet {} not found", owner.name));
-        };
-        if let Some(deploy) = rs.owner.as_ref().filter(|o| o.kind == "Deployment") {
-            if self
-                .deployments
-                .contains(&(pod.namespace.clone(), deploy.name.clone()))
-            {
-                row.owner = format!("Deployment/{}", deploy.name);
-            }
-        }
-        let (template, got) = match (parse(&rs.template), parse(&pod.body)) {
+        let (owner, template) = self.template_of(pod);
+        row.owner = owner;
+        let (template, got) = match (template, parse(&pod.body)) {
             (Ok(t), Ok(g)) => (t, g),
-            (Err(e), _) | (_, Err(e)) => return skip(row, format!("unreadable: {e}")),
+            (Err(reason), _) => return skip(row, reason),
+            (_, Err(e)) => return skip(row, format!("unreadable: {e}")),
         };
         let facts = PodFacts::from_pod_value(&template, &pod.namespace, &inputs.config);
         let env = inputs.with_cluster(self.objects.data.restrict(&facts, &inputs.config));
@@ -246,6 +255,37 @@ impl Inventory {
             Status::Differs
         };
         row
+    }
+
+    /// `audit --upgrade-to`: every pod's template under both releases of
+    /// `upgrade`, with the cluster objects of the inventory.
+    pub fn upgrade(&self, upgrade: &Upgrade) -> UpgradeReport {
+        let mut order: Vec<&AuditPod> = self.pods.iter().collect();
+        order.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        let rows = order
+            .into_iter()
+            .map(|pod| {
+                let (owner, template) = self.template_of(pod);
+                let (ns, name) = (&pod.namespace, &pod.name);
+                let template = match template {
+                    Ok(t) => t,
+                    Err(reason) => return PodRow::skipped(ns, name, owner, reason),
+                };
+                let lookup = |facts: &PodFacts, config: &Config| {
+                    Ok::<_, std::convert::Infallible>(self.objects.data.restrict(facts, config))
+                };
+                match upgrade.pod(&template, Form::Template, ns, lookup) {
+                    Ok(found) => PodRow::compared(ns, name, owner, found.admission, found.changes),
+                    Err(e) => PodRow::skipped(ns, name, owner, format!("template: {e}")),
+                }
+            })
+            .collect();
+        UpgradeReport::new(
+            upgrade.current(),
+            upgrade.target(),
+            upgrade.config_keys(),
+            rows,
+        )
     }
 }
 

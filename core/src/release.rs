@@ -42,6 +42,9 @@
 
 use std::fmt;
 
+mod behaviour;
+pub use behaviour::{Behaviour, Switch};
+
 /// A KServe release whose pod mutator we reproduce. Ordered by age, so a
 /// switch reads as "since" (`release >= Release::V0_18`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -109,26 +112,22 @@ impl Release {
         }
     }
 
-    /// Reads `v0.17`, `v0.17.0`, `0.17` or `head` (any case).
+    /// Reads exactly the spellings `--kserve-version` documents: `v0.17`,
+    /// `v0.17.0`, `0.17`, `head` or `HEAD`. Nothing else names a release,
+    /// not even a near miss (` v0.17`, `V0.17`, `v0.17.1`, `0.17.00`): a
+    /// patch release may differ, and a value that reads as a release it
+    /// does not name would reproduce the wrong mutator without a word.
     pub fn parse_any(text: &str) -> Result<Release, ReleaseError> {
-        let unknown = || ReleaseError::Unknown(text.to_string());
-        let t = text.trim().to_ascii_lowercase();
-        if t == "head" {
+        if text == "head" || text == "HEAD" {
             return Ok(Release::Head);
         }
-        let numbers = t.strip_prefix('v').unwrap_or(&t);
-        let mut parts = numbers.split('.');
-        let (Some("0"), Some(minor), patch, None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(unknown());
+        let numbered = match text.strip_prefix('v') {
+            Some(rest) => rest.strip_suffix(".0").unwrap_or(rest),
+            None => text,
         };
-        if patch.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
-            return Err(unknown());
-        }
         (ALL.into_iter())
-            .find(|r| r.minor().map(|m| m.to_string()).as_deref() == Some(minor))
-            .ok_or_else(unknown)
+            .find(|r| r.minor().is_some_and(|m| numbered == format!("0.{m}")))
+            .ok_or_else(|| ReleaseError::Unknown(text.to_string()))
     }
 
     /// The release an image tag names (`kserve/agent:v0.17.0` → v0.17):
@@ -175,13 +174,20 @@ impl Release {
     /// Since v0.16 the model is mounted through `utils.AddModelMount`: a
     /// mount only in a container that mounts no volume of that name, the
     /// volume only beside a mount it adds. v0.15 appends the model volume and
-    /// the model servers' mounts without looking, and on a direct PVC mount
-    /// returns at the first model container already mounting the claim
+    /// the model servers' mounts without looking
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
     /// Where that gives a pod the API server rejects (a second volume of one
-    /// name, two mounts at one path, a mount of a volume the pod lacks), the
-    /// pod gets HEAD's mounts instead.
+    /// name, two mounts at one path), the pod gets HEAD's mounts instead.
     pub fn model_mounts_by_name(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// A direct PVC mount goes through every model container and adds the
+    /// claim's volume since v0.16; v0.15 returns at the first model
+    /// container that already mounts the claim (only where the pod has the
+    /// claim's volume: [`Release::model_mounts_by_name`])
+    /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
+    pub fn direct_pvc_mount_completes(self) -> bool {
         self >= Release::V0_16
     }
 
@@ -206,10 +212,14 @@ impl Release {
     }
 
     /// The default Hugging Face env on every storage-initializer
-    /// (`utils.AddDefaultHuggingFaceEnvVars`) since v0.16; v0.15 has none,
-    /// and its HF Secret gives `HF_HUB_ENABLE_HF_TRANSFER=1` after the token
-    /// (`hf.BuildSecretEnvs` @v0.15.0).
+    /// (`utils.AddDefaultHuggingFaceEnvVars`) since v0.16; v0.15 has none.
     pub fn hf_default_env(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// An HF Secret gives the token alone since v0.16; v0.15's gives
+    /// `HF_HUB_ENABLE_HF_TRANSFER=1` after it (`hf.BuildSecretEnvs` @v0.15.0).
+    pub fn hf_secret_token_only(self) -> bool {
         self >= Release::V0_16
     }
 
@@ -220,13 +230,27 @@ impl Release {
         self >= Release::V0_16
     }
 
-    /// The Azure access-token Secret kind and the env `AZURE_ACCESS_TOKEN`,
-    /// `AZURE_ACCESS_EXPIRES_ON_SECONDS`, `AZURE_ACCOUNT_NAME`,
-    /// `AZURE_SERVICE_URL`, each left out when absent (as is every key but
-    /// the tenant), since v0.16; v0.15 has five keys and leaves out only an
-    /// absent client secret or storage key (`azure.BuildSecretEnvs`,
-    /// `CredentialBuilder.mountSecretCredential` @v0.15.0).
+    /// The S3 endpoint env comes from the resolved settings (annotation,
+    /// Secret data, config) since v0.16; v0.15 has its own endpoint rules
+    /// (`s3.BuildS3EnvVars` @v0.15.0).
+    pub fn s3_endpoint_resolved(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The Azure access-token Secret kind (a Secret with
+    /// `AZURE_ACCESS_TOKEN` and no client id is an Azure Secret) since v0.16
+    /// (`CredentialBuilder.mountSecretCredential` @v0.15.0 skips it).
     pub fn azure_access_token(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The Azure env since v0.16: the five variables and
+    /// `AZURE_ACCESS_TOKEN`, `AZURE_ACCESS_EXPIRES_ON_SECONDS`,
+    /// `AZURE_ACCOUNT_NAME`, `AZURE_SERVICE_URL`, each only where the Secret
+    /// has its key (the tenant always); v0.15 refers to five, and leaves out
+    /// only an absent client secret or storage key (`azure.BuildSecretEnvs`
+    /// @v0.15.0).
+    pub fn azure_env_of_present_keys(self) -> bool {
         self >= Release::V0_16
     }
 
@@ -270,9 +294,21 @@ impl Release {
         self >= Release::V0_20
     }
 
+    /// An `ociModelMode` other than `modelcar`, `native`, `fetch` refuses
+    /// the ConfigMap since v0.20 (`GetStorageInitializerConfigs` @v0.20.0).
+    pub fn oci_model_mode_validated(self) -> bool {
+        self >= Release::V0_20
+    }
+
     /// The mode `fetch` is implemented at HEAD only; v0.20 parses it and
     /// injects a modelcar (`StorageInitializerInjector.InjectModelcar` @v0.20.0).
     pub fn oci_fetch(self) -> bool {
+        self >= Release::Head
+    }
+
+    /// `storageInitializer.ociInsecureRegistry` is read at HEAD only
+    /// (`types.StorageInitializerConfig` @v0.20.0 has no such key).
+    pub fn oci_insecure_registry_key(self) -> bool {
         self >= Release::Head
     }
 
@@ -315,6 +351,12 @@ impl Release {
     /// nor fetches the InferenceService (`getLoggerConfigs`,
     /// `AgentInjector.InjectAgent`, `Mutator.Handle` @v0.15.0).
     pub fn logger_storage(self) -> bool {
+        self >= Release::V0_16
+    }
+
+    /// The logger storage ServiceAccount's credentials on the agent since
+    /// v0.16 (`AgentInjector.InjectAgent` @v0.15.0 adds only the pod's).
+    pub fn logger_storage_credentials(self) -> bool {
         self >= Release::V0_16
     }
 

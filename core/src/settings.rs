@@ -13,7 +13,7 @@
 //!       spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 200Gi}}}
 //! ```
 
-use crate::config::Resources;
+use crate::config::{bounds, Resources};
 use crate::constants::PROVISION_LOCATION_VOLUME;
 use crate::quantity;
 use crate::release::Release;
@@ -57,6 +57,13 @@ impl Settings {
             Some(doc) => doc.map_err(|e| fail(e.to_string()))?,
             None => return Ok(Self::default()),
         };
+        // A second document would otherwise go unread, however wrong.
+        if let Some(second) = docs.next() {
+            second.map_err(|e| fail(e.to_string()))?;
+            return Err(fail(
+                "more than one document: the settings are one mapping, in one document".into(),
+            ));
+        }
         let root = match doc {
             Value::Null => return Ok(Self::default()),
             Value::Object(map) => map,
@@ -87,7 +94,8 @@ impl Settings {
     }
 }
 
-/// `v0.17`, `v0.17.0`, `0.17` or `head`, as `--kserve-version` reads it.
+/// `v0.17`, `v0.17.0`, `0.17`, `head` or `HEAD`, as `--kserve-version`
+/// reads it.
 fn kserve_version(value: &Value) -> Result<Option<Release>, SettingsError> {
     let fail = |m: String| SettingsError(format!("{KSERVE_VERSION_KEY}: {m}"));
     match value {
@@ -181,17 +189,20 @@ fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
                 )))
             }
         };
+        let out_of_range =
+            |e: bounds::OutOfRange| SettingsError(format!("{STORAGE_INITIALIZER_KEY}.{key}: {e}"));
+        bounds::check_length(&text).map_err(out_of_range)?;
         let canonical = quantity::canonicalize(&text).map_err(|e| {
             SettingsError(format!(
                 "{STORAGE_INITIALIZER_KEY}.{key}: {text:?} is not a quantity ({e}); \
                  write one such as 500m, 2, 512Mi or 4Gi"
             ))
         })?;
-        let slot = match key.as_str() {
-            "cpuRequest" => &mut r.cpu_request,
-            "cpuLimit" => &mut r.cpu_limit,
-            "memoryRequest" => &mut r.memory_request,
-            "memoryLimit" => &mut r.memory_limit,
+        let (slot, resource) = match key.as_str() {
+            "cpuRequest" => (&mut r.cpu_request, "cpu"),
+            "cpuLimit" => (&mut r.cpu_limit, "cpu"),
+            "memoryRequest" => (&mut r.memory_request, "memory"),
+            "memoryLimit" => (&mut r.memory_limit, "memory"),
             other => {
                 return Err(SettingsError(format!(
                     "{STORAGE_INITIALIZER_KEY}: unknown key {other:?} (known: {})",
@@ -199,6 +210,7 @@ fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
                 )))
             }
         };
+        bounds::check_quantity(resource, &text, &canonical).map_err(out_of_range)?;
         *slot = canonical;
     }
     for (what, request, limit) in [
@@ -316,9 +328,79 @@ mod tests {
                 "kserveVersion: \"v1.2\" is not a KServe version",
             ),
             ("kserveVersion: [v0.17]\n", "expected a release"),
+            (
+                "kserveVersion: V0.17\n",
+                "kserveVersion: \"V0.17\" is not a KServe version",
+            ),
+            (
+                "kserveVersion: ' v0.17'\n",
+                "kserveVersion: \" v0.17\" is not a KServe version",
+            ),
+            (
+                "kserveVersion: v0.17.1\n",
+                "kserveVersion: \"v0.17.1\" is not a KServe version",
+            ),
+            (
+                "kserveVersion: 0.17.00\n",
+                "kserveVersion: \"0.17.00\" is not a KServe version",
+            ),
         ] {
             let e = Settings::from_text(text).unwrap_err().0;
             assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_settings_file_is_one_document_with_each_key_once() {
+        for (text, want) in [
+            (
+                "{\"kserveVersion\": \"v0.17\", \"kserveVersion\": \"v0.18\"}",
+                "document 1: not valid JSON: mapping key \"kserveVersion\" already defined at line 1 column 43",
+            ),
+            (
+                "kserveVersion: v0.17\nkserveVersion: v0.18\n",
+                "mapping key \"kserveVersion\" already defined",
+            ),
+            (
+                "kserveVersion: v0.17\n---\nkserveVersion: v0.18\n",
+                "more than one document: the settings are one mapping, in one document",
+            ),
+            (
+                "{\"kserveVersion\": \"v0.17\"} {}",
+                "more than one document: the settings are one mapping, in one document",
+            ),
+            (
+                "kserveVersion: v0.17\n---\n- [\n",
+                "document 2: not valid YAML or JSON",
+            ),
+        ] {
+            let e = Settings::from_text(text).unwrap_err().0;
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        // Empty documents around the one are no second document.
+        let s = Settings::from_text("---\n---\nkserveVersion: v0.17\n---\n").unwrap();
+        assert_eq!(s.kserve_version, Some(Release::V0_17));
+    }
+
+    #[test]
+    fn storage_initializer_quantities_every_pod_would_carry_are_refused() {
+        let long = format!("0.{}1", "0".repeat(100));
+        for (text, want) in [
+            (
+                "storageInitializer:\n  cpuRequest: '-1'\n".to_string(),
+                "storageInitializer.cpuRequest: \"-1\" is negative, which the API server refuses",
+            ),
+            (
+                "storageInitializer:\n  memoryLimit: 1e999999\n".to_string(),
+                "storageInitializer.memoryLimit: \"1e999999\" is more than Kubernetes counts (9223372036854775807 bytes)",
+            ),
+            (
+                format!("storageInitializer:\n  cpuLimit: '{long}'\n"),
+                "storageInitializer.cpuLimit: 103 characters long, more than the 64 a quantity may have here",
+            ),
+        ] {
+            let e = Settings::from_text(&text).unwrap_err().0;
+            assert_eq!(e, want, "{text:?}");
         }
     }
 }

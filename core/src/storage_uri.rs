@@ -1,6 +1,6 @@
 //! Storage URI forms KServe's injectors recognise.
 
-use crate::release::Release;
+use crate::release::Behaviour;
 use sha2::{Digest, Sha256};
 
 pub(crate) const PVC_PREFIX: &str = "pvc://";
@@ -41,7 +41,7 @@ pub(crate) fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
 
 /// [`parse_oci`] as `release` reads URIs: before v0.20 only `oci://` is
 /// OCI, and `oci+<mode>://` is an ordinary storage URI.
-pub(crate) fn parse_oci_in(uri: &str, release: Release) -> Option<OciUri<'_>> {
+pub(crate) fn parse_oci_in(uri: &str, release: Behaviour) -> Option<OciUri<'_>> {
     let oci = parse_oci(uri)?;
     (oci.mode.is_none() || release.oci_mode_schemes()).then_some(oci)
 }
@@ -112,10 +112,11 @@ mod tests {
 
     #[test]
     fn oci_mode_schemes_arrive_in_v0_20() {
-        assert!(parse_oci_in("oci+native://r/m", Release::V0_19).is_none());
-        assert!(parse_oci_in("oci://r/m", Release::V0_17).is_some());
+        assert!(parse_oci_in("oci+native://r/m", crate::release::Release::V0_19.into()).is_none());
+        assert!(parse_oci_in("oci://r/m", crate::release::Release::V0_17.into()).is_some());
         assert_eq!(
-            parse_oci_in("oci+fetch://r/m", Release::V0_20).and_then(|o| o.mode),
+            parse_oci_in("oci+fetch://r/m", crate::release::Release::V0_20.into())
+                .and_then(|o| o.mode),
             Some("fetch")
         );
     }

@@ -10,6 +10,11 @@
 //!   stays within the budget's counts. A crash check alone would not find
 //!   an input that expands past its budget (aliases to a large scalar): it
 //!   is only slow.
+//! - The same bound for a document of anchors nested inside anchored nodes
+//!   (`loadtest/hostile_yaml.py`'s shape), its sizes and budget chosen from
+//!   the first bytes: random bytes seldom nest anchors 29 deep, and a
+//!   reader that kept a copy of each anchored node held levels² times what
+//!   the budget counts.
 #![no_main]
 
 use kserve_injector_core::reader::{documents, documents_within, to_yaml, Budget};
@@ -72,7 +77,7 @@ static ALLOCATOR: Counting = Counting;
 /// doubling, or a key and value in a map's node (a B-tree leaf holds 11).
 const PER_NODE: usize = 512;
 /// Bytes a byte of text may cost: the scanner's buffer (doubling), the
-/// string made of it, and the copy an anchor keeps.
+/// string made of it, and the anchored node it is copied from.
 const PER_TEXT_BYTE: usize = 4;
 /// The parser's and reader's fixed buffers.
 const FIXED: usize = 256 << 10;
@@ -124,14 +129,55 @@ fn within_budget(data: &[u8]) {
         document_nodes: 16 + u64::from(*nodes),
         ..Budget::default()
     };
+    read_within_bound(data, budget);
+}
+
+/// `s: &s x…`, `e: &e [*s, …]`, then `levels` of `&aI {k: &bI {v: *e,
+/// w: …}}`, and with `over` an alias of the outermost level, from sizes
+/// in `data`, within a budget that most such documents fit.
+fn nested_within_budget(data: &[u8]) {
+    let [levels, aliases, scalar, budget, ..] = data else {
+        return;
+    };
+    let levels = 1 + usize::from(*levels) % 29;
+    let aliases = 1 + usize::from(*aliases % 8);
+    let scalar = 1 + 16 * usize::from(*scalar);
+    let mut node = "{v: *e}".to_string();
+    for i in (1..=levels).rev() {
+        if i < levels {
+            node = format!("{{v: *e, w: {node}}}");
+        }
+        node = format!("&a{i} {{k: &b{i} {node}}}");
+    }
+    let mut text = format!(
+        "s: &s {}\ne: &e [{}]\nn: {node}\n",
+        "x".repeat(scalar),
+        vec!["*s"; aliases].join(", ")
+    );
+    if budget & 1 == 1 {
+        text.push_str("again: *a1\n");
+    }
+    // Nodes: about 6 + aliases per level, twice over with `again`; text:
+    // up to 1 MiB, the most that 29 levels of 8 aliases of 4 KiB take.
+    let budget = Budget {
+        document_bytes: 4096 + 4096 * u64::from(*budget),
+        document_nodes: 2 * (8 + aliases as u64) * (levels as u64 + 2),
+        ..Budget::default()
+    };
+    read_within_bound(text.as_bytes(), budget);
+}
+
+/// Reads `input` within `budget` under the counting allocator: the peak
+/// follows the budget, and what is produced stays within its counts.
+fn read_within_bound(input: &[u8], budget: Budget) {
     let bound = PER_TEXT_BYTE * budget.document_bytes as usize
         + PER_NODE * budget.document_nodes as usize
-        + PER_INPUT_BYTE * data.len()
+        + PER_INPUT_BYTE * input.len()
         + FIXED;
     let base = LIVE.load(Relaxed);
     PEAK.store(base, Relaxed);
-    let mut input = data;
-    if let Ok(docs) = documents_within(&mut input, budget) {
+    let mut reading = input;
+    if let Ok(docs) = documents_within(&mut reading, budget) {
         for doc in docs {
             let Ok(doc) = doc else {
                 break;
@@ -148,11 +194,12 @@ fn within_budget(data: &[u8]) {
     assert!(
         peak <= bound,
         "peak allocation {peak} B over the bound {bound} B for {budget:?} and {} bytes of input",
-        data.len()
+        input.len()
     );
 }
 
 fuzz_target!(|data: &[u8]| {
     round_trip(data);
     within_budget(data);
+    nested_within_budget(data);
 });

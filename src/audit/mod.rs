@@ -7,6 +7,9 @@ pub use kserve_injector_core::audit::*;
 
 pub mod cluster;
 pub mod dump;
+mod upgrade_to;
+
+pub use upgrade_to::run_upgrade;
 
 use crate::config_file;
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
@@ -34,6 +37,10 @@ pub struct AuditSettings {
     pub security_profile: kserve_injector_core::inputs::SecurityProfile,
     /// List literal credentials in env instead of comparing.
     pub credentials: bool,
+    /// Compare each pod under the current release and this one instead.
+    pub upgrade_to: Option<kserve_injector_core::release::Release>,
+    /// The ConfigMap the target release reads (default: the current one).
+    pub upgrade_config: Option<PathBuf>,
     /// What reading the dump may cost.
     pub budget: kserve_injector_core::reader::Budget,
 }
@@ -72,32 +79,14 @@ pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunErro
 /// Reads the objects, audits, and gives the report.
 pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
-    let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
-        (Some(path), ..) => {
-            read_dump(path, &mut inventory, args.budget)?;
-            None
-        }
-        (None, true, _) => Some(cluster::Scope::All),
-        (None, false, ns) => Some(cluster::Scope::Namespace(ns.clone().unwrap_or_default())),
-    };
-    if let Some(scope) = scope {
-        read_cluster(args, scope, &mut inventory)?;
-    }
-    for line in inventory.objects.ignored_lines() {
-        tracing::debug!("{line}");
-    }
+    read_objects(args, &mut inventory)?;
     let settings = config_file::load_settings(args.config_file.as_deref())
         .map_err(|e| RunError::Config(e.to_string()))?;
     let config = match &args.config {
         Some(path) => config_file::load_config(Some(path), &settings, args.kserve_version)
             .map_err(|e| RunError::Config(e.to_string()))?,
         None => {
-            let data = inventory.config_data(&args.controller_namespace).ok_or_else(|| {
-                RunError::Config(format!(
-                    "no {CONFIG_MAP_NAME} ConfigMap in namespace {:?} (see --controller-namespace, or pass --config)",
-                    args.controller_namespace
-                ))
-            })?;
+            let data = cluster_config(&inventory, &args.controller_namespace)?;
             Config::from_data_with(
                 data,
                 &settings.storage_initializer,
@@ -114,7 +103,7 @@ pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
     let mut report = inventory.audit(&inputs, &rules);
-    if let Some(ns) = args.namespace.as_deref().filter(|_| args.objects.is_some()) {
+    if let Some(ns) = dump_namespace(args) {
         report = Report::new(
             report
                 .pods
@@ -124,6 +113,43 @@ pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
         );
     }
     Ok(report)
+}
+
+/// The dump's or the cluster's `inferenceservice-config` data.
+fn cluster_config<'i>(
+    inventory: &'i Inventory,
+    namespace: &str,
+) -> Result<&'i std::collections::BTreeMap<String, String>, RunError> {
+    inventory.config_data(namespace).ok_or_else(|| {
+        RunError::Config(format!(
+            "no {CONFIG_MAP_NAME} ConfigMap in namespace {namespace:?} (see --controller-namespace, or pass --config)"
+        ))
+    })
+}
+
+/// The namespace to keep of a dump (`-n` with `--objects`; a cluster is
+/// listed in that namespace only).
+fn dump_namespace(args: &AuditSettings) -> Option<&str> {
+    args.namespace.as_deref().filter(|_| args.objects.is_some())
+}
+
+/// The dump, or the cluster in the namespaces of `-n`/`-A`, into `inventory`.
+fn read_objects(args: &AuditSettings, inventory: &mut Inventory) -> Result<(), RunError> {
+    let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
+        (Some(path), ..) => {
+            read_dump(path, inventory, args.budget)?;
+            None
+        }
+        (None, true, _) => Some(cluster::Scope::All),
+        (None, false, ns) => Some(cluster::Scope::Namespace(ns.clone().unwrap_or_default())),
+    };
+    if let Some(scope) = scope {
+        read_cluster(args, scope, inventory)?;
+    }
+    for line in inventory.objects.ignored_lines() {
+        tracing::debug!("{line}");
+    }
+    Ok(())
 }
 
 fn read_dump(

@@ -15,6 +15,7 @@ pub enum AuditFormat {
   kserve-injector audit --context prod -n models -o json
   kubectl get pods,rs,deploy,sa,secrets,cm,isvc,clusterstoragecontainers -A -o json > dump.json
   kserve-injector audit --objects dump.json
+  kserve-injector audit -A --kserve-version v0.15 --upgrade-to v0.17
 
 Each pod with the serving.kserve.io/inferenceservice label is compared with
 what this webhook makes of its ReplicaSet's pod template today. Fields the
@@ -22,7 +23,13 @@ API server defaults, the service account token volume and the sidecars of
 --ignore-container (istio-proxy, linkerd-proxy and their init containers
 by default) are not compared.
 
-Exit codes: 0 no pod differs, 1 a pod differs, 2 bad flags, input or
+With --upgrade-to, each pod's template is instead mutated as the release
+the cluster runs makes it and as the target release will, and each change
+is named with the docs/compatibility.md row that explains it; the
+ConfigMap keys the target reads differently are listed.
+
+Exit codes: 0 no pod differs (with --upgrade-to: none changes or is
+denied), 1 a pod differs (changes, or is denied), 2 bad flags, input or
 cluster access.")]
 pub struct AuditArgs {
     /// A dump of the objects (`kubectl get ... -A -o yaml|json`), "-" for
@@ -68,7 +75,9 @@ pub struct AuditArgs {
     pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
     /// `--kserve-version`): v0.15 … v0.20 or head. Default: the
-    /// --config-file's kserveVersion, else head. Example: --kserve-version v0.17
+    /// --config-file's kserveVersion, else head; with --upgrade-to, the
+    /// release the cluster runs: else the one the ConfigMap's agent and
+    /// storage-initializer image tags name. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
     pub kserve_version: Option<kserve_injector_core::release::Release>,
     /// The security profile the webhook runs with (its `--security-profile`):
@@ -83,6 +92,19 @@ pub struct AuditArgs {
     /// Exit code 1 when any is found. Example: audit --credentials -A
     #[arg(long)]
     pub credentials: bool,
+    /// Compare every InferenceService pod as --kserve-version's release
+    /// makes it and as this release will after the upgrade: what changes,
+    /// which pods it would deny, which ConfigMap keys it reads differently.
+    /// Example: --upgrade-to v0.17
+    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version(),
+          conflicts_with = "credentials")]
+    pub upgrade_to: Option<kserve_injector_core::release::Release>,
+    /// With --upgrade-to: the inferenceservice-config the target release
+    /// will read (a ConfigMap manifest or a mounted directory), when the
+    /// upgrade changes it too. Default: the current one.
+    /// Example: --upgrade-config ./inferenceservice-config-v0.17.yaml
+    #[arg(long, value_name = "PATH", requires = "upgrade_to")]
+    pub upgrade_config: Option<PathBuf>,
     #[command(flatten)]
     pub budget: super::BudgetArgs,
 }
@@ -104,6 +126,8 @@ impl From<&AuditArgs> for crate::audit::AuditSettings {
             kserve_version: args.kserve_version,
             security_profile: args.security_profile,
             credentials: args.credentials,
+            upgrade_to: args.upgrade_to,
+            upgrade_config: args.upgrade_config.clone(),
             budget: args.budget.budget(),
         }
     }

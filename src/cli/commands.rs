@@ -3,7 +3,7 @@
 
 use super::{
     mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
-    LiveCluster, MutateArgs, MutateSource,
+    LiveCluster, MutateArgs, MutateOutput, MutateSource,
 };
 use crate::config_file::Accept;
 use crate::lookups::load_objects_within;
@@ -86,7 +86,55 @@ fn open_objects(path: &std::path::Path) -> std::io::Result<BufReader<File>> {
     Ok(input)
 }
 
+/// The cluster objects `mutate` reads: `--objects`, `--kubeconfig`, or none.
+fn mutate_source(
+    args: &MutateArgs,
+    budget: kserve_injector_core::reader::Budget,
+) -> Result<Box<dyn MutateSource>, CliError> {
+    match (&args.objects, &args.kubeconfig) {
+        (Some(path), _) => open_objects(path)
+            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
+            .and_then(|mut input| {
+                load_objects_within(&mut input, budget).map_err(|e| CliError::Input(e.to_string()))
+            })
+            .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
+            .map(|loaded| {
+                for line in loaded.ignored_lines() {
+                    eprintln!("kserve-injector: --objects {}: {line}", path.display());
+                }
+                Box::new(loaded.data) as Box<dyn MutateSource>
+            }),
+        (None, Some(path)) => LiveCluster::connect(path, args.context.as_deref())
+            .map(|live| Box::new(live) as Box<dyn MutateSource>),
+        (None, None) => Ok(Box::new(ClusterSnapshot::default())),
+    }
+}
+
+/// The input file, or standard input for none or "-".
+fn with_input<T>(
+    args: &MutateArgs,
+    read: impl FnOnce(&mut dyn std::io::BufRead) -> Result<T, CliError>,
+) -> Result<T, CliError> {
+    match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
+        Some(path) => match File::open(path) {
+            Ok(file) => read(&mut BufReader::new(file)),
+            Err(e) => Err(CliError::Input(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
+        },
+        None => read(&mut std::io::stdin().lock()),
+    }
+}
+
 pub fn mutate(args: MutateArgs) -> ExitCode {
+    if let Some(target) = args.compare_to {
+        return compare(&args, target);
+    }
+    let format = match MutateOutput::objects(args.output) {
+        Ok(format) => format,
+        Err(e) => return fail(&CliError::Input(e.to_string())),
+    };
     let stdout = match stdout_file() {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
@@ -108,25 +156,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         }
     };
     let budget = args.budget.budget();
-    let format = args.output;
-    let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
-        (Some(path), _) => open_objects(path)
-            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
-            .and_then(|mut input| {
-                load_objects_within(&mut input, budget).map_err(|e| CliError::Input(e.to_string()))
-            })
-            .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
-            .map(|loaded| {
-                for line in loaded.ignored_lines() {
-                    eprintln!("kserve-injector: --objects {}: {line}", path.display());
-                }
-                Box::new(loaded.data) as Box<dyn MutateSource>
-            }),
-        (None, Some(path)) => LiveCluster::connect(path, args.context.as_deref())
-            .map(|live| Box::new(live) as Box<dyn MutateSource>),
-        (None, None) => Ok(Box::new(ClusterSnapshot::default())),
-    };
-    let mut cluster = match cluster {
+    let mut cluster = match mutate_source(&args, budget) {
         Ok(cluster) => cluster,
         Err(e) => return fail(&e),
     };
@@ -163,6 +193,65 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     match result.and_then(|()| out.flush().map_err(CliError::from_write)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
+    }
+}
+
+/// `mutate --compare-to`: each pod under `--kserve-version`'s release and
+/// `target`, both reading `--config`, else each its shipped ConfigMap.
+fn compare(args: &MutateArgs, target: kserve_injector_core::Release) -> ExitCode {
+    use kserve_injector_core::audit::upgrade::{Side, Upgrade};
+    let output = match MutateOutput::difference(args.output) {
+        Ok(output) => output,
+        Err(e) => return fail(&CliError::Input(e.to_string())),
+    };
+    let config_error = |e: crate::config_file::LoadError| CliError::Input(e.to_string());
+    let prepared = crate::config_file::load_settings(args.config_file.as_deref())
+        .map_err(config_error)
+        .and_then(|settings| {
+            let current = settings.release(args.kserve_version);
+            let sides = match &args.config {
+                Some(path) => {
+                    let data = crate::config_file::load_data(path).map_err(config_error)?;
+                    (Side::new(current, data.clone()), Side::new(target, data))
+                }
+                None => (Side::shipped(current), Side::shipped(target)),
+            };
+            let mut inputs = Inputs::default();
+            inputs.modelcar_mode = args.modelcar_mode;
+            inputs.security_profile = args.security_profile;
+            inputs.model_volume = settings.model_volume.clone();
+            Upgrade::new(sides.0, sides.1, &inputs, &settings.storage_initializer).map_err(|e| {
+                CliError::Input(format!("the ConfigMap, as KServe {current} reads it: {e}"))
+            })
+        });
+    let upgrade = match prepared {
+        Ok(upgrade) => upgrade,
+        Err(e) => return fail(&e),
+    };
+    let budget = args.budget.budget();
+    let report = mutate_source(args, budget).and_then(|mut cluster| {
+        let namespace = args.namespace.as_deref();
+        with_input(args, |input| {
+            let mut input = input;
+            super::compare::compare_stream(&mut input, &upgrade, namespace, &mut *cluster, budget)
+        })
+    });
+    let report = match report {
+        Ok(report) => report,
+        Err(e) => return fail(&e),
+    };
+    let text = match output {
+        MutateOutput::Summary => report.summary(),
+        MutateOutput::Json => match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => return fail(&CliError::Output(e.to_string())),
+        },
+        _ => report.table(),
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.flagged() => ExitCode::from(1),
+        ok => ok,
     }
 }
 
@@ -225,8 +314,16 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
 }
 
 pub fn audit(args: &AuditArgs) -> ExitCode {
-    use crate::audit::{run, run_credentials, AuditSettings};
+    use crate::audit::{run, run_credentials, run_upgrade, AuditSettings};
     let settings = AuditSettings::from(args);
+    if let Some(target) = args.upgrade_to {
+        return print_report(
+            run_upgrade(&settings, target),
+            args.output,
+            |r| r.table(),
+            |r| r.flagged(),
+        );
+    }
     if args.credentials {
         return print_report(
             run_credentials(&settings),

@@ -3,6 +3,42 @@
 use super::{BudgetArgs, OutputFormat};
 use std::path::PathBuf;
 
+/// `mutate -o`: the mutated objects or the patch, or, with
+/// `--compare-to`, the difference between the two releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MutateOutput {
+    Yaml,
+    Json,
+    Patch,
+    Table,
+    Summary,
+}
+
+impl MutateOutput {
+    /// What `mutate` prints without `--compare-to`.
+    pub fn objects(output: Option<Self>) -> Result<OutputFormat, &'static str> {
+        match output {
+            None | Some(MutateOutput::Yaml) => Ok(OutputFormat::Yaml),
+            Some(MutateOutput::Json) => Ok(OutputFormat::Json),
+            Some(MutateOutput::Patch) => Ok(OutputFormat::Patch),
+            Some(MutateOutput::Table | MutateOutput::Summary) => {
+                Err("-o table and -o summary print a difference: they need --compare-to")
+            }
+        }
+    }
+
+    /// What `mutate --compare-to` prints: table, json or summary.
+    pub fn difference(output: Option<Self>) -> Result<Self, &'static str> {
+        match output {
+            None => Ok(MutateOutput::Table),
+            Some(MutateOutput::Yaml | MutateOutput::Patch) => {
+                Err("with --compare-to, -o is table, json or summary")
+            }
+            Some(other) => Ok(other),
+        }
+    }
+}
+
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:
   kserve-injector mutate pod.yaml
@@ -11,6 +47,7 @@ use std::path::PathBuf;
   kserve-injector mutate --kubeconfig ~/.kube/config pod.yaml   # the same, read from a cluster
   kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
   kserve-injector mutate review.json        # prints the AdmissionReview response
+  kserve-injector mutate --kserve-version v0.15 --compare-to v0.16 deployment.yaml
 
 Input starting with { or [ is read as JSON, anything else as YAML the way
 kubectl reads it (merge keys expanded; at most 64 levels of nesting; see
@@ -21,7 +58,8 @@ stops the run.
 Exit codes: 0 mutated (or nothing to do; also when the reader of the output
 stops reading, as with | head), 1 the webhook would deny a pod or denies an
 AdmissionReview (whose response is still printed), 2 unreadable input or
-config, or output that cannot be written.")]
+config, or output that cannot be written. With --compare-to: 0 no pod
+changes, 1 a pod changes or is denied by either release, 2 as above.")]
 pub struct MutateArgs {
     /// KServe's inferenceservice-config: a ConfigMap manifest (YAML or JSON) or
     /// a directory where the ConfigMap is mounted. Default: the values the
@@ -33,11 +71,13 @@ pub struct MutateArgs {
     /// has no key for, as `serve --config-file`. Example: --config-file ./kserve-injector.yaml
     #[arg(long, value_name = "PATH")]
     pub config_file: Option<PathBuf>,
-    /// Output: the mutated objects as yaml or json, or the JSON Patch the
-    /// webhook would return. AdmissionReview input always prints the response as JSON.
+    /// Output: the mutated objects as yaml (the default) or json, or the
+    /// JSON Patch the webhook would return; with --compare-to, the
+    /// difference as a table (the default) or json, or only its summary.
+    /// AdmissionReview input always prints the response as JSON.
     /// Example: -o patch
-    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
-    pub output: OutputFormat,
+    #[arg(short = 'o', long = "output", value_enum, value_name = "FORMAT")]
+    pub output: Option<MutateOutput>,
     /// Namespace the pods are created in (default: each object's own, else "default").
     /// Example: --namespace models
     #[arg(short = 'n', long)]
@@ -64,6 +104,12 @@ pub struct MutateArgs {
     /// kserveVersion, else head. Example: --kserve-version v0.17
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
     pub kserve_version: Option<kserve_injector_core::Release>,
+    /// Instead of the mutated objects, print how each pod differs under
+    /// this release from --kserve-version's: each changed field with the
+    /// docs/compatibility.md row that explains it, and denials. Both read
+    /// --config, else each its own shipped ConfigMap. Example: --compare-to v0.17
+    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
+    pub compare_to: Option<kserve_injector_core::Release>,
     /// The security profile of the containers added, as `serve
     /// --security-profile`: baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",

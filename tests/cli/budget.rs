@@ -5,6 +5,8 @@
 //! standard input, never held here; the child's peak resident set comes
 //! from the kernel when it is reaped.
 
+mod nested;
+
 use std::io::{Read, Write};
 use std::process::{ChildStdin, Command, Stdio};
 
@@ -110,6 +112,12 @@ fn refused_within_bound_of(
 ) {
     assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
     assert!(run.stderr.contains(message), "{args:?}: {}", run.stderr);
+    grew_within(args, base_args, run, bound);
+}
+
+/// Whether `run` peaked no more than `bound` over the binary's resident
+/// set for a small valid input with `base_args`.
+fn grew_within(args: &[&str], base_args: &[&str], run: &Run, bound: u64) {
     let base = baseline(base_args);
     let growth = run.peak.saturating_sub(base);
     eprintln!(

@@ -29,8 +29,9 @@
 //! directory's name). A file `same-input-as` there names (relative to the
 //! case) the HEAD case whose `input.yaml`, `config.yaml` and `cluster.yaml`
 //! it reuses when it has none of its own, so both goldens come from one input.
-//! A config the release refuses has the golden `expected-config-error.txt`
-//! (the CLI exits 2 with it; the server would not load the config).
+//! A config the release refuses (a case of `fixtures/` too, for a config
+//! every release refuses) has the golden `expected-config-error.txt` (the
+//! CLI exits 2 with it; the server would not load the config).
 
 use base64::Engine;
 use kserve_injector::config_file;

@@ -32,15 +32,14 @@ fn local_model_sub_path(flags: &[&str]) -> Result<String, String> {
 
 #[test]
 fn every_spelling_selects_the_release_and_head_is_the_default() {
-    for spelling in [
-        "v0.17", "v0.17.0", "0.17", "V0.17", "v0.16", "v0.15", "0.15.2",
-    ] {
+    for spelling in ["v0.17", "v0.17.0", "0.17", "v0.16", "v0.15", "0.15"] {
         let got = local_model_sub_path(&["--kserve-version", spelling]);
         assert_eq!(got.as_deref(), Ok("models/bar/"), "{spelling}");
     }
     for flags in [
         &[][..],
         &["--kserve-version", "head"],
+        &["--kserve-version", "HEAD"],
         &["--kserve-version", "v0.18"],
     ] {
         let got = local_model_sub_path(flags);
@@ -71,6 +70,65 @@ fn unknown_releases_are_refused_with_the_supported_list() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a KServe version"));
+}
+
+#[test]
+fn only_the_documented_spellings_name_a_release_on_every_path() {
+    let near = [" v0.17", "V0.17", "v0.17.1", "0.17.00", "0.15.2", "Head"];
+    let list = "v0.15, v0.16, v0.17, v0.18, v0.19, v0.20, head";
+    for spelling in near {
+        let err = local_model_sub_path(&["--kserve-version", spelling]).unwrap_err();
+        let says = format!("{spelling:?} is not a KServe version");
+        assert!(
+            err.contains(&says) && err.contains(list),
+            "{spelling}: {err}"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    for spelling in near {
+        let settings = dir.path().join("settings.yaml");
+        std::fs::write(&settings, format!("kserveVersion: {spelling:?}\n")).expect("written");
+        let settings = settings.to_string_lossy().into_owned();
+        let err = local_model_sub_path(&["--config-file", &settings]).unwrap_err();
+        let says = format!("kserveVersion: {spelling:?} is not a KServe version");
+        assert!(
+            err.contains(&says) && err.contains(list),
+            "{spelling}: {err}"
+        );
+    }
+    // The environment variable `serve` reads the flag from.
+    for spelling in near {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+            .args(["serve", "--self-signed", "--addr", "127.0.0.1:0"])
+            .args(["--admin-addr", "127.0.0.1:0"])
+            .env("KSERVE_INJECTOR_KSERVE_VERSION", spelling)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("binary starts");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waitable") {
+                break Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        if let Some(mut pipe) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+        }
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(2),
+            "{spelling:?} served: {err}"
+        );
+        assert!(err.contains("is not a KServe version"), "{spelling}: {err}");
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod kserve_version;
 mod mutate;
 mod pipes;
 mod reader;
+mod upgrade;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

@@ -333,6 +333,63 @@ fn objects_flag_takes_a_namespace_dump_and_says_what_it_passed_over() {
 }
 
 #[test]
+fn a_settings_file_is_read_whole_or_refused() {
+    // Each of these was read in part, or as something it does not say:
+    // the later of two JSON keys won, a second document went unread, and
+    // these values were taken as they came.
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_temp(dir.path(), "pod.yaml", OCI_POD);
+    for (text, want) in [
+        (
+            "{\"storageInitializer\": {\"cpuLimit\": \"1\"}, \"storageInitializer\": {}}",
+            "mapping key \"storageInitializer\" already defined at line 1 column 63",
+        ),
+        (
+            "{\"storageInitializer\": {\"cpuLimit\": \"1\", \"cpuLimit\": \"2\"}}",
+            "mapping key \"cpuLimit\" already defined at line 1 column 52",
+        ),
+        (
+            "kserveVersion: v0.17\n---\nstorageInitializer: {cpuLimit: 2}\n",
+            "more than one document: the settings are one mapping, in one document",
+        ),
+        (
+            "{\"kserveVersion\": \"v0.17\"}\n{\"kserveVersion\": \"v0.18\"}\n",
+            "more than one document: the settings are one mapping, in one document",
+        ),
+        (
+            "kserveVersion: v0.17\n---\n- [\n",
+            "document 2: not valid YAML or JSON",
+        ),
+        (
+            "storageInitializer:\n  cpuLimit: '-1'\n",
+            "storageInitializer.cpuLimit: \"-1\" is negative, which the API server refuses",
+        ),
+        (
+            "storageInitializer:\n  memoryLimit: 1e999999\n",
+            "storageInitializer.memoryLimit: \"1e999999\" is more than Kubernetes counts (9223372036854775807 bytes)",
+        ),
+        (
+            "kserveVersion: v0.17.1\n",
+            "kserveVersion: \"v0.17.1\" is not a KServe version",
+        ),
+    ] {
+        let settings = write_temp(dir.path(), "settings.yaml", text);
+        let out = run(
+            &[
+                "mutate",
+                "--config-file",
+                settings.to_str().unwrap(),
+                input.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("--config-file") && err.contains(want), "{text:?}: {err}");
+    }
+}
+
+#[test]
 fn a_bad_config_file_is_exit_2_naming_the_file_and_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let input = write_temp(dir.path(), "pod.yaml", OCI_POD);

@@ -132,7 +132,7 @@ fn csc() -> impl Strategy<Value = Csc> {
 }
 
 #[derive(Debug, Clone)]
-struct Case {
+pub(crate) struct Case {
     /// (namespace, account, listed secrets, IRSA annotation)
     accounts: Vec<(usize, usize, Vec<usize>, bool)>,
     /// Per namespace, which of [`SECRETS`] exist (`absent` never does).
@@ -152,7 +152,7 @@ struct Case {
     transformer: bool,
 }
 
-fn case() -> impl Strategy<Value = Case> {
+pub(crate) fn case() -> impl Strategy<Value = Case> {
     let account = (
         0..2usize,
         0..ACCOUNTS.len(),
@@ -213,7 +213,7 @@ fn case() -> impl Strategy<Value = Case> {
 }
 
 impl Case {
-    fn cluster(&self) -> ClusterSnapshot {
+    pub(crate) fn cluster(&self) -> ClusterSnapshot {
         let mut docs = Vec::new();
         let mut seen = BTreeSet::new();
         for (ns, account, listed, irsa) in &self.accounts {
@@ -277,7 +277,7 @@ impl Case {
         inputs
     }
 
-    fn pod(&self) -> Value {
+    pub(crate) fn pod(&self) -> Value {
         let mut annotations = serde_json::Map::new();
         let mut put = |k: &str, v: &str| {
             annotations.insert(k.to_string(), json!(v));
@@ -333,7 +333,7 @@ impl Case {
                "spec": spec})
     }
 
-    fn namespace(&self) -> &'static str {
+    pub(crate) fn namespace(&self) -> &'static str {
         NAMESPACES[self.namespace]
     }
 }

@@ -18,7 +18,7 @@ use std::process::{Command, Output, Stdio};
 
 const URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
 
-fn binding() -> String {
+pub(crate) fn binding() -> String {
     format!(
         "apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding

@@ -361,6 +361,68 @@ async fn config_changes_apply_to_the_next_request_and_bad_ones_are_ignored() -> 
     stop(server).await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_values_every_pod_would_carry_are_refused_and_the_last_good_config_kept(
+) -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    let config_file = tmp.path().join("inferenceservice-config.yaml");
+    std::fs::write(&config_file, config_with_modelcar_uid("1010"))?;
+    let config_flag = config_file.to_string_lossy().into_owned();
+    let (server, ca) = start_self_signed(
+        tmp.path(),
+        &[
+            "--shutdown-delay",
+            "0s",
+            "--config",
+            &config_flag,
+            "--config-poll-interval",
+            "200ms",
+        ],
+    )
+    .await?;
+    let (pod, review) = sample_review()?;
+    let mut client = Client::open(server.local_addr(), &ca, Http::H2).await?;
+    let admin = server.admin_addr();
+    // KServe loads each of these; the API server refuses every modelcar
+    // pod made with the first three, and the last is 1 MB of quantity.
+    let manifest = Config::default_manifest();
+    let bad = [
+        config_with_modelcar_uid("-1"),
+        manifest.replace("\"memoryModelcar\": \"15Mi\"", "\"memoryModelcar\": \"-1\""),
+        manifest.replace(
+            "\"memoryModelcar\": \"15Mi\"",
+            "\"memoryModelcar\": \"1e999999\"",
+        ),
+        manifest.replace(
+            "\"cpuModelcar\": \"10m\"",
+            &format!("\"cpuModelcar\": \"{}\"", "1".repeat(1 << 20)),
+        ),
+    ];
+    for (i, text) in bad.into_iter().enumerate() {
+        ensure(text != manifest, || format!("case {i} changed nothing"))?;
+        // Whole at once: a poll that read half of it would count an error
+        // of its own.
+        let staged = tmp.path().join("staged.yaml");
+        std::fs::write(&staged, text)?;
+        std::fs::rename(&staged, &config_file)?;
+        let want = (i + 1) as f64;
+        eventually(PATIENCE, "the reload error to be counted", || async move {
+            let errors = metric_now(admin, "kserve_injector_config_reload_errors_total")
+                .await
+                .ok()?;
+            (errors >= want).then_some(())
+        })
+        .await?;
+        let kept = uid_now(&mut client, &pod, &review).await;
+        ensure(kept == Some(1010), || {
+            format!("case {i}: the last good config was not kept: {kept:?}")
+        })?;
+    }
+    let reloads = metric_now(admin, "kserve_injector_config_reloads_total").await?;
+    ensure(reloads == 0.0, || format!("config reloads = {reloads}"))?;
+    stop(server).await
+}
+
 /// A series and what its value must satisfy.
 type Check = (&'static str, Box<dyn Fn(f64) -> bool>);
 

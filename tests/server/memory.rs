@@ -1,9 +1,14 @@
 //! Memory comes back: a config reload refused by the reader's budget, and
 //! a serving certificate file far larger than any certificate, measured on
 //! the real binary's resident set (/proc/PID/status), not on this test
-//! process (whose other tests allocate at the same time).
+//! process (whose other tests allocate at the same time). A reload of a
+//! ConfigMap whose anchors nest stays within the budget, whether it fits
+//! (and is loaded) or not (and is refused).
 
 use crate::support::*;
+#[path = "../shared/hostile_yaml.rs"]
+mod hostile_yaml;
+use hostile_yaml::{data_block, Nested};
 use serde_json::Value;
 use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -148,6 +153,76 @@ fn a_reload_refused_by_the_budget_gives_its_memory_back() -> TestResult {
         })?;
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// Waits until `series` reaches `at_least`.
+fn counted(served: &Served, series: &str, at_least: f64) -> TestResult {
+    let deadline = Instant::now() + PATIENCE;
+    while served.metric(series)? < at_least {
+        ensure(Instant::now() < deadline, || {
+            format!("{series} never reached {at_least}")
+        })?;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+#[test]
+fn a_reload_of_nested_anchors_stays_within_the_budget() -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    let config = tmp.path().join("inferenceservice-config.yaml");
+    let manifest = kserve_injector_core::Config::default_manifest();
+    std::fs::write(&config, manifest)?;
+    let config_flag = config.to_string_lossy().into_owned();
+    let served = Served::spawn(&["--config", &config_flag, "--config-poll-interval", "100ms"])?;
+    served.metric("kserve_injector_config_reload_errors_total")?;
+    let before = served.status("VmRSS")?;
+    // What the reader's budget lets a document cost (64 MiB of text, the
+    // rule of tests/cli/budget.rs): a reader that kept a copy of every
+    // anchored node held 1.8 GiB for the first of these.
+    let bound = before + 128 * MIB;
+    let data = data_block(manifest);
+    let steps = [
+        // 100 KB that expands to 58 MiB: fits, and is loaded.
+        (
+            "kserve_injector_config_reloads_total",
+            1.0,
+            Nested::sized(100_000, 29, None, false),
+        ),
+        // The same and aliases past the budget: refused.
+        (
+            "kserve_injector_config_reload_errors_total",
+            1.0,
+            Nested::sized(100_000, 29, None, true),
+        ),
+        // 3.85 MB, under the 4 MiB file cap: refused.
+        (
+            "kserve_injector_config_reload_errors_total",
+            2.0,
+            Nested::sized(3_850_000, 29, Some(1_000_000), true),
+        ),
+    ];
+    for (series, at_least, nested) in steps {
+        std::fs::write(&config, nested.config_map(&data))?;
+        counted(&served, series, at_least)?;
+        let peak = served.status("VmHWM")?;
+        eprintln!(
+            "figure: nested-anchor reload ({} levels, {} KB, expands to {} MiB): RSS {} MiB before, peak {} MiB",
+            nested.levels,
+            nested.config_map(&data).len() / 1000,
+            nested.expands_to() >> 20,
+            before / MIB,
+            peak / MIB
+        );
+        ensure(peak <= bound, || {
+            format!(
+                "peak {} MiB during a nested-anchor reload, {} MiB before",
+                peak / MIB,
+                before / MIB
+            )
+        })?;
+    }
+    Ok(())
 }
 
 #[test]

@@ -170,7 +170,11 @@ impl Report {
 }
 
 /// Columns padded to their widest cell; the last column is not padded.
-fn write_table<const N: usize>(out: &mut String, header: &[String; N], rows: &[[String; N]]) {
+pub(super) fn write_table<const N: usize>(
+    out: &mut String,
+    header: &[String; N],
+    rows: &[[String; N]],
+) {
     let mut widths = header.each_ref().map(|h| h.chars().count());
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -40,7 +40,7 @@ pub(crate) struct CredentialRequest<'a> {
     pub service_account_name: &'a str,
     pub pod_annotations: &'a dyn Annotations,
     /// The KServe release whose Secret kinds apply.
-    pub release: crate::release::Release,
+    pub release: crate::release::Behaviour,
 }
 
 /// The container being built (its env and mounts so far) and the pod
@@ -140,7 +140,7 @@ fn or_default<'a>(configured: &'a str, default: &'a str) -> &'a str {
 fn add_secret(
     secret: &Secret,
     config: &CredentialConfig,
-    release: crate::release::Release,
+    release: crate::release::Behaviour,
     target: &mut CredentialTarget,
 ) {
     let s3 = &config.s3;

@@ -8,7 +8,7 @@
 
 use super::objects::Secret;
 use crate::config::S3Config;
-use crate::release::Release;
+use crate::release::Behaviour;
 use k8s_openapi::api::core::v1::EnvVar;
 use std::collections::BTreeMap;
 
@@ -86,23 +86,23 @@ fn setting(
 /// when empty) and the URL is `http://` only for exactly `0`. A blank
 /// endpoint still gives `S3_ENDPOINT` (empty) and a bare scheme as URL.
 ///
-/// Before v0.17 ([`Release::s3_endpoint_scheme`]) `S3_USE_HTTPS` comes
+/// Before v0.17 ([`crate::release::Release::s3_endpoint_scheme`]) `S3_USE_HTTPS` comes
 /// first whenever it is set, and the endpoint is used as written: the URL
-/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`. v0.15
-/// ([`Release::s3_secret_data`]) reads no Secret data and has its own
-/// endpoint rules (`v0_15_endpoint`).
+/// is `http://` only for a `S3_USE_HTTPS` of exactly `0`. v0.15 reads no
+/// Secret data ([`crate::release::Release::s3_secret_data`]) and has its own
+/// endpoint rules (`v0_15_endpoint`, [`crate::release::Release::s3_endpoint_resolved`]).
 pub(super) fn s3_env(
     annotations: &BTreeMap<String, String>,
     data: Option<&Secret>,
     config: &S3Config,
-    release: Release,
+    release: Behaviour,
 ) -> Vec<EnvVar> {
     // v0.15 reads no setting from the Secret's data.
     let data = data.filter(|_| release.s3_secret_data());
     let get = |annotation: &str, env: &str| setting(annotations, data, config, annotation, env);
     let mut env = Vec::new();
     let configured = get("s3-endpoint", S3_ENDPOINT);
-    if !release.s3_secret_data() {
+    if !release.s3_endpoint_resolved() {
         v0_15_endpoint(annotations, config, &mut env);
     } else if !release.s3_endpoint_scheme() {
         let use_https = get("s3-usehttps", S3_USE_HTTPS);
@@ -196,13 +196,14 @@ fn endpoint_configuration(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::release::Release;
 
     fn s3_env(
         annotations: &BTreeMap<String, String>,
         data: Option<&Secret>,
         config: &S3Config,
     ) -> Vec<EnvVar> {
-        super::s3_env(annotations, data, config, Release::Head)
+        super::s3_env(annotations, data, config, Release::Head.into())
     }
 
     fn names_values(env: &[EnvVar]) -> Vec<(String, String)> {
@@ -387,7 +388,12 @@ mod tests {
             let annotations = (annotations.iter())
                 .map(|(k, v)| (format!("{ANNOTATION_PREFIX}{k}"), v.to_string()))
                 .collect();
-            names_values(&super::s3_env(&annotations, data, config, Release::V0_15))
+            names_values(&super::s3_env(
+                &annotations,
+                data,
+                config,
+                Release::V0_15.into(),
+            ))
         };
         // Secret data is ignored (HEAD reads S3_ENDPOINT and S3_USE_HTTPS from it).
         let secret = Secret::new("ns", "s")

@@ -3,7 +3,7 @@
 
 use super::objects::Secret;
 use super::s3::literal;
-use crate::release::Release;
+use crate::release::Behaviour;
 use k8s_openapi::api::core::v1::{
     EnvVar, EnvVarSource, SecretKeySelector, SecretVolumeSource, Volume, VolumeMount,
 };
@@ -110,12 +110,12 @@ fn secret_volume(volume: &str, mount_path: &str, secret: &str) -> (Volume, Volum
 /// Classifies a Secret, first match wins: S3 (the configured secret-key
 /// key), GCS (the configured credential file), Azure service principal or
 /// token, Azure storage key, https host headers, HDFS, Hugging Face,
-/// ModelScope (HEAD only: see [`Release::modelscope_credentials`]).
+/// ModelScope (HEAD only: see [`crate::release::Release::modelscope_credentials`]).
 pub(super) fn contribution(
     secret: &Secret,
     s3_secret_key_name: &str,
     gcs_file_name: &str,
-    release: Release,
+    release: Behaviour,
 ) -> Contribution {
     let name = &secret.name;
     if secret.has_key(s3_secret_key_name) {
@@ -140,7 +140,7 @@ pub(super) fn contribution(
     } else if secret.has_key(HF_TOKEN) {
         let mut env = vec![secret_key_ref(HF_TOKEN, name, HF_TOKEN)];
         // v0.15's builder adds this itself (there are no default HF env).
-        if !release.hf_default_env() {
+        if !release.hf_secret_token_only() {
             env.push(literal(HF_TRANSFER, "1"));
         }
         Contribution::Env(env)
@@ -153,8 +153,8 @@ pub(super) fn contribution(
 }
 
 /// Data keys that make a Secret an Azure Secret under `release`: v0.15
-/// has no access-token kind ([`Release::azure_access_token`]).
-fn azure_markers(release: Release) -> &'static [&'static str] {
+/// has no access-token kind ([`crate::release::Release::azure_access_token`]).
+fn azure_markers(release: Behaviour) -> &'static [&'static str] {
     if release.azure_access_token() {
         &AZURE_MARKERS
     } else {
@@ -166,8 +166,8 @@ fn azure_markers(release: Release) -> &'static [&'static str] {
 /// `AZURE_TENANT_ID` always, as KServe does. v0.15 knows the first five
 /// variables and leaves out only an absent client secret or storage key
 /// (`azure.BuildSecretEnvs` @v0.15.0).
-fn azure_env(secret: &Secret, release: Release) -> Vec<EnvVar> {
-    let (known, omitted): (&[_], &[&str]) = if release.azure_access_token() {
+fn azure_env(secret: &Secret, release: Behaviour) -> Vec<EnvVar> {
+    let (known, omitted): (&[_], &[&str]) = if release.azure_env_of_present_keys() {
         (&AZURE_ENV, &[])
     } else {
         (
@@ -179,7 +179,7 @@ fn azure_env(secret: &Secret, release: Release) -> Vec<EnvVar> {
         .iter()
         .filter_map(|(env, legacy)| {
             let key = legacy.filter(|k| secret.has_key(k)).unwrap_or(env);
-            let kept = match release.azure_access_token() {
+            let kept = match release.azure_env_of_present_keys() {
                 true => secret.has_key(key) || *env == AZURE_TENANT_ID,
                 false => secret.has_key(key) || !omitted.contains(env),
             };
@@ -199,13 +199,14 @@ fn https_env(secret: &Secret) -> Vec<EnvVar> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::release::Release;
 
     fn classify(secret: &Secret) -> Contribution {
         contribution(
             secret,
             DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
             DEFAULT_GCS_CREDENTIAL_FILE_NAME,
-            Release::Head,
+            Release::Head.into(),
         )
     }
 
@@ -378,7 +379,7 @@ mod tests {
         );
         let ms = Secret::new("ns", "ms").with_data("MODELSCOPE_API_TOKEN", "t");
         // v0.20 and older skip it ("unsupported secret").
-        let v0_20 = contribution(&ms, "awsSecretAccessKey", "x.json", Release::V0_20);
+        let v0_20 = contribution(&ms, "awsSecretAccessKey", "x.json", Release::V0_20.into());
         assert!(matches!(v0_20, Contribution::None));
         let Contribution::Env(env) = classify(&ms) else {
             panic!()
@@ -395,7 +396,7 @@ mod tests {
                 secret,
                 DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
                 DEFAULT_GCS_CREDENTIAL_FILE_NAME,
-                Release::V0_15,
+                Release::V0_15.into(),
             )
         };
         // Five keys; only an absent client secret or storage key is left out.

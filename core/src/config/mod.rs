@@ -1,14 +1,15 @@
 //! The `inferenceservice-config` ConfigMap: parsed and validated once, at load.
 //! Pure: text or a key→value map in, a [`Config`] or a [`ConfigError`] out.
 
+pub mod bounds;
 mod fields;
 mod release;
 mod shipped;
 
-pub use release::{image_mismatches, ImageMismatch};
+pub use release::{image_mismatches, release_of_images, ImageMismatch};
 
 use crate::quantity;
-use crate::release::Release;
+use crate::release::{Behaviour, Release};
 use fields::Fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -38,6 +39,16 @@ pub enum ConfigError {
     Invalid(String),
     #[error("invalid ConfigMap manifest: {0}")]
     Manifest(String),
+    /// A value KServe loads that every pod made with it would carry
+    /// ([`bounds`]).
+    #[error("invalid {section:?} configuration: {key:?}: {source}; every {container} container would be made with it")]
+    OutOfRange {
+        section: &'static str,
+        key: &'static str,
+        container: &'static str,
+        #[source]
+        source: bounds::OutOfRange,
+    },
 }
 
 fn article(word: &str) -> &'static str {
@@ -163,9 +174,10 @@ pub struct Config {
     pub batcher: BatcherConfig,
     pub agent: AgentConfig,
     pub metrics_aggregator: MetricsAggregatorConfig,
-    /// The KServe release whose mutator is reproduced; the config is read
-    /// as that release reads it.
-    pub release: Release,
+    /// The KServe release whose mutator is reproduced (its switches, as
+    /// `--kserve-version` gives them, or some flipped by `audit
+    /// --upgrade-to`); the config is read as that release reads it.
+    pub release: Behaviour,
 }
 
 impl Default for Config {
@@ -198,30 +210,7 @@ impl Config {
         defaults: &Resources,
         release: Release,
     ) -> Result<Self, ConfigError> {
-        // The CLI's reader: JSON as JSON, YAML the way kubectl reads it.
-        let manifest = |e: String| ConfigError::Manifest(e);
-        let mut bytes = text.as_bytes();
-        let mut docs = crate::reader::documents(&mut bytes).map_err(|e| manifest(e.to_string()))?;
-        let doc = match docs.next() {
-            Some(doc) => doc.map_err(|e| manifest(e.to_string()))?,
-            None => return Err(manifest("the manifest holds no document".into())),
-        };
-        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
-        if kind != "ConfigMap" {
-            return Err(ConfigError::Manifest(format!(
-                "expected kind ConfigMap, found {kind:?}"
-            )));
-        }
-        let mut data = BTreeMap::new();
-        if let Some(map) = doc.get("data").and_then(Value::as_object) {
-            for (k, v) in map {
-                let Value::String(s) = v else {
-                    return Err(ConfigError::Manifest(format!("data.{k} must be a string")));
-                };
-                data.insert(k.clone(), s.clone());
-            }
-        }
-        Self::from_data_with(&data, defaults, release)
+        Self::from_data_with(&manifest_data(text)?, defaults, release)
     }
 
     /// Builds the config from ConfigMap data, in KServe's order: the first
@@ -241,6 +230,16 @@ impl Config {
         defaults: &Resources,
         release: Release,
     ) -> Result<Self, ConfigError> {
+        Self::from_data_as(data, defaults, release.into())
+    }
+
+    /// [`Self::from_data_with`], read as `release` (a release's switches,
+    /// some perhaps flipped) reads it.
+    pub fn from_data_as(
+        data: &BTreeMap<String, String>,
+        defaults: &Resources,
+        release: Behaviour,
+    ) -> Result<Self, ConfigError> {
         let section = |key: &str| -> Result<Value, ConfigError> {
             match data.get(key) {
                 None => Ok(Value::Null),
@@ -251,13 +250,14 @@ impl Config {
             }
         };
         let credentials = parse_credentials(&section(CREDENTIALS_KEY)?)?;
+        let storage_initializer_json = section(STORAGE_INITIALIZER_KEY)?;
         let storage_initializer =
-            parse_storage_initializer(&section(STORAGE_INITIALIZER_KEY)?, defaults, release)?;
+            parse_storage_initializer(&storage_initializer_json, defaults, release)?;
         let logger = parse_logger(&section(LOGGER_KEY)?)?;
         let batcher = parse_batcher(&section(BATCHER_KEY)?)?;
         let agent = parse_agent(&section(AGENT_KEY)?)?;
         let metrics_aggregator = parse_metrics_aggregator(&section(METRICS_AGGREGATOR_KEY)?)?;
-        Ok(Self {
+        let config = Self {
             storage_initializer,
             credentials,
             logger,
@@ -266,8 +266,39 @@ impl Config {
             metrics_aggregator,
             release,
         }
-        .for_release(release))
+        .for_behaviour(release);
+        // After KServe's checks, so a config KServe refuses keeps its message.
+        bounds::check(&storage_initializer_json, &config.storage_initializer)?;
+        Ok(config)
     }
+}
+
+/// The `data` of a ConfigMap manifest (YAML or JSON), read as the CLI reads
+/// it: JSON as JSON, YAML the way kubectl reads it.
+pub fn manifest_data(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let manifest = |e: String| ConfigError::Manifest(e);
+    let mut bytes = text.as_bytes();
+    let mut docs = crate::reader::documents(&mut bytes).map_err(|e| manifest(e.to_string()))?;
+    let doc = match docs.next() {
+        Some(doc) => doc.map_err(|e| manifest(e.to_string()))?,
+        None => return Err(manifest("the manifest holds no document".into())),
+    };
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind != "ConfigMap" {
+        return Err(ConfigError::Manifest(format!(
+            "expected kind ConfigMap, found {kind:?}"
+        )));
+    }
+    let mut data = BTreeMap::new();
+    if let Some(map) = doc.get("data").and_then(Value::as_object) {
+        for (k, v) in map {
+            let Value::String(s) = v else {
+                return Err(manifest(format!("data.{k} must be a string")));
+            };
+            data.insert(k.clone(), s.clone());
+        }
+    }
+    Ok(data)
 }
 
 /// Reads the four resource keys in KServe's validation order and canonicalises them.
@@ -298,7 +329,7 @@ fn parse_resources(
 fn parse_storage_initializer(
     v: &Value,
     defaults: &Resources,
-    release: Release,
+    release: Behaviour,
 ) -> Result<StorageInitializerConfig, ConfigError> {
     let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
     let message = |key: &str, e: quantity::QuantityError| {
@@ -323,7 +354,7 @@ fn parse_storage_initializer(
     let memory_modelcar = optional_quantity("memoryModelcar")?;
     let oci_model_mode = f.string("ociModelMode")?;
     // Before v0.20 the key is unknown to KServe, so never refused.
-    if release.oci_mode_keys()
+    if release.oci_model_mode_validated()
         && !matches!(
             oci_model_mode.as_str(),
             "" | "modelcar" | "native" | "fetch"

@@ -49,6 +49,13 @@ impl Config {
         }
     }
 
+    /// The docs/compatibility.md row ("Defaults without `--config`") that
+    /// says how `release`'s shipped ConfigMap differs from the next
+    /// release's, where they are read differently.
+    pub fn shipped_row(release: Release) -> Option<&'static str> {
+        (release == Release::V0_15).then_some("15.18")
+    }
+
     /// The ConfigMap manifest of [`Config::shipped`], for users who want
     /// a starting point (`default-config --kserve-version`).
     pub fn shipped_manifest(release: Release) -> &'static str {

@@ -186,3 +186,87 @@ fn settings_defaults_fill_only_what_the_configmap_leaves_out() {
     let missing = Config::from_data(&valid_with(storage)).unwrap_err();
     assert!(missing.to_string().contains("\"memoryLimit\""), "{missing}");
 }
+
+#[test]
+fn values_every_pod_would_carry_are_refused_at_load_naming_the_key() {
+    let prefix = "invalid \"storageInitializer\" configuration: ";
+    let modelcar = "; every modelcar container would be made with it";
+    let init = "; every storage-initializer container would be made with it";
+    let one_mb = "1".repeat(1 << 20);
+    let cases = [
+        (
+            format!("{{{RES},\"memoryModelcar\":\"-1\"}}"),
+            format!("\"memoryModelcar\": \"-1\" is negative, which the API server refuses{modelcar}"),
+        ),
+        (
+            format!("{{{RES},\"memoryModelcar\":\"1e999999\"}}"),
+            format!("\"memoryModelcar\": \"1e999999\" is more than Kubernetes counts (9223372036854775807 bytes){modelcar}"),
+        ),
+        (
+            format!("{{{RES},\"cpuModelcar\":\"-10m\"}}"),
+            format!("\"cpuModelcar\": \"-10m\" is negative, which the API server refuses{modelcar}"),
+        ),
+        (
+            format!("{{{RES},\"cpuModelcar\":\"{one_mb}\"}}"),
+            format!("\"cpuModelcar\": 1048576 characters long, more than the 64 a quantity may have here{modelcar}"),
+        ),
+        (
+            format!("{{{RES},\"uidModelcar\":-1}}"),
+            format!("\"uidModelcar\": -1 is not a user ID (0 to 2147483647), which the API server refuses{modelcar}"),
+        ),
+        (
+            format!("{{{RES},\"uidModelcar\":2147483648}}"),
+            format!("\"uidModelcar\": 2147483648 is not a user ID (0 to 2147483647), which the API server refuses{modelcar}"),
+        ),
+        (
+            r#"{"memoryRequest":"100Mi","memoryLimit":"1Gi","cpuRequest":"100m","cpuLimit":"-1"}"#
+                .to_string(),
+            format!("\"cpuLimit\": \"-1\" is negative, which the API server refuses{init}"),
+        ),
+        (
+            r#"{"memoryRequest":"-1Gi","memoryLimit":"1Gi","cpuRequest":"100m","cpuLimit":"1"}"#
+                .to_string(),
+            format!("\"memoryRequest\": \"-1Gi\" is negative, which the API server refuses{init}"),
+        ),
+        (
+            r#"{"memoryRequest":"100Mi","memoryLimit":"1e999999","cpuRequest":"100m","cpuLimit":"1"}"#
+                .to_string(),
+            format!("\"memoryLimit\": \"1e999999\" is more than Kubernetes counts (9223372036854775807 bytes){init}"),
+        ),
+    ];
+    for (storage, want) in cases {
+        for release in [Release::Head, Release::V0_20, Release::V0_15] {
+            let err = Config::from_data_with(&valid_with(&storage), &Resources::default(), release)
+                .unwrap_err();
+            assert_eq!(err.to_string(), format!("{prefix}{want}"), "{release}");
+        }
+    }
+    // The edges are values every pod may carry.
+    for extra in [
+        "\"uidModelcar\":0",
+        "\"uidModelcar\":2147483647",
+        "\"memoryModelcar\":\"0\"",
+        "\"memoryModelcar\":\"8Ei\"",
+        "\"cpuModelcar\":\"9223372036854775807m\"",
+    ] {
+        let storage = format!("{{{RES},{extra}}}");
+        assert!(Config::from_data(&valid_with(&storage)).is_ok(), "{extra}");
+    }
+}
+
+#[test]
+fn a_config_kserve_refuses_keeps_kserves_message_before_ours() {
+    // KServe checks the quantities it parses, and the sections after, first.
+    let storage = format!("{{{RES},\"memoryModelcar\":\"-1\",\"cpuModelcar\":\"bogus\"}}");
+    let err = Config::from_data(&valid_with(&storage)).unwrap_err();
+    assert!(err.to_string().starts_with(
+        "failed to parse resource configuration for \"storageInitializer\".\"cpuModelcar\""
+    ));
+    let mut data = valid_with(&format!("{{{RES},\"uidModelcar\":-1}}"));
+    data.insert(AGENT_KEY.into(), "{not json".into());
+    let err = Config::from_data(&data).unwrap_err();
+    assert!(
+        err.to_string().starts_with("invalid JSON in \"agent\""),
+        "{err}"
+    );
+}

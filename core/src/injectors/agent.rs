@@ -12,7 +12,7 @@ use crate::inputs::Inputs;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
 use crate::pod::{ContainerEdit, List, PodEdit};
 use crate::probe_json::go_probe_json;
-use crate::release::Release;
+use crate::release::Behaviour;
 use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, HTTPHeader, Probe,
@@ -166,7 +166,10 @@ fn add_credentials(
     };
     let config = &inputs.config.credentials;
     add_service_account_credentials(&inputs.cluster, config, &request, target)?;
-    if let Some(account) = logger.and_then(logger_service_account) {
+    let storage_account = logger
+        .filter(|_| inputs.config.release.logger_storage_credentials())
+        .and_then(logger_service_account);
+    if let Some(account) = storage_account {
         request.service_account_name = account;
         add_service_account_credentials(&inputs.cluster, config, &request, target)?;
     }
@@ -227,7 +230,7 @@ fn batcher_args(pod: &impl PodEdit) -> Vec<String> {
     args
 }
 
-fn logger_args(pod: &impl PodEdit, config: &LoggerConfig, release: Release) -> Vec<String> {
+fn logger_args(pod: &impl PodEdit, config: &LoggerConfig, release: Behaviour) -> Vec<String> {
     let label = |key: &str| pod.label(key).unwrap_or_default().to_string();
     let url = pod
         .annotation(LOGGER_SINK_URL_ANNOTATION)

@@ -23,7 +23,7 @@ use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
 use crate::pod::{ContainerEdit, List, PodEdit};
-use crate::release::Release;
+use crate::release::Behaviour;
 use crate::storage_uri::{
     local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
 };
@@ -199,10 +199,10 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
 /// lacks (rejected), and HEAD's mounts and volume are given instead.
 fn v0_15_direct_mount_stop(
     pod: &mut impl PodEdit,
-    release: Release,
+    release: Behaviour,
     user_containers: &[&str],
 ) -> Option<usize> {
-    if release.model_mounts_by_name() || !pod.has_volume(PVC_SOURCE_VOLUME) {
+    if release.direct_pvc_mount_completes() || !pod.has_volume(PVC_SOURCE_VOLUME) {
         return None;
     }
     (user_containers.iter()).position(|name| {

@@ -7,7 +7,7 @@ use crate::constants::{
     SOURCE_URI_ANNOTATION,
 };
 use crate::pod::PodEdit;
-use crate::release::Release;
+use crate::release::{Behaviour, Release};
 use std::fmt;
 
 /// Something the pod asks for that the selected release did not have, and
@@ -33,11 +33,11 @@ impl fmt::Display for Unsupported {
 
 /// What `pod` asks for that `release` lacks (empty at HEAD). Read before
 /// the pipeline, from the same annotations the injectors read.
-pub fn unsupported<P: PodEdit>(pod: &P, release: Release) -> Vec<Unsupported> {
-    let mut out = Vec::new();
+pub fn unsupported<P: PodEdit>(pod: &P, release: impl Into<Behaviour>) -> Vec<Unsupported> {
+    let (release, mut out): (Behaviour, _) = (release.into(), Vec::new());
     let mut note = |asked: String, instead: &'static str| {
         out.push(Unsupported {
-            release,
+            release: release.release(),
             asked,
             instead,
         })

@@ -260,3 +260,77 @@ fn a_document_is_charged_from_its_first_character_not_from_where_its_start_is_re
         "document 1: not valid JSON: more than 1024 bytes of text in one document at line 1 column 1024"
     );
 }
+
+#[test]
+fn anchors_nested_in_anchored_nodes_are_charged_what_they_expand_to() {
+    // `a1` holds `b1`, `e`, `a2` and `b2`, and `b2` an alias of `e`: 15
+    // nodes (see below), placed twice: the root, two keys and 2 × 15.
+    let text = "a: &a1 {k: &b1 {v: &e [p, q], w: &a2 {k: &b2 {v: *e}}}}\nb: *a1\n";
+    let budget = |nodes| Budget {
+        document_nodes: nodes,
+        ..Budget::default()
+    };
+    let docs = read_within(text.as_bytes(), budget(33)).unwrap();
+    let inner = json!({"k": {"v": ["p", "q"], "w": {"k": {"v": ["p", "q"]}}}});
+    assert_eq!(docs, [json!({"a": inner, "b": inner})]);
+    let err = read_within(text.as_bytes(), budget(32)).unwrap_err();
+    assert!(err.to_string().contains("more than 32 nodes"), "{err}");
+}
+
+#[test]
+fn an_alias_is_refused_where_it_would_nest_past_the_depth_budget() {
+    let shallow = Budget {
+        depth: 8,
+        ..Budget::default()
+    };
+    // `d` is 4 levels high: placed 4 levels deep it reaches 8, 5 deep 9.
+    let fits = "a: &d [[[[1]]]]\nb: [[[*d]]]\n";
+    let docs = read_within(fits.as_bytes(), shallow).unwrap();
+    assert_eq!(docs[0]["b"], json!([[[[[[[1]]]]]]]));
+    let over = "a: &d [[[[1]]]]\nb: [[[[*d]]]]\n";
+    let err = read_within(over.as_bytes(), shallow)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "document 1: not valid YAML or JSON: nested deeper than 8 levels at line 2 column 8"
+    );
+    // A merge places the source's entries, one level less than the source.
+    let merged = "a: &m {x: [[[1]]]}\nb: [[[{<<: *m}]]]\n";
+    assert!(read_within(merged.as_bytes(), shallow).is_ok());
+    let merged = "a: &m {x: [[[1]]]}\nb: [[[[{<<: *m}]]]]\n";
+    let err = read_within(merged.as_bytes(), shallow).unwrap_err();
+    assert!(
+        err.to_string().contains("nested deeper than 8 levels"),
+        "{err}"
+    );
+    // A chain of aliases, each a little deeper than the last, is refused
+    // where it crosses the budget rather than built 100,000 levels deep.
+    let mut chain = String::from("l0: &d0 [[[0]]]\n");
+    for i in 1..2000 {
+        chain.push_str(&format!("l{i}: &d{i} [[[*d{}]]]\n", i - 1));
+    }
+    let err = read_within(chain.as_bytes(), Budget::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("nested deeper than 64 levels at line 22 column 14"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_redefined_anchor_and_merges_through_aliases_read_as_yaml_says() {
+    let text = "a: &a 1\nb: {k: *a}\nc: &a {k: 2}\nd: *a\nbase: &m {x: &x {deep: [1, 2]}}\nm: {<<: [*m, {z: 3}], n: *x}\n";
+    let docs = read_within(text.as_bytes(), Budget::default()).unwrap();
+    assert_eq!(
+        docs,
+        [json!({
+            "a": 1,
+            "b": {"k": 1},
+            "c": {"k": 2},
+            "d": {"k": 2},
+            "base": {"x": {"deep": [1, 2]}},
+            "m": {"x": {"deep": [1, 2]}, "n": {"deep": [1, 2]}, "z": 3},
+        })]
+    );
+}

@@ -168,6 +168,12 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         let mut out = Map::new();
         out.insert(first, map.next_value_seed(self.child())?);
         while let Some(key) = map.next_key_seed(KeySeed(self.meter))? {
+            // As in YAML: a later key would silently win over the first.
+            if out.contains_key(&key) {
+                return Err(de::Error::custom(format!(
+                    "mapping key {key:?} already defined"
+                )));
+            }
             let value = map.next_value_seed(self.child())?;
             out.insert(key, value);
         }

@@ -309,3 +309,23 @@ fn json_numbers_keep_their_digits_and_serde_json_spells_the_exponent() {
         ["1.50", "18446744073709551617", "-0.000001", "1e+9", "2e-3"]
     );
 }
+
+#[test]
+fn a_duplicate_json_key_is_refused_as_in_yaml() {
+    let err = read("{\"a\": 1, \"b\": {\"c\": 1, \"c\": 2}}")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "document 1: not valid JSON: mapping key \"c\" already defined at line 1 column 27"
+    );
+    let err = read("{\"a\": 1}\n{\"a\": 1, \"a\": 1}")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("document 2: not valid JSON: mapping key \"a\" already defined"),
+        "{err}"
+    );
+    // The same key in two mappings is no duplicate.
+    assert!(read("{\"a\": {\"k\": 1}, \"b\": {\"k\": 1}}").is_ok());
+}

@@ -18,15 +18,18 @@
 //! 1.1 defines; a duplicate key is an error, as in go-yaml.
 
 use super::budget::Meter;
+use document::Builder;
 use granit_parser::{
     ErrorKind, Event, FallibleBufferedInput, InputIoError, Parser, ScalarStyle, ScanError, Span,
     Tag,
 };
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::BufRead;
 use std::rc::Rc;
+
+mod document;
 
 const CORE_TAG: &str = "tag:yaml.org,2002:";
 
@@ -137,7 +140,7 @@ impl<R: BufRead> YamlDocuments<R> {
                     self.shared.meter.start_document_with(carried);
                     doc = Builder::new(self.shared.clone());
                 }
-                Event::DocumentEnd => match doc.root.take() {
+                Event::DocumentEnd => match doc.finish() {
                     None | Some(Value::Null) => continue,
                     Some(value) => return Ok(Some(value)),
                 },
@@ -173,237 +176,6 @@ fn at(span: &Span, message: impl std::fmt::Display) -> String {
         span.start.line(),
         span.start.col() + 1
     )
-}
-
-/// A mapping key waiting for its value.
-enum Key {
-    Name(String),
-    Merge,
-}
-
-enum Frame {
-    Seq {
-        items: Vec<Value>,
-        anchor: usize,
-        before: Cost,
-    },
-    Map {
-        map: Map<String, Value>,
-        key: Option<Key>,
-        merges: Vec<Value>,
-        anchor: usize,
-        before: Cost,
-    },
-}
-
-/// What an anchored node cost: an alias to it is charged as much again.
-#[derive(Clone, Copy)]
-struct Cost {
-    nodes: u64,
-    text: usize,
-}
-
-/// One document under construction, with its anchors and budget.
-struct Builder {
-    root: Option<Value>,
-    stack: Vec<Frame>,
-    /// Anchored nodes with what each cost.
-    anchors: HashMap<usize, (Value, Cost)>,
-    /// What this document has cost so far.
-    spent: Cost,
-    shared: Rc<Shared>,
-}
-
-impl Builder {
-    fn new(shared: Rc<Shared>) -> Self {
-        Self {
-            root: None,
-            stack: Vec::new(),
-            anchors: HashMap::new(),
-            spent: Cost { nodes: 0, text: 0 },
-            shared,
-        }
-    }
-
-    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), String> {
-        match event {
-            Event::Scalar(text, style, anchor, tag) => {
-                let cost = Cost {
-                    nodes: 1,
-                    text: text.len(),
-                };
-                self.charge(cost, &span)?;
-                if self.expects_key() {
-                    let merge = style == ScalarStyle::Plain && text == "<<"
-                        || tag.as_deref().is_some_and(|t| is_core(t, "merge"));
-                    let key = if merge {
-                        Key::Merge
-                    } else {
-                        Key::Name(text.into_owned())
-                    };
-                    if anchor > 0 {
-                        let name = match &key {
-                            Key::Name(n) => n.clone(),
-                            Key::Merge => "<<".to_string(),
-                        };
-                        self.anchors.insert(anchor, (Value::String(name), cost));
-                    }
-                    return self.set_key(key);
-                }
-                let value = resolve(&text, style, tag.as_deref()).map_err(|m| at(&span, m))?;
-                if anchor > 0 {
-                    self.anchors.insert(anchor, (value.clone(), cost));
-                }
-                self.push(value, &span)
-            }
-            Event::Alias(id) => {
-                let cost = self
-                    .anchors
-                    .get(&id)
-                    .ok_or_else(|| at(&span, "an alias to an unknown anchor"))?
-                    .1;
-                // Charged before the copy is made, so a copy over budget is
-                // never made.
-                self.charge(cost, &span)?;
-                let value = self.anchors[&id].0.clone();
-                if self.expects_key() {
-                    return match value {
-                        Value::String(name) => self.set_key(Key::Name(name)),
-                        _ => Err(at(&span, "a mapping key must be a scalar")),
-                    };
-                }
-                self.push(value, &span)
-            }
-            Event::SequenceStart(_, anchor, _) => {
-                // What an alias to it costs includes its own node.
-                let before = self.spent;
-                self.open(&span)?;
-                self.stack.push(Frame::Seq {
-                    items: Vec::new(),
-                    anchor,
-                    before,
-                });
-                Ok(())
-            }
-            Event::MappingStart(_, anchor, _) => {
-                let before = self.spent;
-                self.open(&span)?;
-                self.stack.push(Frame::Map {
-                    map: Map::new(),
-                    key: None,
-                    merges: Vec::new(),
-                    anchor,
-                    before,
-                });
-                Ok(())
-            }
-            Event::SequenceEnd | Event::MappingEnd => {
-                let (value, anchor, before) = match self.stack.pop() {
-                    Some(Frame::Seq {
-                        items,
-                        anchor,
-                        before,
-                    }) => (Value::Array(items), anchor, before),
-                    Some(Frame::Map {
-                        mut map,
-                        merges,
-                        anchor,
-                        before,
-                        ..
-                    }) => {
-                        for source in merges {
-                            merge_into(&mut map, source).map_err(|m| at(&span, m))?;
-                        }
-                        (Value::Object(map), anchor, before)
-                    }
-                    None => return Err(at(&span, "a collection ends that never started")),
-                };
-                if anchor > 0 {
-                    let cost = Cost {
-                        nodes: self.spent.nodes - before.nodes,
-                        text: self.spent.text - before.text,
-                    };
-                    self.anchors.insert(anchor, (value.clone(), cost));
-                }
-                self.push(value, &span)
-            }
-            // Comments are not requested; stream and document events are
-            // handled by the caller.
-            _ => Ok(()),
-        }
-    }
-
-    /// Charges the budget for what is about to be produced.
-    fn charge(&mut self, cost: Cost, span: &Span) -> Result<(), String> {
-        self.spent.nodes = self.spent.nodes.saturating_add(cost.nodes);
-        self.spent.text = self.spent.text.saturating_add(cost.text);
-        let meter = &self.shared.meter;
-        meter.nodes(cost.nodes).map_err(|m| at(span, m))?;
-        meter.text(cost.text).map_err(|m| at(span, m))
-    }
-
-    /// A collection starts: it is a node, and it nests one level deeper.
-    fn open(&mut self, span: &Span) -> Result<(), String> {
-        if self.expects_key() {
-            return Err(at(span, "a mapping key must be a scalar"));
-        }
-        self.charge(Cost { nodes: 1, text: 0 }, span)?;
-        let meter = &self.shared.meter;
-        meter.depth(self.stack.len() + 1).map_err(|m| at(span, m))
-    }
-
-    fn expects_key(&self) -> bool {
-        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
-    }
-
-    fn set_key(&mut self, key: Key) -> Result<(), String> {
-        if let Some(Frame::Map { key: slot, .. }) = self.stack.last_mut() {
-            *slot = Some(key);
-        }
-        Ok(())
-    }
-
-    fn push(&mut self, value: Value, span: &Span) -> Result<(), String> {
-        match self.stack.last_mut() {
-            None => self.root = Some(value),
-            Some(Frame::Seq { items, .. }) => items.push(value),
-            Some(Frame::Map {
-                map, key, merges, ..
-            }) => match key.take() {
-                Some(Key::Merge) => merges.push(value),
-                Some(Key::Name(name)) => {
-                    if map.contains_key(&name) {
-                        return Err(at(span, format!("mapping key {name:?} already defined")));
-                    }
-                    map.insert(name, value);
-                }
-                None => return Err(at(span, "a mapping key must be a scalar")),
-            },
-        }
-        Ok(())
-    }
-}
-
-/// YAML 1.1 merge: keys the mapping does not have yet, from one mapping or
-/// from each of a list of mappings in order (the earlier wins).
-fn merge_into(map: &mut Map<String, Value>, source: Value) -> Result<(), String> {
-    let sources = match source {
-        Value::Object(m) => vec![m],
-        Value::Array(items) => items
-            .into_iter()
-            .map(|item| match item {
-                Value::Object(m) => Ok(m),
-                _ => Err("a merge key's list may hold only mappings".to_string()),
-            })
-            .collect::<Result<_, _>>()?,
-        _ => return Err("a merge key needs a mapping or a list of mappings".to_string()),
-    };
-    for source in sources {
-        for (k, v) in source {
-            map.entry(k).or_insert(v);
-        }
-    }
-    Ok(())
 }
 
 fn is_core(tag: &Tag, suffix: &str) -> bool {

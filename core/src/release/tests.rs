@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 #[test]
 fn every_spelling_of_a_release_parses() {
-    for text in ["v0.17", "v0.17.0", "0.17", "V0.17", "v0.17.3"] {
+    for text in ["v0.17", "v0.17.0", "0.17"] {
         assert_eq!(text.parse::<Release>(), Ok(Release::V0_17), "{text}");
     }
     assert_eq!("head".parse::<Release>(), Ok(Release::Head));
@@ -27,6 +27,17 @@ fn other_spellings_are_refused_with_the_supported_list() {
         "17",
         "latest",
         "v0.17.0.1",
+        // Near misses: only the documented spellings name a release.
+        " v0.17",
+        "v0.17 ",
+        "V0.17",
+        "v0.17.1",
+        "v0.17.3",
+        "0.17.00",
+        "0.17.0",
+        "v0.017",
+        "Head",
+        "v0.17.00",
     ] {
         let err = text.parse::<Release>().unwrap_err();
         assert_eq!(err, ReleaseError::Unknown(text.to_string()));
@@ -40,7 +51,7 @@ fn other_spellings_are_refused_with_the_supported_list() {
 
 #[test]
 fn every_release_is_supported() {
-    for (text, release) in [("v0.15", Release::V0_15), ("0.15.2", Release::V0_15)] {
+    for (text, release) in [("v0.15", Release::V0_15), ("v0.15.0", Release::V0_15)] {
         assert_eq!(text.parse::<Release>(), Ok(release));
     }
     assert_eq!(Release::SUPPORTED, ALL.as_slice());

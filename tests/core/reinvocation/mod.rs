@@ -34,6 +34,10 @@
 //!   its claim, and reinvocation changes nothing.
 //! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
+//! * `upgrading_to_the_running_release_changes_nothing` and
+//!   `the_changes_are_the_difference_and_each_has_a_row` (`upgrade.rs`):
+//!   `audit --upgrade-to` between releases, on these pods and on the
+//!   cluster cases of `lookups.rs`.
 //!
 //! Every property runs once per profile: each `--kserve-version` the flag
 //! accepts ([`Release::SUPPORTED`]; its environments are that release's
@@ -335,6 +339,8 @@ mod removal;
 mod restricted;
 mod review;
 mod stable;
+mod upgrade;
+mod upgrade_checks;
 
 use checks::*;
 use gen_containers::*;

@@ -536,7 +536,11 @@ pub fn fixture_cases() -> Result<Vec<PathBuf>, Error> {
     let mut cases = Vec::new();
     for entry in std::fs::read_dir(repo_path("fixtures"))? {
         let path = entry?.path();
-        if path.join("input.yaml").is_file() && !path.join("cli-only").is_file() {
+        // A config refused at load serves nothing: the CLI's goldens check
+        // the refusal, `config_values_every_pod_would_carry_…` the reload's.
+        let served =
+            !path.join("cli-only").is_file() && !path.join("expected-config-error.txt").is_file();
+        if path.join("input.yaml").is_file() && served {
             cases.push(path);
         }
     }

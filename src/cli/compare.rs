@@ -1,0 +1,108 @@
+//! `mutate --compare-to`: every pod of the input (a Pod, a workload's pod
+//! template, a List's items) compared under two releases with the core's
+//! [`Upgrade`], into the report `audit --upgrade-to` prints.
+
+use super::{describe, template_pointer, CliError, MutateSource};
+use kserve_injector_core::audit::upgrade::{Form, PodRow, Upgrade, UpgradeError, UpgradeReport};
+use kserve_injector_core::reader;
+use serde_json::Value;
+use std::io::BufRead;
+
+/// A cluster lookup `mutate`'s source could not answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct LookupFailed(String);
+
+/// Compares every pod of `input` under both releases of `upgrade`.
+pub(super) fn compare_stream(
+    input: &mut impl BufRead,
+    upgrade: &Upgrade,
+    namespace: Option<&str>,
+    cluster: &mut dyn MutateSource,
+    budget: reader::Budget,
+) -> Result<UpgradeReport, CliError> {
+    let read_error = |e: reader::ReadError| CliError::Input(e.to_string());
+    let mut rows = Vec::new();
+    for (index, doc) in reader::documents_within(input, budget)
+        .map_err(read_error)?
+        .enumerate()
+    {
+        let doc = doc.map_err(read_error)?;
+        let label = describe(&doc, index);
+        match doc.get("kind").and_then(Value::as_str).unwrap_or_default() {
+            "AdmissionReview" => {
+                return Err(CliError::Input(format!(
+                    "{label}: --compare-to reads Pods and workloads, not AdmissionReviews"
+                )))
+            }
+            kind if kind == "List" || kind.ends_with("List") => {
+                let items = (doc.get("items").and_then(Value::as_array)).ok_or_else(|| {
+                    CliError::Input(format!("{label}: a List needs an items array"))
+                })?;
+                for (i, item) in items.iter().enumerate() {
+                    let item_label = format!("{label} item {}", i + 1);
+                    rows.push(compare_object(
+                        item,
+                        &item_label,
+                        upgrade,
+                        namespace,
+                        cluster,
+                    )?);
+                }
+            }
+            _ => rows.push(compare_object(&doc, &label, upgrade, namespace, cluster)?),
+        }
+    }
+    if rows.is_empty() {
+        return Err(CliError::Input("input holds no document".into()));
+    }
+    let keys = upgrade.config_keys();
+    Ok(UpgradeReport::new(
+        upgrade.current(),
+        upgrade.target(),
+        keys,
+        rows,
+    ))
+}
+
+fn compare_object(
+    doc: &Value,
+    label: &str,
+    upgrade: &Upgrade,
+    namespace: Option<&str>,
+    cluster: &mut dyn MutateSource,
+) -> Result<PodRow, CliError> {
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let ns = namespace
+        .or_else(|| doc.pointer("/metadata/namespace").and_then(Value::as_str))
+        .unwrap_or("default");
+    let name = (doc.pointer("/metadata/name"))
+        .or_else(|| doc.pointer("/metadata/generateName"))
+        .and_then(Value::as_str)
+        .unwrap_or(label);
+    let (object, form, owner) = if kind == "Pod" {
+        (doc, Form::Pod, String::new())
+    } else {
+        let pointer = template_pointer(kind).ok_or_else(|| {
+            CliError::Input(format!(
+                "{label}: kind {kind:?} is not a Pod, a workload with a pod template or a List"
+            ))
+        })?;
+        let template = doc
+            .pointer(pointer)
+            .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
+        (template, Form::Template, format!("{kind}/{name}"))
+    };
+    let lookup = |facts: &_, config: &_| cluster.snapshot(facts, config).map_err(LookupFailed);
+    match upgrade.pod(object, form, ns, lookup) {
+        Ok(found) => Ok(PodRow::compared(
+            ns,
+            name,
+            owner,
+            found.admission,
+            found.changes,
+        )),
+        Err(UpgradeError::Decode(e)) => Err(CliError::Input(format!("{label}: {e}"))),
+        Err(e @ UpgradeError::Lookup(_)) => Err(CliError::Input(format!("{label}: {e}"))),
+    }
+}
