@@ -179,7 +179,7 @@ class Served:
             args += ["--self-signed", "--self-signed-ca-file", self.ca]
             self.server_name = "localhost"
         if config:
-            args += ["--config", config, "--config-poll-interval", "1s"]
+            args += ["--config", config, "--config-poll-interval", "500ms"]
 
         self.log_path = os.path.join(tmp, f"serve-{self.port}.log")
         self.log = open(self.log_path, "w")
@@ -459,11 +459,61 @@ def attack_certs(tmp, cgroup, verdict):
                       "cgroup_peak_mib": round(peak_usage / MIB, 1), "oom_kills": oom}}
 
 
+def attack_config(tmp, cgroup, verdict):
+    """Nested-anchor ConfigMaps written over a served --config, reloaded:
+    one that expands to 58 MiB from 101 KB (once an OOM kill under 128 MiB)
+    and one of 3.85 MB; each refused, counted, the last good config in use,
+    and then a valid one loaded."""
+    hostile = os.path.join(ROOT, "loadtest", "hostile_yaml.py")
+    shipped = os.path.join(ROOT, "core", "src", "config", "shipped", "head.yaml")
+    config = os.path.join(tmp, "inferenceservice-config.yaml")
+    shutil.copy(shipped, config)
+    server = Served(tmp, cgroup, config=config)
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    peak = Peak(server.proc.pid, cgroup)
+    errors, reloads = "kserve_injector_config_reload_errors_total", "kserve_injector_config_reloads_total"
+    for name, args in [("101 KB expanding to 58 MiB", ["--size", "101000"]),
+                       ("3.85 MB", ["--size", "3850000", "--scalar", "1000000", "--over"])]:
+        text = subprocess.run([sys.executable, hostile, "--shape", "configmap", "--data", shipped, *args],
+                              check=True, capture_output=True, text=True).stdout
+        before = server.metric(errors) or 0
+        with open(config + ".new", "w") as f:
+            f.write(text)
+        os.replace(config + ".new", config)
+        try:
+            wait_for(f"config {name}: a reload error", lambda: (server.metric(errors) or 0) > before)
+        except TimeoutError:
+            verdict.check(False, f"config {name}: no reload error counted")
+        ok, seen = server.review(small)
+        verdict.check(ok, f"config {name}: a review after it failed: {seen}")
+    before = server.metric(reloads) or 0
+    with open(shipped) as f, open(config + ".new", "w") as out:
+        out.write(f.read().replace("kserve/storage-initializer:latest", "kserve/storage-initializer:redteam"))
+    os.replace(config + ".new", config)
+    try:
+        wait_for("config: the valid config to load", lambda: (server.metric(reloads) or 0) > before)
+    except TimeoutError:
+        verdict.check(False, "config: a valid config after the hostile ones was not loaded")
+    ok, seen = server.review(small)
+    verdict.check(ok, f"config: a review after the valid config failed: {seen}")
+    alive = server.alive()
+    verdict.check(alive, f"config: the server died:\n{server.logs()}")
+    server.stop(10)
+    peak_rss, peak_usage = peak.stop()
+    oom = cgroup.oom_kills()
+    verdict.check(oom == 0, f"config: {oom} OOM kills")
+    log(f"config: nested-anchor ConfigMaps refused on reload, the valid one loaded; peak RSS "
+        f"{peak_rss / MIB:.1f} MiB, cgroup peak {peak_usage / MIB:.1f} MiB")
+    return {"config": {"peak_rss_mib": round(peak_rss / MIB, 1),
+                       "cgroup_peak_mib": round(peak_usage / MIB, 1), "oom_kills": oom}}
+
+
 ATTACKS = {
     "h2-unread": attack_h2_unread,
     "h1-unread": attack_h1_unread,
     "idle": attack_idle,
     "certs": attack_certs,
+    "config": attack_config,
 }
 
 

@@ -30,7 +30,7 @@ pub use json::{JsonDocuments, ValueSeed};
 /// Deepest nesting accepted by default (mappings + sequences). A Pod, even
 /// with `managedFields`, nests about 15 levels; 64 keeps the recursive
 /// deserialisation well inside a 2 MiB thread stack even in debug builds.
-pub(crate) const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 64;
 
 /// Which grammar the input was read with, decided by its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

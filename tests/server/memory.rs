@@ -177,23 +177,24 @@ fn a_reload_of_nested_anchors_stays_within_the_budget() -> TestResult {
     let served = Served::spawn(&["--config", &config_flag, "--config-poll-interval", "100ms"])?;
     served.metric("kserve_injector_config_reload_errors_total")?;
     let before = served.status("VmRSS")?;
-    // What the reader's budget lets a document cost (64 MiB of text, the
-    // rule of tests/cli/budget.rs): a reader that kept a copy of every
-    // anchored node held 1.8 GiB for the first of these.
-    let bound = before + 128 * MIB;
+    // What a ConfigMap manifest's budget lets it cost (4 MiB of text,
+    // `config::MANIFEST_BUDGET`, and the 64 MiB of the rule of
+    // tests/cli/budget.rs): a reader that kept a copy of every anchored node
+    // held 1.8 GiB for a 100 KB one.
+    let bound = before + 68 * MIB;
     let data = data_block(manifest);
     let steps = [
-        // 100 KB that expands to 58 MiB: fits, and is loaded.
+        // 100 KB that expands to 3 MiB: fits, and is loaded.
         (
             "kserve_injector_config_reloads_total",
             1.0,
-            Nested::sized(100_000, 29, None, false),
+            Nested::expanding(100_000, 29, None, false, 3 << 20),
         ),
-        // The same and aliases past the budget: refused.
+        // 100 KB that expands to 58 MiB: past the budget, refused.
         (
             "kserve_injector_config_reload_errors_total",
             1.0,
-            Nested::sized(100_000, 29, None, true),
+            Nested::sized(100_000, 29, None, false),
         ),
         // 3.85 MB, under the 4 MiB file cap: refused.
         (

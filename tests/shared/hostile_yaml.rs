@@ -37,7 +37,18 @@ impl Nested {
     /// (the rest of `size` an unaliased pad); `over`: then aliases of the
     /// outermost node that take it past 120 MiB.
     pub fn sized(size: usize, levels: usize, scalar: Option<usize>, over: bool) -> Self {
-        let expand = 60 * MIB;
+        Self::expanding(size, levels, scalar, over, 60 * MIB)
+    }
+
+    /// [`Nested::sized`], expanding to about `expand` bytes (past a budget
+    /// of that size with `over`).
+    pub fn expanding(
+        size: usize,
+        levels: usize,
+        scalar: Option<usize>,
+        over: bool,
+        expand: usize,
+    ) -> Self {
         let room = size.saturating_sub(1024 + 40 * levels).max(16);
         let scalar = scalar.unwrap_or(room);
         let pad = room.saturating_sub(scalar);

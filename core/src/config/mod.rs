@@ -39,6 +39,9 @@ pub enum ConfigError {
     Invalid(String),
     #[error("invalid ConfigMap manifest: {0}")]
     Manifest(String),
+    /// The sections the mutator reads hold more than a ConfigMap can.
+    #[error("the ConfigMap's {keys} hold {bytes} bytes, more than the {MAX_CONFIGMAP_BYTES} the API server stores in a whole ConfigMap")]
+    TooLarge { keys: String, bytes: usize },
     /// A value KServe loads that every pod made with it would carry
     /// ([`bounds`]).
     #[error("invalid {section:?} configuration: {key:?}: {source}; every {container} container would be made with it")]
@@ -240,6 +243,25 @@ impl Config {
         defaults: &Resources,
         release: Behaviour,
     ) -> Result<Self, ConfigError> {
+        let read = [
+            CREDENTIALS_KEY,
+            STORAGE_INITIALIZER_KEY,
+            LOGGER_KEY,
+            BATCHER_KEY,
+            AGENT_KEY,
+            METRICS_AGGREGATOR_KEY,
+        ];
+        // Parsed JSON takes up to twenty times its text: bounded by what a
+        // real ConfigMap can hold, a hostile file cannot grow a reload.
+        let bytes = read
+            .iter()
+            .filter_map(|k| data.get(*k))
+            .map(String::len)
+            .sum();
+        if bytes > MAX_CONFIGMAP_BYTES {
+            let keys = read.join(", ");
+            return Err(ConfigError::TooLarge { keys, bytes });
+        }
         let section = |key: &str| -> Result<Value, ConfigError> {
             match data.get(key) {
                 None => Ok(Value::Null),
@@ -273,12 +295,31 @@ impl Config {
     }
 }
 
+/// The API server's limit on a ConfigMap's data (`MaxSecretSize`, which
+/// `ValidateConfigMap` applies to ConfigMaps too).
+pub const MAX_CONFIGMAP_BYTES: usize = 1 << 20;
+
+/// What reading a ConfigMap manifest may cost: its text, aliases expanded,
+/// at most the 4 MiB a file `serve` reads may hold (four times what the API
+/// server stores), in at most 100,000 nodes (the shipped manifest has a few
+/// dozen). Smaller than the reader's default, which is sized for pods and
+/// lists: a reload then costs the server a few MiB at most.
+pub const MANIFEST_BUDGET: crate::reader::Budget = crate::reader::Budget {
+    document_bytes: 4 << 20,
+    document_nodes: 100_000,
+    depth: crate::reader::MAX_DEPTH,
+    input_bytes: 4 << 20,
+    input_nodes: 100_000,
+};
+
 /// The `data` of a ConfigMap manifest (YAML or JSON), read as the CLI reads
-/// it: JSON as JSON, YAML the way kubectl reads it.
+/// it: JSON as JSON, YAML the way kubectl reads it, within
+/// [`MANIFEST_BUDGET`].
 pub fn manifest_data(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
     let manifest = |e: String| ConfigError::Manifest(e);
     let mut bytes = text.as_bytes();
-    let mut docs = crate::reader::documents(&mut bytes).map_err(|e| manifest(e.to_string()))?;
+    let docs = crate::reader::documents_within(&mut bytes, MANIFEST_BUDGET);
+    let mut docs = docs.map_err(|e| manifest(e.to_string()))?;
     let doc = match docs.next() {
         Some(doc) => doc.map_err(|e| manifest(e.to_string()))?,
         None => return Err(manifest("the manifest holds no document".into())),
