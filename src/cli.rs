@@ -292,7 +292,7 @@ pub fn mutate_stream_within(
                     OutputFormat::Yaml => {
                         reader::write_yaml(out, &object).map_err(|e| match e {
                             reader::WriteError::Io(e) => write_error(e),
-                            reader::WriteError::Yaml(message) => CliError::Input(message),
+                            reader::WriteError::Yaml(e) => CliError::Input(e.to_string()),
                         })?
                     }
                     OutputFormat::Json => write_json(out, &object)?,
