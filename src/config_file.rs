@@ -223,12 +223,12 @@ pub fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadErro
 }
 
 fn settings_from(path: &Path, bytes: &[u8]) -> Result<Settings, LoadError> {
-    let invalid = |message: String| LoadError::Settings {
+    let invalid = |source: SettingsError| LoadError::Settings {
         path: path.to_path_buf(),
-        source: SettingsError(message),
+        source,
     };
-    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
-    Settings::from_text(text).map_err(|e| invalid(e.0))
+    let text = std::str::from_utf8(bytes).map_err(|e| invalid(SettingsError::NotUtf8(e)))?;
+    Settings::from_text(text).map_err(invalid)
 }
 
 #[cfg(test)]
