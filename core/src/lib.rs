@@ -35,4 +35,4 @@ pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};
 pub use quantity::QuantityError;
 pub use release::Release;
-pub use shared_error::SharedError;
+pub use shared_error::{AnyError, SharedError};

@@ -7,16 +7,28 @@ use std::sync::Arc;
 
 /// `E`, shared between clones. It displays as `E` and its source is `E`'s,
 /// so it stands in the chain where `E` would; two are equal when they say
-/// the same thing.
-pub struct SharedError<E>(Arc<E>);
+/// the same thing. `E` may be `dyn Error` ([`AnyError`]).
+pub struct SharedError<E: ?Sized>(Arc<E>);
+
+/// A source of any type.
+pub type AnyError = SharedError<dyn std::error::Error + Send + Sync>;
 
 impl<E> SharedError<E> {
     pub fn new(error: E) -> Self {
         Self(Arc::new(error))
     }
+}
 
+impl<E: ?Sized> SharedError<E> {
     pub fn get(&self) -> &E {
         &self.0
+    }
+}
+
+impl AnyError {
+    /// `error`, its type forgotten.
+    pub fn any(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(error))
     }
 }
 
@@ -26,33 +38,33 @@ impl<E> From<E> for SharedError<E> {
     }
 }
 
-impl<E> Clone for SharedError<E> {
+impl<E: ?Sized> Clone for SharedError<E> {
     fn clone(&self) -> Self {
         Self(self.0.clone())
     }
 }
 
-impl<E: fmt::Display> PartialEq for SharedError<E> {
+impl<E: fmt::Display + ?Sized> PartialEq for SharedError<E> {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
     }
 }
 
-impl<E: fmt::Display> Eq for SharedError<E> {}
+impl<E: fmt::Display + ?Sized> Eq for SharedError<E> {}
 
-impl<E: fmt::Debug> fmt::Debug for SharedError<E> {
+impl<E: fmt::Debug + ?Sized> fmt::Debug for SharedError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }
 }
 
-impl<E: fmt::Display> fmt::Display for SharedError<E> {
+impl<E: fmt::Display + ?Sized> fmt::Display for SharedError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }
 }
 
-impl<E: std::error::Error> std::error::Error for SharedError<E> {
+impl<E: std::error::Error + ?Sized> std::error::Error for SharedError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.source()
     }
@@ -76,5 +88,23 @@ mod tests {
         assert_eq!(shared, shared.clone());
         assert_eq!(shared, SharedError::new(json_error("{")));
         assert_ne!(shared, SharedError::new(json_error("[")));
+    }
+
+    #[test]
+    fn any_error_keeps_the_error_and_its_source() {
+        let inner = SharedError::new(json_error("{"));
+        let outer = crate::pod::ApplyError {
+            op: "add",
+            path: "/x".into(),
+            reason: crate::pod::NotApplied::Value(inner.clone()),
+        };
+        let any = super::AnyError::any(outer.clone());
+        assert_eq!(any.to_string(), outer.to_string());
+        let source = any.source().expect("the reason");
+        assert_eq!(source.to_string(), outer.reason.to_string());
+        assert_eq!(
+            source.source().map(ToString::to_string),
+            Some(inner.to_string())
+        );
     }
 }
