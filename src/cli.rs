@@ -2,15 +2,18 @@
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
-use kserve_injector_core::admission;
+use crate::lookups::{LookupError, LookupModeError, ObjectsFileError};
+use kserve_injector_core::admission::{self, ReviewError};
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
+use kserve_injector_core::injectors::InjectError;
 use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
-use kserve_injector_core::pod::{apply_all, Op};
+use kserve_injector_core::pod::{apply_all, ApplyError, Op};
 use kserve_injector_core::pod_facts::PodFacts;
 use kserve_injector_core::reader;
 use serde_json::Value;
 use std::io::{BufRead, Write};
+use std::path::PathBuf;
 
 pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
@@ -19,8 +22,8 @@ pub use default_config_args::DefaultConfigArgs;
 pub use live_cluster::LiveCluster;
 pub use mutate_args::MutateArgs;
 pub use serve_args::{
-    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
-    ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
+    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, FlagValueError,
+    LimitArgs, ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
     DEFAULT_CERT_DIR,
 };
 
@@ -30,12 +33,20 @@ pub use serve_args::{
 pub trait MutateSource {
     /// The objects `facts` needs (see [`kserve_injector_core::cluster::keys::needed_keys`]);
     /// an error is a lookup that could not be answered.
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String>;
+    fn snapshot(
+        &mut self,
+        facts: &PodFacts,
+        config: &Config,
+    ) -> Result<ClusterSnapshot, LookupError>;
 }
 
 /// A loaded snapshot answers with exactly the part one pod may read.
 impl MutateSource for ClusterSnapshot {
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String> {
+    fn snapshot(
+        &mut self,
+        facts: &PodFacts,
+        config: &Config,
+    ) -> Result<ClusterSnapshot, LookupError> {
         Ok(self.restrict(facts, config))
     }
 }
@@ -49,9 +60,13 @@ fn env_for(
     label: &str,
 ) -> Result<Inputs, CliError> {
     let facts = PodFacts::from_pod_value(pod, namespace, &inputs.config);
-    let objects = cluster
-        .snapshot(&facts, &inputs.config)
-        .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
+    let objects =
+        cluster
+            .snapshot(&facts, &inputs.config)
+            .map_err(|source| InputError::Lookup {
+                label: label.to_string(),
+                source,
+            })?;
     Ok(inputs.with_cluster(objects))
 }
 
@@ -63,22 +78,107 @@ pub enum OutputFormat {
     Patch,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Unreadable input (exit code 2).
-    #[error("{0}")]
-    Input(String),
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// KServe's mutator would deny this pod, or the AdmissionReview was
     /// answered with a denial (exit code 1).
-    #[error("{0}")]
-    Denied(String),
+    #[error(transparent)]
+    Denied(Denial),
     /// The output could not be written: closed stdout, full disk (exit code 2).
-    #[error("{0}")]
-    Output(String),
+    #[error("cannot write output: {0}")]
+    Output(#[source] std::io::Error),
+    /// A report that has no JSON form (exit code 2).
+    #[error(transparent)]
+    Report(serde_json::Error),
     /// Whoever read the output stopped reading (`| head`): end quietly, as
     /// Unix tools do (exit code 0, no message).
     #[error("output reader went away")]
     ReaderGone,
+}
+
+/// Why the input, or what `mutate` reads besides it, cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error(transparent)]
+    Read(#[from] reader::ReadError),
+    #[error("input holds no document")]
+    Empty,
+    #[error("cannot read {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--objects {path}: cannot read {path}: {source}")]
+    ObjectsUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--objects {path}: {source}")]
+    Objects {
+        path: PathBuf,
+        source: ObjectsFileError,
+    },
+    /// `--kubeconfig`: the runtime its client needs could not start.
+    #[error(transparent)]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Cluster(#[from] LookupModeError),
+    #[error("no cluster configuration")]
+    NoCluster,
+    /// `label` names the document ("document 2 (Pod web)").
+    #[error("{label}: {source}")]
+    Lookup { label: String, source: LookupError },
+    #[error("{label}: {source}")]
+    Decode {
+        label: String,
+        source: MutationError,
+    },
+    #[error("{label}: kind {kind:?} is not a Pod, a workload with a pod template, a List or an AdmissionReview")]
+    Kind { label: String, kind: String },
+    #[error("{label}: no pod template at {pointer}")]
+    NoTemplate {
+        label: String,
+        pointer: &'static str,
+    },
+    #[error("{label}: internal error: the patch does not apply: {source}")]
+    Patch { label: String, source: ApplyError },
+    /// An AdmissionReview document that serde_json cannot write back.
+    #[error("{label}: {source}")]
+    Json {
+        label: String,
+        source: serde_json::Error,
+    },
+    #[error("{label}: {source}")]
+    Review { label: String, source: ReviewError },
+    /// The webhook's answer that does not read back as JSON.
+    #[error(transparent)]
+    Answer(serde_json::Error),
+    #[error("{label}: a List needs an items array")]
+    NoItems { label: String },
+    #[error("{label}: an AdmissionReview cannot be a List item")]
+    ReviewInList { label: String },
+    /// A mutated document that has no YAML form.
+    #[error(transparent)]
+    Yaml(reader::WriteError),
+    /// A mutated document or patch that has no JSON form.
+    #[error(transparent)]
+    Unwritable(serde_json::Error),
+    #[error(transparent)]
+    NotUtf8(std::string::FromUtf8Error),
+}
+
+/// What denied a pod.
+#[derive(Debug, thiserror::Error)]
+pub enum Denial {
+    /// KServe's mutator, in its words.
+    #[error(transparent)]
+    Injector(InjectError),
+    /// The answer to an AdmissionReview document, with its reason.
+    #[error("{label}: denied: {reason}")]
+    Review { label: String, reason: String },
 }
 
 impl CliError {
@@ -87,13 +187,13 @@ impl CliError {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             CliError::ReaderGone
         } else {
-            CliError::Output(format!("cannot write output: {e}"))
+            CliError::Output(e)
         }
     }
 
     pub fn exit_code(&self) -> i32 {
         match self {
-            CliError::Input(_) | CliError::Output(_) => 2,
+            CliError::Input(_) | CliError::Output(_) | CliError::Report(_) => 2,
             CliError::Denied(_) => 1,
             CliError::ReaderGone => 0,
         }
@@ -160,8 +260,11 @@ fn mutate_object(
         .or_else(|| doc.pointer("/metadata/namespace").and_then(Value::as_str))
         .unwrap_or("default");
     let fail = |e: MutationError| match e {
-        MutationError::Decode { .. } => CliError::Input(format!("{label}: {e}")),
-        MutationError::Inject(e) => CliError::Denied(e.message),
+        MutationError::Decode { .. } => CliError::Input(InputError::Decode {
+            label: label.to_string(),
+            source: e,
+        }),
+        MutationError::Inject(e) => CliError::Denied(Denial::Injector(e)),
     };
     if kind == "Pod" {
         let env = env_for(doc, ns, inputs, cluster, label)?;
@@ -173,13 +276,15 @@ fn mutate_object(
         });
     }
     let Some(pointer) = template_pointer(kind) else {
-        return Err(CliError::Input(format!(
-            "{label}: kind {kind:?} is not a Pod, a workload with a pod template, a List or an AdmissionReview"
-        )));
+        return Err(CliError::Input(InputError::Kind {
+            label: label.to_string(),
+            kind: kind.to_string(),
+        }));
     };
-    let template = doc
-        .pointer(pointer)
-        .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
+    let template = doc.pointer(pointer).ok_or_else(|| InputError::NoTemplate {
+        label: label.to_string(),
+        pointer,
+    })?;
     let env = env_for(template, ns, inputs, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
     log_unsupported(label, &m.unsupported);
@@ -187,10 +292,9 @@ fn mutate_object(
     // with the same operations the webhook would send applied.
     let patch: Vec<Op> = m.patch.into_iter().map(|op| op.under(pointer)).collect();
     let mut object = doc.clone();
-    apply_all(&patch, &mut object).map_err(|e| {
-        CliError::Input(format!(
-            "{label}: internal error: the patch does not apply: {e}"
-        ))
+    apply_all(&patch, &mut object).map_err(|source| InputError::Patch {
+        label: label.to_string(),
+        source,
     })?;
     Ok(Processed::Object { object, patch })
 }
@@ -205,22 +309,27 @@ fn process(
     let label = describe(doc, index);
     match doc.get("kind").and_then(Value::as_str) {
         Some("AdmissionReview") => {
-            let body =
-                serde_json::to_vec(doc).map_err(|e| CliError::Input(format!("{label}: {e}")))?;
+            let body = serde_json::to_vec(doc).map_err(|source| InputError::Json {
+                label: label.clone(),
+                source,
+            })?;
             let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
             let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
             let env = env_for(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
-            let reviewed = admission::review(&body, &env)
-                .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
-            let response = serde_json::from_slice(&reviewed.body)
-                .map_err(|e| CliError::Input(e.to_string()))?;
+            let reviewed = admission::review(&body, &env).map_err(|source| InputError::Review {
+                label: label.clone(),
+                source,
+            })?;
+            let response = serde_json::from_slice(&reviewed.body).map_err(InputError::Answer)?;
             Ok(Processed::Review(response, reviewed.denial))
         }
         Some(kind) if kind == "List" || kind.ends_with("List") => {
-            let items = doc
-                .get("items")
-                .and_then(Value::as_array)
-                .ok_or_else(|| CliError::Input(format!("{label}: a List needs an items array")))?;
+            let items =
+                doc.get("items")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| InputError::NoItems {
+                        label: label.clone(),
+                    })?;
             let mut out = doc.clone();
             let mut patch = Vec::new();
             for (i, item) in items.iter().enumerate() {
@@ -230,9 +339,9 @@ fn process(
                     patch: item_patch,
                 } = mutate_object(item, &item_label, namespace, inputs, cluster)?
                 else {
-                    return Err(CliError::Input(format!(
-                        "{item_label}: an AdmissionReview cannot be a List item"
-                    )));
+                    return Err(CliError::Input(InputError::ReviewInList {
+                        label: item_label,
+                    }));
                 };
                 let prefix = format!("/items/{i}");
                 patch.extend(item_patch.into_iter().map(|op| op.under(&prefix)));
@@ -292,7 +401,7 @@ pub fn mutate_stream_within(
                     OutputFormat::Yaml => {
                         reader::write_yaml(out, &object).map_err(|e| match e {
                             reader::WriteError::Io(e) => write_error(e),
-                            reader::WriteError::Yaml(e) => CliError::Input(e.to_string()),
+                            yaml => CliError::Input(InputError::Yaml(yaml)),
                         })?
                     }
                     OutputFormat::Json => write_json(out, &object)?,
@@ -303,12 +412,12 @@ pub fn mutate_stream_within(
         };
         out.flush().map_err(write_error)?;
         if let Some(reason) = denial {
-            return Err(CliError::Denied(format!("{label}: denied: {reason}")));
+            return Err(CliError::Denied(Denial::Review { label, reason }));
         }
         index += 1;
     }
     if index == 0 {
-        return Err(CliError::Input("input holds no document".into()));
+        return Err(CliError::Input(InputError::Empty));
     }
     Ok(())
 }
@@ -331,11 +440,11 @@ pub fn run_mutate(
         inputs,
         &mut cluster,
     )?;
-    String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))
+    String::from_utf8(out).map_err(|e| CliError::Input(InputError::NotUtf8(e)))
 }
 
 fn read_error(e: reader::ReadError) -> CliError {
-    CliError::Input(e.to_string())
+    CliError::Input(InputError::Read(e))
 }
 
 fn write_error(e: std::io::Error) -> CliError {
@@ -345,7 +454,7 @@ fn write_error(e: std::io::Error) -> CliError {
 fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), CliError> {
     serde_json::to_writer_pretty(&mut *out, value).map_err(|e| match e.io_error_kind() {
         Some(_) => write_error(e.into()),
-        None => CliError::Input(e.to_string()),
+        None => CliError::Input(InputError::Unwritable(e)),
     })?;
     out.write_all(b"\n").map_err(write_error)
 }

@@ -3,7 +3,7 @@
 
 use super::{
     mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
-    LiveCluster, MutateArgs, MutateSource,
+    InputError, LiveCluster, MutateArgs, MutateSource,
 };
 use crate::config_file::Accept;
 use crate::lookups::load_objects_within;
@@ -58,7 +58,7 @@ pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
 }
 
 fn fail(e: &CliError) -> ExitCode {
-    if *e != CliError::ReaderGone {
+    if !matches!(e, CliError::ReaderGone) {
         eprintln!("error: {e}");
     }
     ExitCode::from(e.exit_code() as u8)
@@ -111,11 +111,17 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let format = args.output;
     let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
         (Some(path), _) => open_objects(path)
-            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
-            .and_then(|mut input| {
-                load_objects_within(&mut input, budget).map_err(|e| CliError::Input(e.to_string()))
+            .map_err(|source| InputError::ObjectsUnreadable {
+                path: path.clone(),
+                source,
             })
-            .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
+            .and_then(|mut input| {
+                load_objects_within(&mut input, budget).map_err(|source| InputError::Objects {
+                    path: path.clone(),
+                    source,
+                })
+            })
+            .map_err(CliError::Input)
             .map(|loaded| {
                 for line in loaded.ignored_lines() {
                     eprintln!("kserve-injector: --objects {}: {line}", path.display());
@@ -145,10 +151,10 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                     &mut input, &mut out, format, namespace, &inputs, cluster, budget,
                 )
             }
-            Err(e) => Err(CliError::Input(format!(
-                "cannot read {}: {e}",
-                path.display()
-            ))),
+            Err(source) => Err(CliError::Input(InputError::Open {
+                path: path.clone(),
+                source,
+            })),
         },
         None => mutate_stream_within(
             &mut std::io::stdin().lock(),
@@ -214,7 +220,7 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
         AuditFormat::Table => table(&report),
         AuditFormat::Json => match serde_json::to_string_pretty(&report) {
             Ok(json) => json + "\n",
-            Err(e) => return fail(&CliError::Output(e.to_string())),
+            Err(e) => return fail(&CliError::Report(e)),
         },
     };
     match write_stdout(&text) {
