@@ -26,7 +26,7 @@ pub enum MutationError {
         path: String,
         message: String,
         #[source]
-        source: Option<crate::SharedError<serde_json::Error>>,
+        source: Option<crate::shared_error::SharedError<serde_json::Error>>,
     },
     /// An injector refused the pod; the message is KServe's.
     #[error(transparent)]

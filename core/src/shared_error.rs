@@ -90,21 +90,20 @@ mod tests {
         assert_ne!(shared, SharedError::new(json_error("[")));
     }
 
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] SharedError<serde_json::Error>);
+
     #[test]
-    fn any_error_keeps_the_error_and_its_source() {
+    fn any_error_reads_as_its_error_and_keeps_its_source() {
         let inner = SharedError::new(json_error("{"));
-        let outer = crate::pod::ApplyError {
-            op: "add",
-            path: "/x".into(),
-            reason: crate::pod::NotApplied::Value(inner.clone()),
-        };
-        let any = super::AnyError::any(outer.clone());
-        assert_eq!(any.to_string(), outer.to_string());
-        let source = any.source().expect("the reason");
-        assert_eq!(source.to_string(), outer.reason.to_string());
+        let any = super::AnyError::any(Outer(inner.clone()));
+        assert_eq!(any.to_string(), "outer");
         assert_eq!(
-            source.source().map(ToString::to_string),
+            any.source().map(ToString::to_string),
             Some(inner.to_string())
         );
+        assert_eq!(any, any.clone());
+        assert_ne!(any, super::AnyError::any(inner));
     }
 }

@@ -693,7 +693,7 @@ impl PodView<'_> {
 pub struct ViewError {
     pub path: String,
     pub message: String,
-    pub source: Option<crate::SharedError<serde_json::Error>>,
+    pub source: Option<crate::shared_error::SharedError<serde_json::Error>>,
 }
 
 impl PartialEq for ViewError {

@@ -2,10 +2,11 @@
 
 pub use super::cache::Reduce;
 use k8s_openapi::api::core::v1 as api;
-use kserve_injector_core::cluster::load::{inference_service, storage_container};
+use kserve_injector_core::cluster::load::{
+    inference_service, storage_container, StorageContainerLoadError,
+};
 use kserve_injector_core::cluster::{
     ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
-    StorageContainerLoadError,
 };
 use kserve_injector_core::SharedError;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};

@@ -119,7 +119,7 @@ async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
         c.insert(
             "bad".into(),
             Err(
-                kserve_injector_core::cluster::StorageContainerLoadError::Disabled {
+                kserve_injector_core::cluster::load::StorageContainerLoadError::Disabled {
                     name: "bad".into(),
                 }
                 .into(),

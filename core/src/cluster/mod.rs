@@ -23,7 +23,7 @@ mod secret_kinds;
 pub mod storage_container;
 pub mod storage_spec;
 
-pub use load::{LoadedSnapshot, ObjectProblem, ObjectsLoadError, StorageContainerLoadError};
+pub use load::{LoadedSnapshot, ObjectsLoadError};
 pub use objects::{
     ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
     KEPT_SECRET_VALUE_KEYS,
