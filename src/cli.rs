@@ -82,7 +82,7 @@ pub enum OutputFormat {
 pub enum CliError {
     /// Unreadable input (exit code 2).
     #[error(transparent)]
-    Input(#[from] InputError),
+    Input(Box<InputError>),
     /// KServe's mutator would deny this pod, or the AdmissionReview was
     /// answered with a denial (exit code 1).
     #[error(transparent)]
@@ -181,6 +181,12 @@ pub enum Denial {
     Review { label: String, reason: String },
 }
 
+impl From<InputError> for CliError {
+    fn from(e: InputError) -> Self {
+        CliError::Input(Box::new(e))
+    }
+}
+
 impl CliError {
     /// Classifies a failed write of the output.
     pub fn from_write(e: std::io::Error) -> Self {
@@ -260,10 +266,11 @@ fn mutate_object(
         .or_else(|| doc.pointer("/metadata/namespace").and_then(Value::as_str))
         .unwrap_or("default");
     let fail = |e: MutationError| match e {
-        MutationError::Decode { .. } => CliError::Input(InputError::Decode {
+        MutationError::Decode { .. } => InputError::Decode {
             label: label.to_string(),
             source: e,
-        }),
+        }
+        .into(),
         MutationError::Inject(e) => CliError::Denied(Denial::Injector(e)),
     };
     if kind == "Pod" {
@@ -276,10 +283,11 @@ fn mutate_object(
         });
     }
     let Some(pointer) = template_pointer(kind) else {
-        return Err(CliError::Input(InputError::Kind {
+        return Err(InputError::Kind {
             label: label.to_string(),
             kind: kind.to_string(),
-        }));
+        }
+        .into());
     };
     let template = doc.pointer(pointer).ok_or_else(|| InputError::NoTemplate {
         label: label.to_string(),
@@ -339,7 +347,7 @@ fn process(
                     patch: item_patch,
                 } = mutate_object(item, &item_label, namespace, inputs, cluster)?
                 else {
-                    return Err(CliError::Input(InputError::ReviewInList {
+                    return Err(CliError::from(InputError::ReviewInList {
                         label: item_label,
                     }));
                 };
@@ -401,7 +409,7 @@ pub fn mutate_stream_within(
                     OutputFormat::Yaml => {
                         reader::write_yaml(out, &object).map_err(|e| match e {
                             reader::WriteError::Io(e) => write_error(e),
-                            yaml => CliError::Input(InputError::Yaml(yaml)),
+                            yaml => InputError::Yaml(yaml).into(),
                         })?
                     }
                     OutputFormat::Json => write_json(out, &object)?,
@@ -417,7 +425,7 @@ pub fn mutate_stream_within(
         index += 1;
     }
     if index == 0 {
-        return Err(CliError::Input(InputError::Empty));
+        return Err(InputError::Empty.into());
     }
     Ok(())
 }
@@ -440,11 +448,11 @@ pub fn run_mutate(
         inputs,
         &mut cluster,
     )?;
-    String::from_utf8(out).map_err(|e| CliError::Input(InputError::NotUtf8(e)))
+    String::from_utf8(out).map_err(|e| InputError::NotUtf8(e).into())
 }
 
 fn read_error(e: reader::ReadError) -> CliError {
-    CliError::Input(InputError::Read(e))
+    InputError::Read(e).into()
 }
 
 fn write_error(e: std::io::Error) -> CliError {
@@ -454,7 +462,7 @@ fn write_error(e: std::io::Error) -> CliError {
 fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), CliError> {
     serde_json::to_writer_pretty(&mut *out, value).map_err(|e| match e.io_error_kind() {
         Some(_) => write_error(e.into()),
-        None => CliError::Input(InputError::Unwritable(e)),
+        None => InputError::Unwritable(e).into(),
     })?;
     out.write_all(b"\n").map_err(write_error)
 }

@@ -111,17 +111,20 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let format = args.output;
     let cluster: Result<Box<dyn MutateSource>, CliError> = match (&args.objects, &args.kubeconfig) {
         (Some(path), _) => open_objects(path)
-            .map_err(|source| InputError::ObjectsUnreadable {
-                path: path.clone(),
-                source,
-            })
-            .and_then(|mut input| {
-                load_objects_within(&mut input, budget).map_err(|source| InputError::Objects {
+            .map_err(|source| {
+                CliError::from(InputError::ObjectsUnreadable {
                     path: path.clone(),
                     source,
                 })
             })
-            .map_err(CliError::Input)
+            .and_then(|mut input| {
+                load_objects_within(&mut input, budget).map_err(|source| {
+                    CliError::from(InputError::Objects {
+                        path: path.clone(),
+                        source,
+                    })
+                })
+            })
             .map(|loaded| {
                 for line in loaded.ignored_lines() {
                     eprintln!("kserve-injector: --objects {}: {line}", path.display());
@@ -151,7 +154,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                     &mut input, &mut out, format, namespace, &inputs, cluster, budget,
                 )
             }
-            Err(source) => Err(CliError::Input(InputError::Open {
+            Err(source) => Err(CliError::from(InputError::Open {
                 path: path.clone(),
                 source,
             })),

@@ -31,7 +31,7 @@ pub enum SnapshotSourceError {
     #[error("--objects {path}: {source}")]
     File {
         path: PathBuf,
-        source: super::ObjectsFileError,
+        source: Box<super::ObjectsFileError>,
     },
     /// Worded as `serve`'s other flag errors.
     #[error("invalid flags: --lookup-timeout must be shorter than --request-timeout")]
@@ -64,7 +64,7 @@ impl SnapshotSource {
             let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file)).map_err(
                 |source| SnapshotSourceError::File {
                     path: path.to_path_buf(),
-                    source,
+                    source: Box::new(source),
                 },
             )?;
             for line in loaded.ignored_lines() {

@@ -11,7 +11,7 @@ pub enum ServeError {
     #[error("invalid flags: {source} (mount the serving certificate Secret at {cert_dir}, point --cert-dir at it, or try --self-signed)")]
     NoServingCert {
         cert_dir: PathBuf,
-        source: crate::certs::ServingCertError,
+        source: Box<crate::certs::ServingCertError>,
     },
     #[error(transparent)]
     Config(#[from] crate::config_file::LoadError),

@@ -48,7 +48,7 @@ pub(crate) fn load(
             if tls_args.tls_cert_file.is_none() && !tls_args.cert_dir.exists() {
                 ServeError::NoServingCert {
                     cert_dir: tls_args.cert_dir.clone(),
-                    source,
+                    source: Box::new(source),
                 }
             } else {
                 ServeError::Cert(source)
