@@ -125,7 +125,7 @@ pub struct LimitSettings {
     pub idle_timeout: Duration,
     pub max_connections: Option<usize>,
     pub max_concurrent_requests: usize,
-    /// `None`: sized to the memory limit ([`crate::server::sizing`]).
+    /// `None`: sized to the memory limit (`server::sizing`).
     pub max_buffered_bytes: Option<usize>,
     pub max_connection_buffered_bytes: usize,
     pub write_timeout: Duration,
