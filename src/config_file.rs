@@ -321,6 +321,22 @@ mod tests {
     }
 
     #[test]
+    fn a_settings_file_that_is_not_utf8_keeps_the_utf8_error_as_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, b"kserveVersion: \xff\n").unwrap();
+        let err = load_settings(Some(&path)).unwrap_err();
+        assert!(err.to_string().ends_with(": not UTF-8 text"), "{err}");
+        let chain: Vec<&dyn std::error::Error> =
+            std::iter::successors(std::error::Error::source(&err), |e| e.source()).collect();
+        assert!(
+            chain.iter().any(|e| e.is::<std::str::Utf8Error>()),
+            "{err}: {} sources",
+            chain.len()
+        );
+    }
+
+    #[test]
     fn reads_a_manifest_file_and_reports_invalid_ones() {
         let dir = tempfile::tempdir().unwrap();
         let good = dir.path().join("cm.yaml");

@@ -407,3 +407,14 @@ fn documents_are_named_by_generate_name_when_unnamed() {
     assert_eq!(describe(&pod, 0), "document 1 (Pod gen-)");
     assert_eq!(describe(&json!({}), 4), "document 5 (object)");
 }
+
+#[test]
+fn an_unreadable_document_keeps_the_readers_error_as_its_source() {
+    let err = run("kind: Pod\nspec: [\n", OutputFormat::Yaml).unwrap_err();
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    let text = err.to_string();
+    assert!(
+        source.as_ref().is_some_and(|s| text.ends_with(s.as_str())),
+        "{text} (source {source:?})"
+    );
+}

@@ -851,3 +851,13 @@ fn annotations_over_the_api_servers_limit_are_denied_before_injection() {
     assert!(untouched.allowed);
     assert_eq!(untouched.patch_ops, 0);
 }
+
+#[test]
+fn a_body_that_is_not_json_keeps_serde_jsons_error_as_its_source() {
+    let err = review(b"{\"kind\": ", &Inputs::default()).unwrap_err();
+    let expected = serde_json::from_slice::<Value>(b"{\"kind\": ")
+        .unwrap_err()
+        .to_string();
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(source, Some(expected), "{err}");
+}
