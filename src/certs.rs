@@ -34,8 +34,9 @@ use time::{Duration, OffsetDateTime};
 pub enum CertGenError {
     #[error(transparent)]
     Generate(#[from] rcgen::Error),
+    /// Not PEM, not X.509, or a notAfter out of range.
     #[error("the CA certificate cannot be parsed: {0}")]
-    Parse(String),
+    Parse(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("the CA certificate is not a CA (basicConstraints CA:TRUE is missing)")]
     NotCa,
     #[error("the CA key does not belong to the CA certificate")]
@@ -130,8 +131,8 @@ impl Authority {
     pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, CertGenError> {
         let key = KeyPair::from_pem(key_pem)?;
         let der = pem_certificate(cert_pem)?;
-        let (_, cert) = x509_parser::parse_x509_certificate(&der)
-            .map_err(|e| CertGenError::Parse(e.to_string()))?;
+        let (_, cert) =
+            x509_parser::parse_x509_certificate(&der).map_err(|e| CertGenError::Parse(e.into()))?;
         if !cert.is_ca() {
             return Err(CertGenError::NotCa);
         }
@@ -139,7 +140,7 @@ impl Authority {
             return Err(CertGenError::KeyMismatch);
         }
         let not_after = OffsetDateTime::from_unix_timestamp(cert.validity().not_after.timestamp())
-            .map_err(|e| CertGenError::Parse(e.to_string()))?;
+            .map_err(|e| CertGenError::Parse(e.into()))?;
         let issuer = Issuer::from_ca_cert_der(&CertificateDer::from(der.clone()), key)?;
         Ok(Authority {
             issuer,
@@ -198,7 +199,7 @@ fn pem_certificate(cert_pem: &str) -> Result<Vec<u8>, CertGenError> {
     use rustls_pki_types::pem::PemObject;
     CertificateDer::from_pem_slice(cert_pem.as_bytes())
         .map(|der| der.to_vec())
-        .map_err(|e| CertGenError::Parse(e.to_string()))
+        .map_err(|e| CertGenError::Parse(e.into()))
 }
 
 /// The names clients use for a Service: the API server calls a webhook at

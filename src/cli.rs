@@ -2,6 +2,7 @@
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
+use crate::lookups::LookupError;
 use kserve_injector_core::admission;
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
@@ -16,11 +17,12 @@ pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
 pub use certs_args::CertsArgs;
 pub use default_config_args::DefaultConfigArgs;
+pub use error::{CliError, Denial, InputError};
 pub use live_cluster::LiveCluster;
 pub use mutate_args::{MutateArgs, MutateOutput};
 pub use serve_args::{
-    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, LimitArgs,
-    ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
+    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, FlagValueError,
+    LimitArgs, ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
     DEFAULT_CERT_DIR,
 };
 
@@ -30,12 +32,20 @@ pub use serve_args::{
 pub trait MutateSource {
     /// The objects `facts` needs (see [`kserve_injector_core::cluster::keys::needed_keys`]);
     /// an error is a lookup that could not be answered.
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String>;
+    fn snapshot(
+        &mut self,
+        facts: &PodFacts,
+        config: &Config,
+    ) -> Result<ClusterSnapshot, LookupError>;
 }
 
 /// A loaded snapshot answers with exactly the part one pod may read.
 impl MutateSource for ClusterSnapshot {
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String> {
+    fn snapshot(
+        &mut self,
+        facts: &PodFacts,
+        config: &Config,
+    ) -> Result<ClusterSnapshot, LookupError> {
         Ok(self.restrict(facts, config))
     }
 }
@@ -49,9 +59,13 @@ fn env_for(
     label: &str,
 ) -> Result<Inputs, CliError> {
     let facts = PodFacts::from_pod_value(pod, namespace, &inputs.config);
-    let objects = cluster
-        .snapshot(&facts, &inputs.config)
-        .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
+    let objects =
+        cluster
+            .snapshot(&facts, &inputs.config)
+            .map_err(|source| InputError::Lookup {
+                label: label.to_string(),
+                source,
+            })?;
     Ok(inputs.with_cluster(objects))
 }
 
@@ -61,43 +75,6 @@ pub enum OutputFormat {
     Yaml,
     Json,
     Patch,
-}
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CliError {
-    /// Unreadable input (exit code 2).
-    #[error("{0}")]
-    Input(String),
-    /// KServe's mutator would deny this pod, or the AdmissionReview was
-    /// answered with a denial (exit code 1).
-    #[error("{0}")]
-    Denied(String),
-    /// The output could not be written: closed stdout, full disk (exit code 2).
-    #[error("{0}")]
-    Output(String),
-    /// Whoever read the output stopped reading (`| head`): end quietly, as
-    /// Unix tools do (exit code 0, no message).
-    #[error("output reader went away")]
-    ReaderGone,
-}
-
-impl CliError {
-    /// Classifies a failed write of the output.
-    pub fn from_write(e: std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            CliError::ReaderGone
-        } else {
-            CliError::Output(format!("cannot write output: {e}"))
-        }
-    }
-
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            CliError::Input(_) | CliError::Output(_) => 2,
-            CliError::Denied(_) => 1,
-            CliError::ReaderGone => 0,
-        }
-    }
 }
 
 const WORKLOADS: [&str; 5] = [
@@ -160,8 +137,12 @@ fn mutate_object(
         .or_else(|| doc.pointer("/metadata/namespace").and_then(Value::as_str))
         .unwrap_or("default");
     let fail = |e: MutationError| match e {
-        MutationError::Decode { .. } => CliError::Input(format!("{label}: {e}")),
-        MutationError::Inject(e) => CliError::Denied(e.message),
+        MutationError::Decode { .. } => InputError::Decode {
+            label: label.to_string(),
+            source: e,
+        }
+        .into(),
+        MutationError::Inject(e) => CliError::Denied(Denial::Injector(e)),
     };
     if kind == "Pod" {
         let env = env_for(doc, ns, inputs, cluster, label)?;
@@ -173,13 +154,16 @@ fn mutate_object(
         });
     }
     let Some(pointer) = template_pointer(kind) else {
-        return Err(CliError::Input(format!(
-            "{label}: kind {kind:?} is not a Pod, a workload with a pod template, a List or an AdmissionReview"
-        )));
+        return Err(InputError::Kind {
+            label: label.to_string(),
+            kind: kind.to_string(),
+        }
+        .into());
     };
-    let template = doc
-        .pointer(pointer)
-        .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
+    let template = doc.pointer(pointer).ok_or_else(|| InputError::NoTemplate {
+        label: label.to_string(),
+        pointer,
+    })?;
     let env = env_for(template, ns, inputs, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
     log_unsupported(label, &m.unsupported);
@@ -187,10 +171,9 @@ fn mutate_object(
     // with the same operations the webhook would send applied.
     let patch: Vec<Op> = m.patch.into_iter().map(|op| op.under(pointer)).collect();
     let mut object = doc.clone();
-    apply_all(&patch, &mut object).map_err(|e| {
-        CliError::Input(format!(
-            "{label}: internal error: the patch does not apply: {e}"
-        ))
+    apply_all(&patch, &mut object).map_err(|source| InputError::Patch {
+        label: label.to_string(),
+        source,
     })?;
     Ok(Processed::Object { object, patch })
 }
@@ -205,22 +188,27 @@ fn process(
     let label = describe(doc, index);
     match doc.get("kind").and_then(Value::as_str) {
         Some("AdmissionReview") => {
-            let body =
-                serde_json::to_vec(doc).map_err(|e| CliError::Input(format!("{label}: {e}")))?;
+            let body = serde_json::to_vec(doc).map_err(|source| InputError::Json {
+                label: label.clone(),
+                source,
+            })?;
             let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
             let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
             let env = env_for(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
-            let reviewed = admission::review(&body, &env)
-                .map_err(|e| CliError::Input(format!("{label}: {e}")))?;
-            let response = serde_json::from_slice(&reviewed.body)
-                .map_err(|e| CliError::Input(e.to_string()))?;
+            let reviewed = admission::review(&body, &env).map_err(|source| InputError::Review {
+                label: label.clone(),
+                source,
+            })?;
+            let response = serde_json::from_slice(&reviewed.body).map_err(InputError::Answer)?;
             Ok(Processed::Review(response, reviewed.denial))
         }
         Some(kind) if kind == "List" || kind.ends_with("List") => {
-            let items = doc
-                .get("items")
-                .and_then(Value::as_array)
-                .ok_or_else(|| CliError::Input(format!("{label}: a List needs an items array")))?;
+            let items =
+                doc.get("items")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| InputError::NoItems {
+                        label: label.clone(),
+                    })?;
             let mut out = doc.clone();
             let mut patch = Vec::new();
             for (i, item) in items.iter().enumerate() {
@@ -230,9 +218,9 @@ fn process(
                     patch: item_patch,
                 } = mutate_object(item, &item_label, namespace, inputs, cluster)?
                 else {
-                    return Err(CliError::Input(format!(
-                        "{item_label}: an AdmissionReview cannot be a List item"
-                    )));
+                    return Err(CliError::from(InputError::ReviewInList {
+                        label: item_label,
+                    }));
                 };
                 let prefix = format!("/items/{i}");
                 patch.extend(item_patch.into_iter().map(|op| op.under(&prefix)));
@@ -292,7 +280,7 @@ pub fn mutate_stream_within(
                     OutputFormat::Yaml => {
                         reader::write_yaml(out, &object).map_err(|e| match e {
                             reader::WriteError::Io(e) => write_error(e),
-                            reader::WriteError::Yaml(message) => CliError::Input(message),
+                            yaml => InputError::Yaml(yaml).into(),
                         })?
                     }
                     OutputFormat::Json => write_json(out, &object)?,
@@ -303,12 +291,12 @@ pub fn mutate_stream_within(
         };
         out.flush().map_err(write_error)?;
         if let Some(reason) = denial {
-            return Err(CliError::Denied(format!("{label}: denied: {reason}")));
+            return Err(CliError::Denied(Denial::Review { label, reason }));
         }
         index += 1;
     }
     if index == 0 {
-        return Err(CliError::Input("input holds no document".into()));
+        return Err(InputError::Empty.into());
     }
     Ok(())
 }
@@ -331,11 +319,11 @@ pub fn run_mutate(
         inputs,
         &mut cluster,
     )?;
-    String::from_utf8(out).map_err(|e| CliError::Input(e.to_string()))
+    String::from_utf8(out).map_err(|e| InputError::NotUtf8(e).into())
 }
 
 fn read_error(e: reader::ReadError) -> CliError {
-    CliError::Input(e.to_string())
+    InputError::Read(e).into()
 }
 
 fn write_error(e: std::io::Error) -> CliError {
@@ -345,7 +333,7 @@ fn write_error(e: std::io::Error) -> CliError {
 fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(), CliError> {
     serde_json::to_writer_pretty(&mut *out, value).map_err(|e| match e.io_error_kind() {
         Some(_) => write_error(e.into()),
-        None => CliError::Input(e.to_string()),
+        None => InputError::Unwritable(e).into(),
     })?;
     out.write_all(b"\n").map_err(write_error)
 }
@@ -356,6 +344,7 @@ mod certs_args;
 pub mod commands;
 mod compare;
 mod default_config_args;
+mod error;
 mod live_cluster;
 mod mutate_args;
 mod serve_args;

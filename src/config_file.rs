@@ -9,9 +9,10 @@ mod open;
 
 pub use open::{check_pipe_delivered, open, Accept};
 
-use kserve_injector_core::config::{Config, ConfigError, Resources};
+use kserve_injector_core::config::{Config, ConfigError, ConfigMapData, Resources};
 use kserve_injector_core::release::Release;
 use kserve_injector_core::settings::{Settings, SettingsError};
+use kserve_injector_core::{AnyError, SharedError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,16 @@ pub enum LoadError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// A file of the snapshot read for `path` (the file itself, or one of
+    /// the directory's).
+    #[error("cannot read config {path}: {source}")]
+    Unreadable { path: PathBuf, source: Unreadable },
+    #[error("cannot read config {path}: {file}: not UTF-8 text")]
+    NotUtf8 {
+        path: PathBuf,
+        file: PathBuf,
+        source: std::string::FromUtf8Error,
+    },
     #[error("config {path}: {source}")]
     Invalid { path: PathBuf, source: ConfigError },
     #[error("--config-file {path}: {source}")]
@@ -31,13 +42,30 @@ pub enum LoadError {
     },
 }
 
+/// Why a file of a snapshot has no bytes. Errors that say the same thing
+/// compare equal, so an unchanged failure is not a change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreadable {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: SharedError<std::io::Error>,
+    },
+    /// The read was given up before it reached the file.
+    #[error("cannot read {path}: {why}")]
+    Stopped { path: PathBuf, why: AnyError },
+    /// The snapshot holds no such file.
+    #[error("{path}: not read")]
+    NotRead { path: PathBuf },
+}
+
 /// One read of every source: each file's bytes, or why it could not be
 /// read. Comparing two snapshots tells a reloader whether anything changed,
 /// and parsing the snapshot (not the path again) means the bytes compared
 /// are the bytes used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
-    pub entries: Vec<(PathBuf, Result<Vec<u8>, String>)>,
+    pub entries: Vec<(PathBuf, Result<Vec<u8>, Unreadable>)>,
 }
 
 impl Snapshot {
@@ -60,25 +88,31 @@ impl Snapshot {
     }
 
     /// Every source as unreadable, for `why` (a read that did not finish).
-    pub fn unreadable(sources: &[PathBuf], why: &str) -> Self {
+    pub fn unreadable(sources: &[PathBuf], why: AnyError) -> Self {
         let entries = sources
             .iter()
             .map(|p| {
+                let why = why.clone();
                 (
                     p.clone(),
-                    Err(format!("cannot read {}: {why}", p.display())),
+                    Err(Unreadable::Stopped {
+                        path: p.clone(),
+                        why,
+                    }),
                 )
             })
             .collect();
         Self { entries }
     }
 
-    /// The bytes of one file source, or its read error as text.
-    pub fn file(&self, path: &Path) -> Result<&[u8], String> {
+    /// The bytes of one file source, or why it has none.
+    pub fn file(&self, path: &Path) -> Result<&[u8], Unreadable> {
         match self.entries.iter().find(|(p, _)| p == path) {
             Some((_, Ok(bytes))) => Ok(bytes),
             Some((_, Err(e))) => Err(e.clone()),
-            None => Err(format!("{}: not read", path.display())),
+            None => Err(Unreadable::NotRead {
+                path: path.to_path_buf(),
+            }),
         }
     }
 }
@@ -89,8 +123,15 @@ impl Snapshot {
 /// no more memory than the cap.
 pub const MAX_FILE_BYTES: u64 = 4 << 20;
 
-fn read(path: &Path, accept: Accept) -> Result<Vec<u8>, String> {
-    read_capped(path, accept).map_err(|e| format!("cannot read {}: {e}", path.display()))
+fn read(path: &Path, accept: Accept) -> Result<Vec<u8>, Unreadable> {
+    read_capped(path, accept).map_err(|e| unreadable(path, e))
+}
+
+fn unreadable(path: &Path, e: std::io::Error) -> Unreadable {
+    Unreadable::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    }
 }
 
 /// The bytes of `path`, refused past [`MAX_FILE_BYTES`].
@@ -113,8 +154,8 @@ fn read_capped(path: &Path, accept: Accept) -> std::io::Result<Vec<u8>> {
 /// kubelet's dot-named bookkeeping. A FIFO or device among them is passed
 /// over here, and a file swapped for one after this listing is refused
 /// when opened.
-fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let err = |e: std::io::Error| format!("cannot read {}: {e}", dir.display());
+fn dir_files(dir: &Path) -> Result<Vec<PathBuf>, Unreadable> {
+    let err = |e| unreadable(dir, e);
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(err)? {
         let entry = entry.map_err(err)?;
@@ -142,22 +183,25 @@ pub fn parse_with(
     defaults: &Resources,
     release: Release,
 ) -> Result<Config, LoadError> {
-    let io = |message: String| LoadError::Io {
+    let unreadable = |source| LoadError::Unreadable {
         path: path.to_path_buf(),
-        source: std::io::Error::other(message),
+        source,
     };
     let invalid = |source| LoadError::Invalid {
         path: path.to_path_buf(),
         source,
     };
     let text = |file: &Path, bytes: &[u8]| {
-        String::from_utf8(bytes.to_vec())
-            .map_err(|_| io(format!("{}: not UTF-8 text", file.display())))
+        String::from_utf8(bytes.to_vec()).map_err(|source| LoadError::NotUtf8 {
+            path: path.to_path_buf(),
+            file: file.to_path_buf(),
+            source,
+        })
     };
     if path.is_dir() {
         let mut data = BTreeMap::new();
         for (file, bytes) in &snap.entries {
-            let bytes = bytes.as_ref().map_err(|e| io(e.clone()))?;
+            let bytes = bytes.as_ref().map_err(|e| unreadable(e.clone()))?;
             let key = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -166,7 +210,7 @@ pub fn parse_with(
         }
         Config::from_data_with(&data, defaults, release).map_err(invalid)
     } else {
-        let bytes = snap.file(path).map_err(io)?;
+        let bytes = snap.file(path).map_err(unreadable)?;
         Config::from_manifest_with(&text(path, bytes)?, defaults, release).map_err(invalid)
     }
 }
@@ -201,18 +245,21 @@ pub fn load_config(
 
 /// The data of a ConfigMap manifest file or a mounted ConfigMap directory,
 /// unparsed (`audit --upgrade-config`, which reads it as two releases).
-pub fn load_data(path: &Path) -> Result<BTreeMap<String, String>, LoadError> {
+pub fn load_data(path: &Path) -> Result<ConfigMapData, LoadError> {
     let snap = Snapshot::read(&[path.to_path_buf()], Accept::RegularFileOrPipe);
-    let io = |message: String| LoadError::Io {
+    let unreadable = |source| LoadError::Unreadable {
         path: path.to_path_buf(),
-        source: std::io::Error::other(message),
+        source,
     };
     let text = |file: &Path, bytes: &[u8]| {
-        String::from_utf8(bytes.to_vec())
-            .map_err(|_| io(format!("{}: not UTF-8 text", file.display())))
+        String::from_utf8(bytes.to_vec()).map_err(|source| LoadError::NotUtf8 {
+            path: path.to_path_buf(),
+            file: file.to_path_buf(),
+            source,
+        })
     };
     if !path.is_dir() {
-        let bytes = snap.file(path).map_err(io)?;
+        let bytes = snap.file(path).map_err(unreadable)?;
         return kserve_injector_core::config::manifest_data(&text(path, bytes)?).map_err(
             |source| LoadError::Invalid {
                 path: path.to_path_buf(),
@@ -222,7 +269,7 @@ pub fn load_data(path: &Path) -> Result<BTreeMap<String, String>, LoadError> {
     }
     let mut data = BTreeMap::new();
     for (file, bytes) in &snap.entries {
-        let bytes = bytes.as_ref().map_err(|e| io(e.clone()))?;
+        let bytes = bytes.as_ref().map_err(|e| unreadable(e.clone()))?;
         let key = file.file_name().map(|n| n.to_string_lossy().into_owned());
         data.insert(key.unwrap_or_default(), text(file, bytes)?);
     }
@@ -245,20 +292,20 @@ pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {
 /// Parses the settings file `path` of a snapshot (`serve` reads it within
 /// the reloader's bounds).
 pub fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadError> {
-    let bytes = snap.file(path).map_err(|message| LoadError::Io {
+    let bytes = snap.file(path).map_err(|source| LoadError::Unreadable {
         path: path.to_path_buf(),
-        source: std::io::Error::other(message),
+        source,
     })?;
     settings_from(path, bytes)
 }
 
 fn settings_from(path: &Path, bytes: &[u8]) -> Result<Settings, LoadError> {
-    let invalid = |message: String| LoadError::Settings {
+    let invalid = |source: SettingsError| LoadError::Settings {
         path: path.to_path_buf(),
-        source: SettingsError(message),
+        source,
     };
-    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
-    Settings::from_text(text).map_err(|e| invalid(e.0))
+    let text = std::str::from_utf8(bytes).map_err(|e| invalid(SettingsError::NotUtf8(e)))?;
+    Settings::from_text(text).map_err(invalid)
 }
 
 #[cfg(test)]
@@ -299,11 +346,27 @@ mod tests {
         let file = std::fs::OpenOptions::new().append(true).open(&big).unwrap();
         file.set_len(120_000_000).unwrap();
         let snap = Snapshot::read(std::slice::from_ref(&big), Accept::RegularFile);
-        let err = snap.file(&big).unwrap_err();
+        let err = snap.file(&big).unwrap_err().to_string();
         assert!(err.ends_with("larger than 4194304 bytes (4 MiB)"), "{err}");
         file.set_len(MAX_FILE_BYTES).unwrap();
         let snap = Snapshot::read(std::slice::from_ref(&big), Accept::RegularFile);
         assert_eq!(snap.file(&big).unwrap().len() as u64, MAX_FILE_BYTES);
+    }
+
+    #[test]
+    fn a_settings_file_that_is_not_utf8_keeps_the_utf8_error_as_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.yaml");
+        std::fs::write(&path, b"kserveVersion: \xff\n").unwrap();
+        let err = load_settings(Some(&path)).unwrap_err();
+        assert!(err.to_string().ends_with(": not UTF-8 text"), "{err}");
+        let chain: Vec<&dyn std::error::Error> =
+            std::iter::successors(std::error::Error::source(&err), |e| e.source()).collect();
+        assert!(
+            chain.iter().any(|e| e.is::<std::str::Utf8Error>()),
+            "{err}: {} sources",
+            chain.len()
+        );
     }
 
     #[test]

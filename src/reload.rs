@@ -9,7 +9,7 @@
 //! periodic re-read that compares bytes (for filesystems where inotify events
 //! never arrive).
 //!
-//! Every read is bounded (see [`read`]): regular files only, at most 4 MiB
+//! Every read is bounded (see the `read` module): regular files only, at most 4 MiB
 //! each, within [`READ_LIMIT`]; a source that cannot be read counts as a
 //! failed reload like one that does not parse.
 

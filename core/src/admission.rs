@@ -14,6 +14,7 @@ use crate::injectors::modelcar::ShapeChoice;
 use crate::injectors::InjectorOutcome;
 use crate::mutation::{edit, Inputs, MutationError};
 use crate::pod_facts::PodFacts;
+use crate::shared_error::SharedError;
 use crate::view::{self, PodView, Str, ViewError};
 use encode::encode;
 use kube_core::admission::Operation;
@@ -27,9 +28,35 @@ const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ReviewError {
     #[error("request body is not valid JSON: {0}")]
-    Json(String),
+    Json(#[source] NotJson),
     #[error("request body is not an AdmissionReview: {0}")]
-    NotAReview(String),
+    NotAReview(#[source] NotAReview),
+}
+
+/// Why a body is not JSON.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum NotJson {
+    #[error("invalid UTF-8: {0}")]
+    Utf8(#[source] std::str::Utf8Error),
+    #[error(transparent)]
+    Json(SharedError<serde_json::Error>),
+}
+
+/// Why a JSON body is not an AdmissionReview.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum NotAReview {
+    /// A field of the wrong type, at its path in the body.
+    #[error("{path}: {source}")]
+    Field {
+        path: String,
+        source: SharedError<serde_json::Error>,
+    },
+    #[error(transparent)]
+    Json(SharedError<serde_json::Error>),
+    #[error("expected kind AdmissionReview in {}, found kind {kind:?} in {api_version:?}", API_VERSIONS.join(" or "))]
+    Kind { kind: String, api_version: String },
+    #[error("request: missing")]
+    NoRequest,
 }
 
 /// What happened, for logs and metrics; the wire answer is `body`.
@@ -236,9 +263,7 @@ fn operation_name(op: &Operation) -> &'static str {
 fn utf8(body: &[u8]) -> Result<&str, ReviewError> {
     match simdutf8::basic::from_utf8(body) {
         Ok(text) => Ok(text),
-        Err(_) => {
-            std::str::from_utf8(body).map_err(|e| ReviewError::Json(format!("invalid UTF-8: {e}")))
-        }
+        Err(_) => std::str::from_utf8(body).map_err(|e| ReviewError::Json(NotJson::Utf8(e))),
     }
 }
 
@@ -246,21 +271,28 @@ fn utf8(body: &[u8]) -> Result<&str, ReviewError> {
 fn parse(body: &str) -> Result<ReviewView<'_>, ReviewError> {
     match serde_json::from_str::<ReviewView>(body) {
         Ok(review) => Ok(review),
-        Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => Err(ReviewError::Json(e.to_string())),
+        Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => Err(not_json(e)),
         Err(plain) => {
             // A type error may come before a syntax error further on: the
             // body must be JSON before it can be a wrong AdmissionReview.
             if let Err(e) = serde_json::from_str::<IgnoredAny>(body) {
-                return Err(ReviewError::Json(e.to_string()));
+                return Err(not_json(e));
             }
             let mut de = serde_json::Deserializer::from_str(body);
-            let message = match serde_path_to_error::deserialize::<_, ReviewView>(&mut de) {
-                Err(e) => format!("{}: {}", e.path(), e.inner()),
-                Ok(_) => plain.to_string(),
+            let why = match serde_path_to_error::deserialize::<_, ReviewView>(&mut de) {
+                Err(e) => NotAReview::Field {
+                    path: e.path().to_string(),
+                    source: e.into_inner().into(),
+                },
+                Ok(_) => NotAReview::Json(plain.into()),
             };
-            Err(ReviewError::NotAReview(message))
+            Err(ReviewError::NotAReview(why))
         }
     }
+}
+
+fn not_json(e: serde_json::Error) -> ReviewError {
+    ReviewError::Json(NotJson::Json(e.into()))
 }
 
 /// The `response` of an AdmissionReview, as kube's `AdmissionResponse`
@@ -345,16 +377,14 @@ pub fn prepare_in(body: &[u8], mode: Mode) -> Result<Prepared<'_>, ReviewError> 
     if !API_VERSIONS.contains(&review.api_version.as_str())
         || review.kind.as_str() != "AdmissionReview"
     {
-        return Err(ReviewError::NotAReview(format!(
-            "expected kind AdmissionReview in {}, found kind {:?} in {:?}",
-            API_VERSIONS.join(" or "),
-            review.kind.as_str(),
-            review.api_version.as_str()
-        )));
+        return Err(ReviewError::NotAReview(NotAReview::Kind {
+            kind: review.kind.as_str().to_string(),
+            api_version: review.api_version.as_str().to_string(),
+        }));
     }
     let mut request = review
         .request
-        .ok_or_else(|| ReviewError::NotAReview("request: missing".into()))?;
+        .ok_or(ReviewError::NotAReview(NotAReview::NoRequest))?;
     let object = request.object.filter(|o| o.get() != "null");
     let inline_pod = request.pod.take();
     let is_pod = request.kind.group.as_str().is_empty() && request.kind.kind.as_str() == "Pod";

@@ -72,8 +72,17 @@ pub struct Inventory {
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum AuditError {
-    #[error("{at}: {message}")]
-    Object { at: String, message: String },
+    /// An object of the dump or the cluster that has no JSON form.
+    #[error("{at}: {source}")]
+    Object {
+        at: String,
+        source: crate::shared_error::SharedError<serde_json::Error>,
+    },
+    #[error("{at}: {CONFIG_MAP_NAME} data: {source}")]
+    ConfigData {
+        at: String,
+        source: crate::shared_error::SharedError<serde_json::Error>,
+    },
     #[error(transparent)]
     Lookup(#[from] ObjectsLoadError),
 }
@@ -107,7 +116,7 @@ fn has_isvc_label(pod_or_template: &Value) -> bool {
 fn raw(value: &Value, at: &str) -> Result<Box<RawValue>, AuditError> {
     serde_json::value::to_raw_value(value).map_err(|e| AuditError::Object {
         at: at.to_string(),
-        message: e.to_string(),
+        source: e.into(),
     })
 }
 
@@ -160,9 +169,9 @@ impl Inventory {
             ("v1", "ConfigMap") if text(&doc, "/metadata/name") == CONFIG_MAP_NAME => {
                 let data = doc.get("data").cloned().unwrap_or(Value::Null);
                 let data: BTreeMap<String, String> =
-                    serde_json::from_value(data).map_err(|e| AuditError::Object {
+                    serde_json::from_value(data).map_err(|e| AuditError::ConfigData {
                         at: at.to_string(),
-                        message: format!("{CONFIG_MAP_NAME} data: {e}"),
+                        source: e.into(),
                     })?;
                 self.configs.insert(key().0, data);
             }
@@ -194,21 +203,22 @@ impl Inventory {
 
     /// The owner to name in the row, and the pod's template, or why there
     /// is none to follow.
-    fn template_of(&self, pod: &AuditPod) -> (String, Result<Value, String>) {
+    fn template_of(&self, pod: &AuditPod) -> (String, Result<Value, NoTemplate>) {
         let Some(owner) = &pod.owner else {
-            let reason = "no owner: nothing records the pod before admission";
-            return (String::new(), Err(reason.into()));
+            return (String::new(), Err(NoTemplate::NoOwner));
         };
         let mut shown = format!("{}/{}", owner.kind, owner.name);
         if owner.kind != "ReplicaSet" {
-            let reason = format!("owned by a {}: only ReplicaSets are followed", owner.kind);
-            return (shown, Err(reason));
+            return (shown, Err(NoTemplate::NotFollowed(owner.kind.clone())));
         }
         let Some(rs) = self
             .replica_sets
             .get(&(pod.namespace.clone(), owner.name.clone()))
         else {
-            return (shown, Err(format!("ReplicaSet {} not found", owner.name)));
+            return (
+                shown,
+                Err(NoTemplate::ReplicaSetNotFound(owner.name.clone())),
+            );
         };
         if let Some(deploy) = rs.owner.as_ref().filter(|o| o.kind == "Deployment") {
             if self
@@ -218,7 +228,7 @@ impl Inventory {
                 shown = format!("Deployment/{}", deploy.name);
             }
         }
-        let template = parse(&rs.template).map_err(|e| format!("unreadable: {e}"));
+        let template = parse(&rs.template).map_err(NoTemplate::Unreadable);
         (shown, template)
     }
 
@@ -233,7 +243,7 @@ impl Inventory {
         row.owner = owner;
         let (template, got) = match (template, parse(&pod.body)) {
             (Ok(t), Ok(g)) => (t, g),
-            (Err(reason), _) => return skip(row, reason),
+            (Err(reason), _) => return skip(row, reason.to_string()),
             (_, Err(e)) => return skip(row, format!("unreadable: {e}")),
         };
         let facts = PodFacts::from_pod_value(&template, &pod.namespace, &inputs.config);
@@ -269,7 +279,7 @@ impl Inventory {
                 let (ns, name) = (&pod.namespace, &pod.name);
                 let template = match template {
                     Ok(t) => t,
-                    Err(reason) => return PodRow::skipped(ns, name, owner, reason),
+                    Err(reason) => return PodRow::skipped(ns, name, owner, reason.to_string()),
                 };
                 let lookup = |facts: &PodFacts, config: &Config| {
                     Ok::<_, std::convert::Infallible>(self.objects.data.restrict(facts, config))
@@ -287,6 +297,19 @@ impl Inventory {
             rows,
         )
     }
+}
+
+/// Why a pod's template, its form before admission, cannot be followed.
+#[derive(Debug, thiserror::Error)]
+enum NoTemplate {
+    #[error("no owner: nothing records the pod before admission")]
+    NoOwner,
+    #[error("owned by a {0}: only ReplicaSets are followed")]
+    NotFollowed(String),
+    #[error("ReplicaSet {0} not found")]
+    ReplicaSetNotFound(String),
+    #[error("unreadable: {0}")]
+    Unreadable(#[source] serde_json::Error),
 }
 
 fn parse(raw: &RawValue) -> Result<Value, serde_json::Error> {

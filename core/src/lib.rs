@@ -25,6 +25,7 @@ pub(crate) mod quantity;
 pub mod reader;
 pub mod release;
 pub mod settings;
+mod shared_error;
 pub(crate) mod storage_uri;
 pub mod view;
 
@@ -32,4 +33,6 @@ pub use cluster::ClusterSnapshot;
 pub use config::{Config, ConfigError};
 pub use inputs::Inputs;
 pub use mutation::{mutate, Mutation, MutationError};
+pub use quantity::QuantityError;
 pub use release::Release;
+pub use shared_error::{AnyError, SharedError};

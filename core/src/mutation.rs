@@ -22,7 +22,12 @@ pub use crate::inputs::Inputs;
 pub enum MutationError {
     /// The object is not a decodable Pod; `path` names the offending field.
     #[error("cannot decode pod: {path}: {message}")]
-    Decode { path: String, message: String },
+    Decode {
+        path: String,
+        message: String,
+        #[source]
+        source: Option<crate::shared_error::SharedError<serde_json::Error>>,
+    },
     /// An injector refused the pod; the message is KServe's.
     #[error(transparent)]
     Inject(#[from] InjectError),
@@ -33,6 +38,7 @@ impl From<ViewError> for MutationError {
         MutationError::Decode {
             path: e.path,
             message: e.message,
+            source: e.source,
         }
     }
 }
@@ -152,6 +158,7 @@ fn validate(raw: &str) -> Result<(), MutationError> {
         Err(e) => Err(MutationError::Decode {
             path: e.path().to_string(),
             message: view::message_of(e.inner()),
+            source: Some(e.into_inner().into()),
         }),
     }
 }
@@ -196,9 +203,10 @@ fn mutate_inner(
     let mut mutated = pod.clone();
     apply_all(&ops, &mut mutated).map_err(|e| {
         // Our own operations on the pod they were made for: a bug if it fails.
-        InjectError::new(
+        InjectError::caused_by(
             "patch",
             format!("internal error: the patch does not apply: {e}"),
+            e,
         )
     })?;
     Ok(Mutation {

@@ -215,7 +215,7 @@ pub mod build;
 pub(crate) mod recorded;
 mod working;
 
-pub use recorded::{apply_all, ApplyError, Op, OpKind};
+pub use recorded::{apply_all, ApplyError, NotApplied, Op, OpKind};
 pub use working::{TypedContainer, WorkingSet};
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 
 use std::iter;
 
+/// A resource quantity that is not one, in apimachinery's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum QuantityError {
+pub enum QuantityError {
     #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
     FormatWrong,
     #[error("unable to parse numeric part of quantity")]

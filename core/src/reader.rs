@@ -26,6 +26,7 @@ use std::rc::Rc;
 
 pub use budget::{Budget, Meter};
 pub use json::{JsonDocuments, ValueSeed};
+pub use yaml::{YamlError, YamlProblem};
 
 /// Deepest nesting accepted by default (mappings + sequences). A Pod, even
 /// with `managedFields`, nests about 15 levels; 64 keeps the recursive
@@ -46,8 +47,8 @@ pub enum ReadError {
     /// `document` counts from 1 over the documents read so far.
     #[error("document {document}: not valid JSON: {message}")]
     Json { document: usize, message: String },
-    #[error("document {document}: not valid YAML or JSON: {message}")]
-    Yaml { document: usize, message: String },
+    #[error("document {document}: not valid YAML or JSON: {source}")]
+    Yaml { document: usize, source: YamlError },
 }
 
 /// Looks at the first non-blank byte (after an optional UTF-8 byte order
@@ -116,10 +117,10 @@ pub fn documents_within<'a, R: BufRead + 'a>(
             yaml::YamlDocuments::new(input, Meter::new(budget))
                 .map(|r| {
                     r.map_err(|e| match e {
-                        yaml::YamlError::Io(e) => ReadError::Io(e),
-                        yaml::YamlError::Syntax(message) => ReadError::Yaml {
+                        yaml::Stop::Io(e) => ReadError::Io(e),
+                        yaml::Stop::Yaml(source) => ReadError::Yaml {
                             document: 0,
-                            message,
+                            source,
                         },
                     })
                 })
@@ -147,9 +148,9 @@ impl ReadError {
                 document: n,
                 message,
             },
-            ReadError::Yaml { message, .. } => ReadError::Yaml {
+            ReadError::Yaml { source, .. } => ReadError::Yaml {
                 document: n,
-                message,
+                source,
             },
             io => io,
         }
@@ -159,9 +160,9 @@ impl ReadError {
 /// Renders one document as YAML that kubectl (YAML 1.1) and YAML 1.2
 /// readers both read back as the same value: strings such as `yes`, `on`,
 /// `0755` or `null` come out quoted, numbers as their text.
-pub fn to_yaml(value: &Value) -> Result<String, String> {
+pub fn to_yaml(value: &Value) -> Result<String, WriteError> {
     let numbers = Verbatim::for_value(value);
-    let text = serde_saphyr::to_string(&Quoting(value, &numbers)).map_err(|e| e.to_string())?;
+    let text = serde_saphyr::to_string(&Quoting(value, &numbers)).map_err(WriteError::Yaml)?;
     Ok(numbers.restore(text))
 }
 
@@ -296,12 +297,14 @@ impl serde::Serialize for Quoting<'_> {
 }
 
 /// Why YAML could not be written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// The output failed (a closed pipe, a full disk).
+    #[error(transparent)]
     Io(std::io::Error),
     /// The value has no YAML form.
-    Yaml(String),
+    #[error(transparent)]
+    Yaml(serde_saphyr::ser::Error),
 }
 
 /// [`to_yaml`] streamed into `out`, so a large document is not held twice
@@ -333,7 +336,7 @@ pub fn write_yaml(out: &mut impl std::io::Write, value: &Value) -> Result<(), Wr
         );
         written.map_err(|e| match adapter.failed.take() {
             Some(io) => WriteError::Io(io),
-            None => WriteError::Yaml(e.to_string()),
+            None => WriteError::Yaml(e),
         })
     };
     result?;

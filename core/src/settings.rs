@@ -15,8 +15,10 @@
 
 use crate::config::{bounds, Resources};
 use crate::constants::PROVISION_LOCATION_VOLUME;
-use crate::quantity;
-use crate::release::Release;
+use crate::quantity::{self, QuantityError};
+use crate::reader::ReadError;
+use crate::release::{Release, ReleaseError};
+use crate::shared_error::SharedError;
 use k8s_openapi::api::core::v1::Volume;
 use serde_json::{Map, Value};
 
@@ -27,9 +29,66 @@ pub(crate) const KSERVE_VERSION_KEY: &str = "kserveVersion";
 pub(crate) const RESOURCE_KEYS: [&str; 4] =
     ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
 
+/// Why the settings file cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SettingsError(pub String);
+pub enum SettingsError {
+    #[error("not UTF-8 text")]
+    NotUtf8(#[source] std::str::Utf8Error),
+    #[error(transparent)]
+    Read(SharedError<ReadError>),
+    #[error("more than one document: the settings are one mapping, in one document")]
+    Documents,
+    #[error("expected a mapping, found {0}")]
+    NotAMapping(&'static str),
+    #[error("unknown key {0:?} (known: {KSERVE_VERSION_KEY}, {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})")]
+    UnknownKey(String),
+    #[error("{KSERVE_VERSION_KEY}: {0}")]
+    Release(#[source] ReleaseError),
+    #[error("{KSERVE_VERSION_KEY}: expected a release such as v0.17 or head, found {0}")]
+    NotARelease(&'static str),
+    #[error("{MODEL_VOLUME_KEY}: expected a mapping, found {0}")]
+    VolumeNotAMapping(&'static str),
+    #[error("{MODEL_VOLUME_KEY}: expected exactly one volume source (such as ephemeral, persistentVolumeClaim or emptyDir), found {0}")]
+    VolumeSources(usize),
+    #[error(
+        "{MODEL_VOLUME_KEY}: the volume is named {PROVISION_LOCATION_VOLUME}; give only its source"
+    )]
+    VolumeNamed,
+    /// The volume source does not decode (`volume_source` is its key).
+    #[error("{MODEL_VOLUME_KEY}: {volume_source}: {source}")]
+    Volume {
+        volume_source: String,
+        source: SharedError<serde_json::Error>,
+    },
+    /// The decoded volume does not encode again.
+    #[error("{MODEL_VOLUME_KEY}: {0}")]
+    VolumeJson(#[source] SharedError<serde_json::Error>),
+    #[error("{MODEL_VOLUME_KEY}: {0:?} is not a volume source")]
+    NotAVolumeSource(String),
+    #[error("{STORAGE_INITIALIZER_KEY}: expected a mapping, found {0}")]
+    ResourcesNotAMapping(&'static str),
+    #[error("{STORAGE_INITIALIZER_KEY}.{key}: expected a quantity, found {found}")]
+    QuantityType { key: String, found: &'static str },
+    #[error("{STORAGE_INITIALIZER_KEY}.{key}: {source}")]
+    OutOfRange {
+        key: String,
+        source: bounds::OutOfRange,
+    },
+    #[error("{STORAGE_INITIALIZER_KEY}.{key}: {text:?} is not a quantity ({source}); write one such as 500m, 2, 512Mi or 4Gi")]
+    Quantity {
+        key: String,
+        text: String,
+        source: QuantityError,
+    },
+    #[error("{STORAGE_INITIALIZER_KEY}: unknown key {0:?} (known: {keys})", keys = RESOURCE_KEYS.join(", "))]
+    UnknownResource(String),
+    #[error("{STORAGE_INITIALIZER_KEY}.{what}Limit {limit:?} is below {what}Request {request:?}")]
+    LimitBelowRequest {
+        what: &'static str,
+        limit: String,
+        request: String,
+    },
+}
 
 /// The parsed settings; the default is an empty file (nothing changes).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -50,24 +109,22 @@ impl Settings {
     /// Parses the file's text (YAML the way kubectl reads it, or JSON). An
     /// unknown key is an error, so a typo is not silently ignored.
     pub fn from_text(text: &str) -> Result<Self, SettingsError> {
-        let fail = |m: String| SettingsError(m);
+        let read = |e: ReadError| SettingsError::Read(e.into());
         let mut bytes = text.as_bytes();
-        let mut docs = crate::reader::documents(&mut bytes).map_err(|e| fail(e.to_string()))?;
+        let mut docs = crate::reader::documents(&mut bytes).map_err(read)?;
         let doc = match docs.next() {
-            Some(doc) => doc.map_err(|e| fail(e.to_string()))?,
+            Some(doc) => doc.map_err(read)?,
             None => return Ok(Self::default()),
         };
         // A second document would otherwise go unread, however wrong.
         if let Some(second) = docs.next() {
-            second.map_err(|e| fail(e.to_string()))?;
-            return Err(fail(
-                "more than one document: the settings are one mapping, in one document".into(),
-            ));
+            second.map_err(read)?;
+            return Err(SettingsError::Documents);
         }
         let root = match doc {
             Value::Null => return Ok(Self::default()),
             Value::Object(map) => map,
-            other => return Err(fail(format!("expected a mapping, found {}", kind(&other)))),
+            other => return Err(SettingsError::NotAMapping(kind(&other))),
         };
         let mut settings = Self::default();
         for (key, value) in &root {
@@ -77,11 +134,7 @@ impl Settings {
                 }
                 MODEL_VOLUME_KEY => settings.model_volume = model_volume(value)?,
                 KSERVE_VERSION_KEY => settings.kserve_version = kserve_version(value)?,
-                other => {
-                    return Err(fail(format!(
-                    "unknown key {other:?} (known: {KSERVE_VERSION_KEY}, {STORAGE_INITIALIZER_KEY}, {MODEL_VOLUME_KEY})"
-                )))
-                }
+                other => return Err(SettingsError::UnknownKey(other.to_string())),
             }
         }
         Ok(settings)
@@ -97,23 +150,16 @@ impl Settings {
 /// `v0.17`, `v0.17.0`, `0.17`, `head` or `HEAD`, as `--kserve-version`
 /// reads it.
 fn kserve_version(value: &Value) -> Result<Option<Release>, SettingsError> {
-    let fail = |m: String| SettingsError(format!("{KSERVE_VERSION_KEY}: {m}"));
     match value {
         Value::Null => Ok(None),
-        Value::String(text) => text
-            .parse()
-            .map(Some)
-            .map_err(|e: crate::release::ReleaseError| fail(e.to_string())),
+        Value::String(text) => text.parse().map(Some).map_err(SettingsError::Release),
         // Unquoted `0.20` is a number, read with its text as written.
         Value::Number(n) => n
             .to_string()
             .parse()
             .map(Some)
-            .map_err(|e: crate::release::ReleaseError| fail(e.to_string())),
-        other => Err(fail(format!(
-            "expected a release such as v0.17 or head, found {}",
-            kind(other)
-        ))),
+            .map_err(SettingsError::Release),
+        other => Err(SettingsError::NotARelease(kind(other))),
     }
 }
 
@@ -131,23 +177,17 @@ fn kind(v: &Value) -> &'static str {
 /// One volume source (`emptyDir`, `ephemeral`, `persistentVolumeClaim`, …),
 /// as a pod's volume holds it, without the name.
 fn model_volume(value: &Value) -> Result<Option<Volume>, SettingsError> {
-    let fail = |m: String| SettingsError(format!("{MODEL_VOLUME_KEY}: {m}"));
     let map = match value {
         Value::Null => return Ok(None),
         Value::Object(map) => map,
-        other => return Err(fail(format!("expected a mapping, found {}", kind(other)))),
+        other => return Err(SettingsError::VolumeNotAMapping(kind(other))),
     };
     let keys: Vec<&String> = map.keys().collect();
     let [source] = keys.as_slice() else {
-        return Err(fail(format!(
-            "expected exactly one volume source (such as ephemeral, persistentVolumeClaim or emptyDir), found {}",
-            keys.len()
-        )));
+        return Err(SettingsError::VolumeSources(keys.len()));
     };
     if source.as_str() == "name" {
-        return Err(fail(format!(
-            "the volume is named {PROVISION_LOCATION_VOLUME}; give only its source"
-        )));
+        return Err(SettingsError::VolumeNamed);
     }
     let mut named = map.clone();
     named.insert(
@@ -155,12 +195,15 @@ fn model_volume(value: &Value) -> Result<Option<Volume>, SettingsError> {
         Value::String(PROVISION_LOCATION_VOLUME.into()),
     );
     let volume: Volume =
-        serde_json::from_value(Value::Object(named)).map_err(|e| fail(format!("{source}: {e}")))?;
+        serde_json::from_value(Value::Object(named)).map_err(|e| SettingsError::Volume {
+            volume_source: source.to_string(),
+            source: e.into(),
+        })?;
     // k8s-openapi skips fields it does not know: a misspelt source would
     // leave a volume without one.
-    let known = serde_json::to_value(&volume).map_err(|e| fail(e.to_string()))?;
+    let known = serde_json::to_value(&volume).map_err(|e| SettingsError::VolumeJson(e.into()))?;
     if known.get(source.as_str()).is_none() {
-        return Err(fail(format!("{source:?} is not a volume source")));
+        return Err(SettingsError::NotAVolumeSource(source.to_string()));
     }
     Ok(Some(volume))
 }
@@ -170,12 +213,7 @@ fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
     let map = match value {
         Value::Null => &empty,
         Value::Object(map) => map,
-        other => {
-            return Err(SettingsError(format!(
-                "{STORAGE_INITIALIZER_KEY}: expected a mapping, found {}",
-                kind(other)
-            )))
-        }
+        other => return Err(SettingsError::ResourcesNotAMapping(kind(other))),
     };
     let mut r = Resources::default();
     for (key, value) in map {
@@ -183,32 +221,29 @@ fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             other => {
-                return Err(SettingsError(format!(
-                    "{STORAGE_INITIALIZER_KEY}.{key}: expected a quantity, found {}",
-                    kind(other)
-                )))
+                return Err(SettingsError::QuantityType {
+                    key: key.clone(),
+                    found: kind(other),
+                })
             }
         };
-        let out_of_range =
-            |e: bounds::OutOfRange| SettingsError(format!("{STORAGE_INITIALIZER_KEY}.{key}: {e}"));
+        let out_of_range = |source| SettingsError::OutOfRange {
+            key: key.clone(),
+            source,
+        };
         bounds::check_length(&text).map_err(out_of_range)?;
-        let canonical = quantity::canonicalize(&text).map_err(|e| {
-            SettingsError(format!(
-                "{STORAGE_INITIALIZER_KEY}.{key}: {text:?} is not a quantity ({e}); \
-                 write one such as 500m, 2, 512Mi or 4Gi"
-            ))
-        })?;
+        let canonical =
+            quantity::canonicalize(&text).map_err(|source| SettingsError::Quantity {
+                key: key.clone(),
+                text: text.clone(),
+                source,
+            })?;
         let (slot, resource) = match key.as_str() {
             "cpuRequest" => (&mut r.cpu_request, "cpu"),
             "cpuLimit" => (&mut r.cpu_limit, "cpu"),
             "memoryRequest" => (&mut r.memory_request, "memory"),
             "memoryLimit" => (&mut r.memory_limit, "memory"),
-            other => {
-                return Err(SettingsError(format!(
-                    "{STORAGE_INITIALIZER_KEY}: unknown key {other:?} (known: {})",
-                    RESOURCE_KEYS.join(", ")
-                )))
-            }
+            other => return Err(SettingsError::UnknownResource(other.to_string())),
         };
         bounds::check_quantity(resource, &text, &canonical).map_err(out_of_range)?;
         *slot = canonical;
@@ -221,9 +256,11 @@ fn storage_initializer(value: &Value) -> Result<Resources, SettingsError> {
             continue;
         }
         if quantity::compare(limit, request) == Ok(std::cmp::Ordering::Less) {
-            return Err(SettingsError(format!(
-                "{STORAGE_INITIALIZER_KEY}.{what}Limit {limit:?} is below {what}Request {request:?}"
-            )));
+            return Err(SettingsError::LimitBelowRequest {
+                what,
+                limit: limit.clone(),
+                request: request.clone(),
+            });
         }
     }
     Ok(r)
@@ -345,7 +382,7 @@ mod tests {
                 "kserveVersion: \"0.17.00\" is not a KServe version",
             ),
         ] {
-            let e = Settings::from_text(text).unwrap_err().0;
+            let e = Settings::from_text(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
     }
@@ -374,7 +411,7 @@ mod tests {
                 "document 2: not valid YAML or JSON",
             ),
         ] {
-            let e = Settings::from_text(text).unwrap_err().0;
+            let e = Settings::from_text(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }
         // Empty documents around the one are no second document.
@@ -399,7 +436,7 @@ mod tests {
                 "storageInitializer.cpuLimit: 103 characters long, more than the 64 a quantity may have here",
             ),
         ] {
-            let e = Settings::from_text(&text).unwrap_err().0;
+            let e = Settings::from_text(&text).unwrap_err().to_string();
             assert_eq!(e, want, "{text:?}");
         }
     }

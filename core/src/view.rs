@@ -685,11 +685,41 @@ impl PodView<'_> {
 }
 
 /// Why a pod could not be read: the path of the first bad field and what is
-/// wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// wrong with it (serde_json's words without their position, when they are
+/// serde_json's; `source` keeps its error). Two are equal when they say
+/// the same: a pod read from bytes and from a tree gives equal errors,
+/// though only the first source knows a line and column.
+#[derive(Debug, Clone)]
 pub struct ViewError {
     pub path: String,
     pub message: String,
+    pub source: Option<crate::shared_error::SharedError<serde_json::Error>>,
+}
+
+impl PartialEq for ViewError {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.path, &self.message) == (&other.path, &other.message)
+    }
+}
+
+impl Eq for ViewError {}
+
+impl ViewError {
+    fn ours(message: String) -> Self {
+        Self {
+            path: ".".into(),
+            message,
+            source: None,
+        }
+    }
+
+    fn decoding(path: String, e: serde_json::Error) -> Self {
+        Self {
+            path,
+            message: message_of(&e),
+            source: Some(e.into()),
+        }
+    }
 }
 
 /// serde_json's message without its " at line L column C" suffix, so that
@@ -707,13 +737,10 @@ pub(crate) fn message_of(e: &serde_json::Error) -> String {
 pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
     let entries = view.entries();
     if entries > MAX_TOTAL_ENTRIES {
-        return Err(ViewError {
-            path: ".".into(),
-            message: format!(
-                "{entries} list and map entries in the fields the injector reads, more than \
-                 {MAX_TOTAL_ENTRIES} (the cap on a pod's entries)"
-            ),
-        });
+        return Err(ViewError::ours(format!(
+            "{entries} list and map entries in the fields the injector reads, more than \
+             {MAX_TOTAL_ENTRIES} (the cap on a pod's entries)"
+        )));
     }
     Ok(view)
 }
@@ -722,24 +749,15 @@ pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
 /// allocates at every field, so it runs only to explain a failure.
 pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
     if !raw.trim_start().starts_with('{') {
-        return Err(ViewError {
-            path: ".".into(),
-            message: "a Pod must be a JSON object".into(),
-        });
+        return Err(ViewError::ours("a Pod must be a JSON object".into()));
     }
     match serde_json::from_str::<PodView>(raw) {
         Ok(view) => within_budget(view),
         Err(plain) => {
             let mut de = serde_json::Deserializer::from_str(raw);
             match serde_path_to_error::deserialize::<_, PodView>(&mut de) {
-                Ok(_) => Err(ViewError {
-                    path: ".".into(),
-                    message: message_of(&plain),
-                }),
-                Err(e) => Err(ViewError {
-                    path: e.path().to_string(),
-                    message: message_of(e.inner()),
-                }),
+                Ok(_) => Err(ViewError::decoding(".".into(), plain)),
+                Err(e) => Err(ViewError::decoding(e.path().to_string(), e.into_inner())),
             }
         }
     }
@@ -749,10 +767,7 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
 #[cfg(test)]
 pub(crate) fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
     if !pod.is_object() {
-        return Err(ViewError {
-            path: ".".into(),
-            message: "a Pod must be a JSON object".into(),
-        });
+        return Err(ViewError::ours("a Pod must be a JSON object".into()));
     }
     match PodView::deserialize(pod) {
         Ok(view) => within_budget(view),
@@ -760,10 +775,12 @@ pub(crate) fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, Vie
             Ok(_) => Err(ViewError {
                 path: ".".into(),
                 message: plain.to_string(),
+                source: Some(plain.into()),
             }),
             Err(e) => Err(ViewError {
                 path: e.path().to_string(),
                 message: e.inner().to_string(),
+                source: Some(e.into_inner().into()),
             }),
         },
     }

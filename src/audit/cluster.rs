@@ -19,7 +19,7 @@ const PAGE: u32 = 500;
 pub enum ListError {
     #[error("cannot list {what}: {source}")]
     List { what: String, source: kube::Error },
-    #[error("{0}")]
+    #[error(transparent)]
     Object(#[from] crate::audit::AuditError),
     #[error("cannot read {CONFIG_MAP_NAME} in namespace {namespace}: {source}")]
     Config {
@@ -160,7 +160,7 @@ fn add(
 ) -> Result<(), ListError> {
     let mut value = serde_json::to_value(item).map_err(|e| crate::audit::AuditError::Object {
         at: label.to_string(),
-        message: e.to_string(),
+        source: e.into(),
     })?;
     if let Value::Object(map) = &mut value {
         map.insert("kind".into(), Value::String(kind.to_string()));

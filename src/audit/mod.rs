@@ -48,12 +48,53 @@ pub struct AuditSettings {
 /// Why the audit could not run (exit code 2).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("--objects {path}: {message}")]
-    Objects { path: String, message: String },
-    #[error("{0}")]
-    Cluster(String),
-    #[error("{0}")]
-    Config(String),
+    #[error("--objects {path}: {source}")]
+    ObjectsOpen {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("--objects {path}: {source}")]
+    Objects {
+        path: String,
+        source: Box<dump::DumpError>,
+    },
+    /// The runtime the cluster client needs could not start.
+    #[error(transparent)]
+    Runtime(std::io::Error),
+    #[error("no cluster configuration: pass --kubeconfig or --objects")]
+    NoCluster,
+    #[error(transparent)]
+    Client(crate::lookups::LookupModeError),
+    #[error(transparent)]
+    List(#[from] cluster::ListError),
+    /// The settings file or `--config`.
+    #[error(transparent)]
+    Config(#[from] config_file::LoadError),
+    #[error("{CONFIG_MAP_NAME}: {0}")]
+    ClusterConfig(#[source] kserve_injector_core::config::ConfigError),
+    #[error("no {CONFIG_MAP_NAME} ConfigMap in namespace {namespace:?} (see --controller-namespace, or pass --config)")]
+    NoConfigMap { namespace: String },
+    /// `--upgrade-to`: the current ConfigMap as the current release reads it.
+    #[error("the current ConfigMap, as KServe {release} reads it: {source}")]
+    AsRelease {
+        release: kserve_injector_core::Release,
+        source: kserve_injector_core::config::ConfigError,
+    },
+    /// `--upgrade-to` without a release named, and none told by the ConfigMap.
+    #[error("which KServe release does the cluster run? {why}: pass --kserve-version (or kserveVersion in --config-file)")]
+    UnknownRelease { why: UnknownRelease },
+}
+
+/// Why the ConfigMap does not tell the release the cluster runs.
+#[derive(Debug, thiserror::Error)]
+pub enum UnknownRelease {
+    #[error("its ConfigMap is unreadable ({0})")]
+    Unreadable(#[source] kserve_injector_core::config::ConfigError),
+    #[error("the agent image {agent:?} and the storage-initializer image {storage_initializer:?} do not name one release")]
+    Images {
+        agent: String,
+        storage_initializer: String,
+    },
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.
@@ -80,11 +121,9 @@ pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunErro
 pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
-    let settings = config_file::load_settings(args.config_file.as_deref())
-        .map_err(|e| RunError::Config(e.to_string()))?;
+    let settings = config_file::load_settings(args.config_file.as_deref())?;
     let config = match &args.config {
-        Some(path) => config_file::load_config(Some(path), &settings, args.kserve_version)
-            .map_err(|e| RunError::Config(e.to_string()))?,
+        Some(path) => config_file::load_config(Some(path), &settings, args.kserve_version)?,
         None => {
             let data = cluster_config(&inventory, &args.controller_namespace)?;
             Config::from_data_with(
@@ -92,7 +131,7 @@ pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
                 &settings.storage_initializer,
                 settings.release(args.kserve_version),
             )
-            .map_err(|e| RunError::Config(format!("{CONFIG_MAP_NAME}: {e}")))?
+            .map_err(RunError::ClusterConfig)?
         }
     };
     let mut inputs = Inputs::new(config);
@@ -119,12 +158,12 @@ pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
 fn cluster_config<'i>(
     inventory: &'i Inventory,
     namespace: &str,
-) -> Result<&'i std::collections::BTreeMap<String, String>, RunError> {
-    inventory.config_data(namespace).ok_or_else(|| {
-        RunError::Config(format!(
-            "no {CONFIG_MAP_NAME} ConfigMap in namespace {namespace:?} (see --controller-namespace, or pass --config)"
-        ))
-    })
+) -> Result<&'i kserve_injector_core::config::ConfigMapData, RunError> {
+    inventory
+        .config_data(namespace)
+        .ok_or_else(|| RunError::NoConfigMap {
+            namespace: namespace.to_string(),
+        })
 }
 
 /// The namespace to keep of a dump (`-n` with `--objects`; a cluster is
@@ -157,21 +196,23 @@ fn read_dump(
     inventory: &mut Inventory,
     budget: kserve_injector_core::reader::Budget,
 ) -> Result<(), RunError> {
-    let failed = |message: String| RunError::Objects {
+    let failed = |source| RunError::Objects {
         path: path.display().to_string(),
-        message,
+        source: Box::new(source),
     };
     if path.as_os_str() == "-" {
-        return dump::read_into(&mut std::io::stdin().lock(), inventory, budget)
-            .map_err(|e| failed(e.to_string()));
+        return dump::read_into(&mut std::io::stdin().lock(), inventory, budget).map_err(failed);
     }
-    let file = File::open(path).map_err(|e| failed(e.to_string()))?;
+    let file = File::open(path).map_err(|source| RunError::ObjectsOpen {
+        path: path.display().to_string(),
+        source,
+    })?;
     dump::read_into(
         &mut BufReader::with_capacity(1 << 16, file),
         inventory,
         budget,
     )
-    .map_err(|e| failed(e.to_string()))
+    .map_err(failed)
 }
 
 fn read_cluster(
@@ -179,11 +220,10 @@ fn read_cluster(
     scope: cluster::Scope,
     inventory: &mut Inventory,
 ) -> Result<(), RunError> {
-    let failed = |e: &dyn std::fmt::Display| RunError::Cluster(e.to_string());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| failed(&e))?;
+        .map_err(RunError::Runtime)?;
     runtime.block_on(async {
         let mut environment = KubeEnvironment::from_process(args.kubeconfig.clone());
         if environment.kubeconfig_flag.is_none() && environment.kubeconfig_env.is_none() {
@@ -192,14 +232,13 @@ fn read_cluster(
             let default = home.map(|h| h.join(".kube/config")).filter(|p| p.is_file());
             environment.kubeconfig_flag = default.or(environment.kubeconfig_flag);
         }
-        let no_config = "no cluster configuration: pass --kubeconfig or --objects";
         let client =
             match resolve_client(LookupMode::On, &environment, args.context.as_deref()).await {
                 Ok(Some(client)) => client,
                 Ok(None) | Err(crate::lookups::LookupModeError::NoConfiguration) => {
-                    return Err(failed(&no_config))
+                    return Err(RunError::NoCluster)
                 }
-                Err(e) => return Err(failed(&e)),
+                Err(e) => return Err(RunError::Client(e)),
             };
         let scope = match scope {
             cluster::Scope::Namespace(ns) if ns.is_empty() => {
@@ -208,12 +247,8 @@ fn read_cluster(
             other => other,
         };
         if args.credentials {
-            return cluster::list_pods_into(&client, &scope, inventory)
-                .await
-                .map_err(|e| failed(&e));
+            return Ok(cluster::list_pods_into(&client, &scope, inventory).await?);
         }
-        cluster::list_into(&client, &scope, &args.controller_namespace, inventory)
-            .await
-            .map_err(|e| failed(&e))
+        Ok(cluster::list_into(&client, &scope, &args.controller_namespace, inventory).await?)
     })
 }

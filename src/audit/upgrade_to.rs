@@ -2,22 +2,22 @@
 //! template compared under the release the cluster runs and the target
 //! release ([`kserve_injector_core::audit::upgrade`]).
 
+use super::UnknownRelease;
 use super::{cluster_config, dump_namespace, read_objects, AuditSettings, Inventory, RunError};
 use crate::config_file;
 use kserve_injector_core::audit::upgrade::{Side, Upgrade, UpgradeReport};
+use kserve_injector_core::config::ConfigMapData;
 use kserve_injector_core::config::{release_of_images, Config};
 use kserve_injector_core::release::Release;
 use kserve_injector_core::Inputs;
-use std::collections::BTreeMap;
 
 /// Reads the objects and compares every pod under both releases.
 pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeReport, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
-    let config_error = |e: config_file::LoadError| RunError::Config(e.to_string());
-    let settings = config_file::load_settings(args.config_file.as_deref()).map_err(config_error)?;
+    let settings = config_file::load_settings(args.config_file.as_deref())?;
     let current_data = match &args.config {
-        Some(path) => config_file::load_data(path).map_err(config_error)?,
+        Some(path) => config_file::load_data(path)?,
         None => cluster_config(&inventory, &args.controller_namespace)?.clone(),
     };
     let current = match args.kserve_version.or(settings.kserve_version) {
@@ -25,7 +25,7 @@ pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeRepor
         None => running_release(&current_data)?,
     };
     let target_data = match &args.upgrade_config {
-        Some(path) => config_file::load_data(path).map_err(config_error)?,
+        Some(path) => config_file::load_data(path)?,
         None => current_data.clone(),
     };
     let mut inputs = Inputs::default();
@@ -39,10 +39,9 @@ pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeRepor
         &inputs,
         &settings.storage_initializer,
     )
-    .map_err(|e| {
-        RunError::Config(format!(
-            "the current ConfigMap, as KServe {current} reads it: {e}"
-        ))
+    .map_err(|source| RunError::AsRelease {
+        release: current,
+        source,
     })?;
     let mut report = inventory.upgrade(&upgrade);
     if let Some(ns) = dump_namespace(args) {
@@ -55,18 +54,13 @@ pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeRepor
 /// The release the cluster runs, as its ConfigMap's agent and
 /// storage-initializer image tags name it (the reading behind `serve`'s
 /// warning about a `--kserve-version` the images disagree with).
-fn running_release(data: &BTreeMap<String, String>) -> Result<Release, RunError> {
-    let needed = |why: String| {
-        RunError::Config(format!(
-            "which KServe release does the cluster run? {why}: pass --kserve-version (or kserveVersion in --config-file)"
-        ))
-    };
-    let config = Config::from_data(data)
-        .map_err(|e| needed(format!("its ConfigMap is unreadable ({e})")))?;
+fn running_release(data: &ConfigMapData) -> Result<Release, RunError> {
+    let needed = |why| RunError::UnknownRelease { why };
+    let config = Config::from_data(data).map_err(|e| needed(UnknownRelease::Unreadable(e)))?;
     release_of_images(&config).ok_or_else(|| {
-        needed(format!(
-            "the agent image {:?} and the storage-initializer image {:?} do not name one release",
-            config.agent.image, config.storage_initializer.image
-        ))
+        needed(UnknownRelease::Images {
+            agent: config.agent.image.clone(),
+            storage_initializer: config.storage_initializer.image.clone(),
+        })
     })
 }

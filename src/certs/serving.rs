@@ -29,10 +29,21 @@ use time::OffsetDateTime;
 #[derive(Debug, thiserror::Error)]
 pub enum ServingCertError {
     /// A file of the pair could not be read (the reader's message names it).
-    #[error("{0}")]
-    Read(String),
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    #[error(transparent)]
+    Read(#[from] crate::config_file::Unreadable),
+    #[error("{path}: no PEM private key found")]
+    NoKey { path: PathBuf },
+    #[error("{path}: {source}")]
+    Key {
+        path: PathBuf,
+        source: rustls_pki_types::pem::Error,
+    },
+    /// A certificate that x509-parser or rustls cannot read.
+    #[error("{path}: cannot parse certificate: {source}")]
+    Unparsable {
+        path: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("{path}: {source}")]
     Certificates { path: PathBuf, source: PemError },
     #[error("{path}: {source}")]
@@ -68,13 +79,11 @@ pub struct ServingPair {
     pub not_after: i64,
 }
 
-fn invalid(path: &Path, message: impl ToString) -> ServingCertError {
-    let (path, message) = (path.to_path_buf(), message.to_string());
-    ServingCertError::Invalid { path, message }
-}
-
-fn x509_error(path: &Path, e: impl std::fmt::Display) -> ServingCertError {
-    invalid(path, format!("cannot parse certificate: {e}"))
+fn x509_error(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> ServingCertError {
+    ServingCertError::Unparsable {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    }
 }
 
 /// The certificate's notAfter (Unix seconds). With `check`, also that now
@@ -114,9 +123,10 @@ pub fn load_pair(
 ) -> Result<ServingPair, ServingCertError> {
     let chain = certs(snap, cert_path)?;
     let key_pem = snap.file(key_path).map_err(ServingCertError::Read)?;
+    let path = key_path.to_path_buf();
     let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| match e {
-        rustls_pki_types::pem::Error::NoItemsFound => invalid(key_path, "no PEM private key found"),
-        other => invalid(key_path, other),
+        rustls_pki_types::pem::Error::NoItemsFound => ServingCertError::NoKey { path },
+        source => ServingCertError::Key { path, source },
     })?;
     let not_after = validity(&chain[0], cert_path, true)?;
     check_signatures(&chain).map_err(|source| ServingCertError::Chain {

@@ -3,7 +3,7 @@
 
 use super::{
     mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
-    LiveCluster, MutateArgs, MutateOutput, MutateSource,
+    InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
 };
 use crate::config_file::Accept;
 use crate::lookups::load_objects_within;
@@ -58,7 +58,7 @@ pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
 }
 
 fn fail(e: &CliError) -> ExitCode {
-    if *e != CliError::ReaderGone {
+    if !matches!(e, CliError::ReaderGone) {
         eprintln!("error: {e}");
     }
     ExitCode::from(e.exit_code() as u8)
@@ -93,11 +93,20 @@ fn mutate_source(
 ) -> Result<Box<dyn MutateSource>, CliError> {
     match (&args.objects, &args.kubeconfig) {
         (Some(path), _) => open_objects(path)
-            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))
-            .and_then(|mut input| {
-                load_objects_within(&mut input, budget).map_err(|e| CliError::Input(e.to_string()))
+            .map_err(|source| {
+                CliError::from(InputError::ObjectsUnreadable {
+                    path: path.clone(),
+                    source,
+                })
             })
-            .map_err(|e| CliError::Input(format!("--objects {}: {e}", path.display())))
+            .and_then(|mut input| {
+                load_objects_within(&mut input, budget).map_err(|source| {
+                    CliError::from(InputError::Objects {
+                        path: path.clone(),
+                        source,
+                    })
+                })
+            })
             .map(|loaded| {
                 for line in loaded.ignored_lines() {
                     eprintln!("kserve-injector: --objects {}: {line}", path.display());
@@ -118,10 +127,10 @@ fn with_input<T>(
     match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(path) => match File::open(path) {
             Ok(file) => read(&mut BufReader::new(file)),
-            Err(e) => Err(CliError::Input(format!(
-                "cannot read {}: {e}",
-                path.display()
-            ))),
+            Err(source) => Err(CliError::from(InputError::Open {
+                path: path.clone(),
+                source,
+            })),
         },
         None => read(&mut std::io::stdin().lock()),
     }
@@ -133,7 +142,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     }
     let format = match MutateOutput::objects(args.output) {
         Ok(format) => format,
-        Err(e) => return fail(&CliError::Input(e.to_string())),
+        Err(e) => return fail(&CliError::from(InputError::OutputChoice(e))),
     };
     let stdout = match stdout_file() {
         Ok(f) => f,
@@ -175,10 +184,10 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                     &mut input, &mut out, format, namespace, &inputs, cluster, budget,
                 )
             }
-            Err(e) => Err(CliError::Input(format!(
-                "cannot read {}: {e}",
-                path.display()
-            ))),
+            Err(source) => Err(CliError::from(InputError::Open {
+                path: path.clone(),
+                source,
+            })),
         },
         None => mutate_stream_within(
             &mut std::io::stdin().lock(),
@@ -202,9 +211,9 @@ fn compare(args: &MutateArgs, target: kserve_injector_core::Release) -> ExitCode
     use kserve_injector_core::audit::upgrade::{Side, Upgrade};
     let output = match MutateOutput::difference(args.output) {
         Ok(output) => output,
-        Err(e) => return fail(&CliError::Input(e.to_string())),
+        Err(e) => return fail(&CliError::from(InputError::OutputChoice(e))),
     };
-    let config_error = |e: crate::config_file::LoadError| CliError::Input(e.to_string());
+    let config_error = |e: crate::config_file::LoadError| CliError::from(InputError::Config(e));
     let prepared = crate::config_file::load_settings(args.config_file.as_deref())
         .map_err(config_error)
         .and_then(|settings| {
@@ -220,9 +229,14 @@ fn compare(args: &MutateArgs, target: kserve_injector_core::Release) -> ExitCode
             inputs.modelcar_mode = args.modelcar_mode;
             inputs.security_profile = args.security_profile;
             inputs.model_volume = settings.model_volume.clone();
-            Upgrade::new(sides.0, sides.1, &inputs, &settings.storage_initializer).map_err(|e| {
-                CliError::Input(format!("the ConfigMap, as KServe {current} reads it: {e}"))
-            })
+            Upgrade::new(sides.0, sides.1, &inputs, &settings.storage_initializer).map_err(
+                |source| {
+                    CliError::from(InputError::AsRelease {
+                        release: current,
+                        source,
+                    })
+                },
+            )
         });
     let upgrade = match prepared {
         Ok(upgrade) => upgrade,
@@ -244,7 +258,7 @@ fn compare(args: &MutateArgs, target: kserve_injector_core::Release) -> ExitCode
         MutateOutput::Summary => report.summary(),
         MutateOutput::Json => match serde_json::to_string_pretty(&report) {
             Ok(json) => json + "\n",
-            Err(e) => return fail(&CliError::Output(e.to_string())),
+            Err(e) => return fail(&CliError::Report(e)),
         },
         _ => report.table(),
     };
@@ -303,7 +317,7 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
         AuditFormat::Table => table(&report),
         AuditFormat::Json => match serde_json::to_string_pretty(&report) {
             Ok(json) => json + "\n",
-            Err(e) => return fail(&CliError::Output(e.to_string())),
+            Err(e) => return fail(&CliError::Report(e)),
         },
     };
     match write_stdout(&text) {

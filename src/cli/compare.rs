@@ -2,16 +2,11 @@
 //! template, a List's items) compared under two releases with the core's
 //! [`Upgrade`], into the report `audit --upgrade-to` prints.
 
-use super::{describe, template_pointer, CliError, MutateSource};
+use super::{describe, template_pointer, CliError, InputError, MutateSource};
 use kserve_injector_core::audit::upgrade::{Form, PodRow, Upgrade, UpgradeError, UpgradeReport};
 use kserve_injector_core::reader;
 use serde_json::Value;
 use std::io::BufRead;
-
-/// A cluster lookup `mutate`'s source could not answer.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct LookupFailed(String);
 
 /// Compares every pod of `input` under both releases of `upgrade`.
 pub(super) fn compare_stream(
@@ -21,7 +16,7 @@ pub(super) fn compare_stream(
     cluster: &mut dyn MutateSource,
     budget: reader::Budget,
 ) -> Result<UpgradeReport, CliError> {
-    let read_error = |e: reader::ReadError| CliError::Input(e.to_string());
+    let read_error = |e: reader::ReadError| CliError::from(InputError::Read(e));
     let mut rows = Vec::new();
     for (index, doc) in reader::documents_within(input, budget)
         .map_err(read_error)?
@@ -30,14 +25,12 @@ pub(super) fn compare_stream(
         let doc = doc.map_err(read_error)?;
         let label = describe(&doc, index);
         match doc.get("kind").and_then(Value::as_str).unwrap_or_default() {
-            "AdmissionReview" => {
-                return Err(CliError::Input(format!(
-                    "{label}: --compare-to reads Pods and workloads, not AdmissionReviews"
-                )))
-            }
+            "AdmissionReview" => return Err(CliError::from(InputError::ReviewToCompare { label })),
             kind if kind == "List" || kind.ends_with("List") => {
                 let items = (doc.get("items").and_then(Value::as_array)).ok_or_else(|| {
-                    CliError::Input(format!("{label}: a List needs an items array"))
+                    CliError::from(InputError::NoItems {
+                        label: label.clone(),
+                    })
                 })?;
                 for (i, item) in items.iter().enumerate() {
                     let item_label = format!("{label} item {}", i + 1);
@@ -54,7 +47,7 @@ pub(super) fn compare_stream(
         }
     }
     if rows.is_empty() {
-        return Err(CliError::Input("input holds no document".into()));
+        return Err(CliError::from(InputError::Empty));
     }
     let keys = upgrade.config_keys();
     Ok(UpgradeReport::new(
@@ -84,16 +77,20 @@ fn compare_object(
         (doc, Form::Pod, String::new())
     } else {
         let pointer = template_pointer(kind).ok_or_else(|| {
-            CliError::Input(format!(
-                "{label}: kind {kind:?} is not a Pod, a workload with a pod template or a List"
-            ))
+            CliError::from(InputError::KindToCompare {
+                label: label.to_string(),
+                kind: kind.to_string(),
+            })
         })?;
-        let template = doc
-            .pointer(pointer)
-            .ok_or_else(|| CliError::Input(format!("{label}: no pod template at {pointer}")))?;
+        let template = doc.pointer(pointer).ok_or_else(|| {
+            CliError::from(InputError::NoTemplate {
+                label: label.to_string(),
+                pointer,
+            })
+        })?;
         (template, Form::Template, format!("{kind}/{name}"))
     };
-    let lookup = |facts: &_, config: &_| cluster.snapshot(facts, config).map_err(LookupFailed);
+    let lookup = |facts: &_, config: &_| cluster.snapshot(facts, config);
     match upgrade.pod(object, form, ns, lookup) {
         Ok(found) => Ok(PodRow::compared(
             ns,
@@ -102,7 +99,13 @@ fn compare_object(
             found.admission,
             found.changes,
         )),
-        Err(UpgradeError::Decode(e)) => Err(CliError::Input(format!("{label}: {e}"))),
-        Err(e @ UpgradeError::Lookup(_)) => Err(CliError::Input(format!("{label}: {e}"))),
+        Err(UpgradeError::Decode(source)) => Err(CliError::from(InputError::Decode {
+            label: label.to_string(),
+            source,
+        })),
+        Err(UpgradeError::Lookup(source)) => Err(CliError::from(InputError::CompareLookup {
+            label: label.to_string(),
+            source,
+        })),
     }
 }

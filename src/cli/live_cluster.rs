@@ -1,8 +1,10 @@
 //! `mutate --kubeconfig`: the cluster objects each pod needs, read from a
 //! live cluster with the server's lookups, uncached.
 
-use super::{CliError, MutateSource};
-use crate::lookups::{resolve_client, KubeEnvironment, LookupMode, Lookups, DEFAULT_GET_TIMEOUT};
+use super::{CliError, InputError, MutateSource};
+use crate::lookups::{
+    resolve_client, KubeEnvironment, LookupError, LookupMode, Lookups, DEFAULT_GET_TIMEOUT,
+};
 use kserve_injector_core::pod_facts::PodFacts;
 use kserve_injector_core::{ClusterSnapshot, Config};
 use std::path::Path;
@@ -17,26 +19,29 @@ pub struct LiveCluster {
 
 impl LiveCluster {
     pub fn connect(kubeconfig: &Path, context: Option<&str>) -> Result<Self, CliError> {
-        let failed = |e: &dyn std::fmt::Display| CliError::Input(e.to_string());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| failed(&e))?;
+            .map_err(InputError::Runtime)?;
         let environment = KubeEnvironment {
             kubeconfig_flag: Some(kubeconfig.to_path_buf()),
             ..KubeEnvironment::default()
         };
         let client = runtime
             .block_on(resolve_client(LookupMode::On, &environment, context))
-            .map_err(|e| failed(&e))?
-            .ok_or_else(|| failed(&"no cluster configuration"))?;
+            .map_err(InputError::Cluster)?
+            .ok_or(InputError::NoCluster)?;
         let lookups = Lookups::uncached(client, DEFAULT_GET_TIMEOUT);
         Ok(Self { lookups, runtime })
     }
 }
 
 impl MutateSource for LiveCluster {
-    fn snapshot(&mut self, facts: &PodFacts, config: &Config) -> Result<ClusterSnapshot, String> {
-        (self.runtime.block_on(self.lookups.snapshot(facts, config))).map_err(|e| e.to_string())
+    fn snapshot(
+        &mut self,
+        facts: &PodFacts,
+        config: &Config,
+    ) -> Result<ClusterSnapshot, LookupError> {
+        self.runtime.block_on(self.lookups.snapshot(facts, config))
     }
 }

@@ -474,44 +474,66 @@ impl ServeArgs {
     }
 }
 
+/// A flag's value that its parser refuses; clap prints it after the
+/// flag's name.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FlagValueError {
+    #[error("{text:?} is not a duration ({source}; examples: 500ms, 5s, 2m)")]
+    NotADuration {
+        text: String,
+        source: humantime::DurationError,
+    },
+    #[error("must be greater than zero")]
+    Zero,
+    #[error("{0:?} is not a namespace name (lower-case letters, digits and '-', at most 63)")]
+    NotANamespace(String),
+    /// The namespace pattern itself does not compile.
+    #[error(transparent)]
+    Pattern(regex::Error),
+    #[error("must be a whole number, at least 1")]
+    NotAtLeastOne,
+}
+
 /// humantime's durations (`500ms`, `5s`, `2m`, `1h 30m`); a bare number
 /// means seconds, as it always has for these flags.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, FlagValueError> {
     let text = text.trim();
     if let Ok(seconds) = text.parse::<u64>() {
         return Ok(Duration::from_secs(seconds));
     }
-    humantime::parse_duration(text)
-        .map_err(|e| format!("{text:?} is not a duration ({e}; examples: 500ms, 5s, 2m)"))
+    humantime::parse_duration(text).map_err(|source| FlagValueError::NotADuration {
+        text: text.to_string(),
+        source,
+    })
 }
 
 /// A namespace name as the API accepts it (a DNS label).
-fn namespace_name(text: &str) -> Result<String, String> {
+fn namespace_name(text: &str) -> Result<String, FlagValueError> {
     let text = text.trim();
-    let label =
-        regex::Regex::new("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$").map_err(|e| e.to_string())?;
+    let label = regex::Regex::new("^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+        .map_err(FlagValueError::Pattern)?;
     if label.is_match(text) {
         Ok(text.to_string())
     } else {
-        Err(format!(
-            "{text:?} is not a namespace name (lower-case letters, digits and '-', at most 63)"
-        ))
+        Err(FlagValueError::NotANamespace(text.to_string()))
     }
 }
 
 /// A count that must be at least 1 (a limit of zero would refuse everything).
-fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(text: &str) -> Result<T, String> {
+fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(
+    text: &str,
+) -> Result<T, FlagValueError> {
     match text.trim().parse::<T>() {
         Ok(n) if n >= T::from(1) => Ok(n),
-        _ => Err("must be a whole number, at least 1".into()),
+        _ => Err(FlagValueError::NotAtLeastOne),
     }
 }
 
 /// [`parse_duration`], refusing zero: a zero timeout or interval would make
 /// the server useless rather than merely slow.
-fn nonzero_duration(text: &str) -> Result<Duration, String> {
+fn nonzero_duration(text: &str) -> Result<Duration, FlagValueError> {
     match parse_duration(text)? {
-        zero if zero.is_zero() => Err("must be greater than zero".into()),
+        zero if zero.is_zero() => Err(FlagValueError::Zero),
         duration => Ok(duration),
     }
 }

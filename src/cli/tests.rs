@@ -337,7 +337,7 @@ fn write_errors_are_exit_code_2_except_a_closed_pipe() {
             &mut ClusterSnapshot::default(),
         )
         .unwrap_err();
-        assert_eq!(gone, CliError::ReaderGone);
+        assert!(matches!(gone, CliError::ReaderGone), "{gone:?}");
         assert_eq!(gone.exit_code(), 0);
     }
 }
@@ -346,9 +346,10 @@ fn write_errors_are_exit_code_2_except_a_closed_pipe() {
 fn a_denial_is_cli_error_denied_with_exit_code_1() {
     let pod = POD.replace("name: kserve-container", "name: some-other-container");
     let err = run(&pod, OutputFormat::Yaml).unwrap_err();
+    assert!(matches!(err, CliError::Denied(_)), "{err:?}");
     assert_eq!(
-        err,
-        CliError::Denied("Invalid configuration: cannot find container: kserve-container".into())
+        err.to_string(),
+        "Invalid configuration: cannot find container: kserve-container"
     );
     assert_eq!(err.exit_code(), 1);
 }
@@ -405,4 +406,15 @@ fn documents_are_named_by_generate_name_when_unnamed() {
         json!({"kind": "Pod", "metadata": {"generateName": "gen-"}, "spec": {"containers": 1}});
     assert_eq!(describe(&pod, 0), "document 1 (Pod gen-)");
     assert_eq!(describe(&json!({}), 4), "document 5 (object)");
+}
+
+#[test]
+fn an_unreadable_document_keeps_the_readers_error_as_its_source() {
+    let err = run("kind: Pod\nspec: [\n", OutputFormat::Yaml).unwrap_err();
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    let text = err.to_string();
+    assert!(
+        source.as_ref().is_some_and(|s| text.ends_with(s.as_str())),
+        "{text} (source {source:?})"
+    );
 }

@@ -19,8 +19,11 @@ pub enum LookupError {
         #[source]
         source: Box<kube::Error>,
     },
-    #[error("cluster lookup of {kind}: {message}")]
-    Invalid { kind: &'static str, message: String },
+    #[error("cluster lookup of {kind}: {source}")]
+    Invalid {
+        kind: &'static str,
+        source: super::reduce::InvalidObject,
+    },
     /// The error of a GET that several admissions waited for.
     #[error(transparent)]
     Shared(Arc<LookupError>),

@@ -178,9 +178,10 @@ mod tests {
         assert_eq!(c.metrics.misses.get() + c.metrics.hits.get(), 8);
 
         let failing = || async {
+            let boom = serde_json::from_str::<serde_json::Value>("boom").unwrap_err();
             Err(LookupError::Invalid {
                 kind: "secrets",
-                message: "boom".into(),
+                source: crate::lookups::reduce::InvalidObject::Json(boom.into()),
             })
         };
         let err = c.get_or_fetch(&"x".to_string(), failing).await.unwrap_err();

@@ -33,7 +33,7 @@ pub use options::{
     Kind, LookupOptions, OutsideNamespaces, DEFAULT_GET_TIMEOUT, DEFAULT_SECRET_CACHE_ENTRIES,
     DEFAULT_SECRET_TTL, DEFAULT_WATCHED,
 };
-pub use reduce::{inference_service_resource, storage_container_resource};
+pub use reduce::{inference_service_resource, storage_container_resource, InvalidObject};
 pub use snapshot::fetch_once;
 pub use source::{SnapshotSource, SnapshotSourceError};
 pub use watch::SECRET_FIELD_SELECTOR;

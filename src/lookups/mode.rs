@@ -80,15 +80,22 @@ impl KubeEnvironment {
 pub enum LookupModeError {
     #[error("--cluster-lookups on: no cluster configuration (no --kubeconfig, no KUBECONFIG, not running in a pod with a service account token)")]
     NoConfiguration,
-    #[error("cluster lookups: cannot load {source_name}: {message}")]
+    /// The configuration (a kubeconfig, the pod's service account) does
+    /// not give a client.
+    #[error("cluster lookups: cannot load {source_name}: {source}")]
     Config {
         source_name: String,
-        message: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("cluster lookups: the API server of {source_name} is not reachable: {message}")]
+    #[error("cluster lookups: the API server of {source_name} is not reachable: {source}")]
     Unreachable {
         source_name: String,
-        message: String,
+        source: kube::Error,
+    },
+    #[error("cluster lookups: the API server of {source_name} is not reachable: no answer within {after:?}")]
+    NoAnswer {
+        source_name: String,
+        after: std::time::Duration,
     },
 }
 
@@ -114,17 +121,19 @@ pub async fn resolve_client(
     };
     let client = client_for(&source, context).await?;
     let probe = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
-    let unreachable = |message: String| LookupModeError::Unreachable {
-        source_name: source.to_string(),
-        message,
-    };
     match probe {
         Ok(Ok(version)) => {
             tracing::info!(config = %source, server = %version.git_version, "cluster lookups on");
             Ok(Some(client))
         }
-        Ok(Err(e)) => Err(unreachable(e.to_string())),
-        Err(_) => Err(unreachable(format!("no answer within {PROBE_TIMEOUT:?}"))),
+        Ok(Err(e)) => Err(LookupModeError::Unreachable {
+            source_name: source.to_string(),
+            source: e,
+        }),
+        Err(_) => Err(LookupModeError::NoAnswer {
+            source_name: source.to_string(),
+            after: PROBE_TIMEOUT,
+        }),
     }
 }
 
@@ -137,25 +146,23 @@ pub async fn client_for(
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
     };
-    let failed = |message: String| LookupModeError::Config {
+    let failed = |e: Box<dyn std::error::Error + Send + Sync>| LookupModeError::Config {
         source_name: source.to_string(),
-        message,
+        source: e,
     };
     let config = match source {
         KubeConfigSource::KubeconfigFlag(path) => {
-            let file = Kubeconfig::read_from(path).map_err(|e| failed(e.to_string()))?;
+            let file = Kubeconfig::read_from(path).map_err(|e| failed(e.into()))?;
             kube::Config::from_custom_kubeconfig(file, &options)
                 .await
-                .map_err(|e| failed(e.to_string()))?
+                .map_err(|e| failed(e.into()))?
         }
         KubeConfigSource::KubeconfigEnv(_) => kube::Config::from_kubeconfig(&options)
             .await
-            .map_err(|e| failed(e.to_string()))?,
-        KubeConfigSource::InCluster => {
-            kube::Config::incluster().map_err(|e| failed(e.to_string()))?
-        }
+            .map_err(|e| failed(e.into()))?,
+        KubeConfigSource::InCluster => kube::Config::incluster().map_err(|e| failed(e.into()))?,
     };
-    Client::try_from(config).map_err(|e| failed(e.to_string()))
+    Client::try_from(config).map_err(|e| failed(e.into()))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! ServiceAccounts, Secrets, ClusterStorageContainers and InferenceServices,
 //! as multi-document YAML/JSON or Lists, read with the core's reader.
 
-use kserve_injector_core::cluster::{ClusterSnapshot, LoadedSnapshot};
+use kserve_injector_core::cluster::{ClusterSnapshot, LoadedSnapshot, ObjectsLoadError};
 use kserve_injector_core::reader;
 use std::io::BufRead;
 
@@ -11,8 +11,8 @@ use std::io::BufRead;
 pub enum ObjectsFileError {
     #[error(transparent)]
     Read(#[from] reader::ReadError),
-    #[error("{0}")]
-    Objects(String),
+    #[error(transparent)]
+    Objects(#[from] ObjectsLoadError),
 }
 
 /// Loads a file of objects; documents of other kinds are counted in
@@ -31,5 +31,5 @@ pub fn load_objects_within(
     for doc in reader::documents_within(input, budget)? {
         docs.push(doc?);
     }
-    ClusterSnapshot::load(docs).map_err(|e| ObjectsFileError::Objects(e.to_string()))
+    Ok(ClusterSnapshot::load(docs)?)
 }

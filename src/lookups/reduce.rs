@@ -2,16 +2,39 @@
 
 pub use super::cache::Reduce;
 use k8s_openapi::api::core::v1 as api;
-use kserve_injector_core::cluster::load::{inference_service, storage_container};
+use kserve_injector_core::cluster::load::{
+    inference_service, storage_container, StorageContainerLoadError,
+};
 use kserve_injector_core::cluster::{
     ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
 };
+use kserve_injector_core::SharedError;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::ResourceExt;
 
 /// A cached custom object, or why it cannot be used (reported by the lookup
 /// that needs it, as KServe's typed decode would fail that lookup).
-pub type Parsed<T> = Result<T, String>;
+pub type Parsed<T> = Result<T, InvalidObject>;
+
+/// Why a watched or fetched custom object cannot be used; cloned out of the
+/// cache with it.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InvalidObject {
+    /// The API object does not serialise as JSON.
+    #[error(transparent)]
+    Json(SharedError<serde_json::Error>),
+    #[error(transparent)]
+    StorageContainer(#[from] StorageContainerLoadError),
+    #[error("invalid InferenceService {at}: {source}")]
+    InferenceService {
+        at: ObjectRef,
+        source: SharedError<serde_json::Error>,
+    },
+}
+
+fn to_json(o: &DynamicObject) -> Result<serde_json::Value, InvalidObject> {
+    serde_json::to_value(o).map_err(|e| InvalidObject::Json(e.into()))
+}
 
 pub fn storage_container_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("serving.kserve.io", "v1alpha1", "ClusterStorageContainer");
@@ -76,8 +99,8 @@ impl Reduce<DynamicObject> for StorageContainers {
         o.name_any()
     }
     fn value(&self, o: &DynamicObject) -> Parsed<ClusterStorageContainer> {
-        let doc = serde_json::to_value(o).map_err(|e| e.to_string())?;
-        storage_container(&doc, &o.name_any())
+        let doc = to_json(o)?;
+        Ok(storage_container(&doc, &o.name_any())?)
     }
 }
 
@@ -93,8 +116,12 @@ impl Reduce<DynamicObject> for InferenceServices {
     }
     fn value(&self, o: &DynamicObject) -> Parsed<InferenceService> {
         let r = object_ref(o);
-        let doc = serde_json::to_value(o).map_err(|e| e.to_string())?;
-        inference_service(&doc, &r.namespace, &r.name)
-            .map_err(|e| format!("invalid InferenceService {r}: {e}"))
+        let doc = to_json(o)?;
+        inference_service(&doc, &r.namespace, &r.name).map_err(|e| {
+            InvalidObject::InferenceService {
+                at: r.clone(),
+                source: e.into(),
+            }
+        })
     }
 }

@@ -156,11 +156,11 @@ impl Lookups {
     }
 
     fn usable<T>(&self, kind: Kind, parsed: Parsed<T>) -> Result<T, LookupError> {
-        parsed.map_err(|message| {
+        parsed.map_err(|source| {
             self.metrics.kind(kind).lookup_errors.inc();
             LookupError::Invalid {
                 kind: kind.label(),
-                message,
+                source,
             }
         })
     }

@@ -23,8 +23,16 @@ pub enum SnapshotSource {
 /// Why `serve` cannot start with the cluster objects it was asked for.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotSourceError {
-    #[error("--objects {path}: {message}")]
-    File { path: PathBuf, message: String },
+    #[error("--objects {path}: {source}")]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("--objects {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: Box<super::ObjectsFileError>,
+    },
     /// Worded as `serve`'s other flag errors.
     #[error("invalid flags: --lookup-timeout must be shorter than --request-timeout")]
     LookupTimeout,
@@ -46,14 +54,19 @@ impl SnapshotSource {
         metrics: impl FnOnce() -> LookupMetrics,
     ) -> Result<Self, SnapshotSourceError> {
         if let Some(path) = file {
-            let failed = |message: String| SnapshotSourceError::File {
-                path: path.to_path_buf(),
-                message,
-            };
             let accept = crate::config_file::Accept::RegularFile;
-            let file = crate::config_file::open(path, accept).map_err(|e| failed(e.to_string()))?;
-            let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file))
-                .map_err(|e| failed(e.to_string()))?;
+            let file = crate::config_file::open(path, accept).map_err(|source| {
+                SnapshotSourceError::Open {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+            let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file)).map_err(
+                |source| SnapshotSourceError::File {
+                    path: path.to_path_buf(),
+                    source: Box::new(source),
+                },
+            )?;
             for line in loaded.ignored_lines() {
                 warn!(file = %path.display(), "{line}");
             }

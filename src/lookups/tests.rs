@@ -118,7 +118,12 @@ async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
     if let Some(c) = &lookups.storage_containers {
         c.insert(
             "bad".into(),
-            Err("invalid ClusterStorageContainer \"bad\": x".into()),
+            Err(
+                kserve_injector_core::cluster::load::StorageContainerLoadError::Disabled {
+                    name: "bad".into(),
+                }
+                .into(),
+            ),
         );
     }
     let err = lookups

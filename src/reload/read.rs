@@ -8,6 +8,7 @@
 //! it shuts down.
 
 use crate::config_file::{Accept, Snapshot};
+use kserve_injector_core::AnyError;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +20,17 @@ use tokio::sync::oneshot;
 pub const READ_LIMIT: Duration = Duration::from_secs(5);
 
 type ReadFn = Arc<dyn Fn(&[PathBuf]) -> Snapshot + Send + Sync>;
+
+/// Why a read gave no files.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadStopped {
+    #[error("cannot start a thread to read it: {0}")]
+    NoThread(#[source] std::io::Error),
+    #[error("the read ended without a result")]
+    NoResult,
+    #[error("the read did not finish within {}; abandoned", humantime::format_duration(*.0))]
+    TimedOut(Duration),
+}
 
 /// Reads one source's paths as `serve` accepts them: regular files only.
 pub struct Reader {
@@ -48,7 +60,7 @@ impl Reader {
     pub fn read_blocking(&self) -> Snapshot {
         let (done, result) = std::sync::mpsc::sync_channel(1);
         if let Err(e) = self.spawn(move |snap| drop(done.send(snap))) {
-            return self.unreadable(&format!("cannot start a thread to read it: {e}"));
+            return self.unreadable(ReadStopped::NoThread(e));
         }
         result
             .recv_timeout(self.limit)
@@ -68,11 +80,11 @@ impl Reader {
         }
         let (done, mut result) = oneshot::channel();
         if let Err(e) = self.spawn(move |snap| drop(done.send(snap))) {
-            return self.unreadable(&format!("cannot start a thread to read it: {e}"));
+            return self.unreadable(ReadStopped::NoThread(e));
         }
         match tokio::time::timeout(self.limit, &mut result).await {
             Ok(Ok(snap)) => snap,
-            Ok(Err(_)) => self.unreadable("the read ended without a result"),
+            Ok(Err(_)) => self.unreadable(ReadStopped::NoResult),
             Err(_) => {
                 self.stuck = Some(result);
                 self.timed_out()
@@ -89,15 +101,11 @@ impl Reader {
     }
 
     fn timed_out(&self) -> Snapshot {
-        let why = format!(
-            "the read did not finish within {}; abandoned",
-            humantime::format_duration(self.limit)
-        );
-        self.unreadable(&why)
+        self.unreadable(ReadStopped::TimedOut(self.limit))
     }
 
-    fn unreadable(&self, why: &str) -> Snapshot {
-        Snapshot::unreadable(&self.paths, why)
+    fn unreadable(&self, why: ReadStopped) -> Snapshot {
+        Snapshot::unreadable(&self.paths, AnyError::any(why))
     }
 }
 
@@ -118,7 +126,8 @@ mod tests {
             if n == 0 {
                 let _ = gate.lock().map(|g| g.recv());
             }
-            Snapshot::unreadable(paths, &format!("read {n}"))
+            let why = std::io::Error::other(format!("read {n}"));
+            Snapshot::unreadable(paths, AnyError::any(why))
         });
         (read, calls, release)
     }
@@ -129,7 +138,7 @@ mod tests {
         let (read, calls, release) = hanging();
         let mut reader = Reader::with(&paths, read, Duration::from_millis(50));
         let first = reader.read().await;
-        let why = first.file(&paths[0]).unwrap_err();
+        let why = first.file(&paths[0]).unwrap_err().to_string();
         assert_eq!(
             why,
             "cannot read /certs/tls.crt: the read did not finish within 50ms; abandoned"
@@ -141,7 +150,7 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let fresh = reader.read().await;
         assert_eq!(
-            fresh.file(&paths[0]).unwrap_err(),
+            fresh.file(&paths[0]).unwrap_err().to_string(),
             "cannot read /certs/tls.crt: read 1"
         );
         assert_eq!(calls.load(Ordering::SeqCst), 2);
@@ -155,7 +164,11 @@ mod tests {
         let started = std::time::Instant::now();
         let snap = reader.read_blocking();
         assert!(started.elapsed() < Duration::from_secs(2));
-        assert!(snap.file(&paths[0]).unwrap_err().ends_with("abandoned"));
+        assert!(snap
+            .file(&paths[0])
+            .unwrap_err()
+            .to_string()
+            .ends_with("abandoned"));
         drop(release);
     }
 }

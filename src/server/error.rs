@@ -5,7 +5,14 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("invalid flags: {0}")]
-    Args(String),
+    Args(#[from] super::settings::InvalidSettings),
+    /// The serving certificate is missing where it is looked for by
+    /// default, which is most often a missing mount or flag.
+    #[error("invalid flags: {source} (mount the serving certificate Secret at {cert_dir}, point --cert-dir at it, or try --self-signed)")]
+    NoServingCert {
+        cert_dir: PathBuf,
+        source: Box<crate::certs::ServingCertError>,
+    },
     #[error(transparent)]
     Config(#[from] crate::config_file::LoadError),
     #[error(transparent)]
@@ -29,10 +36,15 @@ pub enum ServeError {
     Lookups(#[from] crate::lookups::SnapshotSourceError),
     #[error(transparent)]
     NativeSidecar(#[from] super::native_sidecar::Unsupported),
+    #[error("cannot set up logging: invalid log filter {filter:?}: {source}")]
+    LogFilter {
+        filter: String,
+        source: tracing_subscriber::filter::ParseError,
+    },
     #[error("cannot set up logging: {0}")]
-    Logging(String),
+    Logging(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
     #[error("the server task failed: {0}")]
-    Task(String),
+    Task(#[source] tokio::task::JoinError),
 }

@@ -87,7 +87,7 @@ impl RunningServer {
 
     /// Resolves when the shutdown sequence has completed.
     pub async fn wait(self) -> Result<(), ServeError> {
-        self.task.await.map_err(|e| ServeError::Task(e.to_string()))
+        self.task.await.map_err(ServeError::Task)
     }
 }
 
@@ -244,7 +244,7 @@ impl Server {
     /// `--self-signed` CA, and starts serving. Must run inside a
     /// multi-threaded tokio runtime.
     pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
-        args.validate().map_err(ServeError::Args)?;
+        args.validate()?;
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();

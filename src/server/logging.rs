@@ -11,8 +11,10 @@ use tracing_subscriber::EnvFilter;
 pub fn init(logging: &LoggingSettings) -> Result<(), ServeError> {
     let (format, filter) = (logging.log_format, logging.log_filter.as_deref());
     let filter = match filter {
-        Some(text) => EnvFilter::try_new(text)
-            .map_err(|e| ServeError::Logging(format!("invalid log filter {text:?}: {e}")))?,
+        Some(text) => EnvFilter::try_new(text).map_err(|source| ServeError::LogFilter {
+            filter: text.to_string(),
+            source,
+        })?,
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
     };
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
@@ -25,7 +27,7 @@ pub fn init(logging: &LoggingSettings) -> Result<(), ServeError> {
             .try_init(),
         LogFormat::Text => builder.with_ansi(false).try_init(),
     };
-    installed.map_err(|e| ServeError::Logging(e.to_string()))
+    installed.map_err(ServeError::Logging)
 }
 
 /// Routes panic reports through the logger (so they arrive as JSON with the

@@ -18,7 +18,15 @@ pub enum Unsupported {
     #[error("--modelcar-mode native-sidecar needs Kubernetes {}.{} or newer (native sidecar containers), but the API server is {version}: it would drop the modelcar's restartPolicy and leave each pod waiting on an init container that never ends; use --modelcar-mode classic on this cluster", .min.0, .min.1)]
     TooOld { version: String, min: (u32, u32) },
     #[error("--modelcar-mode native-sidecar: cannot read the API server's version ({0}); it needs Kubernetes 1.29 or newer")]
-    Unknown(String),
+    Unreadable(#[source] kube::Error),
+    #[error("--modelcar-mode native-sidecar: cannot read the API server's version (no answer within {0:?}); it needs Kubernetes 1.29 or newer")]
+    NoAnswer(Duration),
+    #[error("--modelcar-mode native-sidecar: cannot read the API server's version (major {major:?}, minor {minor:?}, gitVersion {git_version:?}); it needs Kubernetes 1.29 or newer")]
+    Unknown {
+        major: String,
+        minor: String,
+        git_version: String,
+    },
 }
 
 /// Checks the API server behind `client` when native sidecars are on.
@@ -28,11 +36,8 @@ pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsu
     }
     let info = match tokio::time::timeout(VERSION_TIMEOUT, client.apiserver_version()).await {
         Ok(Ok(info)) => info,
-        Ok(Err(e)) => return Err(Unsupported::Unknown(e.to_string())),
-        Err(_) => {
-            let message = format!("no answer within {VERSION_TIMEOUT:?}");
-            return Err(Unsupported::Unknown(message));
-        }
+        Ok(Err(e)) => return Err(Unsupported::Unreadable(e)),
+        Err(_) => return Err(Unsupported::NoAnswer(VERSION_TIMEOUT)),
     };
     let min = ModelcarMode::NATIVE_SIDECAR_MIN_VERSION;
     let version =
@@ -46,10 +51,11 @@ pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsu
             version: info.git_version,
             min,
         }),
-        None => Err(Unsupported::Unknown(format!(
-            "major {:?}, minor {:?}, gitVersion {:?}",
-            info.major, info.minor, info.git_version
-        ))),
+        None => Err(Unsupported::Unknown {
+            major: info.major,
+            minor: info.minor,
+            git_version: info.git_version,
+        }),
     }
 }
 

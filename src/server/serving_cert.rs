@@ -44,14 +44,14 @@ pub(crate) fn load(
         };
         let provider = provider.clone();
         let parse = move |snap: &Snapshot| certs::load_pair(snap, &cert, &key, &provider);
-        let (pair, loaded) = source.load(parse).map_err(|e| {
+        let (pair, loaded) = source.load(parse).map_err(|source| {
             if tls_args.tls_cert_file.is_none() && !tls_args.cert_dir.exists() {
-                ServeError::Args(format!(
-                    "{e} (mount the serving certificate Secret at {}, point --cert-dir at it, or try --self-signed)",
-                    tls_args.cert_dir.display()
-                ))
+                ServeError::NoServingCert {
+                    cert_dir: tls_args.cert_dir.clone(),
+                    source: Box::new(source),
+                }
             } else {
-                ServeError::Cert(e)
+                ServeError::Cert(source)
             }
         })?;
         info!(not_after = pair.not_after, "serving certificate loaded");

@@ -24,15 +24,32 @@ impl LogFormat {
     pub const NAMES: [&str; 2] = ["json", "text"];
 }
 
+/// A `--log-format` that is neither `json` nor `text`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown log format {0:?} (json or text)")]
+pub struct UnknownLogFormat(pub String);
+
 impl std::str::FromStr for LogFormat {
-    type Err = String;
-    fn from_str(name: &str) -> Result<Self, String> {
+    type Err = UnknownLogFormat;
+    fn from_str(name: &str) -> Result<Self, UnknownLogFormat> {
         match name {
             "json" => Ok(Self::Json),
             "text" => Ok(Self::Text),
-            _ => Err(format!("unknown log format {name:?} (json or text)")),
+            _ => Err(UnknownLogFormat(name.to_string())),
         }
     }
+}
+
+/// Settings that cannot work together or at all, found before anything
+/// starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidSettings {
+    #[error("--objects replaces the cluster lookups: leave out --cluster-lookups on")]
+    ObjectsWithLookups,
+    #[error("--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)")]
+    BufferedBytes,
+    #[error("--config {0}: no such file or directory")]
+    NoConfig(PathBuf),
 }
 
 /// Everything `serve` runs with, in the groups of its `--help`.
@@ -108,7 +125,7 @@ pub struct LimitSettings {
     pub idle_timeout: Duration,
     pub max_connections: Option<usize>,
     pub max_concurrent_requests: usize,
-    /// `None`: sized to the memory limit ([`crate::server::sizing`]).
+    /// `None`: sized to the memory limit (`server::sizing`).
     pub max_buffered_bytes: Option<usize>,
     pub max_connection_buffered_bytes: usize,
     pub write_timeout: Duration,
@@ -139,27 +156,20 @@ pub struct ShadowSettings {
 impl ServeSettings {
     /// What the flags' parser cannot check alone (values that would make the
     /// server useless rather than merely slow are refused there).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidSettings> {
         let lookups = &self.lookups;
         if lookups.objects.is_some() && lookups.cluster_lookups == LookupMode::On {
-            return Err(
-                "--objects replaces the cluster lookups: leave out --cluster-lookups on".into(),
-            );
+            return Err(InvalidSettings::ObjectsWithLookups);
         }
         if self
             .limits
             .max_buffered_bytes
             .is_some_and(|n| n < MAX_BODY_BYTES)
         {
-            return Err(format!(
-                "--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)"
-            ));
+            return Err(InvalidSettings::BufferedBytes);
         }
         match &self.inference_config.config {
-            Some(path) if !path.exists() => Err(format!(
-                "--config {}: no such file or directory",
-                path.display()
-            )),
+            Some(path) if !path.exists() => Err(InvalidSettings::NoConfig(path.clone())),
             _ => Ok(()),
         }
     }

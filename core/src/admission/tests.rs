@@ -507,10 +507,12 @@ fn invalid_utf8_is_explained_at_its_byte() {
     let at = body.len() - 40;
     body[at] = 0xc3;
     let expected = std::str::from_utf8(&body).unwrap_err();
-    assert_eq!(
-        review(&body, &Inputs::default()),
-        Err(ReviewError::Json(format!("invalid UTF-8: {expected}")))
-    );
+    match review(&body, &Inputs::default()) {
+        Err(ReviewError::Json(why)) => {
+            assert_eq!(why.to_string(), format!("invalid UTF-8: {expected}"))
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(expected.to_string().contains(&at.to_string()));
 }
 
@@ -770,7 +772,7 @@ fn json_faults_inside_managed_fields_are_not_json() {
             .expect_err(what)
             .to_string();
         match review(bad.as_bytes(), &Inputs::default()) {
-            Err(ReviewError::Json(message)) => assert_eq!(message, expected, "{what}"),
+            Err(ReviewError::Json(message)) => assert_eq!(message.to_string(), expected, "{what}"),
             other => panic!("{what}: {other:?}"),
         }
     }
@@ -848,4 +850,14 @@ fn annotations_over_the_api_servers_limit_are_denied_before_injection() {
     let (untouched, _) = answer(&serde_json::to_vec(&other).unwrap(), &Inputs::default());
     assert!(untouched.allowed);
     assert_eq!(untouched.patch_ops, 0);
+}
+
+#[test]
+fn a_body_that_is_not_json_keeps_serde_jsons_error_as_its_source() {
+    let err = review(b"{\"kind\": ", &Inputs::default()).unwrap_err();
+    let expected = serde_json::from_slice::<Value>(b"{\"kind\": ")
+        .unwrap_err()
+        .to_string();
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(source, Some(expected), "{err}");
 }

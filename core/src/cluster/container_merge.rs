@@ -26,13 +26,24 @@
 //!   gives `[B, C, A]`.
 
 use super::go_json::as_go_marshals;
+use crate::shared_error::SharedError;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot merge ClusterStorageContainer container: {0}")]
-pub(crate) struct MergeError(String);
+pub(crate) enum MergeError {
+    /// A container that serde_json cannot write, or the merge that it
+    /// cannot read back as a container.
+    #[error("cannot merge ClusterStorageContainer container: {0}")]
+    Json(#[source] SharedError<serde_json::Error>),
+    #[error(
+        "cannot merge ClusterStorageContainer container: a container must serialise to an object"
+    )]
+    NotAnObject,
+    #[error("cannot merge ClusterStorageContainer container: map: {item} does not contain declared merge key: {key}")]
+    NoMergeKey { item: Value, key: String },
+}
 
 /// Container fields whose lists merge by key (`k8s.io/api/core/v1` tags).
 const MERGE_KEYS: [(&str, &str); 4] = [
@@ -52,13 +63,13 @@ pub(crate) fn merge_storage_container(
     overlay: &Container,
 ) -> Result<Container, MergeError> {
     let go_value = |c: &Container| {
-        let mut value = serde_json::to_value(c).map_err(|e| MergeError(e.to_string()))?;
+        let mut value = serde_json::to_value(c).map_err(|e| MergeError::Json(e.into()))?;
         as_go_marshals(&mut value);
         Ok::<_, MergeError>(value)
     };
     let (Value::Object(mut merged), Value::Object(patch)) = (go_value(base)?, go_value(overlay)?)
     else {
-        return Err(MergeError("a container must serialise to an object".into()));
+        return Err(MergeError::NotAnObject);
     };
     for (field, value) in &patch {
         let key = MERGE_KEYS.iter().find(|(f, _)| f == field).map(|(_, k)| *k);
@@ -73,7 +84,7 @@ pub(crate) fn merge_storage_container(
         }
     }
     let mut container: Container =
-        serde_json::from_value(Value::Object(merged)).map_err(|e| MergeError(e.to_string()))?;
+        serde_json::from_value(Value::Object(merged)).map_err(|e| MergeError::Json(e.into()))?;
     if let Some(env) = container.env.as_mut() {
         reconcile_env_value_conflicts(env, overlay.env.as_deref().unwrap_or_default());
     }
@@ -140,9 +151,10 @@ fn merge_list(original: &[Value], patch: &[Value], key: &str) -> Result<Vec<Valu
     let mut merged = original.to_vec();
     for item in patch {
         if item.get(key).is_none() {
-            return Err(MergeError(format!(
-                "map: {item} does not contain declared merge key: {key}"
-            )));
+            return Err(MergeError::NoMergeKey {
+                item: item.clone(),
+                key: key.to_string(),
+            });
         }
         match index_of(&merged, item, key) {
             Some(at) => merge_value(&mut merged[at], item),

@@ -11,6 +11,8 @@ use super::objects::{
 };
 use super::ClusterSnapshot;
 use crate::config::LoggerStorage;
+use crate::quantity::QuantityError;
+use crate::shared_error::SharedError;
 use k8s_openapi::api::core::v1::{self as api, Container};
 use serde::Deserialize;
 use serde_json::Value;
@@ -43,10 +45,74 @@ impl LoadedSnapshot {
 /// A document that cannot be used; `at` names it ("document 2", "document
 /// 2, item 5").
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{at}: {message}")]
+#[error("{at}: {problem}")]
 pub struct ObjectsLoadError {
     pub at: String,
-    pub message: String,
+    #[source]
+    pub problem: ObjectProblem,
+}
+
+/// What is wrong with a document of cluster objects.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectProblem {
+    #[error("{kind} has no items array")]
+    NoItems { kind: String },
+    #[error("no kind; expected {SUPPORTED}")]
+    NoKind,
+    #[error("{kind} must have apiVersion {expected:?}, found {found:?}")]
+    ApiVersion {
+        kind: String,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{kind} has no metadata.name")]
+    NoName { kind: String },
+    #[error("{kind} {name:?} has no metadata.namespace")]
+    NoNamespace { kind: String, name: String },
+    /// A ServiceAccount, Secret or InferenceService that does not decode.
+    #[error("invalid {kind} {name:?}: {source}")]
+    Invalid {
+        kind: String,
+        name: String,
+        source: SharedError<serde_json::Error>,
+    },
+    #[error(transparent)]
+    StorageContainer(#[from] StorageContainerLoadError),
+    #[error("{kind} {name:?} appears more than once")]
+    Duplicate { kind: String, name: String },
+}
+
+/// A ClusterStorageContainer that cannot be used (at load, or when the
+/// server's watch reduces it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StorageContainerLoadError {
+    #[error("invalid ClusterStorageContainer {name:?}: spec: {source}")]
+    Spec {
+        name: String,
+        source: SharedError<serde_json::Error>,
+    },
+    #[error(
+        "invalid ClusterStorageContainer {name:?}: resources.{list}.{resource} must be a quantity"
+    )]
+    NotAQuantity {
+        name: String,
+        list: &'static str,
+        resource: String,
+    },
+    #[error("invalid ClusterStorageContainer {name:?}: resources.{list}.{resource}: {source}")]
+    Quantity {
+        name: String,
+        list: &'static str,
+        resource: String,
+        source: QuantityError,
+    },
+    #[error("invalid ClusterStorageContainer {name:?}: spec.container: {source}")]
+    Container {
+        name: String,
+        source: SharedError<serde_json::Error>,
+    },
+    #[error("invalid ClusterStorageContainer {name:?}: disabled must be a boolean")]
+    Disabled { name: String },
 }
 
 impl ClusterSnapshot {
@@ -74,9 +140,9 @@ impl ClusterSnapshot {
 impl LoadedSnapshot {
     /// Adds one document (a List's items one by one); `at` names it in errors.
     pub fn add_document(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
-        let fail = |message: String| ObjectsLoadError {
+        let fail = |problem: ObjectProblem| ObjectsLoadError {
             at: at.to_string(),
-            message,
+            problem,
         };
         if doc.is_null() {
             return Ok(());
@@ -88,7 +154,11 @@ impl LoadedSnapshot {
             .unwrap_or_default();
         if kind.ends_with("List") {
             let items = doc.get("items").and_then(Value::as_array);
-            let items = items.ok_or_else(|| fail(format!("{kind} has no items array")))?;
+            let items = items.ok_or_else(|| {
+                fail(ObjectProblem::NoItems {
+                    kind: kind.to_string(),
+                })
+            })?;
             for (j, item) in items.iter().enumerate() {
                 self.add_document(item, &format!("{at}, item {}", j + 1))?;
             }
@@ -98,25 +168,40 @@ impl LoadedSnapshot {
             "ServiceAccount" | "Secret" => CORE_V1,
             "ClusterStorageContainer" => SERVING_V1ALPHA1,
             "InferenceService" => SERVING_V1BETA1,
-            "" => return Err(fail(format!("no kind; expected {SUPPORTED}"))),
+            "" => return Err(fail(ObjectProblem::NoKind)),
             other => {
                 *self.ignored.entry(other.to_string()).or_default() += 1;
                 return Ok(());
             }
         };
         if api_version != expected {
-            return Err(fail(format!(
-                "{kind} must have apiVersion {expected:?}, found {api_version:?}"
-            )));
+            return Err(fail(ObjectProblem::ApiVersion {
+                kind: kind.to_string(),
+                expected,
+                found: api_version.to_string(),
+            }));
         }
         let name = doc.pointer("/metadata/name").and_then(Value::as_str);
         let name = name.filter(|n| !n.is_empty());
-        let name = name.ok_or_else(|| fail(format!("{kind} has no metadata.name")))?;
+        let name = name.ok_or_else(|| {
+            fail(ObjectProblem::NoName {
+                kind: kind.to_string(),
+            })
+        })?;
         let namespace = doc.pointer("/metadata/namespace").and_then(Value::as_str);
         let namespace = namespace.unwrap_or_default();
-        let describe = |e: serde_json::Error| fail(format!("invalid {kind} {name:?}: {e}"));
+        let describe = |e: serde_json::Error| {
+            fail(ObjectProblem::Invalid {
+                kind: kind.to_string(),
+                name: name.to_string(),
+                source: e.into(),
+            })
+        };
         if kind != "ClusterStorageContainer" && namespace.is_empty() {
-            return Err(fail(format!("{kind} {name:?} has no metadata.namespace")));
+            return Err(fail(ObjectProblem::NoNamespace {
+                kind: kind.to_string(),
+                name: name.to_string(),
+            }));
         }
         let data = &mut self.data;
         let duplicate = match kind {
@@ -131,7 +216,7 @@ impl LoadedSnapshot {
                 data.secrets.insert(secret.object_ref(), secret).is_some()
             }
             "ClusterStorageContainer" => {
-                let csc = storage_container(doc, name).map_err(fail)?;
+                let csc = storage_container(doc, name).map_err(|e| fail(e.into()))?;
                 data.storage_containers
                     .insert(name.to_string(), csc)
                     .is_some()
@@ -144,7 +229,10 @@ impl LoadedSnapshot {
             }
         };
         if duplicate {
-            return Err(fail(format!("{kind} {name:?} appears more than once")));
+            return Err(fail(ObjectProblem::Duplicate {
+                kind: kind.to_string(),
+                name: name.to_string(),
+            }));
         }
         Ok(())
     }
@@ -173,26 +261,34 @@ struct CscUriFormat {
 
 /// Parses a CSC; its container's quantities are canonicalised as Go's
 /// typed decode and re-encode would, and an invalid one is an error here.
-pub fn storage_container(doc: &Value, name: &str) -> Result<ClusterStorageContainer, String> {
+pub fn storage_container(
+    doc: &Value,
+    name: &str,
+) -> Result<ClusterStorageContainer, StorageContainerLoadError> {
     let spec = doc.get("spec").cloned().unwrap_or(Value::Null);
-    let spec: CscSpec = CscSpec::deserialize(spec)
-        .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: spec: {e}"))?;
+    let spec: CscSpec =
+        CscSpec::deserialize(spec).map_err(|e| StorageContainerLoadError::Spec {
+            name: name.to_string(),
+            source: e.into(),
+        })?;
     let mut container = spec.container;
     if let Some(obj) = container.as_object_mut() {
         obj.entry("name").or_insert(Value::String(String::new()));
     }
     apply_crd_defaults(&mut container);
-    canonicalize_resources(&mut container)
-        .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: {e}"))?;
-    let container = Container::deserialize(container)
-        .map_err(|e| format!("invalid ClusterStorageContainer {name:?}: spec.container: {e}"))?;
+    canonicalize_resources(&mut container, name)?;
+    let container =
+        Container::deserialize(container).map_err(|e| StorageContainerLoadError::Container {
+            name: name.to_string(),
+            source: e.into(),
+        })?;
     let disabled = match doc.get("disabled") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            return Err(format!(
-                "invalid ClusterStorageContainer {name:?}: disabled must be a boolean"
-            ))
+            return Err(StorageContainerLoadError::Disabled {
+                name: name.to_string(),
+            })
         }
     };
     Ok(ClusterStorageContainer {
@@ -250,7 +346,10 @@ fn apply_crd_defaults(container: &mut Value) {
     }
 }
 
-fn canonicalize_resources(container: &mut Value) -> Result<(), String> {
+fn canonicalize_resources(
+    container: &mut Value,
+    name: &str,
+) -> Result<(), StorageContainerLoadError> {
     for list in ["limits", "requests"] {
         let Some(map) = container
             .pointer_mut(&format!("/resources/{list}"))
@@ -262,10 +361,22 @@ fn canonicalize_resources(container: &mut Value) -> Result<(), String> {
             let text = match q {
                 Value::String(s) => s.clone(),
                 Value::Number(n) => n.to_string(),
-                _ => return Err(format!("resources.{list}.{resource} must be a quantity")),
+                _ => {
+                    return Err(StorageContainerLoadError::NotAQuantity {
+                        name: name.to_string(),
+                        list,
+                        resource: resource.clone(),
+                    })
+                }
             };
-            let canonical = crate::quantity::canonicalize(&text)
-                .map_err(|e| format!("resources.{list}.{resource}: {e}"))?;
+            let canonical = crate::quantity::canonicalize(&text).map_err(|source| {
+                StorageContainerLoadError::Quantity {
+                    name: name.to_string(),
+                    list,
+                    resource: resource.clone(),
+                    source,
+                }
+            })?;
             *q = Value::String(canonical);
         }
     }

@@ -216,7 +216,7 @@ pub enum UriFormat {
     Prefix(String),
     Regex {
         source: String,
-        compiled: Result<regex::Regex, String>,
+        compiled: Result<regex::Regex, regex::Error>,
     },
     /// Neither set: never matches (KServe skips it).
     Empty,
@@ -243,7 +243,7 @@ impl UriFormat {
             (Some(p), _) => Self::Prefix(p.to_string()),
             (None, Some(r)) => Self::Regex {
                 source: r.to_string(),
-                compiled: regex::Regex::new(r).map_err(|e| e.to_string()),
+                compiled: regex::Regex::new(r),
             },
             (None, None) => Self::Empty,
         }
@@ -390,7 +390,7 @@ mod tests {
         match UriFormat::new(None, Some("(")) {
             UriFormat::Regex {
                 compiled: Err(e), ..
-            } => assert!(!e.is_empty()),
+            } => assert!(!e.to_string().is_empty()),
             other => panic!("{other:?}"),
         }
     }

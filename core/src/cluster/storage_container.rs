@@ -14,7 +14,7 @@ pub(crate) const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
     "internal.serving.kserve.io/storage-container-name";
 
 /// KServe's messages; each denies the pod.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StorageContainerError {
     #[error("ClusterStorageContainer {0:?} not found")]
     NotFound(String),
@@ -25,8 +25,8 @@ pub enum StorageContainerError {
     #[error("ClusterStorageContainer {name:?} does not support storageUri {uri:?}")]
     Unsupported { name: String, uri: String },
     /// The text after the colon is the Rust regex error, not Go's.
-    #[error("error checking storage container {name}: {message}")]
-    Regex { name: String, message: String },
+    #[error("error checking storage container {name}: {source}")]
+    Regex { name: String, source: regex::Error },
 }
 
 impl ClusterStorageContainer {
@@ -38,10 +38,10 @@ impl ClusterStorageContainer {
                 UriFormat::Prefix(p) => uri.starts_with(p.as_str()),
                 UriFormat::Regex { compiled, .. } => match compiled {
                     Ok(re) => re.is_match(uri),
-                    Err(message) => {
+                    Err(source) => {
                         return Err(StorageContainerError::Regex {
                             name: self.name.clone(),
-                            message: message.clone(),
+                            source: source.clone(),
                         })
                     }
                 },

@@ -12,6 +12,7 @@ use crate::constants::{
     STORAGE_OVERRIDE_CONFIG_ENV, STORAGE_SPEC_ANNOTATION, STORAGE_SPEC_KEY_ANNOTATION,
     STORAGE_SPEC_PARAM_ANNOTATION, STORAGE_URI_PLACEHOLDER_SCHEME,
 };
+use crate::shared_error::SharedError;
 use k8s_openapi::api::core::v1::EnvVar;
 use std::collections::BTreeMap;
 
@@ -21,16 +22,16 @@ const STORAGE_TYPES: [&str; 3] = ["s3", "hdfs", "webhdfs"];
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum StorageSpecError {
     #[error("invalid {STORAGE_SPEC_PARAM_ANNOTATION} annotation: {0}")]
-    Params(String),
+    Params(#[source] SharedError<serde_json::Error>),
     #[error("specified storage key {key} not found in storage secret {secret}")]
     KeyNotFound { key: String, secret: String },
     #[error("can't read storage secret {0}: secrets \"{0}\" not found")]
     SecretNotFound(String),
-    #[error("invalid json encountered in key {key} of storage secret {secret}: {message}")]
+    #[error("invalid json encountered in key {key} of storage secret {secret}: {source}")]
     Json {
         key: String,
         secret: String,
-        message: String,
+        source: SharedError<serde_json::Error>,
     },
     #[error("storage type must be one of [{types}]. storage type [{found}] is not supported", types = STORAGE_TYPES.join(", "))]
     UnsupportedType { found: String },
@@ -60,7 +61,7 @@ impl StorageSpec {
         let params = match annotations.annotation(STORAGE_SPEC_PARAM_ANNOTATION) {
             None => BTreeMap::new(),
             Some(text) => serde_json::from_str::<Option<BTreeMap<String, String>>>(text)
-                .map_err(|e| StorageSpecError::Params(e.to_string()))?
+                .map_err(|e| StorageSpecError::Params(e.into()))?
                 .unwrap_or_default(),
         };
         let key = (annotations.annotation(STORAGE_SPEC_KEY_ANNOTATION))
@@ -131,7 +132,7 @@ pub(crate) fn add_storage_spec_credentials(
                 .map_err(|e| StorageSpecError::Json {
                     key: key.clone(),
                     secret: secret_name.to_string(),
-                    message: e.to_string(),
+                    source: e.into(),
                 })?
                 .unwrap_or_default();
             if let Some(t) = parsed.get("type") {

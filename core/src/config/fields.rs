@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use super::ConfigError;
 
+/// Go's `map[string]string`.
+type StringMap = BTreeMap<String, String>;
+
 pub(crate) struct Fields<'a> {
     section: &'a str,
     by_lower: BTreeMap<String, &'a Value>,
@@ -84,10 +87,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A `map[string]string`: its keys are data, so they keep their case.
-    pub(crate) fn string_map(
-        &self,
-        field: &str,
-    ) -> Result<Option<BTreeMap<String, String>>, ConfigError> {
+    pub(crate) fn string_map(&self, field: &str) -> Result<Option<StringMap>, ConfigError> {
         let Some(value) = self.get(field) else {
             return Ok(None);
         };

@@ -8,8 +8,10 @@ mod shipped;
 
 pub use release::{image_mismatches, release_of_images, ImageMismatch};
 
-use crate::quantity;
+use crate::quantity::{self, QuantityError};
+use crate::reader::ReadError;
 use crate::release::{Behaviour, Release};
+use crate::shared_error::SharedError;
 use fields::Fields;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -25,8 +27,11 @@ const DEFAULT_CONFIGMAP: &str = shipped::manifest(Release::Head);
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("invalid JSON in {key:?}: {message}")]
-    Json { key: String, message: String },
+    #[error("invalid JSON in {key:?}: {source}")]
+    Json {
+        key: String,
+        source: SharedError<serde_json::Error>,
+    },
     #[error("invalid {section:?} configuration: field {field:?} must be a{} {expected}, found a{} {found}", article(expected), article(found))]
     Type {
         section: String,
@@ -34,11 +39,31 @@ pub enum ConfigError {
         expected: &'static str,
         found: &'static str,
     },
-    /// Carries KServe's own wording, which differs per section.
-    #[error("{0}")]
-    Invalid(String),
+    /// A resource quantity that is not one, in the wording of KServe's
+    /// releases that name the key.
+    #[error("failed to parse resource configuration for \"{section}\".\"{key}\": {source}")]
+    KeyQuantity {
+        section: &'static str,
+        key: String,
+        source: QuantityError,
+    },
+    /// The same, in the wording that quotes the quantity's error as Go's
+    /// `%q` does.
+    #[error("Failed to parse resource configuration for \"{section}\": {:?}", .source.to_string())]
+    QuotedQuantity {
+        section: &'static str,
+        source: QuantityError,
+    },
+    /// The same, in the agent's wording.
+    #[error("failed to parse resource configuration for \"{section}\": {source}")]
+    Quantity {
+        section: &'static str,
+        source: QuantityError,
+    },
+    #[error("invalid \"{STORAGE_INITIALIZER_KEY}\".ociModelMode {mode:?}: must be one of \"modelcar\", \"native\", \"fetch\"")]
+    OciModelMode { mode: String },
     #[error("invalid ConfigMap manifest: {0}")]
-    Manifest(String),
+    Manifest(#[source] ManifestError),
     /// The sections the mutator reads hold more than a ConfigMap can.
     #[error("the ConfigMap's {keys} hold {bytes} bytes, more than the {MAX_CONFIGMAP_BYTES} the API server stores in a whole ConfigMap")]
     TooLarge { keys: String, bytes: usize },
@@ -52,6 +77,19 @@ pub enum ConfigError {
         #[source]
         source: bounds::OutOfRange,
     },
+}
+
+/// Why a ConfigMap manifest could not be read.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ManifestError {
+    #[error(transparent)]
+    Read(SharedError<ReadError>),
+    #[error("the manifest holds no document")]
+    Empty,
+    #[error("expected kind ConfigMap, found {0:?}")]
+    Kind(String),
+    #[error("data.{0} must be a string")]
+    NotAString(String),
 }
 
 fn article(word: &str) -> &'static str {
@@ -267,7 +305,7 @@ impl Config {
                 None => Ok(Value::Null),
                 Some(text) => serde_json::from_str(text).map_err(|e| ConfigError::Json {
                     key: key.to_string(),
-                    message: e.to_string(),
+                    source: e.into(),
                 }),
             }
         };
@@ -295,6 +333,9 @@ impl Config {
     }
 }
 
+/// A ConfigMap's `data`: key to text.
+pub type ConfigMapData = BTreeMap<String, String>;
+
 /// The API server's limit on a ConfigMap's data (`MaxSecretSize`, which
 /// `ValidateConfigMap` applies to ConfigMaps too).
 pub const MAX_CONFIGMAP_BYTES: usize = 1 << 20;
@@ -315,26 +356,24 @@ pub const MANIFEST_BUDGET: crate::reader::Budget = crate::reader::Budget {
 /// The `data` of a ConfigMap manifest (YAML or JSON), read as the CLI reads
 /// it: JSON as JSON, YAML the way kubectl reads it, within
 /// [`MANIFEST_BUDGET`].
-pub fn manifest_data(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
-    let manifest = |e: String| ConfigError::Manifest(e);
+pub fn manifest_data(text: &str) -> Result<ConfigMapData, ConfigError> {
+    let read = |e: ReadError| ConfigError::Manifest(ManifestError::Read(e.into()));
     let mut bytes = text.as_bytes();
     let docs = crate::reader::documents_within(&mut bytes, MANIFEST_BUDGET);
-    let mut docs = docs.map_err(|e| manifest(e.to_string()))?;
+    let mut docs = docs.map_err(read)?;
     let doc = match docs.next() {
-        Some(doc) => doc.map_err(|e| manifest(e.to_string()))?,
-        None => return Err(manifest("the manifest holds no document".into())),
+        Some(doc) => doc.map_err(read)?,
+        None => return Err(ConfigError::Manifest(ManifestError::Empty)),
     };
     let kind = doc.get("kind").and_then(Value::as_str).unwrap_or_default();
     if kind != "ConfigMap" {
-        return Err(ConfigError::Manifest(format!(
-            "expected kind ConfigMap, found {kind:?}"
-        )));
+        return Err(ConfigError::Manifest(ManifestError::Kind(kind.to_string())));
     }
     let mut data = BTreeMap::new();
     if let Some(map) = doc.get("data").and_then(Value::as_object) {
         for (k, v) in map {
             let Value::String(s) = v else {
-                return Err(manifest(format!("data.{k} must be a string")));
+                return Err(ConfigError::Manifest(ManifestError::NotAString(k.clone())));
             };
             data.insert(k.clone(), s.clone());
         }
@@ -346,14 +385,14 @@ pub fn manifest_data(text: &str) -> Result<BTreeMap<String, String>, ConfigError
 fn parse_resources(
     f: &Fields,
     defaults: &Resources,
-    on_error: impl Fn(&str, quantity::QuantityError) -> String,
+    on_error: impl Fn(&str, QuantityError) -> ConfigError,
 ) -> Result<Resources, ConfigError> {
     let q = |key: &str, default: &str| -> Result<String, ConfigError> {
         let mut raw = f.string(key)?;
         if raw.is_empty() {
             raw = default.to_string();
         }
-        quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(on_error(key, e)))
+        quantity::canonicalize(&raw).map_err(|e| on_error(key, e))
     };
     let memory_request = q("memoryRequest", &defaults.memory_request)?;
     let memory_limit = q("memoryLimit", &defaults.memory_limit)?;
@@ -373,23 +412,27 @@ fn parse_storage_initializer(
     release: Behaviour,
 ) -> Result<StorageInitializerConfig, ConfigError> {
     let f = Fields::new(STORAGE_INITIALIZER_KEY, v)?;
-    let message = |key: &str, e: quantity::QuantityError| {
+    let refused = |key: &str, source: QuantityError| {
         if release.storage_initializer_error_names_key() {
-            format!("failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\".\"{key}\": {e}")
+            ConfigError::KeyQuantity {
+                section: STORAGE_INITIALIZER_KEY,
+                key: key.to_string(),
+                source,
+            }
         } else {
-            format!(
-                "Failed to parse resource configuration for \"{STORAGE_INITIALIZER_KEY}\": {}",
-                go_quote(&e.to_string())
-            )
+            ConfigError::QuotedQuantity {
+                section: STORAGE_INITIALIZER_KEY,
+                source,
+            }
         }
     };
-    let resources = parse_resources(&f, defaults, message)?;
+    let resources = parse_resources(&f, defaults, refused)?;
     let optional_quantity = |key: &str| -> Result<String, ConfigError> {
         let raw = f.string(key)?;
         if raw.is_empty() && release.modelcar_quantities_optional() {
             return Ok(raw);
         }
-        quantity::canonicalize(&raw).map_err(|e| ConfigError::Invalid(message(key, e)))
+        quantity::canonicalize(&raw).map_err(|e| refused(key, e))
     };
     let cpu_modelcar = optional_quantity("cpuModelcar")?;
     let memory_modelcar = optional_quantity("memoryModelcar")?;
@@ -401,9 +444,9 @@ fn parse_storage_initializer(
             "" | "modelcar" | "native" | "fetch"
         )
     {
-        return Err(ConfigError::Invalid(format!(
-            "invalid \"{STORAGE_INITIALIZER_KEY}\".ociModelMode {oci_model_mode:?}: must be one of \"modelcar\", \"native\", \"fetch\""
-        )));
+        return Err(ConfigError::OciModelMode {
+            mode: oci_model_mode,
+        });
     }
     Ok(StorageInitializerConfig {
         image: f.string("image")?,
@@ -452,17 +495,13 @@ fn parse_credentials(v: &Value) -> Result<CredentialConfig, ConfigError> {
     })
 }
 
-fn go_quote(s: &str) -> String {
-    format!("{s:?}")
-}
-
 fn parse_logger(v: &Value) -> Result<LoggerConfig, ConfigError> {
     let f = Fields::new(LOGGER_KEY, v)?;
-    let resources = parse_resources(&f, &Resources::default(), |_, e| {
-        format!(
-            "Failed to parse resource configuration for \"{LOGGER_KEY}\": {}",
-            go_quote(&e.to_string())
-        )
+    let resources = parse_resources(&f, &Resources::default(), |_, source| {
+        ConfigError::QuotedQuantity {
+            section: LOGGER_KEY,
+            source,
+        }
     })?;
     let storage = match f.object("storage")? {
         Some(s) => Some(LoggerStorage {
@@ -500,11 +539,11 @@ fn with_logger_storage_defaults(mut s: LoggerStorage) -> LoggerStorage {
 
 fn parse_batcher(v: &Value) -> Result<BatcherConfig, ConfigError> {
     let f = Fields::new(BATCHER_KEY, v)?;
-    let resources = parse_resources(&f, &Resources::default(), |_, e| {
-        format!(
-            "Failed to parse resource configuration for \"{BATCHER_KEY}\": {}",
-            go_quote(&e.to_string())
-        )
+    let resources = parse_resources(&f, &Resources::default(), |_, source| {
+        ConfigError::QuotedQuantity {
+            section: BATCHER_KEY,
+            source,
+        }
     })?;
     Ok(BatcherConfig {
         image: f.string("image")?,
@@ -516,8 +555,11 @@ fn parse_batcher(v: &Value) -> Result<BatcherConfig, ConfigError> {
 
 fn parse_agent(v: &Value) -> Result<AgentConfig, ConfigError> {
     let f = Fields::new(AGENT_KEY, v)?;
-    let resources = parse_resources(&f, &Resources::default(), |_, e| {
-        format!("failed to parse resource configuration for \"{AGENT_KEY}\": {e}")
+    let resources = parse_resources(&f, &Resources::default(), |_, source| {
+        ConfigError::Quantity {
+            section: AGENT_KEY,
+            source,
+        }
     })?;
     Ok(AgentConfig {
         image: f.string("image")?,

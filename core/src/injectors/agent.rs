@@ -82,7 +82,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
         target.volume_mounts.push(mount);
     }
     add_credentials(pod, inputs, logger_config.as_ref(), &mut target)
-        .map_err(|e| InjectError::new(NAME, e.to_string()))?;
+        .map_err(|e| InjectError::from_source(NAME, e))?;
     if let Some((model_dir, model_config)) = puller_volumes {
         target.volumes.extend([model_dir, model_config]);
         target.volume_mounts.push(model_dir_mount());

@@ -67,8 +67,13 @@ fn sidecar_name(status: &str) -> Result<Option<String>, InjectError> {
             format!("invalid {ISTIO_STATUS_ANNOTATION} annotation: {why}"),
         )
     };
-    let parsed: serde_json::Map<String, Value> =
-        serde_json::from_str(status).map_err(|e| bad(e.to_string()))?;
+    let parsed: serde_json::Map<String, Value> = serde_json::from_str(status).map_err(|e| {
+        InjectError::caused_by(
+            NAME,
+            format!("invalid {ISTIO_STATUS_ANNOTATION} annotation: {e}"),
+            e,
+        )
+    })?;
     let Some(Value::Array(items)) = parsed.get("containers") else {
         return Ok(None);
     };

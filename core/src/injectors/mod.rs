@@ -12,6 +12,7 @@ pub mod storage_initializer;
 
 use crate::inputs::Inputs;
 use crate::pod::{PodEdit, WorkingSet};
+use crate::shared_error::AnyError;
 
 /// An injector refused the pod; the message is KServe's wording.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -19,6 +20,9 @@ use crate::pod::{PodEdit, WorkingSet};
 pub struct InjectError {
     pub injector: &'static str,
     pub message: String,
+    /// The error the message was worded from, when there is one.
+    #[source]
+    pub source: Option<AnyError>,
 }
 
 impl InjectError {
@@ -26,7 +30,29 @@ impl InjectError {
         Self {
             injector,
             message: message.into(),
+            source: None,
         }
+    }
+
+    /// `source`, worded as `message` (which may quote it).
+    pub fn caused_by(
+        injector: &'static str,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            injector,
+            message: message.into(),
+            source: Some(AnyError::any(source)),
+        }
+    }
+
+    /// `source`, in its own words.
+    pub fn from_source(
+        injector: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::caused_by(injector, source.to_string(), source)
     }
 }
 

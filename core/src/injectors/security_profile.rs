@@ -26,9 +26,10 @@ pub(crate) fn choose(
         Some(text) => text
             .parse()
             .map_err(|e: crate::inputs::UnknownSecurityProfile| {
-                InjectError::new(
+                InjectError::caused_by(
                     injector,
                     format!("annotation {SECURITY_PROFILE_ANNOTATION}: {e}"),
+                    e,
                 )
             }),
     }

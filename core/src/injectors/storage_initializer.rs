@@ -38,6 +38,10 @@ fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
 }
 
+fn refused(source: impl std::error::Error + Send + Sync + 'static) -> InjectError {
+    InjectError::from_source(NAME, source)
+}
+
 pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
@@ -66,7 +70,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
             local_model_uri_in(&src, local_source, pvc, cache)
         };
     }
-    let storage_spec = StorageSpec::from_annotations(pod).map_err(|e| error(e.to_string()))?;
+    let storage_spec = StorageSpec::from_annotations(pod).map_err(refused)?;
     let overrides = InitResources::from_pod(pod, NAME)?;
     let profile = security_profile::choose(pod, inputs, NAME)?;
     let read_only = pod.annotation(READONLY_ANNOTATION) != Some("false");
@@ -83,7 +87,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
         // errors deny even a pod that then gets no storage-initializer.
         let explicit = (pod.annotation(STORAGE_CONTAINER_NAME_ANNOTATION))
             .filter(|_| release.explicit_storage_container());
-        let csc = select(&inputs.cluster, &src, explicit).map_err(|e| error(e.to_string()))?;
+        let csc = select(&inputs.cluster, &src, explicit).map_err(refused)?;
         if skipped(pod, inputs, &src) {
             return Ok(());
         }
@@ -102,7 +106,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
     if storage_initializer_injected(&pod.containers(List::InitContainers), csc_name) {
         return Ok(());
     }
-    let csc = selected.map_err(|e| error(e.to_string()))?;
+    let csc = selected.map_err(refused)?;
     let user_containers = model_containers(pod).ok_or_else(|| {
         let message = "Invalid configuration: cannot find container";
         match release.storage_container_lookup_first() {
@@ -324,7 +328,7 @@ impl InitPlan<'_> {
                 &mut credentials.env,
                 &mut args,
             )
-            .map_err(|e| error(e.to_string()))?,
+            .map_err(refused)?,
             None => {
                 let request = CredentialRequest {
                     namespace: pod.namespace(),
@@ -338,7 +342,7 @@ impl InitPlan<'_> {
                     &request,
                     &mut credentials,
                 )
-                .map_err(|e| error(e.to_string()))?;
+                .map_err(refused)?;
             }
         }
         let mut ca_bundle = ca_bundle::plan(inputs, pod.namespace(), &credentials.env, true);
@@ -362,9 +366,7 @@ impl InitPlan<'_> {
             ..Default::default()
         };
         let mut container = match self.csc {
-            Some(csc) => {
-                merge_storage_container(&built, &csc.container).map_err(|e| error(e.to_string()))?
-            }
+            Some(csc) => merge_storage_container(&built, &csc.container).map_err(refused)?,
             None => built,
         };
         self.overrides.apply(&mut container, NAME)?;

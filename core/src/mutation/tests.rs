@@ -327,7 +327,7 @@ fn a_hostile_container_count_is_refused_by_the_cap_before_the_whole_pod_check() 
     let mut pod = isvc_pod();
     pod["spec"]["containers"] = Value::Array(vec![json!({}); 300_000]);
     match mutate(&pod, "default", &Inputs::default()) {
-        Err(MutationError::Decode { path, message }) => {
+        Err(MutationError::Decode { path, message, .. }) => {
             assert_eq!(path, "spec.containers");
             assert!(message.starts_with("more than 4096 entries"), "{message}");
         }

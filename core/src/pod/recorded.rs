@@ -5,6 +5,7 @@
 //! to write them out cost more than writing each value once, and on a small
 //! review that difference is large (see `docs/performance.md`).
 
+use crate::shared_error::SharedError;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -32,7 +33,31 @@ pub struct Op {
 pub struct ApplyError {
     pub op: &'static str,
     pub path: String,
-    pub reason: String,
+    #[source]
+    pub reason: NotApplied,
+}
+
+/// Why an operation does not apply (RFC 6902's conditions).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum NotApplied {
+    #[error("the value is not JSON: {0}")]
+    Value(#[source] SharedError<serde_json::Error>),
+    #[error(transparent)]
+    Path(SharedError<jsonptr::ParseError>),
+    #[error("the parent does not exist")]
+    NoParent(#[source] SharedError<jsonptr::resolve::ResolveError>),
+    #[error("no member to replace")]
+    NoMember,
+    #[error("{text:?} is not a list index")]
+    NotAnIndex {
+        text: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("index {0} is past the list's end")]
+    PastTheEnd(usize),
+    #[error("the parent is not an object or a list")]
+    NotAContainer,
 }
 
 impl Op {
@@ -55,7 +80,7 @@ impl Op {
         let value = serde_json::from_str(&self.value).map_err(|e| ApplyError {
             op: self.name(),
             path: self.path.clone(),
-            reason: format!("the value is not JSON: {e}"),
+            reason: NotApplied::Value(e.into()),
         })?;
         apply_at(doc, self.kind, &self.path, value).map_err(|reason| ApplyError {
             op: self.name(),
@@ -76,20 +101,20 @@ pub(crate) fn apply_at(
     kind: OpKind,
     path: &str,
     value: Value,
-) -> Result<(), String> {
-    let pointer = jsonptr::Pointer::parse(path).map_err(|e| e.to_string())?;
+) -> Result<(), NotApplied> {
+    let pointer = jsonptr::Pointer::parse(path).map_err(|e| NotApplied::Path(e.into()))?;
     let Some((parent, last)) = pointer.split_back() else {
         *doc = value;
         return Ok(());
     };
     let target = parent
         .resolve_mut(doc)
-        .map_err(|_| "the parent does not exist".to_string())?;
+        .map_err(|e| NotApplied::NoParent(e.into()))?;
     match target {
         Value::Object(map) => {
             let key = last.decoded();
             if kind == OpKind::Replace && !map.contains_key(key.as_ref()) {
-                return Err("no member to replace".to_string());
+                return Err(NotApplied::NoMember);
             }
             map.insert(key.into_owned(), value);
         }
@@ -98,15 +123,18 @@ pub(crate) fn apply_at(
                 "-" => items.len(),
                 text => text
                     .parse::<usize>()
-                    .map_err(|_| format!("{text:?} is not a list index"))?,
+                    .map_err(|source| NotApplied::NotAnIndex {
+                        text: text.to_string(),
+                        source,
+                    })?,
             };
             match kind {
                 OpKind::Add if index <= items.len() => items.insert(index, value),
                 OpKind::Replace if index < items.len() => items[index] = value,
-                _ => return Err(format!("index {index} is past the list's end")),
+                _ => return Err(NotApplied::PastTheEnd(index)),
             }
         }
-        _ => return Err("the parent is not an object or a list".to_string()),
+        _ => return Err(NotApplied::NotAContainer),
     }
     Ok(())
 }

@@ -50,8 +50,25 @@ pub struct Meter {
     input_nodes: Cell<u64>,
     input_text: Cell<u64>,
     /// The first refusal, kept so a reader that reports it through a
-    /// library's own error type can give the message back unchanged.
-    refusal: RefCell<Option<String>>,
+    /// library's own error type can give it back unchanged.
+    refusal: RefCell<Option<OverBudget>>,
+}
+
+/// A charge the budget refused: which limit, and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OverBudget {
+    #[error("more than {} of text in one document", size(*.0))]
+    DocumentSource(u64),
+    #[error("more than {0} nodes in one document")]
+    DocumentNodes(u64),
+    #[error("more than {0} nodes in the input")]
+    InputNodes(u64),
+    #[error("more than {} of text in one document (an alias counts each time it is used)", size(*.0))]
+    DocumentText(u64),
+    #[error("more than {} of text in the input", size(*.0))]
+    InputText(u64),
+    #[error("nested deeper than {0} levels")]
+    Depth(usize),
 }
 
 impl Meter {
@@ -86,51 +103,48 @@ impl Meter {
     }
 
     /// `n` more bytes of source text were read.
-    pub fn read(&self, n: usize) -> Result<(), String> {
+    pub fn read(&self, n: usize) -> Result<(), OverBudget> {
         let limit = self.budget.document_bytes;
-        self.add(&self.document_source, n as u64, limit, || {
-            format!("more than {} of text in one document", size(limit))
-        })
+        self.add(
+            &self.document_source,
+            n as u64,
+            limit,
+            OverBudget::DocumentSource,
+        )
     }
 
     /// `n` more nodes were produced.
-    pub fn nodes(&self, n: u64) -> Result<(), String> {
+    pub fn nodes(&self, n: u64) -> Result<(), OverBudget> {
         let limit = self.budget.document_nodes;
-        self.add(&self.document_nodes, n, limit, || {
-            format!("more than {limit} nodes in one document")
-        })?;
+        self.add(&self.document_nodes, n, limit, OverBudget::DocumentNodes)?;
         let limit = self.budget.input_nodes;
-        self.add(&self.input_nodes, n, limit, || {
-            format!("more than {limit} nodes in the input")
-        })
+        self.add(&self.input_nodes, n, limit, OverBudget::InputNodes)
     }
 
     /// `n` more bytes of scalar text were produced.
-    pub fn text(&self, n: usize) -> Result<(), String> {
+    pub fn text(&self, n: usize) -> Result<(), OverBudget> {
         let limit = self.budget.document_bytes;
-        self.add(&self.document_text, n as u64, limit, || {
-            format!(
-                "more than {} of text in one document (an alias counts each time it is used)",
-                size(limit)
-            )
-        })?;
+        self.add(
+            &self.document_text,
+            n as u64,
+            limit,
+            OverBudget::DocumentText,
+        )?;
         let limit = self.budget.input_bytes;
-        self.add(&self.input_text, n as u64, limit, || {
-            format!("more than {} of text in the input", size(limit))
-        })
+        self.add(&self.input_text, n as u64, limit, OverBudget::InputText)
     }
 
     /// A collection opens at `depth` (1 for the root).
-    pub fn depth(&self, depth: usize) -> Result<(), String> {
+    pub fn depth(&self, depth: usize) -> Result<(), OverBudget> {
         if depth > self.budget.depth {
-            return Err(self.refuse(format!("nested deeper than {} levels", self.budget.depth)));
+            return Err(self.refuse(OverBudget::Depth(self.budget.depth)));
         }
         Ok(())
     }
 
     /// Why a charge was refused, if one was.
-    pub fn refusal(&self) -> Option<String> {
-        self.refusal.borrow().clone()
+    pub fn refusal(&self) -> Option<OverBudget> {
+        *self.refusal.borrow()
     }
 
     fn add(
@@ -138,21 +152,19 @@ impl Meter {
         counter: &Cell<u64>,
         n: u64,
         limit: u64,
-        message: impl FnOnce() -> String,
-    ) -> Result<(), String> {
+        over: fn(u64) -> OverBudget,
+    ) -> Result<(), OverBudget> {
         let total = counter.get().saturating_add(n);
         counter.set(total);
         if total > limit {
-            return Err(self.refuse(message()));
+            return Err(self.refuse(over(limit)));
         }
         Ok(())
     }
 
-    fn refuse(&self, message: String) -> String {
-        self.refusal
-            .borrow_mut()
-            .get_or_insert_with(|| message.clone());
-        message
+    fn refuse(&self, over: OverBudget) -> OverBudget {
+        self.refusal.borrow_mut().get_or_insert(over);
+        over
     }
 }
 

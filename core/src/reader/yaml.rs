@@ -17,7 +17,7 @@
 //! stay strings (JSON has no such numbers). Merge keys (`<<`) merge as YAML
 //! 1.1 defines; a duplicate key is an error, as in go-yaml.
 
-use super::budget::Meter;
+use super::budget::{Meter, OverBudget};
 use document::Builder;
 use granit_parser::{
     ErrorKind, Event, FallibleBufferedInput, InputIoError, Parser, ScalarStyle, ScanError, Span,
@@ -33,11 +33,57 @@ mod document;
 
 const CORE_TAG: &str = "tag:yaml.org,2002:";
 
-/// Why a YAML document could not be read.
+/// Why the YAML reader stopped: the input failed, or a document is not
+/// YAML the reader takes.
 #[derive(Debug)]
-pub(super) enum YamlError {
+pub(super) enum Stop {
     Io(std::io::Error),
-    Syntax(String),
+    Yaml(YamlError),
+}
+
+/// Why a YAML document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlError {
+    /// The parser's own report, which says where.
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    /// What the reader refuses in a document the parser read, and where
+    /// (1-based; columns in characters).
+    #[error("{problem} at line {line} column {column}")]
+    At {
+        #[source]
+        problem: YamlProblem,
+        line: usize,
+        column: usize,
+    },
+}
+
+/// What the reader refuses in a YAML document.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlProblem {
+    #[error(transparent)]
+    OverBudget(#[from] OverBudget),
+    #[error("the input is not valid UTF-8")]
+    NotUtf8,
+    #[error("an alias to an unknown anchor")]
+    UnknownAnchor,
+    #[error("a mapping key must be a scalar")]
+    KeyNotScalar,
+    #[error("a collection ends that never started")]
+    EndWithoutStart,
+    #[error("mapping key {0:?} already defined")]
+    DuplicateKey(String),
+    #[error("a merge key's list may hold only mappings")]
+    MergeListOfNonMappings,
+    #[error("a merge key needs a mapping or a list of mappings")]
+    MergeOfNonMapping,
+    /// A scalar that its core-schema tag (`!!int`, `!!bool`) does not fit.
+    #[error("{text:?} is not a valid !!{tag}")]
+    NotOfTag { text: String, tag: &'static str },
+    #[error("a !!binary scalar is not valid base64")]
+    BinaryNotBase64(#[source] base64_simd::Error),
+    #[error("a !!binary scalar does not decode to UTF-8 text")]
+    BinaryNotText(#[source] std::string::FromUtf8Error),
 }
 
 /// The documents of a YAML stream, one at a time; empty and `null`
@@ -53,7 +99,7 @@ pub(super) struct YamlDocuments<R: BufRead> {
 /// error at its own position, which is not where the input went wrong).
 struct Shared {
     meter: Meter,
-    failure: RefCell<Option<String>>,
+    failure: RefCell<Option<YamlError>>,
     handed: RefCell<Handed>,
 }
 
@@ -123,14 +169,14 @@ impl<R: BufRead> YamlDocuments<R> {
         }
     }
 
-    fn next_document(&mut self) -> Result<Option<Value>, YamlError> {
+    fn next_document(&mut self) -> Result<Option<Value>, Stop> {
         let mut doc = Builder::new(self.shared.clone());
         loop {
             let Some(event) = self.parser.next_event() else {
                 return Ok(None);
             };
             let (event, span) = event.map_err(|e| match self.shared.failure.take() {
-                Some(message) => YamlError::Syntax(message),
+                Some(failure) => Stop::Yaml(failure),
                 None => scan_error(e),
             })?;
             match event {
@@ -144,14 +190,14 @@ impl<R: BufRead> YamlDocuments<R> {
                     None | Some(Value::Null) => continue,
                     Some(value) => return Ok(Some(value)),
                 },
-                other => doc.event(other, span).map_err(YamlError::Syntax)?,
+                other => doc.event(other, span).map_err(Stop::Yaml)?,
             }
         }
     }
 }
 
 impl<R: BufRead> Iterator for YamlDocuments<R> {
-    type Item = Result<Value, YamlError>;
+    type Item = Result<Value, Stop>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -163,19 +209,19 @@ impl<R: BufRead> Iterator for YamlDocuments<R> {
     }
 }
 
-fn scan_error(e: ScanError) -> YamlError {
+fn scan_error(e: ScanError) -> Stop {
     match e.kind() {
-        ErrorKind::InputIo { error } => YamlError::Io(std::io::Error::other(error.message())),
-        _ => YamlError::Syntax(e.to_string()),
+        ErrorKind::InputIo { error } => Stop::Io(std::io::Error::other(error.message())),
+        _ => Stop::Yaml(YamlError::Scan(e)),
     }
 }
 
-fn at(span: &Span, message: impl std::fmt::Display) -> String {
-    format!(
-        "{message} at line {} column {}",
-        span.start.line(),
-        span.start.col() + 1
-    )
+fn at(span: &Span, problem: impl Into<YamlProblem>) -> YamlError {
+    YamlError::At {
+        problem: problem.into(),
+        line: span.start.line(),
+        column: span.start.col() + 1,
+    }
 }
 
 fn is_core(tag: &Tag, suffix: &str) -> bool {
@@ -184,10 +230,14 @@ fn is_core(tag: &Tag, suffix: &str) -> bool {
 
 /// A scalar's value: quoted and block scalars are strings, plain ones
 /// resolve as go-yaml v2 resolves them; a core-schema tag forces its type.
-fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
+fn resolve(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, YamlProblem> {
     let core = tag.filter(|t| t.handle() == CORE_TAG).map(Tag::suffix);
-    let typed =
-        |what: &str, v: Option<Value>| v.ok_or_else(|| format!("{text:?} is not a valid !!{what}"));
+    let typed = |tag: &'static str, v: Option<Value>| {
+        v.ok_or_else(|| YamlProblem::NotOfTag {
+            text: text.to_string(),
+            tag,
+        })
+    };
     match core {
         Some("str") | Some("timestamp") => Ok(Value::String(text.to_string())),
         Some("null") => Ok(Value::Null),
@@ -336,14 +386,14 @@ pub(super) fn is_json_number(text: &str) -> bool {
 
 /// `!!binary`: base64 (line breaks allowed), which must decode to UTF-8 to
 /// be a JSON string.
-fn binary(text: &str) -> Result<Value, String> {
+fn binary(text: &str) -> Result<Value, YamlProblem> {
     let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
     let bytes = base64_simd::STANDARD
         .decode_to_vec(compact.as_bytes())
-        .map_err(|_| "a !!binary scalar is not valid base64".to_string())?;
+        .map_err(YamlProblem::BinaryNotBase64)?;
     String::from_utf8(bytes)
         .map(Value::String)
-        .map_err(|_| "a !!binary scalar does not decode to UTF-8 text".to_string())
+        .map_err(YamlProblem::BinaryNotText)
 }
 
 /// The characters of a UTF-8 byte stream, read a buffer at a time, each
@@ -370,7 +420,7 @@ impl<R: BufRead> Utf8Chars<R> {
             error: InputIoError::from_io(e),
         };
         if self.invalid {
-            return Err(self.fail("the input is not valid UTF-8".to_string()));
+            return Err(self.fail(YamlProblem::NotUtf8));
         }
         let buf = loop {
             match self.input.fill_buf() {
@@ -384,7 +434,7 @@ impl<R: BufRead> Utf8Chars<R> {
                 return Ok(false);
             }
             self.carry.clear();
-            return Err(self.fail("the input is not valid UTF-8".to_string()));
+            return Err(self.fail(YamlProblem::NotUtf8));
         }
         let mut bytes = std::mem::take(&mut self.carry);
         bytes.extend_from_slice(buf);
@@ -407,11 +457,16 @@ impl<R: BufRead> Utf8Chars<R> {
         Ok(true)
     }
 
-    /// Keeps `message`, placed where the next character would be, for the
+    /// Keeps `problem`, placed where the next character would be, for the
     /// document reader to report in place of the parser's error.
-    fn fail(&self, message: String) -> ErrorKind {
-        let message = format!("{message} at line {} column {}", self.line, self.column);
-        *self.shared.failure.borrow_mut() = Some(message.clone());
+    fn fail(&self, problem: YamlProblem) -> ErrorKind {
+        let failure = YamlError::At {
+            problem,
+            line: self.line,
+            column: self.column,
+        };
+        let message = failure.to_string();
+        *self.shared.failure.borrow_mut() = Some(failure);
         ErrorKind::InputDecoding { message }
     }
 }
@@ -422,9 +477,9 @@ impl<R: BufRead> Iterator for Utf8Chars<R> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(c) = self.decoded.next() {
-                if let Err(message) = self.shared.meter.read(c.len_utf8()) {
+                if let Err(over) = self.shared.meter.read(c.len_utf8()) {
                     self.decoded = Vec::new().into_iter();
-                    return Some(Err(self.fail(message)));
+                    return Some(Err(self.fail(over.into())));
                 }
                 self.shared.handed.borrow_mut().push(c.len_utf8());
                 if c == '\n' {

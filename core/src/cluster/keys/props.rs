@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::cluster::credentials::{
-    add_service_account_credentials, CredentialRequest, CredentialTarget,
+    add_service_account_credentials, CredentialError, CredentialRequest, CredentialTarget,
 };
 use crate::cluster::objects::{IsvcLogger, Secret, ServiceAccount};
 use crate::cluster::storage_container::select;
@@ -174,7 +174,7 @@ fn credentials(
     pod: &PodFacts,
     config: &Config,
     sa: &str,
-) -> Result<CredentialTarget, String> {
+) -> Result<CredentialTarget, CredentialError> {
     let mut target = CredentialTarget::default();
     let request = CredentialRequest {
         namespace: &pod.namespace,
@@ -182,8 +182,7 @@ fn credentials(
         pod_annotations: &pod.annotations,
         release: Default::default(),
     };
-    add_service_account_credentials(data, &config.credentials, &request, &mut target)
-        .map_err(|e| e.to_string())?;
+    add_service_account_credentials(data, &config.credentials, &request, &mut target)?;
     Ok(target)
 }
 

@@ -167,3 +167,15 @@ fn csc_flags() {
     assert_eq!(c.workload_type, "localModelDownloadJob");
     assert_eq!(c.container.name, "");
 }
+
+#[test]
+fn an_object_that_does_not_decode_keeps_serde_jsons_error_as_its_source() {
+    let mut sa = sa_doc();
+    sa["secrets"] = json!("not a list");
+    let err = ClusterSnapshot::load(vec![sa]).unwrap_err();
+    let mut chain = std::iter::successors(std::error::Error::source(&err), |e| e.source());
+    assert!(
+        chain.any(|e| e.to_string().starts_with("invalid type: string")),
+        "{err}"
+    );
+}

@@ -74,7 +74,7 @@ pub(crate) fn choose<P: PodEdit>(pod: &P, inputs: &Inputs) -> Result<ShapeChoice
     };
     let mode = text
         .parse::<ModelcarMode>()
-        .map_err(|e| InjectError::new(NAME, format!("{MODELCAR_MODE_ANNOTATION}: {e}")))?;
+        .map_err(|e| InjectError::caused_by(NAME, format!("{MODELCAR_MODE_ANNOTATION}: {e}"), e))?;
     Ok(ShapeChoice {
         mode,
         reason: ShapeReason::Annotation,

@@ -57,9 +57,10 @@ impl InitResources {
                 return Ok(None);
             };
             quantity::canonicalize(raw).map(Some).map_err(|e| {
-                InjectError::new(
+                InjectError::caused_by(
                     injector,
                     format!("annotation {annotation}: {raw:?} is not a quantity ({e}); expected {ACCEPTED}"),
+                    e,
                 )
             })
         };

@@ -11,7 +11,7 @@
 //! would not: anchors nested 60 deep around a few aliases of one scalar
 //! would hold 60 copies of what the budget counted once.
 
-use super::{at, is_core, resolve, Shared};
+use super::{at, is_core, resolve, Shared, YamlError, YamlProblem};
 use granit_parser::{Event, ScalarStyle, Span};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -134,7 +134,7 @@ impl Builder {
         self.root.take().map(Node::into_value)
     }
 
-    pub(super) fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), String> {
+    pub(super) fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlError> {
         match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let cost = Cost {
@@ -168,7 +168,7 @@ impl Builder {
                 let anchor = self
                     .anchors
                     .get(&id)
-                    .ok_or_else(|| at(&span, "an alias to an unknown anchor"))?;
+                    .ok_or_else(|| at(&span, YamlProblem::UnknownAnchor))?;
                 let (node, cost, height) = (anchor.node.clone(), anchor.cost, anchor.height);
                 // Charged before it is placed: an alias over budget is
                 // never placed, nor ever copied.
@@ -179,7 +179,7 @@ impl Builder {
                             self.set_key(Key::Name(name.clone()));
                             Ok(())
                         }
-                        _ => Err(at(&span, "a mapping key must be a scalar")),
+                        _ => Err(at(&span, YamlProblem::KeyNotScalar)),
                     };
                 }
                 self.push(Node::Shared(node), height, &span)
@@ -230,7 +230,7 @@ impl Builder {
                         }
                         (Node::Map(map), anchor, before, height)
                     }
-                    None => return Err(at(&span, "a collection ends that never started")),
+                    None => return Err(at(&span, YamlProblem::EndWithoutStart)),
                 };
                 let cost = Cost {
                     nodes: self.spent.nodes - before.nodes,
@@ -264,7 +264,7 @@ impl Builder {
     }
 
     /// Charges the budget for what is about to be produced.
-    fn charge(&mut self, cost: Cost, span: &Span) -> Result<(), String> {
+    fn charge(&mut self, cost: Cost, span: &Span) -> Result<(), YamlError> {
         self.spent.nodes = self.spent.nodes.saturating_add(cost.nodes);
         self.spent.text = self.spent.text.saturating_add(cost.text);
         let meter = &self.shared.meter;
@@ -273,9 +273,9 @@ impl Builder {
     }
 
     /// A collection starts: it is a node, and it nests one level deeper.
-    fn open(&mut self, span: &Span) -> Result<(), String> {
+    fn open(&mut self, span: &Span) -> Result<(), YamlError> {
         if self.expects_key() {
-            return Err(at(span, "a mapping key must be a scalar"));
+            return Err(at(span, YamlProblem::KeyNotScalar));
         }
         self.charge(Cost { nodes: 1, text: 0 }, span)?;
         let meter = &self.shared.meter;
@@ -295,7 +295,7 @@ impl Builder {
     /// Places `node` (of `height`) where the document expects a value,
     /// refused when it would nest deeper than the budget: an alias to a
     /// deep node, placed deep, nests as deep as the two together.
-    fn push(&mut self, node: Node, height: usize, span: &Span) -> Result<(), String> {
+    fn push(&mut self, node: Node, height: usize, span: &Span) -> Result<(), YamlError> {
         let depth = self.stack.len();
         let merged = matches!(
             self.stack.last(),
@@ -338,11 +338,11 @@ impl Builder {
                     Some(Key::Merge) => merges.push(node),
                     Some(Key::Name(name)) => {
                         if map.contains_key(&name) {
-                            return Err(at(span, format!("mapping key {name:?} already defined")));
+                            return Err(at(span, YamlProblem::DuplicateKey(name)));
                         }
                         map.insert(name, node);
                     }
-                    None => return Err(at(span, "a mapping key must be a scalar")),
+                    None => return Err(at(span, YamlProblem::KeyNotScalar)),
                 }
             }
         }
@@ -354,7 +354,7 @@ impl Builder {
 /// from each of a list of mappings in order (the earlier wins). A shared
 /// source (an alias) gives copies of its entries, which its alias was
 /// charged for; a source written in place gives its entries themselves.
-fn merge_into(map: &mut BTreeMap<String, Node>, source: Node) -> Result<(), String> {
+fn merge_into(map: &mut BTreeMap<String, Node>, source: Node) -> Result<(), YamlProblem> {
     match source {
         Node::Shared(node) => match Rc::try_unwrap(node) {
             Ok(node) => merge_into(map, node),
@@ -371,15 +371,15 @@ fn merge_into(map: &mut BTreeMap<String, Node>, source: Node) -> Result<(), Stri
                 .iter()
                 .any(|item| !matches!(item.shared(), Node::Map(_)))
             {
-                return Err(LIST_OF_MAPPINGS.to_string());
+                return Err(YamlProblem::MergeListOfNonMappings);
             }
             items.into_iter().try_for_each(|item| merge_into(map, item))
         }
-        Node::Scalar(_) => Err(NEEDS_A_MAPPING.to_string()),
+        Node::Scalar(_) => Err(YamlProblem::MergeOfNonMapping),
     }
 }
 
-fn merge_shared(map: &mut BTreeMap<String, Node>, source: &Node) -> Result<(), String> {
+fn merge_shared(map: &mut BTreeMap<String, Node>, source: &Node) -> Result<(), YamlProblem> {
     match source.shared() {
         Node::Map(entries) => {
             for (k, v) in entries {
@@ -394,13 +394,10 @@ fn merge_shared(map: &mut BTreeMap<String, Node>, source: &Node) -> Result<(), S
                 .iter()
                 .any(|item| !matches!(item.shared(), Node::Map(_)))
             {
-                return Err(LIST_OF_MAPPINGS.to_string());
+                return Err(YamlProblem::MergeListOfNonMappings);
             }
             items.iter().try_for_each(|item| merge_shared(map, item))
         }
-        _ => Err(NEEDS_A_MAPPING.to_string()),
+        _ => Err(YamlProblem::MergeOfNonMapping),
     }
 }
-
-const LIST_OF_MAPPINGS: &str = "a merge key's list may hold only mappings";
-const NEEDS_A_MAPPING: &str = "a merge key needs a mapping or a list of mappings";
