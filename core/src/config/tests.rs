@@ -192,7 +192,8 @@ fn values_every_pod_would_carry_are_refused_at_load_naming_the_key() {
     let prefix = "invalid \"storageInitializer\" configuration: ";
     let modelcar = "; every modelcar container would be made with it";
     let init = "; every storage-initializer container would be made with it";
-    let one_mb = "1".repeat(1 << 20);
+    // Within the 1 MiB a ConfigMap holds, far past what a quantity may be.
+    let half_mb = "1".repeat(1 << 19);
     let cases = [
         (
             format!("{{{RES},\"memoryModelcar\":\"-1\"}}"),
@@ -207,8 +208,8 @@ fn values_every_pod_would_carry_are_refused_at_load_naming_the_key() {
             format!("\"cpuModelcar\": \"-10m\" is negative, which the API server refuses{modelcar}"),
         ),
         (
-            format!("{{{RES},\"cpuModelcar\":\"{one_mb}\"}}"),
-            format!("\"cpuModelcar\": 1048576 characters long, more than the 64 a quantity may have here{modelcar}"),
+            format!("{{{RES},\"cpuModelcar\":\"{half_mb}\"}}"),
+            format!("\"cpuModelcar\": 524288 characters long, more than the 64 a quantity may have here{modelcar}"),
         ),
         (
             format!("{{{RES},\"uidModelcar\":-1}}"),
@@ -269,4 +270,29 @@ fn a_config_kserve_refuses_keeps_kserves_message_before_ours() {
         err.to_string().starts_with("invalid JSON in \"agent\""),
         "{err}"
     );
+}
+
+#[test]
+fn sections_over_what_a_configmap_holds_are_refused_before_they_are_parsed() {
+    // A million-element array: parsed, twenty times its text.
+    let array = format!("[{}0]", "0,".repeat(1 << 19));
+    let mut data = BTreeMap::new();
+    data.insert("agent".to_string(), format!("{{\"x\":{array}}}"));
+    let err = Config::from_data(&data).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the ConfigMap's credentials, storageInitializer, logger, batcher, agent, \
+             metricsAggregator hold {} bytes, more than the 1048576 the API server stores in a \
+             whole ConfigMap",
+            array.len() + 6
+        )
+    );
+    // Keys the mutator does not read do not count.
+    let mut data = valid_with(
+        r#"{"memoryRequest":"100Mi","memoryLimit":"1Gi","cpuRequest":"100m","cpuLimit":"1"}"#,
+    );
+    data.insert("explainers".to_string(), array);
+    let loaded = Config::from_data(&data);
+    assert!(loaded.is_ok(), "{loaded:?}");
 }
