@@ -1,21 +1,27 @@
 //! The plain-HTTP admin router: `/healthz`, `/readyz`, `/metrics`.
 
 use super::metrics::unix_now;
-use super::routes::RouterInputs;
+use super::metrics::Metrics;
+use crate::lookups::SnapshotSource;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// The plain-HTTP admin router: probes and metrics only. It is served only
 /// once the certificate is loaded and both listeners are bound; `/readyz`
 /// then fails from the first shutdown signal on (`draining`), while the
 /// served certificate is expired, and until the watch caches have listed.
-pub(crate) fn admin(inputs: &RouterInputs) -> Router {
-    let (draining, cert_not_after) = (inputs.draining.clone(), inputs.cert_not_after.clone());
-    let (objects, metrics) = (inputs.objects.clone(), inputs.metrics.clone());
+pub(crate) fn admin(
+    draining: CancellationToken,
+    cert_not_after: Arc<AtomicI64>,
+    objects: Arc<SnapshotSource>,
+    metrics: Arc<Metrics>,
+) -> Router {
     let readyz = move || async move {
         let unavailable = |text| (StatusCode::SERVICE_UNAVAILABLE, text);
         if draining.is_cancelled() {

@@ -6,8 +6,9 @@
 
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
+use super::limits::Limits;
 use super::metrics::{unix_now, Metrics};
-use super::routes::{App, Limits, RouterInputs};
+use super::routes::RouterInputs;
 use super::service;
 use super::serving_cert;
 use super::sizing::{self, Sized};
@@ -294,7 +295,7 @@ impl Server {
         };
         // The router `RouterInputs::webhook_router` builds, keeping the App
         // for its log summary.
-        let app = App::new(&inputs);
+        let app = inputs.app();
         let router = service::webhook(app.clone(), &inputs.limits);
         let webhook = Webhook::new(&args.limits, tls, router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.

@@ -13,6 +13,7 @@
 mod admin;
 mod answer;
 mod api_error;
+mod app;
 mod body;
 mod conn;
 mod error;
@@ -30,14 +31,16 @@ mod serving_cert;
 pub mod settings;
 mod signals;
 mod sizing;
+mod summary;
 mod tls;
 
 pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
+pub use limits::Limits;
 pub use metrics::Metrics;
-pub use routes::{Limits, RouterInputs};
+pub use routes::RouterInputs;
 use std::time::Duration;
 pub use tls::TlsConfigError;
 

@@ -1,19 +1,15 @@
 //! What the server records of each review: metrics, shadow mode's log
-//! lines, and the periodic admission summary.
+//! lines, and the counts for the periodic admission summary (`summary.rs`).
 
-use super::routes::App;
+use super::app::App;
 use kserve_injector_core::admission::Reviewed;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 impl App {
     /// A request that is not an AdmissionReview we can read: counted in the
     /// summary, logged at debug (its sender may retry it at any rate).
     pub(crate) fn malformed(&self, e: &kserve_injector_core::admission::ReviewError) {
-        self.summary.malformed.fetch_add(1, Ordering::Relaxed);
+        self.summary.count_malformed();
         debug!(error = %e, "malformed admission request");
     }
 
@@ -22,16 +18,9 @@ impl App {
         for (injector, outcome) in &r.outcomes {
             self.metrics.record_injection(injector, outcome.as_str());
         }
-        let s = &self.summary;
-        s.reviewed.fetch_add(1, Ordering::Relaxed);
-        if r.patch_ops > 0 {
-            s.patched.fetch_add(1, Ordering::Relaxed);
-        }
-        if let Some(reason) = &r.denial {
+        self.summary.count(r);
+        if r.denial.is_some() {
             self.metrics.denials.inc();
-            s.denied.fetch_add(1, Ordering::Relaxed);
-            let last = format!("{}/{} ({}): {reason}", r.namespace, r.name, r.uid);
-            *s.last_denial.lock().unwrap_or_else(PoisonError::into_inner) = Some(last);
         }
         if !r.withheld.is_empty() {
             self.shadow_difference(r);
@@ -103,55 +92,6 @@ impl App {
             generate_name = r.generate_name.as_deref(),
             reason,
             "shadow mode: this webhook would deny the pod"
-        );
-    }
-}
-
-/// The info-level admission log: one aggregated line per interval instead
-/// of a formatted JSON line and a write per request. On two cores a line
-/// per request cost more CPU than the review itself, and a non-blocking
-/// writer only moves that cost to another thread on the same cores. The
-/// per-request line is at debug (`--log kserve_injector=debug`).
-#[derive(Debug, Default)]
-pub(crate) struct Summary {
-    reviewed: AtomicU64,
-    patched: AtomicU64,
-    denied: AtomicU64,
-    malformed: AtomicU64,
-    last_denial: Mutex<Option<String>>,
-}
-
-impl Summary {
-    pub(crate) async fn log_every(&self, interval: Duration, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(interval);
-        tick.tick().await;
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => { self.log(interval); return; }
-                _ = tick.tick() => self.log(interval),
-            }
-        }
-    }
-
-    fn log(&self, interval: Duration) {
-        let reviewed = self.reviewed.swap(0, Ordering::Relaxed);
-        let malformed = self.malformed.swap(0, Ordering::Relaxed);
-        if reviewed + malformed == 0 {
-            return;
-        }
-        let last_denial = self
-            .last_denial
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        info!(
-            interval_s = interval.as_secs_f64(),
-            reviewed,
-            patched = self.patched.swap(0, Ordering::Relaxed),
-            denied = self.denied.swap(0, Ordering::Relaxed),
-            malformed,
-            last_denial,
-            "admission summary"
         );
     }
 }

@@ -4,8 +4,8 @@
 
 use super::answer::AnswerBody;
 use super::api_error::{json_body, Answer, ApiError};
+use super::app::App;
 use super::body::{drained, read_body, BoxError};
-use super::routes::App;
 use crate::lookups::{OutsideNamespaces, SnapshotSource};
 use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;

@@ -5,11 +5,12 @@
 //! 504, every error as `{"error": ...}`. The parts, each in its own file:
 //! the service and its limits (`service.rs`, `limits.rs`), reading the body
 //! (`body.rs`), one review (`review.rs`), what is observed of it
-//! (`observe.rs`), the error answers (`api_error.rs`) and the admin router
+//! (`observe.rs`, `summary.rs`), what the webhook routes share (`app.rs`),
+//! the error answers (`api_error.rs`) and the admin router
 //! (`admin.rs`).
 
+use super::app::App;
 use super::metrics::Metrics;
-use super::observe::Summary;
 use crate::lookups::SnapshotSource;
 use arc_swap::ArcSwap;
 use axum::Router;
@@ -17,10 +18,9 @@ use kserve_injector_core::admission::Mode;
 use kserve_injector_core::Inputs;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-pub use super::limits::Limits;
+use super::limits::Limits;
 
 /// What the two routers are built from, without sockets or TLS.
 /// `Server::start` fills it from its flags, config and certificate; an
@@ -64,47 +64,23 @@ impl RouterInputs {
     /// error handling and limits. Each call gets its own concurrency limit
     /// and byte budget.
     pub fn webhook_router(&self) -> Router {
-        Router::new().fallback_service(super::service::webhook(App::new(self), &self.limits))
+        Router::new().fallback_service(super::service::webhook(self.app(), &self.limits))
     }
 
     /// The admin router: `/healthz`, `/readyz`, `/metrics`.
     pub fn admin_router(&self) -> Router {
-        super::admin::admin(self)
+        super::admin::admin(
+            self.draining.clone(),
+            self.cert_not_after.clone(),
+            self.objects.clone(),
+            self.metrics.clone(),
+        )
     }
-}
 
-/// Room an answer's envelope (uid, status, warnings) may take besides its
-/// patch.
-const ENVELOPE: usize = 16 * 1024;
-
-/// What the webhook routes share.
-pub(crate) struct App {
-    pub env: Arc<ArcSwap<Inputs>>,
-    pub objects: Arc<SnapshotSource>,
-    pub metrics: Arc<Metrics>,
-    /// One permit per byte held in memory: of request bodies until they are
-    /// reviewed, of answers until hyper has taken them.
-    pub budget: Arc<Semaphore>,
-    /// One permit per review of a body too large to review inline.
-    pub large_reviews: Arc<Semaphore>,
-    /// The largest patch an answer may carry, base64-encoded: an answer
-    /// must fit in the byte budget whole.
-    pub max_patch: usize,
-    pub summary: Summary,
-    pub mode: Mode,
-}
-
-impl App {
-    pub(crate) fn new(inputs: &RouterInputs) -> Arc<Self> {
-        Arc::new(Self {
-            env: inputs.env.clone(),
-            objects: inputs.objects.clone(),
-            metrics: inputs.metrics.clone(),
-            budget: Arc::new(Semaphore::new(inputs.limits.max_buffered_bytes)),
-            large_reviews: Arc::new(Semaphore::new(inputs.limits.large_reviews)),
-            max_patch: inputs.limits.max_buffered_bytes.saturating_sub(ENVELOPE),
-            summary: Summary::default(),
-            mode: inputs.mode,
-        })
+    /// What a webhook router built from these inputs shares.
+    pub(crate) fn app(&self) -> Arc<App> {
+        let (env, objects, metrics) =
+            (self.env.clone(), self.objects.clone(), self.metrics.clone());
+        App::new(env, objects, metrics, &self.limits, self.mode)
     }
 }

@@ -9,11 +9,11 @@
 
 use super::answer::AnswerBody;
 use super::api_error::{too_large, Answer, ApiError};
+use super::app::App;
 use super::body::{drained, BoxError};
 use super::limits::Limits;
 use super::metrics::Metrics;
 use super::review::mutate;
-use super::routes::App;
 use crate::limits::MAX_BODY_BYTES;
 use axum::body::Bytes;
 use axum::http::header::{ALLOW, CONNECTION, CONTENT_LENGTH};

@@ -14,7 +14,7 @@ async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
         request_timeout: Duration::from_secs(60),
     };
     let inputs = RouterInputs::new(Inputs::default(), limits);
-    let service = webhook(App::new(&inputs), &limits);
+    let service = webhook(inputs.app(), &limits);
     // A body that never ends, as from a client that stalls and resets.
     let body = StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>());
     let req = Request::post("/mutate-pods")
