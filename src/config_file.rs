@@ -183,36 +183,11 @@ pub fn parse_with(
     defaults: &Resources,
     release: Release,
 ) -> Result<Config, LoadError> {
-    let unreadable = |source| LoadError::Unreadable {
+    let data = snapshot_data(path, snap)?;
+    Config::from_data_with(&data, defaults, release).map_err(|source| LoadError::Invalid {
         path: path.to_path_buf(),
         source,
-    };
-    let invalid = |source| LoadError::Invalid {
-        path: path.to_path_buf(),
-        source,
-    };
-    let text = |file: &Path, bytes: &[u8]| {
-        String::from_utf8(bytes.to_vec()).map_err(|source| LoadError::NotUtf8 {
-            path: path.to_path_buf(),
-            file: file.to_path_buf(),
-            source,
-        })
-    };
-    if path.is_dir() {
-        let mut data = BTreeMap::new();
-        for (file, bytes) in &snap.entries {
-            let bytes = bytes.as_ref().map_err(|e| unreadable(e.clone()))?;
-            let key = file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            data.insert(key, text(file, bytes)?);
-        }
-        Config::from_data_with(&data, defaults, release).map_err(invalid)
-    } else {
-        let bytes = snap.file(path).map_err(unreadable)?;
-        Config::from_manifest_with(&text(path, bytes)?, defaults, release).map_err(invalid)
-    }
+    })
 }
 
 /// Loads from a ConfigMap manifest file or a mounted ConfigMap directory,
@@ -247,6 +222,12 @@ pub fn load_config(
 /// unparsed (`audit --upgrade-config`, which reads it as two releases).
 pub fn load_data(path: &Path) -> Result<ConfigMapData, LoadError> {
     let snap = Snapshot::read(&[path.to_path_buf()], Accept::RegularFileOrPipe);
+    snapshot_data(path, &snap)
+}
+
+/// The data at `path` in a snapshot: a ConfigMap manifest's `data`, or a
+/// mounted ConfigMap directory's files by name.
+fn snapshot_data(path: &Path, snap: &Snapshot) -> Result<ConfigMapData, LoadError> {
     let unreadable = |source| LoadError::Unreadable {
         path: path.to_path_buf(),
         source,
