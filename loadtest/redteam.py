@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 """The red-team suite: `serve` inside a real memory cgroup at the limit the
-chart and the kustomize base ship (128 MiB), attacked the ways issue 38
-lists, each attack followed by real reviews and /healthz. The server must
-stay alive (the cgroup's OOM-kill count 0), answer a real review within the
-request timeout during and after each attack, and come back below a stated
-resident size once the attack ends.
+chart and the kustomize base ship (128 MiB), attacked the ways issues 38
+and 46 list, each attack followed by real reviews and /healthz. The server
+must stay alive (the cgroup's OOM-kill count 0), answer a real review
+within the request timeout during and after each attack, and come back
+below a stated resident size once the attack ends.
+
+The attacks on the server's slots (promises, busy, trickle, large,
+rotation-ahead) run with two API-server-like probes through them
+(`attack_client probes`): a review every second on a new TLS connection
+(HTTP/2, the 1.1 KB minimal-oci review, retried after Retry-After or 1 s
+while its 5 s deadline allows) and a review every second on one persistent
+HTTP/2 connection. Each probe must get 200 within 5 s for at least 99% of
+its reviews, and the server must never close the persistent connection.
 
     python3 loadtest/redteam.py                  # every attack
     python3 loadtest/redteam.py h2-unread idle   # some of them
@@ -42,6 +50,16 @@ LIMIT = 128 * MIB
 # set must come back under this (an idle server is about 12 MiB).
 SETTLED_RSS = 48 * MIB
 REQUEST_TIMEOUT = 5.0
+# The webhook's timeoutSeconds as the chart and the kustomize base ship it:
+# the probes' deadline.
+TIMEOUT_SECONDS = 5.0
+# Of each probe's reviews, at least this share must be answered 200 in time.
+PROBE_QUORUM = 0.99
+# How long each attack on the server's slots lasts; the probes run through
+# all of it but its first and last second.
+HOLD = 15
+# The cgroup's peak charge under 200 clients sending valid 1-3 MB reviews.
+LARGE_PEAK = 100 * MIB
 sys.path.insert(0, os.path.join(ROOT, "loadtest"))
 
 
@@ -381,6 +399,206 @@ def attack_idle(tmp, cgroup, verdict):
     return {"idle-h2 4300 connections": result}
 
 
+def probes(server, duration, small=None):
+    """The two API-server-like probes, started now for `duration` seconds."""
+    small = small or os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    return subprocess.Popen([CLIENT, "--addr", f"127.0.0.1:{server.port}", "--ca", server.ca,
+                             "--server-name", server.server_name, "--body", small, "probes",
+                             "--duration", f"{duration}s", "--deadline", f"{TIMEOUT_SECONDS:g}s"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=raise_nofile)
+
+
+def probe_figures(proc, verdict, name):
+    """The probes' report, checked: each answered 200 within the deadline
+    for PROBE_QUORUM of its reviews, the persistent connection never closed."""
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    lines = out.strip().splitlines()
+    try:
+        report = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        verdict.check(False, f"{name}: the probes reported nothing: {err.strip()[-500:]}")
+        return {}
+    figures = {}
+    for probe in ("new_connection", "persistent"):
+        seen = report[probe]
+        reviews, answered = seen["reviews"], seen["answered"]
+        share = answered / reviews if reviews else 0.0
+        verdict.check(reviews > 0, f"{name}: the {probe} probe sent no review")
+        verdict.check(share >= PROBE_QUORUM,
+                      f"{name}: the {probe} probe got 200 within {TIMEOUT_SECONDS:g} s for "
+                      f"{answered} of {reviews} reviews ({share:.0%}, needs {PROBE_QUORUM:.0%}); "
+                      f"failures: {seen['failures']}")
+        figures[probe] = {key: (round(seen[key], 3) if isinstance(seen[key], float) else seen[key])
+                          for key in ("reviews", "answered", "p50", "p99", "max")}
+    closed = report["persistent"]["goaway"] + report["persistent"]["closed"]
+    verdict.check(closed == 0, f"{name}: the server closed the persistent probe's connection "
+                               f"{closed} times (GOAWAY {report['persistent']['goaway']}): "
+                               f"a connection that keeps completing reviews was evicted")
+    figures["persistent"]["closed_by_server"] = closed
+    return figures
+
+
+def under_probes(server, verdict, name, attack, hold=HOLD, peak_limit=None):
+    """Runs `attack` (a started client process holding for `hold` seconds)
+    with the two probes through it; then checks the server, the probes and
+    the cgroup."""
+    peak = Peak(server.proc.pid, server.cgroup)
+    oom_before = server.cgroup.oom_kills()
+    time.sleep(1)
+    running = probes(server, hold - 2)
+    figures = probe_figures(running, verdict, name)
+    out, err = attack.communicate()
+    report = out.strip().splitlines()[-1] if out.strip() else err.strip()[-500:]
+    alive = server.alive()
+    peak_rss, peak_usage = peak.stop()
+    oom = server.cgroup.oom_kills() - oom_before
+    log(f"{name}: client {report}")
+    for probe in ("new_connection", "persistent"):
+        if probe in figures:
+            f = figures[probe]
+            log(f"{name}: {probe} probe: {f['answered']} of {f['reviews']} answered 200 within "
+                f"{TIMEOUT_SECONDS:g} s, p50 {f['p50']} s, p99 {f['p99']} s, max {f['max']} s")
+    log(f"{name}: peak RSS {peak_rss / MIB:.1f} MiB, cgroup peak {peak_usage / MIB:.1f} MiB "
+        f"(limit {LIMIT / MIB:.0f} MiB), OOM kills {oom}")
+    verdict.check(alive, f"{name}: the server died:\n{server.logs()}")
+    verdict.check(oom == 0, f"{name}: {oom} OOM kills in the cgroup")
+    if peak_limit is not None:
+        verdict.check(peak_usage < peak_limit,
+                      f"{name}: the cgroup peaked at {peak_usage / MIB:.1f} MiB, over "
+                      f"{peak_limit / MIB:.0f} MiB of the {LIMIT / MIB:.0f} MiB limit")
+    figures.update({"peak_rss_mib": round(peak_rss / MIB, 1),
+                    "cgroup_peak_mib": round(peak_usage / MIB, 1), "oom_kills": oom})
+    return figures
+
+
+def attack_promises(tmp, cgroup, verdict):
+    """Issue 46, 1 and 2: streams that declare a body and send none of it,
+    re-opened as soon as they are answered. 4 streams declaring a quarter
+    of the 11 MiB byte budget each on one connection; 4 connections of 128
+    streams declaring 100 bytes each (as many as the server lets them open)."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    results = {}
+    for name, args in [
+        ("promise: 1 connection x 4 streams declaring 2.75 MiB",
+         ["--connections", "1", "--streams", "4", "--declared", "2883584"]),
+        ("promise: 4 connections x 128 streams declaring 100 B",
+         ["--connections", "4", "--streams", "128", "--declared", "100"]),
+    ]:
+        server = Served(tmp, cgroup)
+        attack = server.attack(small, "promise", *args, "--hold", f"{HOLD}s")
+        results[name] = under_probes(server, verdict, name, attack)
+        server.stop(10)
+    return results
+
+
+def attack_busy(tmp, cgroup, verdict):
+    """Issue 46, 3: connections that each open a new stream every 2 s whose
+    body never comes, so they always have a request in flight; as many as
+    the connection cap (96 at 128 MiB), and more (120), each reconnecting
+    when closed."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    results = {}
+    for connections in (96, 120):
+        name = f"busy: {connections} connections, a stalled stream every 2 s"
+        server = Served(tmp, cgroup)
+        attack = server.attack(small, "busy", "--connections", str(connections),
+                               "--every", "2s", "--hold", f"{HOLD}s")
+        results[name] = under_probes(server, verdict, name, attack)
+        server.stop(10)
+    return results
+
+
+def attack_trickle(tmp, cgroup, verdict):
+    """Issue 46, 4: a review's body trickled one byte every 3 s on 96
+    connections, each reconnecting when closed."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    name = "trickle: 96 connections, a byte every 3 s"
+    server = Served(tmp, cgroup)
+    attack = server.attack(small, "trickle", "--connections", "96", "--every", "3s",
+                           "--hold", f"{HOLD}s")
+    result = under_probes(server, verdict, name, attack)
+    server.stop(10)
+    return {name: result}
+
+
+def attack_large(tmp, cgroup, verdict):
+    """Issue 46, 7: legitimate overload: 200 clients sending valid reviews
+    of 1, 2 and 3 MB (decoded, reviewed and patched) one after another;
+    the cgroup must stay under LARGE_PEAK."""
+    bodies = [probe_review(tmp, size * 1000 * 1000, f"probe-{size}mb.json") for size in (1, 2, 3)]
+    name = "large: 200 clients sending valid 1-3 MB reviews"
+    server = Served(tmp, cgroup)
+    attack = server.attack(bodies[0], "large", "--clients", "200", "--also", bodies[1],
+                           "--also", bodies[2], "--hold", f"{HOLD}s")
+    result = under_probes(server, verdict, name, attack, peak_limit=LARGE_PEAK)
+    server.stop(10)
+    return {name: result}
+
+
+def attack_rotation_ahead(tmp, cgroup, verdict, ahead=15, poll=1.0):
+    """Issue 46, 5: a rotation whose notBefore is 15 s ahead of the clock
+    (an issuer's clock ahead, files landing early), with the probes through
+    it: the old pair serves until then, and the new one is served within
+    one --cert-poll-interval of its notBefore."""
+    hostile = os.path.join(ROOT, "loadtest", "hostile_certs.py")
+    made, cert_dir = os.path.join(tmp, "ahead-certs"), os.path.join(tmp, "ahead-cert-dir")
+    os.makedirs(cert_dir, exist_ok=True)
+
+    def run(*args):
+        subprocess.run([sys.executable, hostile, *args], check=True, capture_output=True, text=True)
+
+    run("make", made, "--binary", BIN)
+    run("place", made, "good", cert_dir)
+    name = f"rotation-ahead: notBefore {ahead} s ahead"
+    server = Served(tmp, cgroup, cert_dir=cert_dir, ca=os.path.join(made, "good", "ca.crt"))
+    peak = Peak(server.proc.pid, cgroup)
+    oom_before = cgroup.oom_kills()
+    running = probes(server, ahead + 10)
+    first = served_cert(server)
+    made_ahead = subprocess.run([CLIENT, "cert-ahead", "--ca-dir", os.path.join(made, "good"),
+                                 "--out", os.path.join(made, "ahead"), "--ahead", f"{ahead}s"],
+                                check=True, capture_output=True, text=True)
+    not_before = json.loads(made_ahead.stdout.strip().splitlines()[-1])["not_before_unix"]
+    run("place", made, "ahead", cert_dir)
+    with open(os.path.join(made, "ahead", "tls.crt")) as f:
+        new = ssl.PEM_cert_to_DER_cert(f.read())
+    early = []
+    while time.time() < not_before - 1:
+        if served_cert(server) != first:
+            early.append(round(time.time() - not_before, 1))
+        time.sleep(1)
+    verdict.check(not early, f"{name}: the old pair was not served before the new one's notBefore "
+                             f"(at {early} s)")
+    seen_at = None
+    while time.time() < not_before + 10:
+        if served_cert(server) == new:
+            seen_at = time.time()
+            break
+        time.sleep(0.1)
+    lag = None if seen_at is None else round(seen_at - not_before, 2)
+    verdict.check(lag is not None and lag <= poll + 0.5,
+                  f"{name}: the new pair was not served within one --cert-poll-interval ({poll:g} s) "
+                  f"of its notBefore: " + (f"{lag} s after it" if lag is not None else
+                  "still not served 10 s after it (a pair refused as not yet valid must be "
+                  "re-examined until it loads; issue 46, item 4)"))
+    figures = probe_figures(running, verdict, name)
+    alive = server.alive()
+    server.stop(10)
+    peak_rss, peak_usage = peak.stop()
+    oom = cgroup.oom_kills() - oom_before
+    verdict.check(alive, f"{name}: the server died")
+    verdict.check(oom == 0, f"{name}: {oom} OOM kills")
+    log(f"{name}: new pair served {lag} s after its notBefore (poll {poll:g} s); probes {figures}")
+    figures.update({"served_after_not_before_s": lag, "peak_rss_mib": round(peak_rss / MIB, 1),
+                    "cgroup_peak_mib": round(peak_usage / MIB, 1), "oom_kills": oom})
+    return {name: figures}
+
+
 def served_cert(server):
     """The DER of the certificate a new handshake is served, or why the
     handshake failed."""
@@ -520,6 +738,11 @@ ATTACKS = {
     "idle": attack_idle,
     "certs": attack_certs,
     "config": attack_config,
+    "promises": attack_promises,
+    "busy": attack_busy,
+    "trickle": attack_trickle,
+    "large": attack_large,
+    "rotation-ahead": attack_rotation_ahead,
 }
 
 

@@ -197,6 +197,8 @@ impl From<LimitArgs> for LimitSettings {
     fn from(args: LimitArgs) -> Self {
         Self {
             request_timeout: args.request_timeout,
+            body_timeout: args.body_timeout,
+            min_body_rate: args.min_body_rate,
             header_read_timeout: args.header_read_timeout,
             handshake_timeout: args.handshake_timeout,
             http2_max_concurrent_streams: args.http2_max_concurrent_streams,
@@ -372,6 +374,16 @@ pub struct LimitArgs {
     /// Keep it below the webhook's timeoutSeconds.
     #[arg(long, default_value = "5s", value_parser = nonzero_duration)]
     pub request_timeout: Duration,
+    /// A request body must have arrived this long after its request's head,
+    /// plus the time its size takes at --min-body-rate; one that falls
+    /// behind gets 408 and frees its slot (a 1 KB review is due within
+    /// about this time).
+    #[arg(long, default_value = "1s", value_parser = nonzero_duration)]
+    pub body_timeout: Duration,
+    /// Bytes a second a request body must keep up after --body-timeout
+    /// (1 MiB/s: a 7 MiB body is due 7 s after it, past the request timeout).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, value_parser = at_least_one::<u64>)]
+    pub min_body_rate: u64,
     /// HTTP/1 connections that do not send a complete request head within
     /// this time are closed; this also bounds idle keep-alive connections.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
@@ -379,8 +391,11 @@ pub struct LimitArgs {
     /// Connections that do not finish the TLS handshake within this time are closed.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub handshake_timeout: Duration,
-    /// Concurrent streams one HTTP/2 connection may open.
-    #[arg(long, default_value_t = 250, value_parser = at_least_one::<u32>)]
+    /// Concurrent streams one HTTP/2 connection may open: each
+    /// connection's share of the requests in flight (more are refused with
+    /// REFUSED_STREAM, which clients retry, the API server on another
+    /// connection).
+    #[arg(long, default_value_t = 8, value_parser = at_least_one::<u32>)]
     pub http2_max_concurrent_streams: u32,
     /// Connections that have not sent a complete first request (HTTP/1
     /// head, or HTTP/2 preface and HEADERS) this long after the handshake
@@ -391,14 +406,17 @@ pub struct LimitArgs {
     /// (HTTP/2 with GOAWAY).
     #[arg(long, default_value = "90s", value_parser = nonzero_duration)]
     pub idle_timeout: Duration,
-    /// Open webhook connections; above it the listener stops accepting until
-    /// one closes. Default: sized to the container's memory limit (read from
-    /// its cgroup) and 3/4 of `ulimit -n`, at most 4096.
+    /// Open webhook connections; at the cap a new one takes the slot of the
+    /// connection that completed a review the longest ago (or never).
+    /// Default: sized to the container's memory limit (read from its
+    /// cgroup) and 3/4 of `ulimit -n`, at most 4096.
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
-    #[arg(long, default_value_t = 512, value_parser = at_least_one::<usize>)]
-    pub max_concurrent_requests: usize,
+    /// Default: --max-connections × --http2-max-concurrent-streams, so that
+    /// a connection's requests are never refused for another's.
+    #[arg(long, value_parser = at_least_one::<usize>)]
+    pub max_concurrent_requests: Option<usize>,
     /// Request bodies and answers held in memory across all connections,
     /// in bytes; a request or an answer that would go above it gets 503 with
     /// Retry-After. Default: sized to the container's memory limit, at most

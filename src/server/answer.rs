@@ -9,22 +9,30 @@
 //! for answers of a review) and against its connection's
 //! ([`Outbox`], `--max-connection-buffered-bytes`, for every answer).
 //!
-//! What hyper holds after taking a chunk is bounded too, so that nothing
-//! the client withholds escapes the count:
+//! What hyper holds after taking a chunk is bounded too:
 //! - answers over [`CHUNK`] bytes are handed over in copies of at most
 //!   [`CHUNK`] bytes, so a chunk waiting in hyper never pins the whole
 //!   answer's allocation;
-//! - over HTTP/2 the last byte is a chunk of its own
-//!   ([`AnswerBody::last_byte_alone`]). h2 asks for a stream's next chunk
-//!   only while what the stream holds is less than the window its client
-//!   granted (and than two chunks, the send buffer set in `conn.rs`): so
-//!   the answer stays counted until all of it but its last byte may be
-//!   sent, and a client that withholds its window (a 1-byte window, say)
-//!   keeps an answer that is still counted. When the window covers the
-//!   answer, as any client reading its answers grants, both chunks are
-//!   handed over at once.
+//! - over HTTP/2 an answer is handed over once its client's window has room
+//!   for a byte of it. What h2 then holds for a client that withholds the
+//!   rest of its window is, per stream, at most [`HANDED_WHOLE`] bytes of
+//!   an answer up to that size, handed over whole (the answers of nearly
+//!   every review: one chunk, one DATA frame), and a byte of a larger one,
+//!   whose last byte is a chunk of its own ([`AnswerBody::last_byte_alone`]):
+//!   h2 asks for a stream's next chunk only while what the stream holds is
+//!   less than the window its client granted (and than two chunks, the
+//!   send buffer set in `conn.rs`), so a larger answer stays counted until
+//!   all of it but its last byte may be sent. A connection has at most
+//!   `--http2-max-concurrent-streams` streams (a stream h2 still holds
+//!   bytes for counts among them), so h2 holds at most that many times
+//!   [`HANDED_WHOLE`] uncounted per connection, which the memory plan counts
+//!   in each connection's cost (`sizing.rs`, `cost::STREAM`). Splitting
+//!   every answer instead cost a second DATA frame and a second turn of
+//!   the stream's task on every review: about 5,000 instructions of a
+//!   request's 80,000 (docs/performance.md, "The CI guard").
 
 use crate::server::metrics::Metrics;
+use crate::server::share::Held;
 use axum::body::Bytes;
 use hyper::body::{Body, Buf, Frame, SizeHint};
 use std::convert::Infallible;
@@ -32,12 +40,14 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
-use tokio::sync::OwnedSemaphorePermit;
 
 /// The most hyper is handed at once: one HTTP/2 DATA frame at the default
 /// frame size.
 pub(crate) const CHUNK: usize = 16 * 1024;
+
+/// Over HTTP/2, an answer up to this size is handed over whole; a larger
+/// one keeps its last byte back until the rest may leave (module comment).
+pub(crate) const HANDED_WHOLE: usize = 4 * 1024;
 
 /// Every byte value, so a last byte is handed over without an allocation.
 static EVERY_BYTE: [u8; 256] = {
@@ -50,27 +60,25 @@ static EVERY_BYTE: [u8; 256] = {
     all
 };
 
-/// One connection's answers not yet taken by hyper, and when hyper last took
-/// a chunk of one: what the connection's watchdog reads to close a
-/// connection whose client stopped reading.
+/// One connection's answers not yet taken by hyper, and a count of their
+/// progress (a chunk taken, or an answer that found the outbox empty): what
+/// the connection's watchdog reads to close a connection whose client
+/// stopped reading. A count rather than a time, so that an answer costs no
+/// clock reading: the watchdog notes when the count last moved.
 #[derive(Debug)]
 pub(crate) struct Outbox {
-    epoch: Instant,
     bytes: AtomicUsize,
     answers: AtomicUsize,
-    /// Microseconds after `epoch` of the last chunk taken, or of the answer
-    /// that found the outbox empty.
-    progress_us: AtomicU64,
+    progress: AtomicU64,
     metrics: Arc<Metrics>,
 }
 
 impl Outbox {
     pub(crate) fn new(metrics: Arc<Metrics>) -> Self {
         Self {
-            epoch: Instant::now(),
             bytes: AtomicUsize::new(0),
             answers: AtomicUsize::new(0),
-            progress_us: AtomicU64::new(0),
+            progress: AtomicU64::new(0),
             metrics,
         }
     }
@@ -90,14 +98,13 @@ impl Outbox {
         self.answers.load(Ordering::Relaxed)
     }
 
-    /// When hyper last took a chunk, or when the outbox stopped being empty.
-    pub(crate) fn last_progress(&self) -> Instant {
-        self.epoch + std::time::Duration::from_micros(self.progress_us.load(Ordering::Relaxed))
+    /// Chunks taken and answers that found the outbox empty, so far.
+    pub(crate) fn progress(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
     }
 
-    fn progress(&self) {
-        let us = self.epoch.elapsed().as_micros() as u64;
-        self.progress_us.store(us, Ordering::Relaxed);
+    fn progressed(&self) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -126,8 +133,8 @@ pub(crate) struct AnswerBody {
     /// Copies of at most [`CHUNK`] bytes rather than slices of `rest`.
     copy: bool,
     last_byte_alone: bool,
-    /// The byte budget's permits for this answer, when it came from a review.
-    _held: Option<OwnedSemaphorePermit>,
+    /// This answer's bytes in its connection's share, when it came from a review.
+    _held: Option<Held>,
     queued: Option<Queued>,
 }
 
@@ -142,10 +149,10 @@ impl AnswerBody {
         }
     }
 
-    /// Holds `permit` (the answer's bytes in the server's budget) until
+    /// Holds `held` (the answer's bytes in its connection's share) until
     /// hyper drops the body.
-    pub(crate) fn holding(mut self, permit: OwnedSemaphorePermit) -> Self {
-        self._held = Some(permit);
+    pub(crate) fn holding(mut self, held: Held) -> Self {
+        self._held = Some(held);
         self
     }
 
@@ -155,7 +162,7 @@ impl AnswerBody {
         let len = self.rest.len();
         // Waiting from now, unless answers before it still wait.
         if outbox.bytes.fetch_add(len, Ordering::Relaxed) == 0 {
-            outbox.progress();
+            outbox.progressed();
         }
         outbox.answers.fetch_add(1, Ordering::Relaxed);
         outbox.metrics.answers_waiting.inc();
@@ -164,10 +171,10 @@ impl AnswerBody {
         self.queued = Some(Queued { outbox, len });
     }
 
-    /// For HTTP/2: the last byte goes alone, after the rest has left the
-    /// stream (see the module comment).
+    /// For HTTP/2: an answer over [`HANDED_WHOLE`] bytes sends its last
+    /// byte alone, after the rest has left the stream (module comment).
     pub(crate) fn last_byte_alone(&mut self) {
-        self.last_byte_alone = true;
+        self.last_byte_alone = self.rest.len() > HANDED_WHOLE;
     }
 
     fn next_chunk(&mut self) -> Bytes {
@@ -205,7 +212,7 @@ impl Body for AnswerBody {
         }
         let chunk = self.next_chunk();
         if let Some(queued) = &self.queued {
-            queued.outbox.progress();
+            queued.outbox.progressed();
         }
         Poll::Ready(Some(Ok(Frame::data(chunk))))
     }

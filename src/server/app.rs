@@ -1,8 +1,9 @@
 //! [`App`]: what the webhook routes share, built once per router from the
 //! router's inputs.
 
-use super::limits::Limits;
+use super::limits::{Limits, Pace};
 use super::metrics::Metrics;
+use super::share::Budget;
 use super::summary::Summary;
 use crate::lookups::SnapshotSource;
 use arc_swap::ArcSwap;
@@ -20,13 +21,15 @@ pub(crate) struct App {
     pub env: Arc<ArcSwap<Inputs>>,
     pub objects: Arc<SnapshotSource>,
     pub metrics: Arc<Metrics>,
-    /// One permit per byte held in memory: of request bodies until they are
-    /// reviewed, of answers until hyper has taken them.
-    pub budget: Arc<Semaphore>,
+    /// The bytes held in memory beyond each connection's own: of request
+    /// bodies until they are reviewed, of answers until hyper has taken them.
+    pub budget: Budget,
+    /// How fast a request body must arrive.
+    pub pace: Pace,
     /// One permit per review of a body too large to review inline.
     pub large_reviews: Arc<Semaphore>,
     /// The largest patch an answer may carry, base64-encoded: an answer
-    /// must fit in the byte budget whole.
+    /// must fit in a connection's part of the byte budget whole.
     pub max_patch: usize,
     pub summary: Summary,
     pub mode: Mode,
@@ -40,13 +43,15 @@ impl App {
         limits: &Limits,
         mode: Mode,
     ) -> Arc<Self> {
+        let budget = Budget::new(limits.max_buffered_bytes);
         Arc::new(Self {
             env,
             objects,
             metrics,
-            budget: Arc::new(Semaphore::new(limits.max_buffered_bytes)),
+            max_patch: budget.per_connection().saturating_sub(ENVELOPE),
+            budget,
+            pace: limits.body_pace,
             large_reviews: Arc::new(Semaphore::new(limits.large_reviews)),
-            max_patch: limits.max_buffered_bytes.saturating_sub(ENVELOPE),
             summary: Summary::default(),
             mode,
         })

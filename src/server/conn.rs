@@ -3,12 +3,19 @@
 //! builder (pinned to the protocol ALPN chose, so a silent client cannot park
 //! in version sniffing) serving the axum router, and a watchdog for what
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
-//! idleness, and the drain. At the cap, a new connection takes the slot of
-//! the connection idle the longest (no request in flight: after its last
-//! answer, or since it was accepted), which is closed gracefully ([`Open`]),
-//! and connections that have sent no request yet give up their slots after
-//! [`SILENT_AT_CAP`]: clients that only hold connections, silent or idle,
-//! cannot keep real ones (the API server) waiting.
+//! idleness, and the drain. Each connection has its share of the requests
+//! in flight (`--http2-max-concurrent-streams`, which h2 enforces) and of
+//! the bytes held (`share.rs`). At the cap, a new connection takes the slot
+//! of the least productive connection (one that never completed a review,
+//! the first accepted first, else the one whose last review is the oldest;
+//! requests in flight, stalled or not, do not count), which is closed
+//! gracefully at once: its requests still waiting for their bodies are
+//! answered 503, the others finish, and whatever is left after
+//! [`CLOSE_GRACE`] is cut ([`Open`]). Connections that have sent no request
+//! yet give up their slots after [`SILENT_AT_CAP`]. So clients that hold
+//! connections (silent, idle, or busy with promises) cannot keep real ones
+//! (the API server) waiting, and a connection that keeps completing reviews
+//! is never the one closed while one that does not exists.
 
 use super::answer::CHUNK;
 use super::metered::Metered;
@@ -16,9 +23,9 @@ use super::metrics::Metrics;
 use super::service::WebhookService;
 use super::tls::Tls;
 use crate::server::settings::LimitSettings;
-use activity::{Activity, Busy, Open};
+use activity::{Activity, Busy, Open, OutboxWatch};
 use axum::http::header::CONNECTION;
-use axum::http::{HeaderValue, Request, Version};
+use axum::http::{HeaderValue, Request, StatusCode, Version};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -35,7 +42,8 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
 /// After the listener closes, how long a connection that has not sent its
-/// first request yet is kept for it.
+/// first request yet is kept for it; after an eviction, how long the
+/// connection's requests get to finish.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// At the connection cap, how long a connection may stay without sending a
@@ -49,7 +57,8 @@ const HTTP1_BUFFER: usize = 16 * 1024;
 /// Answers one connection may have waiting for its client to read; a new
 /// request beyond them (or beyond `--max-connection-buffered-bytes`) is
 /// refused unread. The API server reads its answers at once: it has none
-/// waiting for long.
+/// waiting for long. (Over HTTP/2 a connection has no more streams than
+/// `--http2-max-concurrent-streams`, 8 by default, anyway.)
 pub(crate) const ANSWERS_WAITING: usize = 8;
 
 /// The kernel's send buffer per connection (it doubles what is set).
@@ -160,12 +169,12 @@ impl Webhook {
             // fits in the window its client granted and in two chunks (see
             // answer.rs): what h2 holds once an answer stops being counted
             // is on its way to the socket, never held back by the client.
-            .max_send_buf_size(2 * CHUNK)
+            .max_send_buf_size(if std::env::var_os("KI_EXP_SENDBUF").is_some() { 400 * 1024 } else { 2 * CHUNK })
             // What a client may send ahead of what the server has read: per
             // connection, all of it may sit in memory (docs/operations.md,
             // "Memory"). HTTP/2's own default, where hyper's is 1 MiB.
-            .initial_connection_window_size(RECEIVE_WINDOW)
-            .initial_stream_window_size(RECEIVE_WINDOW)
+            .initial_connection_window_size(if std::env::var_os("KI_EXP_WINDOW").is_some() { 1 << 20 } else { RECEIVE_WINDOW })
+            .initial_stream_window_size(if std::env::var_os("KI_EXP_WINDOW").is_some() { 1 << 20 } else { RECEIVE_WINDOW })
             .keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(10));
         Self {
@@ -187,9 +196,9 @@ impl Webhook {
 
     /// Accepts until `close`, at most `max` connections at once, then drops
     /// the listening socket so new connections are refused. At the cap, a
-    /// new connection waits for the slot of the connection idle the longest,
-    /// which is told to close; when every connection has a request in
-    /// flight, for the first one to finish it. Connections run on `tracker`.
+    /// new connection takes the slot of the least productive connection,
+    /// which is told to close (and does at once, or within [`CLOSE_GRACE`]).
+    /// Connections run on `tracker`.
     pub(crate) async fn accept_loop(
         self: Arc<Self>,
         listener: TcpListener,
@@ -218,7 +227,7 @@ impl Webhook {
             let slot = match slots.clone().try_acquire_owned() {
                 Ok(slot) => slot,
                 Err(_) => {
-                    let message = "connection limit reached: closing the longest-idle connection for each new one";
+                    let message = "connection limit reached: closing the least productive connection for each new one";
                     throttle.warn(message, &max);
                     self.at_cap.notify_waiters();
                     let Some(slot) = self.slot_at_cap(&slots).await else {
@@ -238,28 +247,19 @@ impl Webhook {
         }
     }
 
-    /// A slot for a connection accepted at the cap: the longest-idle
-    /// connection is told to close, or, while none is idle, the first to
-    /// become idle. `None` once the listener closes.
+    /// A slot for a connection accepted at the cap: the least productive
+    /// connection is told to close, and its slot taken once it has (while
+    /// every connection is closing already, the first slot given back).
+    /// `None` once the listener closes.
     async fn slot_at_cap(&self, slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
-        let close = &self.shutdown.close;
-        self.open.waiting.fetch_add(1, Ordering::SeqCst);
-        let slot = loop {
-            // Registered before the scan, so an idle turn after it is not missed.
-            let became_idle = self.open.became_idle.notified();
-            let evicted = self.open.evict_longest_idle();
-            if evicted {
-                self.metrics.connection_evictions.inc();
-            }
-            tokio::select! {
-                biased;
-                _ = close.cancelled() => break None,
-                slot = slots.clone().acquire_owned() => break slot.ok(),
-                _ = became_idle, if !evicted => {}
-            }
-        };
-        self.open.waiting.fetch_sub(1, Ordering::SeqCst);
-        slot
+        if self.open.evict_least_productive() {
+            self.metrics.connection_evictions.inc();
+        }
+        tokio::select! {
+            biased;
+            _ = self.shutdown.close.cancelled() => None,
+            slot = slots.clone().acquire_owned() => slot.ok(),
+        }
     }
 
     async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
@@ -272,7 +272,7 @@ impl Webhook {
         let tls = loop {
             tokio::select! {
                 _ = self.shutdown.kill.cancelled() => break None,
-                _ = activity.evict.cancelled() => {
+                _ = activity.share.evict.cancelled() => {
                     debug!(%peer, "closed in the TLS handshake for a new connection at the cap");
                     break None;
                 }
@@ -297,7 +297,7 @@ impl Webhook {
         };
         if let Some(mut tls) = tls {
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
+            if std::env::var_os("KI_EXP_NOBUFLIMIT").is_none() { tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER)); }
             let io = TokioIo::new(Metered::new(tls, activity.stall.clone()));
             self.run(io, h2, peer, activity).await;
         }
@@ -312,11 +312,10 @@ impl Webhook {
     {
         // The first request is due this long after the handshake, not the accept.
         let epoch = Instant::now();
-        let (router, seen, drain, open) = (
+        let (router, seen, drain) = (
             self.router.clone(),
             activity.clone(),
             self.shutdown.drain.clone(),
-            self.open.clone(),
         );
         let budget = self.connection_budget;
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -329,14 +328,14 @@ impl Webhook {
             // REFUSED_STREAM tells the client (Go's HTTP/2 client among
             // them) that the request was not processed and may be retried.
             seen.in_flight.fetch_add(1, Ordering::Relaxed);
-            let (busy, drain) = (Busy(seen.clone(), open.clone()), drain.clone());
+            let (mut busy, drain) = (Busy(seen.clone(), false), drain.clone());
             let call = match (unread, h2) {
                 (true, true) => {
                     outbox.shed();
                     None
                 }
                 (true, false) => Some(router.refuse_unread(req)),
-                (false, _) => Some(router.answer(req)),
+                (false, _) => Some(router.answer(req, Some(seen.share.clone()))),
             };
             async move {
                 let Some(call) = call else {
@@ -344,6 +343,8 @@ impl Webhook {
                     return Err(h2::Error::from(h2::Reason::REFUSED_STREAM));
                 };
                 let mut response = call.await;
+                // A review answered is what makes a connection productive.
+                busy.1 = response.status() == StatusCode::OK;
                 drop(busy);
                 if h2 {
                     response.body_mut().last_byte_alone();
@@ -365,9 +366,10 @@ impl Webhook {
             drain, close, kill, ..
         } = &self.shutdown;
         let (mut graceful, mut close_by) = (false, None);
-        // Once evicted: when the connection is closed even if the client
-        // does not close its side, unless a request is then in flight.
+        // Once evicted: when the connection is closed, whatever its client
+        // or its requests still do.
         let mut evicted_by: Option<Instant> = None;
+        let mut outbox = OutboxWatch::default();
         loop {
             let started = activity.started.load(Ordering::Relaxed) > 0;
             // Never before the first request: hyper would close a connection
@@ -383,20 +385,17 @@ impl Webhook {
                 Some(since) => since + self.idle_timeout,
                 None => Instant::now() + self.idle_timeout,
             };
-            // Only while idle: an evicted connection's request is never cut.
-            let deadline = match (evicted_by, activity.idle_since()) {
-                (Some(by), Some(_)) => by.min(deadline),
-                _ => deadline,
-            };
+            let deadline = evicted_by.map_or(deadline, |by| by.min(deadline));
             // A client that stopped reading is looked for at least every
             // --write-timeout (an answer queued since the last look is seen
             // at the next), so it is closed within twice that.
-            let deadline = match activity.stalled_since() {
+            let deadline = match stalled_since(&mut outbox, &activity) {
                 Some(since) => deadline.min(since + self.write_timeout),
                 None if started => deadline.min(Instant::now() + self.write_timeout),
                 None => deadline,
             };
             tokio::select! {
+                biased;
                 result = conn.as_mut() => {
                     if let Err(e) = result {
                         debug!(%peer, error = %e, "connection closed with an error");
@@ -411,13 +410,15 @@ impl Webhook {
                 }
                 _ = drain.cancelled(), if h2 && !graceful && started => {}
                 _ = activity.first.notified(), if !started => {}
-                _ = activity.evict.cancelled(), if evicted_by.is_none() => {
+                _ = activity.share.evict.cancelled(), if evicted_by.is_none() => {
                     if !started {
                         debug!(%peer, "closed before its first request for a new connection at the cap");
                         return;
                     }
-                    // Idle: hyper closes an HTTP/1 connection at once and
-                    // sends HTTP/2 GOAWAY; a request that slipped in is answered.
+                    // Hyper closes an idle HTTP/1 connection at once (a busy
+                    // one after its answer) and sends HTTP/2 GOAWAY; requests
+                    // still waiting for their bodies are answered 503 by
+                    // their readers, the others are answered.
                     if !graceful {
                         conn.as_mut().graceful_shutdown();
                         graceful = true;
@@ -429,7 +430,7 @@ impl Webhook {
                     close_by = Some(close_by.map_or(by, |earlier: Instant| earlier.min(by)));
                 }
                 _ = tokio::time::sleep_until(deadline.into()) => {
-                    let stalled = activity.stalled_since();
+                    let stalled = stalled_since(&mut outbox, &activity);
                     if stalled.is_some_and(|since| since.elapsed() >= self.write_timeout) {
                         // Not gracefully: a graceful close would wait for
                         // the very answers the client does not read.
@@ -445,7 +446,7 @@ impl Webhook {
                         return;
                     }
                     let idle = activity.idle_since();
-                    if evicted_by.is_some_and(|by| Instant::now() >= by) && idle.is_some() {
+                    if evicted_by.is_some_and(|by| Instant::now() >= by) {
                         debug!(%peer, "closed for a new connection at the cap");
                         return;
                     }
@@ -460,6 +461,16 @@ impl Webhook {
                 }
             }
         }
+    }
+}
+
+/// Since when the client has taken nothing it was sent: answers waiting
+/// with no chunk taken (as `watch` last saw them), or a write waiting for
+/// the socket.
+fn stalled_since(watch: &mut OutboxWatch, activity: &Activity) -> Option<Instant> {
+    match (watch.look(&activity.outbox), activity.stall.since()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -178,13 +178,7 @@ fn sized_to_memory(limits: &LimitSettings) -> Sized {
     let memory = sizing::memory_limit();
     let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let limit = memory.as_ref().map(|m| m.bytes);
-    let sized = sizing::size(
-        limit,
-        nofile,
-        limits.max_connections,
-        limits.max_buffered_bytes,
-        limits.max_concurrent_requests,
-    );
+    let sized = sizing::size(limit, nofile, limits);
     info!(
         memory_limit_bytes = limit,
         memory_limit_file = memory
@@ -192,6 +186,7 @@ fn sized_to_memory(limits: &LimitSettings) -> Sized {
             .map(|m| tracing::field::display(m.file.display())),
         max_connections = sized.max_connections,
         max_buffered_bytes = sized.max_buffered_bytes,
+        max_concurrent_requests = sized.max_concurrent_requests,
         large_reviews = sized.large_reviews,
         "bounds sized to the memory limit (flags given win)"
     );

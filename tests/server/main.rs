@@ -16,5 +16,6 @@ mod proven_certs;
 mod reloader_fifo;
 mod router;
 mod shadow;
+mod slots;
 mod support;
 mod tls;

@@ -1,17 +1,18 @@
 //! Each connection's activity, for the watchdog in `conn.rs` and for
 //! eviction at the connection cap: when its requests started and ended,
-//! its answers waiting ([`Outbox`]) and its socket's waiting writes, and
-//! the open connections, scanned for the one idle the longest.
+//! when it last completed a review, its answers waiting ([`Outbox`]) and
+//! its socket's waiting writes, its share ([`Share`]), and the open
+//! connections, scanned for the least productive one.
 
 use crate::server::answer::Outbox;
 use crate::server::metered::WriteStall;
 use crate::server::metrics::Metrics;
+use crate::server::share::Share;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 /// One connection's requests, for the watchdog and for eviction at the cap.
 pub(super) struct Activity {
@@ -22,9 +23,13 @@ pub(super) struct Activity {
     /// Microseconds after `epoch` when the last request finished (fine
     /// enough to order connections answered one after another).
     pub(super) last_done_us: AtomicU64,
+    /// Microseconds after `epoch`, plus one, when the last review was
+    /// answered (200); 0 while none was.
+    pub(super) last_review_us: AtomicU64,
     pub(super) first: Notify,
-    /// Cancelled when a new connection at the cap takes this one's slot.
-    pub(super) evict: CancellationToken,
+    /// Its bytes, and the token a new connection at the cap cancels to take
+    /// its slot.
+    pub(super) share: Arc<Share>,
     /// Answers not yet taken by hyper.
     pub(super) outbox: Arc<Outbox>,
     /// A write waiting for the client to read.
@@ -39,20 +44,11 @@ impl Activity {
             started: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             last_done_us: AtomicU64::new(0),
+            last_review_us: AtomicU64::new(0),
             first: Notify::new(),
-            evict: CancellationToken::new(),
+            share: Arc::default(),
             outbox: Arc::new(Outbox::new(metrics)),
             stall: Arc::new(WriteStall::new(epoch)),
-        }
-    }
-
-    /// Since when the client has taken nothing it was sent: an answer
-    /// waiting with no chunk taken, or a write waiting for the socket.
-    pub(super) fn stalled_since(&self) -> Option<Instant> {
-        let waiting = (self.outbox.bytes() > 0).then(|| self.outbox.last_progress());
-        match (waiting, self.stall.since()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
         }
     }
 
@@ -60,43 +56,69 @@ impl Activity {
     /// finished yet); `None` while one is.
     pub(super) fn idle_since(&self) -> Option<Instant> {
         let last_done = Duration::from_micros(self.last_done_us.load(Ordering::Relaxed));
-        // SeqCst, with `Busy::drop` and `Open::waiting`: a request that
-        // ends during a scan at the cap is seen idle or wakes the scanner.
         (self.in_flight.load(Ordering::SeqCst) == 0).then(|| self.epoch + last_done)
+    }
+
+    /// How productive the connection is, least first: one that never
+    /// completed a review before one that did (the first accepted first),
+    /// then the one whose last review is the oldest. Requests in flight do
+    /// not count: a stalled stream is a promise, not progress.
+    fn productivity(&self) -> (bool, Instant) {
+        match self.last_review_us.load(Ordering::Relaxed) {
+            0 => (false, self.epoch),
+            us => (true, self.epoch + Duration::from_micros(us - 1)),
+        }
     }
 }
 
 /// Held while a request is being answered, however that ends (a reset
-/// stream drops it unpolled).
-pub(super) struct Busy(pub(super) Arc<Activity>, pub(super) Arc<Open>);
+/// stream drops it unpolled); `1` is whether it was a review answered.
+pub(super) struct Busy(pub(super) Arc<Activity>, pub(super) bool);
 
 impl Drop for Busy {
     fn drop(&mut self) {
         let us = self.0.epoch.elapsed().as_micros() as u64;
         self.0.last_done_us.store(us, Ordering::Relaxed);
-        if self.0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && self.1.waiting() {
-            self.1.became_idle.notify_waiters();
+        if self.1 {
+            self.0.last_review_us.store(us + 1, Ordering::Relaxed);
         }
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Watches a connection's outbox for answers that wait while their client
+/// takes none of them: looked at by the watchdog at least every
+/// `--write-timeout`, it says since when (to within one look) the outbox has
+/// had answers waiting with no progress.
+#[derive(Default)]
+pub(super) struct OutboxWatch {
+    progress: u64,
+    since: Option<Instant>,
+}
+
+impl OutboxWatch {
+    pub(super) fn look(&mut self, outbox: &Outbox) -> Option<Instant> {
+        let progress = outbox.progress();
+        if outbox.bytes() == 0 {
+            self.since = None;
+        } else if progress != self.progress || self.since.is_none() {
+            self.since = Some(Instant::now());
+        }
+        self.progress = progress;
+        self.since
     }
 }
 
 /// The open connections, so that a new one at the cap can take the slot of
-/// the one idle the longest. A scan of at most `--max-connections` entries,
+/// the least productive one. A scan of at most `--max-connections` entries,
 /// only at the cap: cheaper than keeping them ordered on every request.
 #[derive(Default)]
 pub(super) struct Open {
     pub(super) next_id: AtomicU64,
     pub(super) connections: Mutex<HashMap<u64, Arc<Activity>>>,
-    /// How many new connections wait at the cap for one to become idle.
-    pub(super) waiting: AtomicUsize,
-    pub(super) became_idle: Notify,
 }
 
 impl Open {
-    pub(super) fn waiting(&self) -> bool {
-        self.waiting.load(Ordering::SeqCst) > 0
-    }
-
     /// Lists a connection until the returned guard drops.
     pub(super) fn enter(self: &Arc<Self>, metrics: &Arc<Metrics>) -> (Arc<Activity>, Listed) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
@@ -109,20 +131,19 @@ impl Open {
         (activity, Listed(self.clone(), id))
     }
 
-    /// Tells the connection idle the longest, not yet told, to close;
-    /// false when every connection has a request in flight or is closing.
-    pub(super) fn evict_longest_idle(&self) -> bool {
+    /// Tells the least productive connection not yet told to close; false
+    /// when every connection is closing already.
+    pub(super) fn evict_least_productive(&self) -> bool {
         let connections = self
             .connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let idlest = (connections.values())
-            .filter(|a| !a.evict.is_cancelled())
-            .filter_map(|a| a.idle_since().map(|since| (since, a)))
-            .min_by_key(|(since, _)| *since);
-        match idlest {
-            Some((_, activity)) => {
-                activity.evict.cancel();
+        let least = (connections.values())
+            .filter(|a| !a.share.evict.is_cancelled())
+            .min_by_key(|a| a.productivity());
+        match least {
+            Some(activity) => {
+                activity.share.evict.cancel();
                 true
             }
             None => false,
@@ -139,3 +160,6 @@ impl Drop for Listed {
         connections.remove(&self.1);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,10 @@ async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
         max_buffered_bytes: 1 << 20,
         large_reviews: 1,
         request_timeout: Duration::from_secs(60),
+        body_pace: crate::server::limits::Pace {
+            timeout: Duration::from_secs(60),
+            min_rate: 1,
+        },
     };
     let inputs = RouterInputs::new(Inputs::default(), limits);
     let service = webhook(inputs.app(), &limits);
@@ -21,7 +25,7 @@ async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
         .header(CONTENT_TYPE, "application/json")
         .body(body)
         .expect("request");
-    let mut answering = service.answer(req);
+    let mut answering = service.answer(req, None);
     assert!((&mut answering).now_or_never().is_none());
     assert_eq!(inputs.metrics.in_flight.get(), 1);
     drop(answering);

@@ -70,31 +70,67 @@ fn no_memory_hierarchy_means_no_limit() {
     assert!(limit_dirs(mounts, V1_CGROUP).is_empty());
 }
 
+fn asked(
+    max_connections: Option<usize>,
+    max_buffered_bytes: Option<usize>,
+    max_concurrent_requests: Option<usize>,
+) -> Asked {
+    Asked {
+        max_connections,
+        max_buffered_bytes,
+        max_concurrent_requests,
+        streams: 8,
+    }
+}
+
 #[test]
 fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
-    let sized = size(Some(128 * MIB), Some(1 << 20), None, None, 512);
+    let sized = size(Some(128 * MIB), Some(1 << 20), asked(None, None, None));
+    let streams = 8;
     let worst = cost::BASE
         + cost::LARGEST_REVIEW * sized.large_reviews as u64
-        + 512 * cost::REQUEST
+        + sized.max_concurrent_requests as u64 * cost::REQUEST
         + sized.max_buffered_bytes as u64
-        + sized.max_connections as u64 * cost::CONNECTION;
+        + sized.max_connections as u64 * (cost::CONNECTION + streams * cost::STREAM);
     assert!(
         worst <= 128 * MIB * (100 - HEADROOM_PERCENT) / 100,
         "worst case {worst} over the plan for 128 MiB: {sized:?}"
     );
     assert!(sized.max_connections >= 64, "{sized:?}");
     assert!(sized.max_buffered_bytes >= crate::limits::MAX_BODY_BYTES);
+    // Every connection's streams may be in flight at once.
+    assert_eq!(
+        sized.max_concurrent_requests,
+        sized.max_connections * streams as usize
+    );
 
-    let unlimited = size(None, Some(1 << 20), None, None, 512);
+    let unlimited = size(None, Some(1 << 20), asked(None, None, None));
     assert_eq!(unlimited.max_connections, MAX_CONNECTIONS);
     assert_eq!(unlimited.max_buffered_bytes, MAX_BUFFERED_BYTES);
 
-    let flags = size(Some(128 * MIB), Some(1 << 20), Some(7), Some(9 << 20), 512);
+    let flags = size(
+        Some(128 * MIB),
+        Some(1 << 20),
+        asked(Some(7), Some(9 << 20), None),
+    );
     assert_eq!(
         (flags.max_connections, flags.max_buffered_bytes),
         (7, 9 << 20)
     );
+    assert_eq!(flags.max_concurrent_requests, 56);
 
-    let files = size(None, Some(256), None, None, 512);
+    let files = size(None, Some(256), asked(None, None, None));
     assert_eq!(files.max_connections, 192);
+}
+
+#[test]
+fn requests_given_apart_are_planned_apart() {
+    let sized = size(Some(128 * MIB), Some(1 << 20), asked(None, None, Some(512)));
+    assert_eq!(sized.max_concurrent_requests, 512);
+    let worst = cost::BASE
+        + cost::LARGEST_REVIEW
+        + 512 * cost::REQUEST
+        + sized.max_buffered_bytes as u64
+        + sized.max_connections as u64 * (cost::CONNECTION + 8 * cost::STREAM);
+    assert!(worst <= 96 * MIB, "{worst} for {sized:?}");
 }
