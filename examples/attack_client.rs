@@ -234,7 +234,11 @@ impl Seen {
         if let Ok(mut statuses) = self.statuses.lock() {
             *statuses.entry(code).or_default() += 1;
         }
-        let counter = if code == 200 { &self.answered } else { &self.refused };
+        let counter = if code == 200 {
+            &self.answered
+        } else {
+            &self.refused
+        };
         counter.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -264,8 +268,12 @@ async fn h2_connection(
 
 /// Runs `attack` on a connection, again on a new one whenever the server
 /// closes it (after a short pause, so a refused connect does not spin).
-async fn reconnecting<F, Fut>(target: Target, config: Arc<rustls::ClientConfig>, seen: Arc<Seen>, attack: F)
-where
+async fn reconnecting<F, Fut>(
+    target: Target,
+    config: Arc<rustls::ClientConfig>,
+    seen: Arc<Seen>,
+    attack: F,
+) where
     F: Fn(h2::client::SendRequest<Bytes>) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
@@ -430,12 +438,20 @@ async fn promised_stream(
 
 /// `streams` streams declaring `declared` bytes each and sending nothing,
 /// each opened again at once when it ends.
-async fn promise(client: h2::client::SendRequest<Bytes>, streams: usize, declared: u64, seen: Arc<Seen>) {
+async fn promise(
+    client: h2::client::SendRequest<Bytes>,
+    streams: usize,
+    declared: u64,
+    seen: Arc<Seen>,
+) {
     let mut all = Vec::new();
     for _ in 0..streams {
         let (client, seen) = (client.clone(), seen.clone());
         all.push(async move {
-            while promised_stream(client.clone(), declared, None, &seen).await.is_ok() {}
+            while promised_stream(client.clone(), declared, None, &seen)
+                .await
+                .is_ok()
+            {}
         });
     }
     futures::future::join_all(all).await;
@@ -454,7 +470,12 @@ async fn busy(client: h2::client::SendRequest<Bytes>, every: Duration, seen: Arc
 }
 
 /// One stream at a time whose body comes a byte every `every`.
-async fn trickle(client: h2::client::SendRequest<Bytes>, body: Bytes, every: Duration, seen: Arc<Seen>) {
+async fn trickle(
+    client: h2::client::SendRequest<Bytes>,
+    body: Bytes,
+    every: Duration,
+    seen: Arc<Seen>,
+) {
     let declared = body.len() as u64;
     while promised_stream(client.clone(), declared, Some((body.clone(), every)), &seen)
         .await
@@ -499,7 +520,12 @@ async fn send_all(send: &mut h2::SendStream<Bytes>, mut body: Bytes) -> Result<(
 
 /// Large reviews one after another on one connection, every answer read,
 /// `Retry-After` honoured.
-async fn large(client: h2::client::SendRequest<Bytes>, bodies: Arc<Vec<Bytes>>, first: usize, seen: Arc<Seen>) {
+async fn large(
+    client: h2::client::SendRequest<Bytes>,
+    bodies: Arc<Vec<Bytes>>,
+    first: usize,
+    seen: Arc<Seen>,
+) {
     for i in first.. {
         let body = &bodies[i % bodies.len()];
         seen.sent.fetch_add(1, Ordering::Relaxed);
@@ -560,7 +586,10 @@ impl Probed {
         // A failed review counts at the deadline for the percentiles.
         all.extend(self.failures.iter().map(|_| deadline.as_secs_f64()));
         all.sort_by(f64::total_cmp);
-        let at = |q: f64| all.get(((all.len().max(1) - 1) as f64 * q).round() as usize).copied();
+        let at = |q: f64| {
+            all.get(((all.len().max(1) - 1) as f64 * q).round() as usize)
+                .copied()
+        };
         json!({
             "reviews": all.len(),
             "answered": self.seconds.len(),
@@ -587,7 +616,10 @@ fn outcome(result: Result<(u16, Option<u64>, Vec<u8>), Error>) -> Try {
             if answer["response"]["allowed"] == true {
                 Try::Answered
             } else {
-                Try::Again(format!("200 without an allowance: {answer}"), Duration::from_secs(1))
+                Try::Again(
+                    format!("200 without an allowance: {answer}"),
+                    Duration::from_secs(1),
+                )
             }
         }
         Ok((status, retry, text)) => {
@@ -601,7 +633,11 @@ fn outcome(result: Result<(u16, Option<u64>, Vec<u8>), Error>) -> Try {
             let refused = e.downcast_ref::<h2::Error>().is_some_and(|h2| {
                 h2.reason() == Some(h2::Reason::REFUSED_STREAM) || h2.is_go_away()
             });
-            let wait = if refused { Duration::ZERO } else { Duration::from_secs(1) };
+            let wait = if refused {
+                Duration::ZERO
+            } else {
+                Duration::from_secs(1)
+            };
             Try::Again(e.to_string(), wait)
         }
     }
@@ -683,7 +719,9 @@ impl Persistent {
 
     /// Forgets a connection the server has closed.
     async fn forget_if_closed(&self, error: &Error) {
-        let gone = error.downcast_ref::<h2::Error>().is_some_and(|e| e.is_go_away() || e.is_io());
+        let gone = error
+            .downcast_ref::<h2::Error>()
+            .is_some_and(|e| e.is_go_away() || e.is_io());
         if gone {
             *self.client.lock().await = None;
         }
@@ -691,7 +729,14 @@ impl Persistent {
 }
 
 /// The red team's two API-server-like probes, for `duration`.
-async fn probes(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes, duration: Duration, deadline: Duration, every: Duration) {
+async fn probes(
+    target: Target,
+    config: Arc<rustls::ClientConfig>,
+    body: Bytes,
+    duration: Duration,
+    deadline: Duration,
+    every: Duration,
+) {
     let started = Instant::now();
     let fresh = Arc::new(Mutex::new(Probed::default()));
     let kept = Arc::new(Mutex::new(Probed::default()));
@@ -712,7 +757,8 @@ async fn probes(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes, 
     let mut tick = tokio::time::interval(every);
     while started.elapsed() < duration {
         tick.tick().await;
-        let (target, config, sent, fresh) = (target.clone(), config.clone(), body.clone(), fresh.clone());
+        let (target, config, sent, fresh) =
+            (target.clone(), config.clone(), body.clone(), fresh.clone());
         tasks.push(tokio::spawn(async move {
             within(deadline, &fresh, || async {
                 let tls = connect(&target, &config).await?;
@@ -769,7 +815,10 @@ fn cert_ahead(ca_dir: &Path, out: &Path, ahead: Duration) -> Result<(), Error> {
     std::fs::create_dir_all(out)?;
     std::fs::write(out.join("tls.crt"), &pair.cert_pem)?;
     std::fs::write(out.join("tls.key"), &pair.key_pem)?;
-    println!("{}", json!({"not_before_unix": not_before.unix_timestamp()}));
+    println!(
+        "{}",
+        json!({"not_before_unix": not_before.unix_timestamp()})
+    );
     Ok(())
 }
 
@@ -808,7 +857,11 @@ async fn main() -> Result<(), Error> {
             let code = review(target, h2, body).await;
             std::process::exit(code);
         }
-        Attack::Probes { duration, deadline, every } => {
+        Attack::Probes {
+            duration,
+            deadline,
+            every,
+        } => {
             probes(target, h2, body, duration, deadline, every).await;
             std::process::exit(0);
         }

@@ -169,12 +169,12 @@ impl Webhook {
             // fits in the window its client granted and in two chunks (see
             // answer.rs): what h2 holds once an answer stops being counted
             // is on its way to the socket, never held back by the client.
-            .max_send_buf_size(if std::env::var_os("KI_EXP_SENDBUF").is_some() { 400 * 1024 } else { 2 * CHUNK })
+            .max_send_buf_size(2 * CHUNK)
             // What a client may send ahead of what the server has read: per
             // connection, all of it may sit in memory (docs/operations.md,
             // "Memory"). HTTP/2's own default, where hyper's is 1 MiB.
-            .initial_connection_window_size(if std::env::var_os("KI_EXP_WINDOW").is_some() { 1 << 20 } else { RECEIVE_WINDOW })
-            .initial_stream_window_size(if std::env::var_os("KI_EXP_WINDOW").is_some() { 1 << 20 } else { RECEIVE_WINDOW })
+            .initial_connection_window_size(RECEIVE_WINDOW)
+            .initial_stream_window_size(RECEIVE_WINDOW)
             .keep_alive_interval(Duration::from_secs(30))
             .keep_alive_timeout(Duration::from_secs(10));
         Self {
@@ -297,7 +297,7 @@ impl Webhook {
         };
         if let Some(mut tls) = tls {
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-            if std::env::var_os("KI_EXP_NOBUFLIMIT").is_none() { tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER)); }
+            tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
             let io = TokioIo::new(Metered::new(tls, activity.stall.clone()));
             self.run(io, h2, peer, activity).await;
         }

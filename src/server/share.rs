@@ -148,7 +148,9 @@ impl Drop for Held {
             share.own.fetch_sub(self.own, Ordering::Relaxed);
         }
         if let Some(pooled) = &self.pooled {
-            share.pooled.fetch_sub(pooled.num_permits(), Ordering::Relaxed);
+            share
+                .pooled
+                .fetch_sub(pooled.num_permits(), Ordering::Relaxed);
         }
     }
 }

@@ -85,7 +85,14 @@ async fn gauges_at_zero(admin: std::net::SocketAddr) -> Result<(), Error> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unread_http2_answers_are_counted_refused_past_the_budget_and_closed() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (server, ca) = start_self_signed(dir.path(), &["--write-timeout", "1s"]).await?;
+    // More streams than answers may wait, so the budget is what refuses.
+    let flags = [
+        "--write-timeout",
+        "1s",
+        "--http2-max-concurrent-streams",
+        "16",
+    ];
+    let (server, ca) = start_self_signed(dir.path(), &flags).await?;
     let (_, body) = sample_review()?;
     let mut client = unread_h2(server.local_addr(), &ca).await?;
     let (mut answered, mut refused, mut held) = (0, 0, Vec::new());
@@ -149,7 +156,8 @@ async fn unread_http2_answers_are_counted_refused_past_the_budget_and_closed() -
 async fn a_window_that_lets_a_byte_through_keeps_the_answer_counted() -> TestResult {
     let dir = tempfile::tempdir()?;
     let (server, ca) = start_self_signed(dir.path(), &["--write-timeout", "60s"]).await?;
-    let (_, body) = sample_review()?;
+    // An answer of about 8 KB, over what is handed to h2 whole.
+    let body = review_with_uri(2 * 1024)?;
     // One byte of each answer may go out; h2 would hold the rest for a
     // client that never opens its window further.
     let mut client = windowed_h2(server.local_addr(), &ca, 1).await?;

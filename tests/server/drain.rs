@@ -35,7 +35,15 @@ async fn shutdown_withdraws_readiness_first_then_drains_in_flight_requests() -> 
     let delay = Duration::from_secs(2);
     let (server, ca) = start_self_signed(
         tmp.path(),
-        &["--shutdown-delay", "2s", "--drain-timeout", "15s"],
+        // Bodies half sent for seconds: past the pace of a 1 KB body.
+        &[
+            "--shutdown-delay",
+            "2s",
+            "--drain-timeout",
+            "15s",
+            "--body-timeout",
+            "30s",
+        ],
     )
     .await?;
     let (addr, admin) = (server.local_addr(), server.admin_addr());

@@ -1,6 +1,6 @@
 use super::*;
-use std::task::Waker;
 use crate::server::share::Budget;
+use std::task::Waker;
 
 fn chunks(body: &mut AnswerBody) -> Vec<Bytes> {
     let mut cx = Context::from_waker(Waker::noop());

@@ -52,9 +52,7 @@ async fn a_declared_length_is_not_allocated_or_charged_before_it_arrives() {
     let budget = Budget::new(8 << 20);
     // Declares 7,000,000 bytes; only these arrive before the end.
     let body = http_body_util::Limited::new(chunked(&["{\"a\":", "1}"]), 7_000_000);
-    let (body, held) = read_body(&budget, &now(), &PACE, body)
-        .await
-        .expect("read");
+    let (body, held) = read_body(&budget, &now(), &PACE, body).await.expect("read");
     assert_eq!(&body[..], b"{\"a\":1}");
     assert!(held.bytes() <= 2 * body.len(), "charged {}", held.bytes());
     assert!(budget.available() >= (8 << 20) - 2 * body.len());
@@ -74,11 +72,20 @@ async fn an_empty_body_in_frames_or_none_is_refused() {
 #[tokio::test]
 async fn bytes_beyond_the_budget_are_refused_503() {
     let budget = Budget::new(16);
-    let refused = read_body(&budget, &now(), &PACE, chunked(&["0123456789", "0123456789"]))
-        .await
-        .expect_err("over the budget");
+    let refused = read_body(
+        &budget,
+        &now(),
+        &PACE,
+        chunked(&["0123456789", "0123456789"]),
+    )
+    .await
+    .expect_err("over the budget");
     assert_eq!(refused.0, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(budget.available(), 16, "the refused body's bytes were given back");
+    assert_eq!(
+        budget.available(),
+        16,
+        "the refused body's bytes were given back"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -89,10 +96,15 @@ async fn a_body_is_due_at_its_timeout_plus_its_bytes_at_the_minimum_rate() {
     };
     let start = Instant::now();
     assert_eq!(pace.deadline(start, 0), start + Duration::from_secs(1));
-    assert_eq!(pace.deadline(start, 500), start + Duration::from_millis(1500));
+    assert_eq!(
+        pace.deadline(start, 500),
+        start + Duration::from_millis(1500)
+    );
     // A body that stops after its first frame falls behind.
     let (mut tx, body) = http_body_util::channel::Channel::<Bytes, Infallible>::new(1);
-    tx.send_data(Bytes::from_static(b"{\"kind\"")).await.unwrap();
+    tx.send_data(Bytes::from_static(b"{\"kind\""))
+        .await
+        .unwrap();
     let budget = Budget::new(1024);
     let (arrival, paused) = (now(), tokio::time::Instant::now());
     let refused = read_body(&budget, &arrival, &pace, body)

@@ -23,7 +23,10 @@ fn the_least_productive_connection_is_evicted_first_and_once() {
     assert!(!reviewing.share.evict.is_cancelled());
     assert!(open.evict_least_productive());
     assert!(reviewing.share.evict.is_cancelled());
-    assert!(!open.evict_least_productive(), "every connection is closing");
+    assert!(
+        !open.evict_least_productive(),
+        "every connection is closing"
+    );
 }
 
 #[test]
@@ -48,7 +51,11 @@ fn an_outbox_is_stalled_from_the_first_look_that_finds_it_waiting_unmoved() {
     answer.queue_in(&outbox);
     let first = watch.look(&outbox).expect("waiting");
     std::thread::sleep(Duration::from_millis(2));
-    assert_eq!(watch.look(&outbox), Some(first), "no progress: still since the first look");
+    assert_eq!(
+        watch.look(&outbox),
+        Some(first),
+        "no progress: still since the first look"
+    );
     drop(answer);
     assert_eq!(watch.look(&outbox), None);
 }
