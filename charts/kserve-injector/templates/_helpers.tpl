@@ -306,3 +306,14 @@ named after a hash of its content, so changed settings roll the pods.
 {{- define "kserve-injector.settingsConfigMap" -}}
 {{- include "kserve-injector.named" (list . (printf "settings-%s" (toYaml .Values.settings | sha256sum | trunc 8))) }}
 {{- end }}
+
+{{/*
+(list $prometheusRule "anchor"): an alert's runbook_url annotation, the
+absolute metrics.prometheusRule.runbookUrl plus "#anchor"; nothing while
+runbookUrl is empty (NOTES.txt says to set it).
+*/}}
+{{- define "kserve-injector.runbook" -}}
+{{- with (index . 0).runbookUrl }}
+{{ printf "runbook_url: %s" (printf "%s#%s" . (index $ 1) | quote) | indent 12 }}
+{{- end }}
+{{- end }}
