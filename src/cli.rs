@@ -16,6 +16,7 @@ use std::io::{BufRead, Write};
 pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
 pub use certs_args::CertsArgs;
+pub use check_args::CheckArgs;
 pub use default_config_args::DefaultConfigArgs;
 pub use error::{CliError, Denial, InputError};
 pub use live_cluster::LiveCluster;
@@ -341,6 +342,7 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
 mod audit_args;
 mod budget_args;
 mod certs_args;
+mod check_args;
 pub mod commands;
 mod compare;
 mod default_config_args;

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod certs;
+pub mod check;
 pub mod cli;
 pub mod config_file;
 pub mod limits;

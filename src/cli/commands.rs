@@ -2,8 +2,8 @@
 //! as the binary runs them: flags in, output on stdout, an exit code out.
 
 use super::{
-    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
-    InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
+    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CheckArgs, CliError,
+    DefaultConfigArgs, InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
 };
 use crate::config_file::Accept;
 use crate::lookups::load_objects_within;
@@ -347,4 +347,25 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
         );
     }
     print_report(run(&settings), args.output, |r| r.table(), |r| r.differs())
+}
+
+/// `check`: a line per check (or JSON); exit code 1 when one failed, 2
+/// when none could run.
+pub fn check(args: &CheckArgs) -> ExitCode {
+    let report = match crate::check::run(&args.into()) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match args.output {
+        AuditFormat::Table => report.text(),
+        AuditFormat::Json => report.json(),
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.failed() => ExitCode::from(1),
+        ok => ok,
+    }
 }

@@ -8,6 +8,7 @@
 //! passes as skipped, except under `CI=true`, where it fails.
 
 mod audit;
+mod check;
 mod harness;
 mod least_privilege;
 mod lookups;

@@ -82,9 +82,13 @@ class Tools:
         return f"Tools({self.name}: helm {self.helm_version})"
 
     def template(self, sets=(), namespace="kserve", release="kserve-injector", chart=CHART,
-                 files=(), values_files=(), extra=(), check=True):
-        """`helm template`; the rendered YAML, or (check=False) the process."""
+                 files=(), values_files=(), extra=(), check=True, tests=False):
+        """`helm template`; the rendered YAML, or (check=False) the process.
+        Without `tests`, the `helm test` hook is left out (the kustomize
+        install has no counterpart): --skip-tests."""
         cmd = [self.helm, "template", release, chart, "--namespace", namespace]
+        if not tests:
+            cmd.append("--skip-tests")
         for s in sets:
             cmd += ["--set", s]
         for f in files:
