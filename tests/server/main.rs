@@ -6,6 +6,7 @@
 mod answers;
 mod args;
 mod attacks;
+mod bounded_logs;
 mod cap;
 mod drain;
 mod http;
