@@ -13,6 +13,7 @@ mod http;
 mod keepalive;
 mod kserve_version;
 mod memory;
+mod pending_certs;
 mod proven_certs;
 mod reloader_fifo;
 mod router;
