@@ -98,9 +98,11 @@ async fn a_rotation_not_valid_yet_is_served_within_a_poll_of_its_not_before() ->
     ensure(warned["valid_from"] == not_before.unix_timestamp(), || {
         format!("the WARN line: {warned}")
     })?;
+    eprintln!("figure: the pending line: {warned}");
     let reloaded = serve.wait_for_log(PATIENCE, "the reloaded line", |e| {
         is_cert(e) && e["message"] == "reloaded"
     })?;
+    eprintln!("figure: the reloaded line: {reloaded}");
     ensure(
         reloaded["late_s"]
             .as_i64()
