@@ -14,15 +14,15 @@ use std::fmt::{self, Display, Write};
 
 /// The most bytes of one string a log line (or a CLI message on stderr)
 /// carries, marker aside: its first [`HEAD`] and its last [`TAIL`].
-pub const MAX: usize = HEAD + TAIL;
+const MAX: usize = HEAD + TAIL;
 /// Bytes kept from the start of a cut string.
-pub const HEAD: usize = 768;
+const HEAD: usize = 768;
 /// Bytes kept from the end of a cut string.
-pub const TAIL: usize = 256;
+const TAIL: usize = 256;
 
-/// `value`'s text as it may be logged: whole when it is at most [`MAX`]
-/// bytes; else its first [`HEAD`] and last [`TAIL`] bytes around
-/// `…[N bytes cut]…`, never splitting a character.
+/// `value`'s text as it may be logged: whole when it is at most 1,024
+/// bytes; else its first 768 and last 256 bytes around `…[N bytes cut]…`,
+/// never splitting a character.
 pub fn bounded<T: Display>(value: T) -> Bounded<T> {
     Bounded(value)
 }
@@ -37,12 +37,6 @@ impl<T: Display> Display for Bounded<T> {
         // `Keep` never fails; an error here is the value's own.
         write!(kept, "{}", self.0)?;
         kept.finish(f)
-    }
-}
-
-impl<T: Display> fmt::Debug for Bounded<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.to_string(), f)
     }
 }
 

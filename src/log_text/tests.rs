@@ -97,10 +97,3 @@ fn a_text_just_over_the_head_in_multi_byte_characters_is_whole() {
     assert!(text.len() <= MAX);
     assert_eq!(bounded(&text).to_string(), text);
 }
-
-#[test]
-fn debug_quotes_the_bounded_text() {
-    let text = "q\"".repeat(MAX);
-    let debug = format!("{:?}", bounded(&text));
-    assert!(debug.starts_with("\"q\\\"") && debug.contains("bytes cut"));
-}
