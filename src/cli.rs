@@ -2,6 +2,7 @@
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
+use crate::log_text::bounded;
 use crate::lookups::LookupError;
 use kserve_injector_core::admission;
 use kserve_injector_core::cluster::ClusterSnapshot;
@@ -122,7 +123,8 @@ enum Processed {
 /// What the object asked for that the selected KServe release lacks.
 fn log_unsupported(label: &str, lacks: &[kserve_injector_core::mutation::Unsupported]) {
     for lack in lacks {
-        tracing::debug!(object = label, kserve_version = %lack.release, "{lack}");
+        let (object, lack_text) = (bounded(label), bounded(lack));
+        tracing::debug!(%object, kserve_version = %lack.release, "{lack_text}");
     }
 }
 

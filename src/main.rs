@@ -74,7 +74,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => match kserve_injector::server::run((*args).into()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", kserve_injector::log_text::bounded(e));
                 ExitCode::FAILURE
             }
         },

@@ -186,7 +186,7 @@ fn read_objects(args: &AuditSettings, inventory: &mut Inventory) -> Result<(), R
         read_cluster(args, scope, inventory)?;
     }
     for line in inventory.objects.ignored_lines() {
-        tracing::debug!("{line}");
+        tracing::debug!("{}", crate::log_text::bounded(line));
     }
     Ok(())
 }

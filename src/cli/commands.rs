@@ -6,6 +6,7 @@ use super::{
     DefaultConfigArgs, InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
 };
 use crate::config_file::Accept;
+use crate::log_text::bounded;
 use crate::lookups::load_objects_within;
 use kserve_injector_core::{ClusterSnapshot, Inputs};
 use std::fs::File;
@@ -59,7 +60,7 @@ pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
 
 fn fail(e: &CliError) -> ExitCode {
     if !matches!(e, CliError::ReaderGone) {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", bounded(e));
     }
     ExitCode::from(e.exit_code() as u8)
 }
@@ -109,7 +110,11 @@ fn mutate_source(
             })
             .map(|loaded| {
                 for line in loaded.ignored_lines() {
-                    eprintln!("kserve-injector: --objects {}: {line}", path.display());
+                    eprintln!(
+                        "kserve-injector: --objects {}: {}",
+                        path.display(),
+                        bounded(line)
+                    );
                 }
                 Box::new(loaded.data) as Box<dyn MutateSource>
             }),
@@ -160,7 +165,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let (config, settings) = match loaded {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", bounded(e));
             return ExitCode::from(2);
         }
     };
@@ -292,7 +297,7 @@ pub fn certs(args: &CertsArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", bounded(e));
             ExitCode::from(2)
         }
     }
@@ -309,7 +314,7 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
     let report = match report {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", bounded(e));
             return ExitCode::from(2);
         }
     };

@@ -187,6 +187,7 @@ pub async fn run<O, R>(
                 },
                 Err(error) => {
                     cache.metrics.watch_errors.inc();
+                    let error = crate::log_text::bounded(&error);
                     tracing::warn!(kind, %error, "cluster watch error");
                     break;
                 }

@@ -2,6 +2,7 @@
 //! reads ServiceAccounts, Secrets, ClusterStorageContainers and
 //! InferenceServices from a cluster, and which cluster configuration it uses.
 
+use crate::log_text::bounded;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use std::ffi::OsString;
@@ -123,7 +124,8 @@ pub async fn resolve_client(
     let probe = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
     match probe {
         Ok(Ok(version)) => {
-            tracing::info!(config = %source, server = %version.git_version, "cluster lookups on");
+            let (config, server) = (bounded(&source), bounded(&version.git_version));
+            tracing::info!(%config, %server, "cluster lookups on");
             Ok(Some(client))
         }
         Ok(Err(e)) => Err(LookupModeError::Unreachable {

@@ -13,6 +13,7 @@ use super::service;
 use super::serving_cert;
 use super::sizing::{self, Sized};
 use crate::config_file::{self, Snapshot};
+use crate::log_text::bounded;
 use crate::lookups::{KubeEnvironment, SnapshotSource};
 use crate::reload::{Source, Trigger};
 use crate::server::settings::LimitSettings;
@@ -154,10 +155,10 @@ fn warn_image_release(config: &Config) {
     for m in kserve_injector_core::config::image_mismatches(config, config.release) {
         warn!(
             key = m.key,
-            image = m.image,
+            image = %bounded(m.image),
             kserve_version = %config.release,
             "the {} image names KServe {}, but --kserve-version is {}: set --kserve-version to the release the cluster runs",
-            m.key, m.names, config.release
+            m.key, bounded(&m.names), config.release
         );
     }
 }
