@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -55,6 +55,8 @@ impl Scoped for String {
 #[derive(Debug)]
 pub struct Cache<K, T> {
     map: RwLock<HashMap<K, T>>,
+    /// Bumped by every change, under the map's write lock.
+    generation: AtomicU64,
     unlisted: AtomicUsize,
     metrics: KindMetrics,
 }
@@ -63,6 +65,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
     pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
         Self {
             map: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
             unlisted: AtomicUsize::new(scopes),
             metrics,
         }
@@ -82,8 +85,16 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.read().len()
     }
 
+    /// Changes so far: equal generations, equal contents.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The map, for a change: the generation moves before the lock is let go.
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<K, T>> {
-        self.map.write().unwrap_or_else(|e| e.into_inner())
+        let map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        map
     }
 
     /// Adds or replaces one object (a watch `Apply`).

@@ -23,6 +23,7 @@ mod options;
 mod reduce;
 mod snapshot;
 mod source;
+mod view;
 mod watch;
 
 pub use error::LookupError;
@@ -61,7 +62,9 @@ pub struct Lookups {
     secrets: CacheOf<ObjectRef, Secret>,
     /// When Secrets are not watched: the ones fetched lately.
     fetched_secrets: Option<FetchCache<ObjectRef, Secret>>,
-    storage_containers: CacheOf<String, Parsed<ClusterStorageContainer>>,
+    storage_containers: CacheOf<String, Parsed<Arc<ClusterStorageContainer>>>,
+    /// The storage containers' shared set, rebuilt once per change.
+    storage_view: view::StorageView,
     inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
     namespaces: BTreeSet<String>,
     outside: OutsideNamespaces,
@@ -100,6 +103,7 @@ impl Lookups {
                 FetchCache::new(options.secret_ttl, options.secret_cache_entries, handles)
             }),
             storage_containers: cache(&metrics, options, Kind::StorageContainers),
+            storage_view: view::StorageView::default(),
             inference_services: cache(&metrics, options, Kind::InferenceServices),
             client,
             metrics,
@@ -206,9 +210,10 @@ impl Lookups {
         fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
             (k, Ok(v))
         }
+        let containers = data.storage_containers.iter();
         preload(
             &this.storage_containers,
-            data.storage_containers.into_iter().map(parsed),
+            containers.map(|c| (c.name.clone(), Ok(Arc::new(c.clone())))),
         );
         preload(
             &this.inference_services,
