@@ -24,12 +24,20 @@ use std::time::Duration;
 /// it, succeeds and silently skips every object written before: the cache
 /// would stay wrong with no further error. A relist is always right.
 ///
-/// The pause before a rebuild starts here and doubles up to
+/// The pause before a rebuild starts at [`RELIST_PAUSE`] and doubles up to
 /// [`RELIST_PAUSE_MAX`] while rebuilds keep failing, so a persistent error
-/// (RBAC, an API server that is down) does not spin; a completed LIST
-/// resets it.
-const RELIST_PAUSE: Duration = Duration::from_secs(1);
-const RELIST_PAUSE_MAX: Duration = Duration::from_secs(30);
+/// (RBAC, an API server that is down) does not spin. The longest pause is
+/// short because the usual errors are an API server's restart: refused
+/// connections while it is down, then 403s and 5xxs for a few seconds while
+/// its RBAC and storage catch up. With a 30 s maximum, those start-up
+/// errors alone pushed the first good relist 30 s past the API server's
+/// return; with 4 s, a cache is back within 4 s plus its LIST. A failing
+/// request costs the API server little, and a watch that fails right after
+/// every LIST keeps the longest pause: the pause goes back to the start
+/// only once a watch has run [`HEALTHY_AFTER`] without an error.
+const RELIST_PAUSE: Duration = Duration::from_millis(500);
+const RELIST_PAUSE_MAX: Duration = Duration::from_secs(4);
+const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 
 /// The namespace a cache key belongs to (`None`: cluster-scoped), so that
 /// one namespace's LIST replaces only that namespace's entries.
@@ -63,6 +71,8 @@ pub struct Cache<K, T> {
 
 impl<K: Hash + Eq, T> Cache<K, T> {
     pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
+        // Not listed yet: not in sync with the API server.
+        metrics.stale.set(scopes as i64);
         Self {
             map: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
@@ -115,6 +125,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         let len = listed.len();
         *self.write() = listed;
         self.metrics.objects.set(len as i64);
+        self.metrics.stale.set(0);
         self.unlisted.store(0, Ordering::Release);
     }
 }
@@ -165,12 +176,16 @@ pub async fn run<O, R>(
     R: Reduce<O>,
 {
     let kind = R::KIND;
+    let namespace = scope.as_deref().unwrap_or("(all)");
     let mut pause = RELIST_PAUSE;
     let mut listed_once = false;
+    // Counted in the kind's `stale` gauge from `Cache::new` until listed.
+    let mut in_sync = false;
     loop {
         let stream = watcher::watcher(api.clone(), config.clone());
         let mut stream = std::pin::pin!(stream);
         let mut listing: Option<HashMap<R::Key, R::Value>> = None;
+        let mut listed_at = None;
         while let Some(item) = stream.next().await {
             match item {
                 Ok(event) => match event {
@@ -181,11 +196,14 @@ pub async fn run<O, R>(
                         listing.get_or_insert_with(HashMap::new).insert(k, v);
                     }
                     Event::InitDone => {
-                        pause = RELIST_PAUSE;
                         let listing = listing.take().unwrap_or_default();
                         cache.replace_scope(scope.as_deref(), listing, !listed_once);
                         listed_once = true;
-                        let namespace = scope.as_deref().unwrap_or("(all)");
+                        listed_at = Some(tokio::time::Instant::now());
+                        if !in_sync {
+                            in_sync = true;
+                            cache.metrics.stale.dec();
+                        }
                         tracing::debug!(
                             kind,
                             namespace,
@@ -198,13 +216,23 @@ pub async fn run<O, R>(
                 },
                 Err(error) => {
                     cache.metrics.watch_errors.inc();
-                    tracing::warn!(kind, %error, "cluster watch error");
+                    tracing::warn!(kind, namespace, %error, "cluster watch error");
                     break;
                 }
             }
         }
+        // Admissions keep reading what the cache holds; the gauge says it
+        // may be behind until the next LIST is applied.
+        if in_sync {
+            in_sync = false;
+            cache.metrics.stale.inc();
+        }
+        if listed_at.is_some_and(|at| at.elapsed() >= HEALTHY_AFTER) {
+            pause = RELIST_PAUSE;
+        }
         tracing::info!(
             kind,
+            namespace,
             pause_ms = pause.as_millis() as u64,
             "rebuilding the cluster watch from a fresh list"
         );
