@@ -10,10 +10,10 @@ use futures::StreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -66,14 +66,26 @@ pub struct Cache<K, T> {
     /// Bumped by every change, under the map's write lock.
     generation: AtomicU64,
     unlisted: AtomicUsize,
-    metrics: KindMetrics,
+    /// At most this many objects (the kind's share of the caches' budget).
+    cap: Option<usize>,
+    /// Set once the cap was reached: the cache is empty for good and the
+    /// kind is read as an unwatched one.
+    over_budget: AtomicBool,
+    pub(super) metrics: KindMetrics,
 }
 
 impl<K: Hash + Eq, T> Cache<K, T> {
     pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
+        Self::capped(metrics, scopes, None)
+    }
+
+    /// A cache that gives up beyond `cap` objects.
+    pub fn capped(metrics: KindMetrics, scopes: usize, cap: Option<usize>) -> Self {
         // Not listed yet: not in sync with the API server.
         metrics.stale.set(scopes as i64);
         Self {
+            cap,
+            over_budget: AtomicBool::new(false),
             map: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
             unlisted: AtomicUsize::new(scopes),
@@ -85,6 +97,34 @@ impl<K: Hash + Eq, T> Cache<K, T> {
     /// watch reconnects: misses then go to the API server).
     pub fn synced(&self) -> bool {
         self.unlisted.load(Ordering::Acquire) == 0
+    }
+
+    /// True once the cache gave up at its cap: lookups go to the API server.
+    pub fn over_budget(&self) -> bool {
+        self.over_budget.load(Ordering::Acquire)
+    }
+
+    /// Whether `held` objects are more than the cap allows.
+    fn beyond_cap(&self, held: usize) -> bool {
+        self.cap.is_some_and(|cap| held > cap)
+    }
+
+    /// Drops every object and stops caching for good (see `budget.rs`).
+    fn give_up(&self, kind: &'static str) {
+        if self.over_budget.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        *self.write() = HashMap::new();
+        self.metrics.objects.set(0);
+        self.metrics.over_budget.set(1);
+        self.metrics.stale.set(0);
+        // Counts as listed, so `/readyz` does not wait for it.
+        self.unlisted.store(0, Ordering::Release);
+        tracing::error!(
+            kind,
+            cap = self.cap,
+            "the watch cache reached its share of the memory limit: it is dropped, and this kind is read from the API server for each admission that needs it"
+        );
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
@@ -131,17 +171,15 @@ impl<K: Hash + Eq, T> Cache<K, T> {
 }
 
 impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
-    /// Replaces the entries of `scope` (all of them for `None`) with a
-    /// complete listing of it; `first` counts the scope as listed.
-    fn replace_scope(&self, scope: Option<&str>, listed: HashMap<K, T>, first: bool) {
+    /// After a complete listing of `scope` (all of it for `None`) was
+    /// applied in place: drops that scope's entries the listing did not
+    /// name (deleted meanwhile); `first` counts the scope as listed.
+    fn listed_scope(&self, scope: Option<&str>, listed: &HashSet<K>, first: bool) {
         let mut map = self.write();
-        match scope {
-            None => *map = listed,
-            Some(ns) => {
-                map.retain(|k, _| k.namespace() != Some(ns));
-                map.extend(listed);
-            }
-        }
+        map.retain(|k, _| match scope {
+            None => listed.contains(k),
+            Some(ns) => k.namespace() != Some(ns) || listed.contains(k),
+        });
         self.metrics.objects.set(map.len() as i64);
         if first {
             self.unlisted.fetch_sub(1, Ordering::AcqRel);
@@ -153,7 +191,7 @@ impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
 pub trait Reduce<O>: Send + Sync + 'static {
     /// The resource, for logs.
     const KIND: &'static str;
-    type Key: Hash + Eq + Scoped + Send + Sync + 'static;
+    type Key: Hash + Eq + Clone + Scoped + Send + Sync + 'static;
     type Value: Send + Sync + 'static;
     fn key(&self, object: &O) -> Self::Key;
     fn value(&self, object: &O) -> Self::Value;
@@ -184,20 +222,30 @@ pub async fn run<O, R>(
     loop {
         let stream = watcher::watcher(api.clone(), config.clone());
         let mut stream = std::pin::pin!(stream);
-        let mut listing: Option<HashMap<R::Key, R::Value>> = None;
+        // A LIST is applied in place as its pages arrive, so a relist
+        // holds the objects once (and the keys seen), not twice; until it
+        // is done the cache mixes the old and the new state of objects.
+        let mut listed: HashSet<R::Key> = HashSet::new();
         let mut listed_at = None;
         while let Some(item) = stream.next().await {
+            if cache.over_budget() {
+                return;
+            }
             match item {
                 Ok(event) => match event {
-                    Event::Init => listing = Some(HashMap::new()),
+                    Event::Init => listed = HashSet::new(),
                     Event::InitApply(o) => {
                         let k = reduce.key(&o);
                         let v = reduce.value_owned(o);
-                        listing.get_or_insert_with(HashMap::new).insert(k, v);
+                        cache.insert(k.clone(), v);
+                        listed.insert(k);
+                        if cache.beyond_cap(cache.len()) {
+                            cache.give_up(kind);
+                        }
                     }
                     Event::InitDone => {
-                        let listing = listing.take().unwrap_or_default();
-                        cache.replace_scope(scope.as_deref(), listing, !listed_once);
+                        cache.listed_scope(scope.as_deref(), &listed, !listed_once);
+                        listed = HashSet::new();
                         listed_once = true;
                         listed_at = Some(tokio::time::Instant::now());
                         if !in_sync {
@@ -211,15 +259,27 @@ pub async fn run<O, R>(
                             "watch cache listed"
                         );
                     }
-                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value_owned(o)),
+                    Event::Apply(o) => {
+                        cache.insert(reduce.key(&o), reduce.value_owned(o));
+                        if cache.beyond_cap(cache.len()) {
+                            cache.give_up(kind);
+                        }
+                    }
                     Event::Delete(o) => cache.remove(&reduce.key(&o)),
                 },
+                Err(error) if cache.over_budget() => {
+                    let _ = error;
+                    break;
+                }
                 Err(error) => {
                     cache.metrics.watch_errors.inc();
                     tracing::warn!(kind, namespace, %error, "cluster watch error");
                     break;
                 }
             }
+        }
+        if cache.over_budget() {
+            return;
         }
         // Admissions keep reading what the cache holds; the gauge says it
         // may be behind until the next LIST is applied.
@@ -246,23 +306,50 @@ mod tests {
     use super::*;
     use kserve_injector_core::cluster::ObjectRef;
 
-    fn listing(ns: &str, names: &[&str]) -> HashMap<ObjectRef, u8> {
-        names.iter().map(|n| (ObjectRef::new(ns, *n), 0)).collect()
+    /// Applies a listing of `ns` in place, as the watch does.
+    fn list(cache: &Cache<ObjectRef, u8>, ns: &str, names: &[&str], first: bool) {
+        let keys: HashSet<ObjectRef> = names.iter().map(|n| ObjectRef::new(ns, *n)).collect();
+        for k in &keys {
+            cache.insert(k.clone(), 0);
+        }
+        cache.listed_scope(Some(ns), &keys, first);
     }
 
     #[test]
     fn a_namespace_listing_replaces_that_namespace_only_and_all_must_list() {
         let cache = Cache::new(KindMetrics::default(), 2);
-        cache.replace_scope(Some("a"), listing("a", &["x", "y"]), true);
+        list(&cache, "a", &["x", "y"], true);
         assert!(!cache.synced(), "b has not listed yet");
-        cache.replace_scope(Some("b"), listing("b", &["x"]), true);
+        list(&cache, "b", &["x"], true);
         assert!(cache.synced());
         // a relists after a watch error: y was deleted meanwhile.
-        cache.replace_scope(Some("a"), listing("a", &["x"]), false);
+        list(&cache, "a", &["x"], false);
         assert!(cache.synced());
         let mut keys: Vec<String> = cache.read().keys().map(|k| k.to_string()).collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/x"]);
         assert_eq!(cache.metrics.objects.get(), 2);
+    }
+
+    #[test]
+    fn a_cache_past_its_cap_gives_up_and_counts_as_listed() {
+        let metrics = KindMetrics::default();
+        let cache = Cache::capped(metrics.clone(), 1, Some(2));
+        for n in ["x", "y"] {
+            cache.insert(ObjectRef::new("a", n), 0u8);
+        }
+        assert!(!cache.beyond_cap(cache.len()));
+        cache.insert(ObjectRef::new("a", "z"), 0);
+        assert!(cache.beyond_cap(cache.len()));
+        cache.give_up("serviceaccounts");
+        assert!(cache.over_budget() && cache.synced());
+        assert_eq!(
+            (
+                cache.len(),
+                metrics.objects.get(),
+                metrics.over_budget.get()
+            ),
+            (0, 0, 1)
+        );
     }
 }

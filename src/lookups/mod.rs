@@ -13,6 +13,7 @@
 //!
 //! Adapter code: the core stays pure and only ever sees the snapshot.
 
+mod budget;
 mod cache;
 mod error;
 mod fetched;
@@ -91,9 +92,10 @@ impl Lookups {
                 Kind::StorageContainers => 1,
                 _ => o.scopes().len(),
             };
+            let cap = budget::object_caps(o.cache_budget, &o.watched)[kind.index()];
             o.watched
                 .contains(&kind)
-                .then(|| Arc::new(Cache::new(handles, scopes)))
+                .then(|| Arc::new(Cache::capped(handles, scopes, cap)))
         }
         Self {
             service_accounts: cache(&metrics, options, Kind::ServiceAccounts),

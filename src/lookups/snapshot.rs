@@ -117,7 +117,7 @@ impl Lookups {
     ) -> Option<T> {
         let m = self.metrics.kind(kind);
         let found = (cache.as_ref())
-            .filter(|c| c.synced())
+            .filter(|c| c.synced() && !c.over_budget())
             .and_then(|c| c.read().get(key).cloned());
         match found {
             Some(_) => m.hits.inc(),
@@ -133,7 +133,8 @@ impl Lookups {
     async fn fill_storage_containers(&self, out: &mut ClusterSnapshot) -> Result<(), LookupError> {
         let kind = Kind::StorageContainers;
         let m = self.metrics.kind(kind);
-        let shared = match self.storage_containers.as_ref().filter(|c| c.synced()) {
+        let cache = (self.storage_containers.as_ref()).filter(|c| c.synced() && !c.over_budget());
+        let shared = match cache {
             Some(cache) => {
                 m.hits.inc();
                 self.storage_view.current(cache)

@@ -13,6 +13,7 @@ mod least_privilege;
 mod lookups;
 mod native_sidecar;
 mod ports;
+mod scale;
 mod shadow;
 mod sidecar_webhook;
 #[path = "../server/support/mod.rs"]
