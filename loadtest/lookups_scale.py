@@ -216,7 +216,9 @@ def review(i, j, uid):
     return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": {"uid": f"uid-{uid}", "kind": {"group": "", "version": "v1", "kind": "Pod"},
                                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                                   "namespace": namespace(i), "operation": "CREATE", "object": pod}}).encode()
+                                   "namespace": namespace(i), "operation": "CREATE", "object": pod,
+                                   "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+                                   "dryRun": False}}).encode()
 
 
 def right(patch, i, j, cscs):

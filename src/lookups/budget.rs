@@ -6,7 +6,8 @@
 //! A cache that reaches its count stops: its watch ends, its objects are
 //! freed, `kserve_injector_cluster_cache_over_budget{kind}` says so, and
 //! that kind is read as an unwatched kind is (a GET per admission that
-//! needs it; Secrets through the fetched cache with `--secret-ttl`), so the
+//! needs it; Secrets through the fetched Secrets, kept for `--secret-ttl`),
+//! so the
 //! process never outgrows its limit because the cluster grew.
 //!
 //! ClusterStorageContainers are the exception: an admission needs all of

@@ -75,6 +75,7 @@ pub struct Cache<K, T> {
 }
 
 impl<K: Hash + Eq, T> Cache<K, T> {
+    #[cfg(test)]
     pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
         Self::capped(metrics, scopes, None)
     }

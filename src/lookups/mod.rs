@@ -61,8 +61,9 @@ pub struct Lookups {
     get_timeout: Duration,
     service_accounts: CacheOf<ObjectRef, ServiceAccount>,
     secrets: CacheOf<ObjectRef, Secret>,
-    /// When Secrets are not watched: the ones fetched lately.
-    fetched_secrets: Option<FetchCache<ObjectRef, Secret>>,
+    /// When Secrets are not watched, or their cache went over its budget:
+    /// the ones fetched lately.
+    fetched_secrets: FetchCache<ObjectRef, Secret>,
     storage_containers: CacheOf<String, Parsed<Arc<ClusterStorageContainer>>>,
     /// The storage containers' shared set, rebuilt once per change.
     storage_view: view::StorageView,
@@ -100,10 +101,10 @@ impl Lookups {
         Self {
             service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
             secrets: cache(&metrics, options, Kind::Secrets),
-            fetched_secrets: (!options.watched.contains(&Kind::Secrets)).then(|| {
+            fetched_secrets: {
                 let handles = metrics.kind(Kind::Secrets).clone();
                 FetchCache::new(options.secret_ttl, options.secret_cache_entries, handles)
-            }),
+            },
             storage_containers: cache(&metrics, options, Kind::StorageContainers),
             storage_view: view::StorageView::default(),
             inference_services: cache(&metrics, options, Kind::InferenceServices),
@@ -203,11 +204,10 @@ impl Lookups {
     ) -> Self {
         let this = Self::unstarted(client, metrics, options);
         preload(&this.service_accounts, data.service_accounts);
-        match &this.fetched_secrets {
-            Some(fetched) => {
-                (data.secrets.into_iter()).for_each(|(k, v)| fetched.insert(k, Some(v)))
-            }
-            None => preload(&this.secrets, data.secrets),
+        match this.secrets_fetched() {
+            true => (data.secrets.into_iter())
+                .for_each(|(k, v)| this.fetched_secrets.insert(k, Some(v))),
+            false => preload(&this.secrets, data.secrets),
         }
         fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
             (k, Ok(v))
@@ -262,10 +262,16 @@ impl Lookups {
     /// Objects a watched cache holds now, or for Secrets not watched, the
     /// fetched entries kept (expired ones until they are next asked for).
     pub fn cached(&self, kind: Kind) -> usize {
-        match (kind, &self.fetched_secrets) {
-            (Kind::Secrets, Some(fetched)) => fetched.len(),
-            _ => self.cache_state(kind).map_or(0, |c| c.objects()),
+        match kind == Kind::Secrets && self.secrets_fetched() {
+            true => self.fetched_secrets.len(),
+            false => self.cache_state(kind).map_or(0, |c| c.objects()),
         }
+    }
+
+    /// Whether Secrets are fetched (and kept for the TTL) rather than
+    /// watched: not watched, or their cache went over its budget.
+    fn secrets_fetched(&self) -> bool {
+        self.secrets.as_ref().is_none_or(|c| c.over_budget())
     }
 
     /// The client of the lookups, for a question about the cluster itself.

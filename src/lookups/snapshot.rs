@@ -64,9 +64,10 @@ impl Lookups {
                 }
             }
             ObjectKey::Secret(r) => {
-                let found = match &self.fetched_secrets {
-                    Some(fetched) => fetched.get_or_fetch(r, || self.get_secret(r)).await?,
-                    None => match self.cached_object(Kind::Secrets, &self.secrets, r) {
+                let fetched = &self.fetched_secrets;
+                let found = match self.secrets_fetched() {
+                    true => fetched.get_or_fetch(r, || self.get_secret(r)).await?,
+                    false => match self.cached_object(Kind::Secrets, &self.secrets, r) {
                         Some(s) => Some(s),
                         None => self.get_secret(r).await?,
                     },

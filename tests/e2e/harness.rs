@@ -290,24 +290,29 @@ pub async fn patch_cluster_role(admin: &Client, component: &str) {
 }
 
 impl ApiServer {
-    /// Stops kube-apiserver alone (etcd and its data stay, as in a control
-    /// plane's rolling upgrade), keeps it down for `outage`, then starts it
-    /// again with the same command line; returns when its `/readyz` is ok.
-    pub async fn restart_apiserver(&self, admin: &Client, outage: Duration) {
+    /// Kills kube-apiserver alone (SIGKILL, as a crashed or evicted
+    /// control-plane pod; etcd and its data stay) and returns its command
+    /// line once it has exited, for [`start_apiserver`](Self::start_apiserver).
+    pub async fn kill_apiserver(&self) -> Vec<String> {
         let pid_file = self.work_dir.join("pids/kube-apiserver.pid");
         let pid = std::fs::read_to_string(&pid_file).expect("the API server's pid");
         let pid = pid.trim().to_string();
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("its command line");
-        let args: Vec<String> = (cmdline.split(|b| *b == 0))
+        let args = (cmdline.split(|b| *b == 0))
             .filter(|a| !a.is_empty())
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        let stopped = Instant::now();
-        let _ = Command::new("kill").arg(&pid).status();
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
         while std::path::Path::new(&format!("/proc/{pid}")).exists() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(outage.saturating_sub(stopped.elapsed())).await;
+        args
+    }
+
+    /// Starts kube-apiserver again with `args` (from
+    /// [`kill_apiserver`](Self::kill_apiserver)); returns when its
+    /// `/readyz` is ok.
+    pub async fn start_apiserver(&self, args: &[String], admin: &Client) {
         let log = self.work_dir.join("logs/kube-apiserver.log");
         let log = std::fs::OpenOptions::new()
             .append(true)
@@ -320,8 +325,9 @@ impl ApiServer {
             .stderr(log)
             .spawn()
             .expect("kube-apiserver starts again");
+        let pid_file = self.work_dir.join("pids/kube-apiserver.pid");
         std::fs::write(&pid_file, child.id().to_string()).expect("pid file");
-        // Reaped by whoever waits last; stop.sh kills it by the pid file.
+        // stop.sh kills it by the pid file; nothing here waits for it.
         std::mem::forget(child);
         let ready = eventually_or(Duration::from_secs(120), || async {
             let raw = admin.request_text(hyper::Request::get("/readyz").body(vec![]).unwrap());
