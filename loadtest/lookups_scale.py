@@ -239,12 +239,9 @@ def main():
                         help="default lookups, or every kind watched (Secrets too)")
     parser.add_argument("--reviews", type=int, default=1_500)
     parser.add_argument("--fresh", action="store_true", help="start the API server from an empty etcd")
+    parser.add_argument("--populate-only", action="store_true", help="create the objects and stop")
+    parser.add_argument("--limit-mib", type=int, default=LIMIT // MIB, help="the cgroup's memory limit")
     args = parser.parse_args()
-    if not os.path.exists(BIN):
-        sys.exit(f"no {BIN}: cargo build --release --locked --bin kserve-injector")
-    cgroup = Cgroup(LIMIT)
-    if cgroup.path is None:
-        sys.exit(f"needs a memory cgroup: {cgroup.why}")
     if args.fresh or not os.path.exists(os.path.join(WORK, "kubeconfig")):
         harness("stop.sh")
         shutil.rmtree(WORK, ignore_errors=True)
@@ -260,6 +257,13 @@ def main():
                    check=True, capture_output=True)
     api = Api()
     populate(api, args.objects, args.cscs)
+    if args.populate_only:
+        return
+    if not os.path.exists(BIN):
+        sys.exit(f"no {BIN}: cargo build --release --locked --bin kserve-injector")
+    cgroup = Cgroup(args.limit_mib * MIB)
+    if cgroup.path is None:
+        sys.exit(f"needs a memory cgroup: {cgroup.why}")
 
     tmp = tempfile.mkdtemp(prefix="scale-")
     kubeconfig = os.path.join(tmp, "injector.kubeconfig")
@@ -321,7 +325,10 @@ def main():
     cgroup.remove()
     good = sorted(t for t, ok in results if ok)
     pct = (lambda q: f"{good[min(len(good) - 1, int(len(good) * q))] * 1000:.0f}") if good else (lambda q: "-")
-    row = (f"| {args.objects:,} each | {args.cscs:,} | {'default' if args.mode == 'default' else 'every kind watched'} "
+    mode = "default" if args.mode == "default" else "every kind watched"
+    if args.limit_mib != LIMIT // MIB:
+        mode += f", {args.limit_mib} MiB limit"
+    row = (f"| {args.objects:,} each | {args.cscs:,} | {mode} "
            f"| {f'{ready:.1f} s' if ready else 'never'} | {peak.usage / MIB:.0f} MiB | {len(good):,} / {n:,} "
            f"| {pct(0.5)} / {pct(0.99)} ms | {'yes' if oom or not alive else 'no'} |")
     print(row, flush=True)

@@ -84,7 +84,8 @@ impl StorageContainers {
             .is_some()
     }
 
-    pub fn remove(&mut self, name: &str) -> bool {
+    #[cfg(test)]
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
         let held = Arc::make_mut(&mut self.shared);
         held.index = OnceLock::new();
         held.by_name.remove(name).is_some()
