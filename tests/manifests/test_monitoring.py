@@ -92,7 +92,7 @@ def test_promtool_checks_and_tests_the_rules(install, promtool_ready, rule, tool
     """promtool check rules, then the unit tests (a firing and a quiet case
     per alert), on the component's rules and on the chart's default render."""
     doc = rule if install == "kustomize" else one(docs_of(tools.template(ENABLED)), "PrometheusRule")
-    assert "SUCCESS: 15 rules found" in mc.check_rules(doc, tmp_path)
+    assert "SUCCESS: 17 rules found" in mc.check_rules(doc, tmp_path)
     assert "SUCCESS" in mc.unit_test_rules(doc, tmp_path)
 
 
