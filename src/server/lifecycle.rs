@@ -175,8 +175,11 @@ fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
 
 /// The bounds the flags leave out, sized to the container's memory limit
 /// and the open-file limit; logged, so an operator sees what they came to.
-fn sized_to_memory(limits: &LimitSettings) -> Sized {
-    let memory = sizing::memory_limit();
+fn sized_to_memory(
+    limits: &LimitSettings,
+    memory: Option<sizing::MemoryLimit>,
+    caches: u64,
+) -> Sized {
     let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let limit = memory.as_ref().map(|m| m.bytes);
     let sized = sizing::size(
@@ -185,8 +188,10 @@ fn sized_to_memory(limits: &LimitSettings) -> Sized {
         limits.max_connections,
         limits.max_buffered_bytes,
         limits.max_concurrent_requests,
+        caches,
     );
     info!(
+        cache_budget_bytes = caches,
         memory_limit_bytes = limit,
         memory_limit_file = memory
             .as_ref()
@@ -252,7 +257,12 @@ impl Server {
         let mut metrics = Metrics::new();
         let lookups = &args.lookups;
         let environment = KubeEnvironment::from_process(lookups.kubeconfig.clone());
-        let options = lookups.options();
+        let memory = sizing::memory_limit();
+        let mut options = lookups.options();
+        options.cache_budget = sizing::cache_budget(
+            memory.as_ref().map(|m| m.bytes),
+            args.limits.max_concurrent_requests,
+        );
         let objects = SnapshotSource::start(
             lookups.objects.as_deref(),
             lookups.cluster_lookups,
@@ -284,7 +294,12 @@ impl Server {
         let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
-        let sized = sized_to_memory(&args.limits);
+        // The caches' budget is set aside only when there are caches.
+        let caches = match objects.as_ref() {
+            SnapshotSource::Live(_) => options.cache_budget.unwrap_or(0),
+            _ => 0,
+        };
+        let sized = sized_to_memory(&args.limits, memory, caches);
         let inputs = RouterInputs {
             env,
             objects,

@@ -43,6 +43,7 @@ impl From<&LimitSettings> for Limits {
             args.max_connections,
             args.max_buffered_bytes,
             args.max_concurrent_requests,
+            0,
         );
         Self::sized(args, &sized)
     }

@@ -57,23 +57,41 @@ pub(crate) struct Sized {
     pub large_reviews: usize,
 }
 
+/// Of what is left once the process, one largest review and the requests
+/// in flight are planned for, the share the watch caches get (when there
+/// are cluster lookups): `src/lookups/budget.rs` splits it among the
+/// watched kinds.
+const CACHES_PERCENT: u64 = 40;
+
+/// The watch caches' budget under `limit` (`None` without a limit).
+pub(crate) fn cache_budget(limit: Option<u64>, max_concurrent_requests: usize) -> Option<u64> {
+    let requests = max_concurrent_requests as u64 * cost::REQUEST;
+    limit.map(|l| {
+        let usable = l - l * HEADROOM_PERCENT / 100;
+        let plannable = usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + requests);
+        plannable * CACHES_PERCENT / 100
+    })
+}
+
 /// The bounds for `limit`, where the flags did not set them: of what is
 /// left once the process, one largest review and the requests in flight
 /// are planned for, the byte budget takes a quarter and connections the
 /// rest; `nofile` (the open-file limit) caps
 /// connections at 3/4 of it, so the cap is reached before accept() fails.
+/// `caches` bytes (the watch caches' budget) are set aside first.
 pub(crate) fn size(
     limit: Option<u64>,
     nofile: Option<u64>,
     max_connections: Option<usize>,
     max_buffered_bytes: Option<usize>,
     max_concurrent_requests: usize,
+    caches: u64,
 ) -> Sized {
     let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
     let requests = max_concurrent_requests as u64 * cost::REQUEST;
     let plannable = limit.map(|l| {
         let usable = l - l * HEADROOM_PERCENT / 100;
-        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + requests)
+        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + requests + caches)
     });
     let buffered = max_buffered_bytes.unwrap_or_else(|| match plannable {
         Some(p) => (p / 4).clamp(

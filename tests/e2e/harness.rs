@@ -288,3 +288,175 @@ pub async fn patch_cluster_role(admin: &Client, component: &str) {
     .await
     .expect("the role is patched");
 }
+
+impl ApiServer {
+    /// Kills kube-apiserver alone (SIGKILL, as a crashed or evicted
+    /// control-plane pod; etcd and its data stay) and returns its command
+    /// line once it has exited, for [`start_apiserver`](Self::start_apiserver).
+    pub async fn kill_apiserver(&self) -> Vec<String> {
+        let pid_file = self.work_dir.join("pids/kube-apiserver.pid");
+        let pid = std::fs::read_to_string(&pid_file).expect("the API server's pid");
+        let pid = pid.trim().to_string();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).expect("its command line");
+        let args = (cmdline.split(|b| *b == 0))
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        args
+    }
+
+    /// Starts kube-apiserver again with `args` (from
+    /// [`kill_apiserver`](Self::kill_apiserver)); returns when its
+    /// `/readyz` is ok.
+    pub async fn start_apiserver(&self, args: &[String], admin: &Client) {
+        let log = self.work_dir.join("logs/kube-apiserver.log");
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+            .expect("the API server's log");
+        let child = Command::new(&args[0])
+            .args(&args[1..])
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("kube-apiserver starts again");
+        let pid_file = self.work_dir.join("pids/kube-apiserver.pid");
+        std::fs::write(&pid_file, child.id().to_string()).expect("pid file");
+        // stop.sh kills it by the pid file; nothing here waits for it.
+        std::mem::forget(child);
+        let ready = eventually_or(Duration::from_secs(120), || async {
+            let raw = admin.request_text(hyper::Request::get("/readyz").body(vec![]).unwrap());
+            (raw.await.ok()? == "ok").then_some(())
+        });
+        assert!(
+            ready.await.is_some(),
+            "kube-apiserver not ready again in 120 s"
+        );
+    }
+}
+
+/// A memory cgroup of its own under this process's (v2, else v1), with a
+/// limit and no swap, that a child is started in; removed when dropped.
+pub struct MemoryCgroup {
+    pub path: PathBuf,
+    v2: bool,
+}
+
+impl MemoryCgroup {
+    /// `Err` says why none could be made (not root, no memory controller).
+    pub fn new(limit: u64) -> Result<Self, String> {
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
+        let path_of = |want: &dyn Fn(&str) -> bool| {
+            own.lines().find_map(|l| {
+                let mut parts = l.splitn(3, ':');
+                let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+                want(controllers).then(|| path.to_string())
+            })
+        };
+        let mut candidates = Vec::new();
+        let unified = Path::new("/sys/fs/cgroup/cgroup.controllers");
+        if let (true, Some(p)) = (unified.exists(), path_of(&|c: &str| c.is_empty())) {
+            candidates.push((true, format!("/sys/fs/cgroup{p}")));
+        }
+        if let Some(p) = path_of(&|c: &str| c.split(',').any(|x| x == "memory")) {
+            candidates.push((false, format!("/sys/fs/cgroup/memory{p}")));
+        }
+        let mut why = "no memory cgroup controller is mounted".to_string();
+        for (v2, parent) in candidates {
+            if v2 {
+                let controllers = std::fs::read_to_string(format!("{parent}/cgroup.controllers"))
+                    .unwrap_or_default();
+                if !controllers.split_whitespace().any(|c| c == "memory") {
+                    why = format!("{parent}: the memory controller is not enabled");
+                    continue;
+                }
+            }
+            let path = PathBuf::from(format!(
+                "{parent}/kserve-injector-e2e-{}",
+                std::process::id()
+            ));
+            let made = std::fs::create_dir(&path).and_then(|()| {
+                let (file, swap) = match v2 {
+                    true => ("memory.max", Some("memory.swap.max")),
+                    false => ("memory.limit_in_bytes", None),
+                };
+                std::fs::write(path.join(file), limit.to_string())?;
+                swap.map_or(Ok(()), |s| std::fs::write(path.join(s), "0"))
+            });
+            match made {
+                Ok(()) => return Ok(Self { path, v2 }),
+                Err(e) => {
+                    why = format!("cannot create a memory cgroup under {parent}: {e}");
+                    let _ = std::fs::remove_dir(&path);
+                }
+            }
+        }
+        Err(why)
+    }
+
+    /// `program args…`, moved into this cgroup before it runs.
+    pub fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new("sh");
+        let procs = self.path.join("cgroup.procs");
+        command
+            .arg("-c")
+            .arg(format!("echo $$ > {} && exec \"$@\"", procs.display()))
+            .arg("sh")
+            .arg(program);
+        command
+    }
+
+    fn read(&self, file: &str) -> Option<String> {
+        std::fs::read_to_string(self.path.join(file)).ok()
+    }
+
+    /// OOM kills in this cgroup so far.
+    pub fn oom_kills(&self) -> u64 {
+        let file = if self.v2 {
+            "memory.events"
+        } else {
+            "memory.oom_control"
+        };
+        (self.read(file).unwrap_or_default().lines())
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The cgroup's memory now.
+    pub fn usage(&self) -> u64 {
+        let file = if self.v2 {
+            "memory.current"
+        } else {
+            "memory.usage_in_bytes"
+        };
+        (self.read(file).and_then(|v| v.trim().parse().ok())).unwrap_or(0)
+    }
+
+    /// The cgroup's highest memory so far, where the kernel keeps it
+    /// (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`).
+    pub fn peak(&self) -> Option<u64> {
+        let file = if self.v2 {
+            "memory.peak"
+        } else {
+            "memory.max_usage_in_bytes"
+        };
+        self.read(file).and_then(|v| v.trim().parse().ok())
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.path).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

@@ -367,6 +367,48 @@ async fn lookups_against_a_real_api_server() {
     }
     assert_eq!(secret_gets(&lookups) - before, 1);
     assert_eq!(lookups.metrics().kind(Kind::Secrets).lookup_errors.get(), 0);
+
+    // Created after its "not found" was kept: seen within the TTL, as
+    // docs/operations.md's staleness table says; deleted: gone within it.
+    let created = Instant::now();
+    apply(
+        &admin,
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: does-not-exist, namespace: e2e}\nstringData: {S3_ENDPOINT: 'created:9000'}\n",
+    )
+    .await;
+    let found = eventually(
+        "the created Secret is read after the TTL",
+        ttl * 3,
+        || async {
+            let got = lookups
+                .snapshot(&s3_pod("sa-missing"), &config)
+                .await
+                .unwrap();
+            secret_value(&got, "does-not-exist", "S3_ENDPOINT").map(|_| Instant::now())
+        },
+    )
+    .await;
+    assert!(found.duration_since(created) <= ttl + Duration::from_secs(1));
+    let deleted = Instant::now();
+    secrets
+        .delete("does-not-exist", &Default::default())
+        .await
+        .unwrap();
+    let gone = eventually(
+        "the deleted Secret is gone after the TTL",
+        ttl * 3,
+        || async {
+            let got = lookups
+                .snapshot(&s3_pod("sa-missing"), &config)
+                .await
+                .unwrap();
+            got.secret(NS, "does-not-exist")
+                .is_none()
+                .then(Instant::now)
+        },
+    )
+    .await;
+    assert!(gone.duration_since(deleted) <= ttl + Duration::from_secs(1));
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     let series = format!(

@@ -3,7 +3,8 @@
 //! shipped RBAC, `serve` called by the API server with another webhook
 //! after it, shadow mode behind a first registration, `audit` and
 //! `audit --upgrade-to` as its own ClusterRole's user, the namespaced
-//! mode with no credential in any log, and `serve --modelcar-mode
+//! mode with no credential in any log, `serve` at scale in a 128 MiB
+//! memory cgroup through an API server restart, and `serve --modelcar-mode
 //! native-sidecar` refusing this (too old) API server. Without the binaries each test says how to build them and
 //! passes as skipped, except under `CI=true`, where it fails.
 
@@ -14,6 +15,7 @@ mod least_privilege;
 mod lookups;
 mod native_sidecar;
 mod ports;
+mod scale;
 mod shadow;
 mod sidecar_webhook;
 #[path = "../server/support/mod.rs"]

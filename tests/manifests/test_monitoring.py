@@ -107,7 +107,7 @@ def test_promtool_checks_and_tests_the_rules(install, promtool_ready, rule, tool
     """promtool check rules, then the unit tests (a firing and a quiet case
     per alert), on the component's rules and on the chart's default render."""
     doc = rule if install == "kustomize" else one(docs_of(tools.template(ENABLED)), "PrometheusRule")
-    assert "SUCCESS: 22 rules found" in mc.check_rules(doc, tmp_path)
+    assert "SUCCESS: 24 rules found" in mc.check_rules(doc, tmp_path)
     assert "SUCCESS" in mc.unit_test_rules(doc, tmp_path)
 
 
@@ -149,7 +149,7 @@ def test_unit_tests_fail_when_a_rule_breaks(promtool_ready, rule, tmp_path, proo
             ok = all(expect in l for l in failed) if expect == "fire" else any(expect in l for l in failed)
             assert failed and ok, f"{r['alert']}: {broken}: {failed}"
             checked[(r["alert"], r["labels"]["severity"], expect)] = doc
-    assert len(checked) == 2 * 22
+    assert len(checked) == 2 * 24
     # the whole file, too, fails on a broken rule
     proof("promtool test rules (KServeInjectorPanics that never fires)", mc.unit_test_rules,
           checked[("KServeInjectorPanics", "warning", "fire")], tmp_path)
@@ -354,7 +354,7 @@ def test_prometheus_evaluates_every_rule_and_query(served, rule, dashboard, scra
         assert not errors, "\n".join(errors)
         groups = prom.api("rules")["data"]["groups"]
         health = [(r["name"], r["health"], r.get("lastError", "")) for g in groups for r in g["rules"]]
-        assert len(health) == 22 and all(h == "ok" and not e for _, h, e in health), health
+        assert len(health) == 24 and all(h == "ok" and not e for _, h, e in health), health
         alerting = {w for w, n in answered.items() if w.startswith("alert ") and n}
         empty = [w for w, n in answered.items() if not w.startswith("alert ") and not n]
         states = sorted((a["labels"]["alertname"], a["labels"]["severity"], a["state"])

@@ -72,7 +72,7 @@ fn no_memory_hierarchy_means_no_limit() {
 
 #[test]
 fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
-    let sized = size(Some(128 * MIB), Some(1 << 20), None, None, 512);
+    let sized = size(Some(128 * MIB), Some(1 << 20), None, None, 512, 0);
     let worst = cost::BASE
         + cost::LARGEST_REVIEW * sized.large_reviews as u64
         + 512 * cost::REQUEST
@@ -85,16 +85,41 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
     assert!(sized.max_connections >= 64, "{sized:?}");
     assert!(sized.max_buffered_bytes >= crate::limits::MAX_BODY_BYTES);
 
-    let unlimited = size(None, Some(1 << 20), None, None, 512);
+    let unlimited = size(None, Some(1 << 20), None, None, 512, 0);
     assert_eq!(unlimited.max_connections, MAX_CONNECTIONS);
     assert_eq!(unlimited.max_buffered_bytes, MAX_BUFFERED_BYTES);
 
-    let flags = size(Some(128 * MIB), Some(1 << 20), Some(7), Some(9 << 20), 512);
+    let flags = size(
+        Some(128 * MIB),
+        Some(1 << 20),
+        Some(7),
+        Some(9 << 20),
+        512,
+        0,
+    );
     assert_eq!(
         (flags.max_connections, flags.max_buffered_bytes),
         (7, 9 << 20)
     );
 
-    let files = size(None, Some(256), None, None, 512);
+    let files = size(None, Some(256), None, None, 512, 0);
     assert_eq!(files.max_connections, 192);
+}
+
+#[test]
+fn with_lookups_the_caches_budget_comes_first_and_everything_still_fits() {
+    let limit = Some(128 * MIB);
+    let caches = cache_budget(limit, 512).unwrap();
+    let sized = size(limit, Some(1 << 20), None, None, 512, caches);
+    let worst = cost::BASE
+        + cost::LARGEST_REVIEW
+        + 512 * cost::REQUEST
+        + caches
+        + sized.max_buffered_bytes as u64
+        + sized.max_connections as u64 * cost::CONNECTION;
+    assert!(worst <= 96 * MIB, "{worst} {sized:?}");
+    // 40 % of the 44 MiB left after the process, a largest review and 512 requests.
+    assert_eq!(caches / (1 << 10), 44 * 1024 * 40 / 100);
+    assert!(sized.max_connections >= 48, "{sized:?}");
+    assert_eq!(cache_budget(None, 512), None);
 }
