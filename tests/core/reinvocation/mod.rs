@@ -240,7 +240,7 @@ const NAMESPACES: [&str; 3] = ["default", "kserve", "team-a"];
 
 /// What each environment of [`envs`] is, in order, for failure reports.
 const ENV_NAMES: [&str; 5] = [
-    "the release's shipped defaults (from v0.16 modelcar mode, uidModelcar 1010; v0.15 no OCI)",
+    "the release's shipped defaults (from v0.15.2 modelcar mode, uidModelcar 1010; v0.15.0 and v0.15.1 no OCI)",
     "ociModelMode native",
     "ociModelMode fetch, caBundleConfigMapName custom-ca, ociInsecureRegistry",
     "OCI support off, aggregation and scraping on, logger caBundle logger-ca, PVC copy (v0.15)",
