@@ -367,3 +367,86 @@ fn the_logger_gets_metadata_annotations_from_v0_15_1_on() {
     }
     assert_eq!(flag(&agent_args("v0.15.0")), None);
 }
+
+/// Every spelling worth trying: each release's tag with and without the
+/// `v`, each minor alone, and near misses.
+fn spellings() -> Vec<String> {
+    use kserve_injector_core::Release;
+    let mut out: Vec<String> = ["head", "HEAD", "Head", "latest", "", " v0.15", "V0.15.2"]
+        .map(String::from)
+        .to_vec();
+    for minor in 13..=22 {
+        for patch in ["", ".0", ".1", ".2", ".3", ".00", ".1-rc1"] {
+            out.push(format!("v0.{minor}{patch}"));
+            out.push(format!("0.{minor}{patch}"));
+        }
+    }
+    out.extend(Release::SUPPORTED.iter().map(|r| r.as_str().to_string()));
+    out
+}
+
+#[test]
+fn the_charts_schema_accepts_exactly_the_spellings_the_server_does() {
+    use kserve_injector_core::Release;
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/kserve-injector/values.schema.json");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the schema")).expect("JSON");
+    let server =
+        &schema["properties"]["server"]["properties"]["kserveVersion"]["anyOf"][1]["pattern"];
+    let settings = &schema["properties"]["settings"]["properties"]["kserveVersion"]["pattern"];
+    for pattern in [server, settings] {
+        let pattern = regex::Regex::new(pattern.as_str().expect("a pattern")).expect("a regex");
+        for text in spellings() {
+            assert_eq!(
+                pattern.is_match(&text),
+                text.parse::<Release>().is_ok(),
+                "{text:?}: the chart's schema and --kserve-version disagree"
+            );
+        }
+    }
+}
+
+/// The KServe our install docs install, and the `--kserve-version` they
+/// set for it: one release this build models, by its exact tag.
+#[test]
+fn the_kserve_the_docs_install_is_a_release_and_the_docs_name_it() {
+    use kserve_injector_core::Release;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = [
+        "docs/install.md",
+        "docs/helm.md",
+        "manifests/helm-post-renderer.sh",
+        "manifests/helm-post-renderer-plugin/plugin.yaml",
+    ];
+    let installed = regex::Regex::new(r"charts/kserve --version (\S+)").expect("regex");
+    let mut versions = std::collections::BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(root.join(file)).expect(file);
+        for found in installed.captures_iter(&text) {
+            versions.insert(found[1].to_string());
+        }
+    }
+    assert_eq!(
+        versions.len(),
+        1,
+        "one KServe version installed: {versions:?}"
+    );
+    let version = versions.pop_first().expect("a version");
+    let release: Release = version.parse().expect("a modelled release");
+    assert_eq!(release.as_str(), version, "the exact tag");
+    let install = std::fs::read_to_string(root.join("docs/install.md")).expect("install.md");
+    assert!(
+        install.contains(&format!("value: --kserve-version={version}")),
+        "install.md's patch"
+    );
+    assert!(
+        install.contains(&format!("server.kserveVersion={version}")),
+        "install.md's Helm value"
+    );
+    let helm = std::fs::read_to_string(root.join("docs/helm.md")).expect("helm.md");
+    assert!(
+        helm.contains(&format!("server.kserveVersion={version}")),
+        "helm.md"
+    );
+}
