@@ -90,11 +90,8 @@ pub enum RunError {
 pub enum UnknownRelease {
     #[error("its ConfigMap is unreadable ({0})")]
     Unreadable(#[source] kserve_injector_core::config::ConfigError),
-    #[error("the agent image {agent:?} and the storage-initializer image {storage_initializer:?} do not name one release")]
-    Images {
-        agent: String,
-        storage_initializer: String,
-    },
+    #[error(transparent)]
+    Images(kserve_injector_core::config::ReleaseOfImagesError),
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.

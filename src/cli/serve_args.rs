@@ -108,8 +108,10 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
     /// The KServe release the cluster runs, whose pod mutator to reproduce:
-    /// v0.15, v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
-    /// the --config-file's kserveVersion key, else head.
+    /// a tag from v0.15.0 to v0.20.0 (patch releases included: v0.15.1,
+    /// v0.15.2, v0.17.1, v0.18.1) or head; a minor alone (v0.15) is the last
+    /// patch release of that line (v0.15.2). Default: the --config-file's
+    /// kserveVersion key, else head.
     #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
     pub kserve_version: Option<Release>,
     /// The security profile of the containers the webhook adds: baseline
@@ -246,7 +248,7 @@ fn log_format() -> impl clap::builder::TypedValueParser<Value = LogFormat> {
         .map(|name| name.parse::<LogFormat>().unwrap_or(LogFormat::Json))
 }
 
-/// `--kserve-version`'s parser (`serve`, `mutate`, `audit`): a release whose
+/// `--kserve-version`'s parser (`serve`, `mutate`, `audit`, `default-config`): a release whose
 /// differences are all modelled, or an error naming the supported ones.
 pub fn kserve_version() -> impl clap::builder::TypedValueParser<Value = Release> {
     |text: &str| text.parse::<Release>()

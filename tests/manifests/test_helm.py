@@ -621,6 +621,7 @@ BROKEN = {
     "a named flag in extraArgs": (
         ["server.extraArgs={--request-timeout=1s}"], "set server.requestTimeout instead"),
     "settings.kserveVersion not a release": (["settings.kserveVersion=latest"], "kserveVersion"),
+    "server.kserveVersion a patch release not modelled": (["server.kserveVersion=v0.15.3"], "kserveVersion"),
     "timeoutSeconds above 30": (["webhook.timeoutSeconds=31"], "timeoutSeconds"),
     "provided without caCrt": (["certificates.mode=provided"], "certificates.provided.caCrt"),
     "provided without a serving pair": (

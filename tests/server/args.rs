@@ -143,17 +143,38 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
     let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(default.inference_config.kserve_version, None);
     let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
-    assert_eq!(v0_17.inference_config.kserve_version, Some(Release::V0_17));
-    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
-    assert_eq!(v0_15.inference_config.kserve_version, Some(Release::V0_15));
-    let message = match ServeArgs::try_parse_from(["--kserve-version", "v0.14"]) {
-        Ok(_) => "accepted".to_string(),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        message.contains("\"v0.14\" is not a KServe version") && message.contains("v0.15, v0.16"),
-        "{message}"
+    assert_eq!(
+        v0_17.inference_config.kserve_version,
+        Some(Release::V0_17_0)
     );
+    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
+    assert_eq!(
+        v0_15.inference_config.kserve_version,
+        Some(Release::V0_15_2)
+    );
+    let v0_15_0 = ServeArgs::try_parse_from(["--kserve-version", "v0.15.0"])?;
+    assert_eq!(
+        v0_15_0.inference_config.kserve_version,
+        Some(Release::V0_15_0)
+    );
+    let v0_18_1 = ServeArgs::try_parse_from(["--kserve-version", "0.18.1"])?;
+    assert_eq!(
+        v0_18_1.inference_config.kserve_version,
+        Some(Release::V0_18_1)
+    );
+    for (spelling, says) in [
+        ("v0.14", "\"v0.14\" is not a KServe version"),
+        ("v0.15.3", "\"v0.15.3\" is not a KServe version"),
+    ] {
+        let message = match ServeArgs::try_parse_from(["--kserve-version", spelling]) {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains(says) && message.contains("v0.15.0, v0.15.1, v0.15.2, v0.16.0"),
+            "{message}"
+        );
+    }
     Ok(())
 }
 
