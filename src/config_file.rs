@@ -298,13 +298,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let version = dir.path().join("..2026_11_22_00_00_00.1");
         std::fs::create_dir(&version).unwrap();
-        let manifest: serde_yaml::Value = serde_yaml::from_str(Config::default_manifest()).unwrap();
-        for (k, v) in manifest["data"].as_mapping().unwrap() {
-            std::fs::write(version.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
+        let manifest =
+            kserve_injector_core::reader::documents(&mut Config::default_manifest().as_bytes())
+                .and_then(|mut docs| docs.next().unwrap())
+                .unwrap();
+        for (k, v) in manifest["data"].as_object().unwrap() {
+            std::fs::write(version.join(k), v.as_str().unwrap()).unwrap();
         }
         std::os::unix::fs::symlink("..2026_11_22_00_00_00.1", dir.path().join("..data")).unwrap();
-        for k in manifest["data"].as_mapping().unwrap().keys() {
-            let k = k.as_str().unwrap();
+        for k in manifest["data"].as_object().unwrap().keys() {
             std::os::unix::fs::symlink(format!("..data/{k}"), dir.path().join(k)).unwrap();
         }
         std::fs::write(dir.path().join(".hidden"), "not: a key").unwrap();
@@ -312,7 +314,7 @@ mod tests {
         let snap = Snapshot::read(&[dir.path().to_path_buf()], Accept::RegularFile);
         assert_eq!(
             snap.entries.len(),
-            manifest["data"].as_mapping().unwrap().len()
+            manifest["data"].as_object().unwrap().len()
         );
         let missing = Snapshot::read(&[dir.path().join("nope")], Accept::RegularFile);
         assert!(missing.file(&dir.path().join("nope")).is_err());
