@@ -18,14 +18,15 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read config {path}: {source}")]
+    /// The settings file (`--config-file`) could not be read.
+    #[error("cannot read --config-file {path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
     /// A file of the snapshot read for `path` (the file itself, or one of
-    /// the directory's).
-    #[error("cannot read config {path}: {source}")]
+    /// the directory's). The file is named only when it is not `path`.
+    #[error("cannot read config {path}: {}", source.detail_under(path))]
     Unreadable { path: PathBuf, source: Unreadable },
     #[error("cannot read config {path}: {file}: not UTF-8 text")]
     NotUtf8 {
@@ -37,6 +38,13 @@ pub enum LoadError {
     Invalid { path: PathBuf, source: ConfigError },
     #[error("--config-file {path}: {source}")]
     Settings {
+        path: PathBuf,
+        source: SettingsError,
+    },
+    /// A Kubernetes object (such as KServe's ConfigMap) given as the
+    /// settings file: the hint names the flag that reads the ConfigMap.
+    #[error("--config-file {path}: {source}: this is a Kubernetes object, not a settings file; KServe's inferenceservice-config ConfigMap is read with --config")]
+    ObjectAsSettings {
         path: PathBuf,
         source: SettingsError,
     },
@@ -57,6 +65,23 @@ pub enum Unreadable {
     /// The snapshot holds no such file.
     #[error("{path}: not read")]
     NotRead { path: PathBuf },
+}
+
+impl Unreadable {
+    /// Why, naming the file only when it is not `source` (the path the
+    /// message already names): a directory's file, not the file itself.
+    fn detail_under(&self, source: &Path) -> String {
+        let (path, why) = match self {
+            Unreadable::Io { path, source } => (path, source.to_string()),
+            Unreadable::Stopped { path, why } => (path, why.to_string()),
+            Unreadable::NotRead { path } => (path, "not read".to_string()),
+        };
+        if path == source {
+            why
+        } else {
+            format!("{}: {why}", path.display())
+        }
+    }
 }
 
 /// One read of every source: each file's bytes, or why it could not be
@@ -280,10 +305,21 @@ pub fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadErro
     settings_from(path, bytes)
 }
 
+/// The top-level keys of a Kubernetes object, which a settings file has not.
+const OBJECT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "data"];
+
 fn settings_from(path: &Path, bytes: &[u8]) -> Result<Settings, LoadError> {
-    let invalid = |source: SettingsError| LoadError::Settings {
-        path: path.to_path_buf(),
-        source,
+    let invalid = |source: SettingsError| match &source {
+        SettingsError::UnknownKey(key) if OBJECT_KEYS.contains(&key.as_str()) => {
+            LoadError::ObjectAsSettings {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+        _ => LoadError::Settings {
+            path: path.to_path_buf(),
+            source,
+        },
     };
     let text = std::str::from_utf8(bytes).map_err(|e| invalid(SettingsError::NotUtf8(e)))?;
     Settings::from_text(text).map_err(invalid)
