@@ -7,6 +7,7 @@ use crate::lookups::LookupError;
 use kserve_injector_core::admission;
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
+use kserve_injector_core::constants::ISVC_LABEL;
 use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
 use kserve_injector_core::pod::{apply_all, Op};
 use kserve_injector_core::pod_facts::PodFacts;
@@ -128,6 +129,17 @@ fn log_unsupported(label: &str, lacks: &[kserve_injector_core::mutation::Unsuppo
     }
 }
 
+/// A pod (or pod template) without KServe's label is mutated all the same,
+/// but the webhook's objectSelector (manifests/base/webhook.yaml, the
+/// chart's default) never sends such a pod to the webhook: a hint on
+/// stderr says so, the output unchanged.
+fn hint_unselected(pod: &Value, label: &str) {
+    let labels = pod.pointer("/metadata/labels");
+    if labels.and_then(|l| l.get(ISVC_LABEL)).is_none() {
+        eprintln!("kserve-injector: {label}: no {ISVC_LABEL} label, so the webhook's objectSelector never sends this pod to the webhook and a cluster leaves it as it is; the output is what the webhook would make of it with the label");
+    }
+}
+
 fn mutate_object(
     doc: &Value,
     label: &str,
@@ -150,6 +162,7 @@ fn mutate_object(
     if kind == "Pod" {
         let env = env_for(doc, ns, inputs, cluster, label)?;
         let m = mutate(doc, ns, &env).map_err(fail)?;
+        hint_unselected(doc, label);
         log_unsupported(label, &m.unsupported);
         return Ok(Processed::Object {
             object: m.pod,
@@ -169,6 +182,7 @@ fn mutate_object(
     })?;
     let env = env_for(template, ns, inputs, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
+    hint_unselected(template, label);
     log_unsupported(label, &m.unsupported);
     // The template's operations, moved under it: the output is the input
     // with the same operations the webhook would send applied.

@@ -58,11 +58,28 @@ pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
     write_stdout(kserve_injector_core::Config::shipped_manifest(release))
 }
 
+/// Prints why the command failed: a denial as `denied: ` and KServe's
+/// message (which may itself begin with "error"), an AdmissionReview's
+/// denial as the document's answer, anything else as `error: `.
 fn fail(e: &CliError) -> ExitCode {
-    if !matches!(e, CliError::ReaderGone) {
-        eprintln!("error: {}", bounded(e));
+    match e {
+        CliError::ReaderGone => {}
+        CliError::Denied(super::Denial::Injector(_)) => eprintln!("denied: {}", bounded(e)),
+        CliError::Denied(super::Denial::Review { .. }) => eprintln!("{}", bounded(e)),
+        _ => eprintln!("error: {}", bounded(e)),
     }
     ExitCode::from(e.exit_code() as u8)
+}
+
+/// Standard input, with a hint on stderr when it is a terminal: without a
+/// file `mutate` waits for a document there, which looks like a hang.
+fn stdin_input() -> std::io::StdinLock<'static> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!("kserve-injector: reading a document from standard input (end it with Ctrl-D); to read a file, name it: kserve-injector mutate pod.yaml");
+    }
+    stdin.lock()
 }
 
 /// The offline commands log (what a pod asked of an older KServe release,
@@ -131,13 +148,13 @@ fn with_input<T>(
 ) -> Result<T, CliError> {
     match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(path) => match File::open(path) {
-            Ok(file) => read(&mut BufReader::new(file)),
+            Ok(file) => read(&mut BufReader::new(file)).map_err(|e| e.reading(path)),
             Err(source) => Err(CliError::from(InputError::Open {
                 path: path.clone(),
                 source,
             })),
         },
-        None => read(&mut std::io::stdin().lock()),
+        None => read(&mut stdin_input()),
     }
 }
 
@@ -188,6 +205,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                 mutate_stream_within(
                     &mut input, &mut out, format, namespace, &inputs, cluster, budget,
                 )
+                .map_err(|e| e.reading(path))
             }
             Err(source) => Err(CliError::from(InputError::Open {
                 path: path.clone(),
@@ -195,7 +213,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             })),
         },
         None => mutate_stream_within(
-            &mut std::io::stdin().lock(),
+            &mut stdin_input(),
             &mut out,
             format,
             namespace,

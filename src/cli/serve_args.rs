@@ -12,7 +12,7 @@ use clap::{ArgAction, Parser};
 use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::release::Release;
 use std::ffi::OsString;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,11 +70,31 @@ pub struct ShadowArgs {
 #[command(next_help_heading = "Listeners")]
 pub struct ListenArgs {
     /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
-    #[arg(long, default_value = "0.0.0.0:9443")]
-    pub addr: SocketAddr,
-    /// Plain-HTTP admin listener: /healthz, /readyz, /metrics.
-    #[arg(long, default_value = "0.0.0.0:8081")]
-    pub admin_addr: SocketAddr,
+    /// Default: 0.0.0.0:9443 (every interface, as in a pod); with
+    /// --self-signed, 127.0.0.1:9443 (a local try-out stays off the network).
+    #[arg(long, value_name = "ADDR")]
+    pub addr: Option<SocketAddr>,
+    /// Plain-HTTP admin listener: /healthz, /readyz, /metrics. Default:
+    /// 0.0.0.0:8081; with --self-signed, 127.0.0.1:8081.
+    #[arg(long, value_name = "ADDR")]
+    pub admin_addr: Option<SocketAddr>,
+}
+
+impl ListenArgs {
+    /// The listeners' addresses: those given, else every interface in a
+    /// pod, or loopback for a `--self-signed` try-out, whose unauthenticated
+    /// webhook and metrics no one else should reach.
+    pub fn settings(&self, self_signed: bool) -> ListenSettings {
+        let host = if self_signed {
+            Ipv4Addr::LOCALHOST
+        } else {
+            Ipv4Addr::UNSPECIFIED
+        };
+        ListenSettings {
+            addr: (self.addr).unwrap_or(SocketAddr::from((host, 9443))),
+            admin_addr: (self.admin_addr).unwrap_or(SocketAddr::from((host, 8081))),
+        }
+    }
 }
 
 /// The inferenceservice-config and how it is reloaded.
@@ -126,7 +146,7 @@ pub struct ConfigArgs {
 impl From<ServeArgs> for ServeSettings {
     fn from(args: ServeArgs) -> Self {
         Self {
-            listen: args.listen.into(),
+            listen: args.listen.settings(args.tls.self_signed),
             inference_config: args.inference_config.into(),
             lookups: args.lookups.into(),
             tls: args.tls.into(),
@@ -134,15 +154,6 @@ impl From<ServeArgs> for ServeSettings {
             shutdown: args.shutdown.into(),
             logging: args.logging.into(),
             shadow: args.shadow.into(),
-        }
-    }
-}
-
-impl From<ListenArgs> for ListenSettings {
-    fn from(args: ListenArgs) -> Self {
-        Self {
-            addr: args.addr,
-            admin_addr: args.admin_addr,
         }
     }
 }

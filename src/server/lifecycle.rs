@@ -93,6 +93,17 @@ impl RunningServer {
     }
 }
 
+/// A `--self-signed` server is a try-out: no client certificate guards its
+/// webhook and its `/metrics`, so a listener off loopback (an explicit
+/// `--addr` or `--admin-addr`) is said in the log.
+fn warn_if_exposed(addr: SocketAddr, admin_addr: SocketAddr) {
+    for (flag, bound) in [("--addr", addr), ("--admin-addr", admin_addr)] {
+        if !bound.ip().is_loopback() {
+            tracing::warn!(%flag, addr = %bound, "--self-signed with a listener beyond loopback: anyone who reaches {bound} can call it (the webhook takes any AdmissionReview, /metrics answers anyone)");
+        }
+    }
+}
+
 /// The inferenceservice-config, reloaded like the certificates.
 fn load_config(
     args: &ConfigSettings,
@@ -326,6 +337,9 @@ impl Server {
         let summary = async move { app.summary.log_every(summary_interval, stop).await };
         shutdown.background.spawn(summary);
         info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
+        if args.tls.self_signed {
+            warn_if_exposed(local_addr, admin_addr);
+        }
 
         let (delay, drain) = (args.shutdown.shutdown_delay, args.shutdown.drain_timeout);
         let token = shutdown.drain.clone();

@@ -237,7 +237,7 @@ fn run_cli(case: &Path) -> Outcome {
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.code() {
         Some(0) => Outcome::Pod(serde_json::from_slice(&out.stdout).expect("CLI prints JSON")),
-        Some(1) => Outcome::Denied(stderr.trim_start_matches("error: ").to_string()),
+        Some(1) => Outcome::Denied(stderr.trim_start_matches("denied: ").to_string()),
         code => panic!("{}: CLI exited {code:?}: {stderr}", case.display()),
     }
 }

@@ -1,5 +1,5 @@
 //! The cluster lookups against a real kube-apiserver 1.20 + etcd on loopback
-//! (`../shared/tools/kube-apiserver/`): the caches run as the webhook's
+//! (`tests/e2e/apiserver/`): the caches run as the webhook's
 //! ServiceAccount (a token user), which only the shipped ClusterRole and
 //! binding (`manifests/rbac/cluster-role.yaml`) authorise, so the RBAC is
 //! what is tested.
@@ -20,7 +20,6 @@ use kserve_injector_core::Config;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
 use prometheus_client::registry::Registry;
-use serde::Deserialize;
 use std::time::{Duration, Instant};
 
 const OBJECTS: &str = "tests/e2e/lookups-objects.yaml";
@@ -53,10 +52,7 @@ fn secret_value(data: &ClusterSnapshot, name: &str, key: &str) -> Option<String>
 fn objects_from_file(path: &str) -> ClusterSnapshot {
     let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
         .unwrap();
-    let docs = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_json::Value::deserialize(d).unwrap())
-        .filter(|d| !d.is_null())
-        .collect();
+    let docs = crate::harness::yaml_docs(&text);
     ClusterSnapshot::load(docs).unwrap().data
 }
 

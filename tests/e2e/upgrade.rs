@@ -17,7 +17,6 @@ use crate::harness::*;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -126,9 +125,7 @@ async fn the_upgrade_audit_of_a_live_cluster_gives_the_dumps_rows() {
     apply(&admin, &read("manifests/audit/cluster-role.yaml")).await;
     apply(&admin, &crate::audit::binding()).await;
     let workloads = std::fs::read_to_string(fixture("workloads.yaml")).expect("workloads");
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&workloads)
-        .map(|d| Value::deserialize(d).expect("YAML"))
-        .collect();
+    let docs = crate::harness::yaml_docs(&workloads);
     create(&admin, &docs).await;
     let auditor = server.token_kubeconfig("auditor", AUDITOR_TOKEN);
     let auditor = auditor.display().to_string();

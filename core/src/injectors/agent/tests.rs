@@ -877,18 +877,14 @@ fn a17_reinvocation_with_another_logger_config_changes_nothing() {
 }
 
 fn config_with(section: &str, json: &str) -> Result<Config, ConfigError> {
-    let manifest: serde_yaml::Value =
-        serde_yaml::from_str(Config::default_manifest()).expect("default manifest");
+    let manifest = crate::reader::documents(&mut Config::default_manifest().as_bytes())
+        .and_then(|mut docs| docs.next().expect("a document"))
+        .expect("default manifest");
     let mut data: BTreeMap<String, String> = manifest["data"]
-        .as_mapping()
+        .as_object()
         .expect("data")
         .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().unwrap_or_default().to_string(),
-                v.as_str().unwrap_or_default().to_string(),
-            )
-        })
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
         .collect();
     data.insert(section.to_string(), json.to_string());
     Config::from_data(&data)
