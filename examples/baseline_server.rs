@@ -33,7 +33,10 @@ fn usage() -> Error {
 
 /// Prints an AdmissionReview (admission.k8s.io/v1, CREATE) wrapping the pod.
 fn review(pod_yaml: &str) -> Result<(), Error> {
-    let pod: serde_json::Value = serde_yaml::from_str(&std::fs::read_to_string(pod_yaml)?)?;
+    let text = std::fs::read_to_string(pod_yaml)?;
+    let mut bytes = text.as_bytes();
+    let mut docs = kserve_injector_core::reader::documents(&mut bytes)?;
+    let pod = docs.next().ok_or("the file holds no document")??;
     let namespace = pod
         .pointer("/metadata/namespace")
         .and_then(|v| v.as_str())

@@ -16,7 +16,7 @@ mod serving;
 pub use chain::ChainError;
 pub use files::{write_ca, write_certs, CertFiles, CertsRequest, Written};
 pub use handshake::{prove as prove_handshake, HandshakeError};
-pub use pem::PemError;
+pub use pem::{certificates, PemError};
 pub use serving::{
     client_verifier, load_pair, provider, self_signed, SelfSigned, ServingCertError, ServingPair,
     Verifier,

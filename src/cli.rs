@@ -2,10 +2,12 @@
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
 
+use crate::log_text::bounded;
 use crate::lookups::LookupError;
 use kserve_injector_core::admission;
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
+use kserve_injector_core::constants::ISVC_LABEL;
 use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
 use kserve_injector_core::pod::{apply_all, Op};
 use kserve_injector_core::pod_facts::PodFacts;
@@ -16,6 +18,7 @@ use std::io::{BufRead, Write};
 pub use audit_args::{AuditArgs, AuditFormat};
 pub use budget_args::BudgetArgs;
 pub use certs_args::CertsArgs;
+pub use check_args::CheckArgs;
 pub use default_config_args::DefaultConfigArgs;
 pub use error::{CliError, Denial, InputError};
 pub use live_cluster::LiveCluster;
@@ -121,7 +124,19 @@ enum Processed {
 /// What the object asked for that the selected KServe release lacks.
 fn log_unsupported(label: &str, lacks: &[kserve_injector_core::mutation::Unsupported]) {
     for lack in lacks {
-        tracing::debug!(object = label, kserve_version = %lack.release, "{lack}");
+        let (object, lack_text) = (bounded(label), bounded(lack));
+        tracing::debug!(%object, kserve_version = %lack.release, "{lack_text}");
+    }
+}
+
+/// A pod (or pod template) without KServe's label is mutated all the same,
+/// but the webhook's objectSelector (manifests/base/webhook.yaml, the
+/// chart's default) never sends such a pod to the webhook: a hint on
+/// stderr says so, the output unchanged.
+fn hint_unselected(pod: &Value, label: &str) {
+    let labels = pod.pointer("/metadata/labels");
+    if labels.and_then(|l| l.get(ISVC_LABEL)).is_none() {
+        eprintln!("kserve-injector: {label}: no {ISVC_LABEL} label, so the webhook's objectSelector never sends this pod to the webhook and a cluster leaves it as it is; the output is what the webhook would make of it with the label");
     }
 }
 
@@ -147,6 +162,7 @@ fn mutate_object(
     if kind == "Pod" {
         let env = env_for(doc, ns, inputs, cluster, label)?;
         let m = mutate(doc, ns, &env).map_err(fail)?;
+        hint_unselected(doc, label);
         log_unsupported(label, &m.unsupported);
         return Ok(Processed::Object {
             object: m.pod,
@@ -166,6 +182,7 @@ fn mutate_object(
     })?;
     let env = env_for(template, ns, inputs, cluster, label)?;
     let m = mutate_template(template, ns, &env).map_err(fail)?;
+    hint_unselected(template, label);
     log_unsupported(label, &m.unsupported);
     // The template's operations, moved under it: the output is the input
     // with the same operations the webhook would send applied.
@@ -341,6 +358,7 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
 mod audit_args;
 mod budget_args;
 mod certs_args;
+mod check_args;
 pub mod commands;
 mod compare;
 mod default_config_args;

@@ -18,14 +18,15 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("cannot read config {path}: {source}")]
+    /// The settings file (`--config-file`) could not be read.
+    #[error("cannot read --config-file {path}: {source}")]
     Io {
         path: PathBuf,
         source: std::io::Error,
     },
     /// A file of the snapshot read for `path` (the file itself, or one of
-    /// the directory's).
-    #[error("cannot read config {path}: {source}")]
+    /// the directory's). The file is named only when it is not `path`.
+    #[error("cannot read config {path}: {}", source.detail_under(path))]
     Unreadable { path: PathBuf, source: Unreadable },
     #[error("cannot read config {path}: {file}: not UTF-8 text")]
     NotUtf8 {
@@ -37,6 +38,13 @@ pub enum LoadError {
     Invalid { path: PathBuf, source: ConfigError },
     #[error("--config-file {path}: {source}")]
     Settings {
+        path: PathBuf,
+        source: SettingsError,
+    },
+    /// A Kubernetes object (such as KServe's ConfigMap) given as the
+    /// settings file: the hint names the flag that reads the ConfigMap.
+    #[error("--config-file {path}: {source}: this is a Kubernetes object, not a settings file; KServe's inferenceservice-config ConfigMap is read with --config")]
+    ObjectAsSettings {
         path: PathBuf,
         source: SettingsError,
     },
@@ -57,6 +65,23 @@ pub enum Unreadable {
     /// The snapshot holds no such file.
     #[error("{path}: not read")]
     NotRead { path: PathBuf },
+}
+
+impl Unreadable {
+    /// Why, naming the file only when it is not `source` (the path the
+    /// message already names): a directory's file, not the file itself.
+    fn detail_under(&self, source: &Path) -> String {
+        let (path, why) = match self {
+            Unreadable::Io { path, source } => (path, source.to_string()),
+            Unreadable::Stopped { path, why } => (path, why.to_string()),
+            Unreadable::NotRead { path } => (path, "not read".to_string()),
+        };
+        if path == source {
+            why
+        } else {
+            format!("{}: {why}", path.display())
+        }
+    }
 }
 
 /// One read of every source: each file's bytes, or why it could not be
@@ -280,10 +305,21 @@ pub fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadErro
     settings_from(path, bytes)
 }
 
+/// The top-level keys of a Kubernetes object, which a settings file has not.
+const OBJECT_KEYS: [&str; 4] = ["apiVersion", "kind", "metadata", "data"];
+
 fn settings_from(path: &Path, bytes: &[u8]) -> Result<Settings, LoadError> {
-    let invalid = |source: SettingsError| LoadError::Settings {
-        path: path.to_path_buf(),
-        source,
+    let invalid = |source: SettingsError| match &source {
+        SettingsError::UnknownKey(key) if OBJECT_KEYS.contains(&key.as_str()) => {
+            LoadError::ObjectAsSettings {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+        _ => LoadError::Settings {
+            path: path.to_path_buf(),
+            source,
+        },
     };
     let text = std::str::from_utf8(bytes).map_err(|e| invalid(SettingsError::NotUtf8(e)))?;
     Settings::from_text(text).map_err(invalid)
@@ -298,13 +334,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let version = dir.path().join("..2026_11_22_00_00_00.1");
         std::fs::create_dir(&version).unwrap();
-        let manifest: serde_yaml::Value = serde_yaml::from_str(Config::default_manifest()).unwrap();
-        for (k, v) in manifest["data"].as_mapping().unwrap() {
-            std::fs::write(version.join(k.as_str().unwrap()), v.as_str().unwrap()).unwrap();
+        let manifest =
+            kserve_injector_core::reader::documents(&mut Config::default_manifest().as_bytes())
+                .and_then(|mut docs| docs.next().unwrap())
+                .unwrap();
+        for (k, v) in manifest["data"].as_object().unwrap() {
+            std::fs::write(version.join(k), v.as_str().unwrap()).unwrap();
         }
         std::os::unix::fs::symlink("..2026_11_22_00_00_00.1", dir.path().join("..data")).unwrap();
-        for k in manifest["data"].as_mapping().unwrap().keys() {
-            let k = k.as_str().unwrap();
+        for k in manifest["data"].as_object().unwrap().keys() {
             std::os::unix::fs::symlink(format!("..data/{k}"), dir.path().join(k)).unwrap();
         }
         std::fs::write(dir.path().join(".hidden"), "not: a key").unwrap();
@@ -312,7 +350,7 @@ mod tests {
         let snap = Snapshot::read(&[dir.path().to_path_buf()], Accept::RegularFile);
         assert_eq!(
             snap.entries.len(),
-            manifest["data"].as_mapping().unwrap().len()
+            manifest["data"].as_object().unwrap().len()
         );
         let missing = Snapshot::read(&[dir.path().join("nope")], Accept::RegularFile);
         assert!(missing.file(&dir.path().join("nope")).is_err());

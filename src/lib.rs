@@ -8,10 +8,22 @@
 
 pub mod audit;
 pub mod certs;
+pub mod check;
 pub mod cli;
 pub mod config_file;
 pub mod limits;
+pub mod log_text;
 pub mod lookups;
 pub mod memory;
 pub mod reload;
 pub mod server;
+
+/// The unit tests' allocator: the system's, counting what each thread
+/// allocates, so a test can show what one call costs in memory
+/// (`test_alloc::allocated_by`).
+#[cfg(test)]
+#[global_allocator]
+static COUNTING: test_alloc::Counting = test_alloc::Counting;
+
+#[cfg(test)]
+mod test_alloc;

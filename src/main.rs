@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use kserve_injector::cli::{
-    commands, AuditArgs, CertsArgs, DefaultConfigArgs, MutateArgs, ServeArgs,
+    commands, AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs, ServeArgs,
 };
 use std::process::ExitCode;
 
@@ -42,6 +42,9 @@ enum Command {
     DefaultConfig(DefaultConfigArgs),
     /// Write a CA and a serving certificate for the webhook's Service (no cert-manager needed).
     Certs(CertsArgs),
+    /// Check an install against a live cluster: the webhook configuration,
+    /// certificates, Deployment, RBAC and a dry-run pod through the API server.
+    Check(CheckArgs),
 }
 
 // Why: Rust's runtime reopens a closed fd 1 on /dev/null before `main`,
@@ -71,7 +74,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => match kserve_injector::server::run((*args).into()) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", kserve_injector::log_text::bounded(e));
                 ExitCode::FAILURE
             }
         },
@@ -82,5 +85,6 @@ fn main() -> ExitCode {
         Command::Audit(args) => commands::audit(&args),
         Command::DefaultConfig(args) => commands::default_config(&args),
         Command::Certs(args) => commands::certs(&args),
+        Command::Check(args) => commands::check(&args),
     }
 }

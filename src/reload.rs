@@ -12,19 +12,31 @@
 //! Every read is bounded (see the `read` module): regular files only, at most 4 MiB
 //! each, within [`READ_LIMIT`]; a source that cannot be read counts as a
 //! failed reload like one that does not parse.
+//!
+//! A refused snapshot is remembered, so the same bytes are not parsed and
+//! reported again at every poll; a read error is part of the snapshot, so
+//! one that goes away (a full file table, a read that timed out) is a
+//! change. One refusal is cured by time alone, not by a change: a
+//! certificate whose notBefore is ahead of this clock (its issuer's clock
+//! runs ahead, or the files landed early). That snapshot is pending: it is
+//! parsed again at its notBefore (and at any poll after it, should the
+//! clock jump), loaded then, and until then shown by a log line and the
+//! source's pending gauge instead of counting as a failed reload.
 
 mod read;
 
 pub use read::READ_LIMIT;
 
-use crate::config_file::Snapshot;
+use crate::config_file::{LoadError, Snapshot};
+use crate::log_text::bounded;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use read::Reader;
 use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -34,11 +46,39 @@ use tracing::{debug, error, info, warn};
 /// waiting this long after the first reads the end state once.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
-/// A reloaded source's success and failure counters.
+/// The longest a pending snapshot's timer waits before the clock is
+/// looked at again (a notBefore can be years ahead; a timer that long is
+/// not worth trusting).
+const PENDING_RECHECK: Duration = Duration::from_secs(3600);
+
+/// A reloaded source's success and failure counters, and the notBefore
+/// (Unix seconds) of the snapshot waiting to become valid, 0 when none is.
 #[derive(Debug, Clone, Default)]
 pub struct ReloadCounters {
     pub ok: Counter,
     pub failed: Counter,
+    pub pending: Gauge,
+}
+
+/// Why a source's snapshot was not loaded, and whether time alone may cure
+/// it.
+pub trait Refusal: Display {
+    /// The Unix second from which the same bytes may load (a certificate
+    /// not valid yet); `None` when only a change of the files can help.
+    fn valid_from(&self) -> Option<i64> {
+        None
+    }
+}
+
+/// A ConfigMap is data: the same bytes parse the same way at any time.
+impl Refusal for LoadError {}
+
+/// What became of one snapshot.
+enum Outcome {
+    Loaded,
+    /// Refused until this Unix second, for the reason given.
+    Pending(i64, String),
+    Refused(String),
 }
 
 /// How to look for changes.
@@ -99,13 +139,14 @@ impl<P> Loaded<P> {
     /// on a task of `tasks`; `apply` may still refuse the value (the
     /// certificates' handshake), which counts as a failed reload. A
     /// snapshot that failed is remembered too, so a bad file is reported
-    /// once, not at every poll. `stop` ends the task at once, even in the
-    /// middle of a read.
+    /// once, not at every poll; one refused until a time (see
+    /// [`Refusal::valid_from`]) is parsed again then. `stop` ends the task
+    /// at once, even in the middle of a read.
     pub fn watch<T, E, A, F>(mut self, stop: &CancellationToken, tasks: &TaskTracker, apply: A)
     where
         P: Fn(&Snapshot) -> Result<T, E> + Send + 'static,
         A: Fn(T) -> Result<(), F> + Send + 'static,
-        E: Display,
+        E: Refusal,
         F: Display,
     {
         let stop = stop.clone();
@@ -120,41 +161,106 @@ impl<P> Loaded<P> {
             let mut poll = tokio::time::interval(trigger.poll);
             poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             poll.tick().await;
+            let counters = self.source.counters.clone();
+            // The notBefore of `self.last` while it is pending.
+            let mut pending: Option<i64> = None;
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => break,
                     _ = changed.notified() => tokio::time::sleep(DEBOUNCE).await,
                     _ = poll.tick() => {}
+                    _ = until(pending) => {}
                 }
                 let snapshot = tokio::select! {
                     _ = stop.cancelled() => break,
                     s = self.reader.read() => s,
                 };
-                if snapshot == self.last {
+                let due = pending.is_some_and(|from| unix_now() >= from);
+                if snapshot == self.last && !due {
                     continue;
                 }
                 debug!(what, "change detected");
-                let applied = match (self.parse)(&snapshot) {
-                    Ok(value) => apply(value).map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
+                let outcome = match (self.parse)(&snapshot) {
+                    Ok(value) => match apply(value) {
+                        Ok(()) => Outcome::Loaded,
+                        Err(e) => Outcome::Refused(bounded(e).to_string()),
+                    },
+                    Err(e) => match e.valid_from() {
+                        Some(from) => Outcome::Pending(from, bounded(e).to_string()),
+                        None => Outcome::Refused(bounded(e).to_string()),
+                    },
                 };
-                match applied {
-                    Ok(()) => {
-                        self.source.counters.ok.inc();
-                        info!(what, "reloaded");
-                    }
-                    Err(e) => {
-                        // What the refused parse built is freed by now;
-                        // without this its pages stay with this thread.
-                        crate::memory::give_back();
-                        self.source.counters.failed.inc();
-                        error!(what, error = %e, "not reloaded; the previous one stays in use");
-                    }
+                if !matches!(outcome, Outcome::Loaded) {
+                    // What the refused parse built is freed by now;
+                    // without this its pages stay with this thread.
+                    crate::memory::give_back();
                 }
+                let reported = (snapshot == self.last).then_some(pending).flatten();
+                pending = report(what, &counters, outcome, reported);
                 self.last = snapshot;
             }
         });
     }
+}
+
+/// Logs and counts one snapshot's outcome; the pending notBefore after it.
+/// `reported` is the notBefore already reported for these same bytes: a
+/// pending snapshot parsed again before its time (a clock set back) is
+/// not reported twice.
+fn report(
+    what: &'static str,
+    counters: &ReloadCounters,
+    outcome: Outcome,
+    reported: Option<i64>,
+) -> Option<i64> {
+    match outcome {
+        Outcome::Loaded => {
+            counters.ok.inc();
+            counters.pending.set(0);
+            // How long after its notBefore a pending snapshot loaded.
+            let late_s = reported.map(|from| unix_now() - from);
+            info!(what, late_s, "reloaded");
+            None
+        }
+        Outcome::Pending(from, e) => {
+            counters.pending.set(from);
+            if reported != Some(from) {
+                let in_s = from - unix_now();
+                warn!(
+                    what,
+                    valid_from = from,
+                    in_s,
+                    error = %e,
+                    "not valid yet: it will be loaded at its notBefore; the previous one stays in use"
+                );
+            }
+            Some(from)
+        }
+        Outcome::Refused(e) => {
+            counters.failed.inc();
+            counters.pending.set(0);
+            error!(what, error = %e, "not reloaded; the previous one stays in use");
+            None
+        }
+    }
+}
+
+/// Now, in Unix seconds (the unit of a certificate's validity).
+fn unix_now() -> i64 {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH);
+    since_epoch.map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Resolves when a pending snapshot's notBefore has come (a little after,
+/// at least [`DEBOUNCE`] from now so a clock that disagrees cannot make
+/// the loop spin); never without one.
+async fn until(pending: Option<i64>) {
+    let Some(from) = pending else {
+        return std::future::pending().await;
+    };
+    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(from).unwrap_or(0));
+    let left = at.duration_since(SystemTime::now()).unwrap_or_default();
+    tokio::time::sleep(left.clamp(DEBOUNCE, PENDING_RECHECK)).await;
 }
 
 fn start_watch(
@@ -203,3 +309,6 @@ fn watch_dir_of(path: &Path) -> PathBuf {
         _ => PathBuf::from("."),
     }
 }
+
+#[cfg(test)]
+mod tests;

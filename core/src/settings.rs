@@ -3,7 +3,7 @@
 //! a [`SettingsError`] out; the adapters read the file.
 //!
 //! ```yaml
-//! kserveVersion: v0.17     # the KServe release to reproduce (--kserve-version wins)
+//! kserveVersion: v0.17.1   # the KServe release to reproduce (--kserve-version wins)
 //! storageInitializer:      # defaults below the ConfigMap's storageInitializer keys
 //!   cpuRequest: 100m
 //!   memoryLimit: 2Gi
@@ -309,22 +309,29 @@ mod tests {
     #[test]
     fn kserve_version_names_the_release_and_the_flag_wins() {
         for (text, want) in [
-            ("kserveVersion: v0.17\n", Release::V0_17),
-            ("kserveVersion: v0.18.0\n", Release::V0_18),
-            ("kserveVersion: '0.16'\n", Release::V0_16),
-            ("kserveVersion: 0.20\n", Release::V0_20),
-            ("{\"kserveVersion\": 0.20}", Release::V0_20),
+            ("kserveVersion: v0.17\n", Release::V0_17_1),
+            ("kserveVersion: v0.18.0\n", Release::V0_18_0),
+            ("kserveVersion: v0.15.2\n", Release::V0_15_2),
+            ("kserveVersion: 0.15.1\n", Release::V0_15_1),
+            ("kserveVersion: v0.15\n", Release::V0_15_2),
+            ("kserveVersion: '0.16'\n", Release::V0_16_0),
+            ("kserveVersion: 0.20\n", Release::V0_20_0),
+            ("{\"kserveVersion\": 0.20}", Release::V0_20_0),
             ("kserveVersion: HEAD\n", Release::Head),
         ] {
             let s = Settings::from_text(text).unwrap();
             assert_eq!(s.kserve_version, Some(want), "{text:?}");
             assert_eq!(s.release(None), want, "{text:?}");
-            assert_eq!(s.release(Some(Release::V0_19)), Release::V0_19, "{text:?}");
+            assert_eq!(
+                s.release(Some(Release::V0_19_0)),
+                Release::V0_19_0,
+                "{text:?}"
+            );
         }
         assert_eq!(Settings::default().release(None), Release::Head);
         assert_eq!(
-            Settings::default().release(Some(Release::V0_20)),
-            Release::V0_20
+            Settings::default().release(Some(Release::V0_20_0)),
+            Release::V0_20_0
         );
     }
 
@@ -374,8 +381,8 @@ mod tests {
                 "kserveVersion: \" v0.17\" is not a KServe version",
             ),
             (
-                "kserveVersion: v0.17.1\n",
-                "kserveVersion: \"v0.17.1\" is not a KServe version",
+                "kserveVersion: v0.17.3\n",
+                "kserveVersion: \"v0.17.3\" is not a KServe version",
             ),
             (
                 "kserveVersion: 0.17.00\n",
@@ -416,7 +423,7 @@ mod tests {
         }
         // Empty documents around the one are no second document.
         let s = Settings::from_text("---\n---\nkserveVersion: v0.17\n---\n").unwrap();
-        assert_eq!(s.kserve_version, Some(Release::V0_17));
+        assert_eq!(s.kserve_version, Some(Release::V0_17_1));
     }
 
     #[test]

@@ -112,10 +112,12 @@ mod tests {
 
     #[test]
     fn oci_mode_schemes_arrive_in_v0_20() {
-        assert!(parse_oci_in("oci+native://r/m", crate::release::Release::V0_19.into()).is_none());
-        assert!(parse_oci_in("oci://r/m", crate::release::Release::V0_17.into()).is_some());
+        assert!(
+            parse_oci_in("oci+native://r/m", crate::release::Release::V0_19_0.into()).is_none()
+        );
+        assert!(parse_oci_in("oci://r/m", crate::release::Release::V0_17_0.into()).is_some());
         assert_eq!(
-            parse_oci_in("oci+fetch://r/m", crate::release::Release::V0_20.into())
+            parse_oci_in("oci+fetch://r/m", crate::release::Release::V0_20_0.into())
                 .and_then(|o| o.mode),
             Some("fetch")
         );

@@ -90,11 +90,8 @@ pub enum RunError {
 pub enum UnknownRelease {
     #[error("its ConfigMap is unreadable ({0})")]
     Unreadable(#[source] kserve_injector_core::config::ConfigError),
-    #[error("the agent image {agent:?} and the storage-initializer image {storage_initializer:?} do not name one release")]
-    Images {
-        agent: String,
-        storage_initializer: String,
-    },
+    #[error(transparent)]
+    Images(kserve_injector_core::config::ReleaseOfImagesError),
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.
@@ -186,7 +183,7 @@ fn read_objects(args: &AuditSettings, inventory: &mut Inventory) -> Result<(), R
         read_cluster(args, scope, inventory)?;
     }
     for line in inventory.objects.ignored_lines() {
-        tracing::debug!("{line}");
+        tracing::debug!("{}", crate::log_text::bounded(line));
     }
     Ok(())
 }

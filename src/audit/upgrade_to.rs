@@ -53,14 +53,11 @@ pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeRepor
 
 /// The release the cluster runs, as its ConfigMap's agent and
 /// storage-initializer image tags name it (the reading behind `serve`'s
-/// warning about a `--kserve-version` the images disagree with).
+/// warning about a `--kserve-version` the images disagree with): the
+/// release of that exact tag; a tag this build does not model
+/// (`v0.15.3`) is no release, and the flag is asked for.
 fn running_release(data: &ConfigMapData) -> Result<Release, RunError> {
     let needed = |why| RunError::UnknownRelease { why };
     let config = Config::from_data(data).map_err(|e| needed(UnknownRelease::Unreadable(e)))?;
-    release_of_images(&config).ok_or_else(|| {
-        needed(UnknownRelease::Images {
-            agent: config.agent.image.clone(),
-            storage_initializer: config.storage_initializer.image.clone(),
-        })
-    })
+    release_of_images(&config).map_err(|e| needed(UnknownRelease::Images(e)))
 }

@@ -61,6 +61,15 @@ pub enum ServingCertError {
         not_after: String,
         now: String,
     },
+    /// Not valid yet: the same files load from `valid_from` (Unix seconds).
+    #[error("{path}: the certificate is valid from {not_before} to {not_after}, not now ({now}); refusing it")]
+    NotYetValid {
+        path: PathBuf,
+        not_before: String,
+        not_after: String,
+        now: String,
+        valid_from: i64,
+    },
     #[error("cannot generate the self-signed certificate: {0}")]
     Generate(#[from] rcgen::Error),
 }
@@ -92,15 +101,42 @@ fn x509_error(path: &Path, e: impl std::error::Error + Send + Sync + 'static) ->
 fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, ServingCertError> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| x509_error(path, e))?;
     let (validity, now) = (cert.validity(), x509_parser::time::ASN1Time::now());
-    if check && (now < validity.not_before || now > validity.not_after) {
+    let (path, not_before, not_after) = (
+        path.to_path_buf(),
+        validity.not_before.to_string(),
+        validity.not_after.to_string(),
+    );
+    if check && now > validity.not_after {
+        let now = now.to_string();
         return Err(ServingCertError::OutsideValidity {
-            path: path.to_path_buf(),
-            not_before: validity.not_before.to_string(),
-            not_after: validity.not_after.to_string(),
-            now: now.to_string(),
+            path,
+            not_before,
+            not_after,
+            now,
+        });
+    }
+    if check && now < validity.not_before {
+        let (now, valid_from) = (now.to_string(), validity.not_before.timestamp());
+        return Err(ServingCertError::NotYetValid {
+            path,
+            not_before,
+            not_after,
+            now,
+            valid_from,
         });
     }
     Ok(validity.not_after.timestamp())
+}
+
+/// Time cures one refusal: a leaf whose notBefore is ahead of this clock.
+/// An expired leaf stays expired, and every other check reads bytes only.
+impl crate::reload::Refusal for ServingCertError {
+    fn valid_from(&self) -> Option<i64> {
+        match self {
+            ServingCertError::NotYetValid { valid_from, .. } => Some(*valid_from),
+            _ => None,
+        }
+    }
 }
 
 /// The certificates of one file of the snapshot (at least one), each a

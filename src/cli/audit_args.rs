@@ -15,7 +15,7 @@ pub enum AuditFormat {
   kserve-injector audit --context prod -n models -o json
   kubectl get pods,rs,deploy,sa,secrets,cm,isvc,clusterstoragecontainers -A -o json > dump.json
   kserve-injector audit --objects dump.json
-  kserve-injector audit -A --kserve-version v0.15 --upgrade-to v0.17
+  kserve-injector audit -A --kserve-version v0.15.0 --upgrade-to v0.15.2
 
 Each pod with the serving.kserve.io/inferenceservice label is compared with
 what this webhook makes of its ReplicaSet's pod template today. Fields the
@@ -74,10 +74,12 @@ pub struct AuditArgs {
           value_parser = super::modelcar_mode())]
     pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
-    /// `--kserve-version`): v0.15 … v0.20 or head. Default: the
-    /// --config-file's kserveVersion, else head; with --upgrade-to, the
-    /// release the cluster runs: else the one the ConfigMap's agent and
-    /// storage-initializer image tags name. Example: --kserve-version v0.17
+    /// `--kserve-version`): a tag from v0.15.0 to v0.20.0, or head; a minor
+    /// alone is its last patch release. Default: the --config-file's
+    /// kserveVersion, else head; with --upgrade-to, the release the cluster
+    /// runs: else the one whose tag the ConfigMap's agent and
+    /// storage-initializer images carry (a tag of no release modelled, such
+    /// as v0.15.3, stops the audit). Example: --kserve-version v0.15.0
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
     pub kserve_version: Option<kserve_injector_core::release::Release>,
     /// The security profile the webhook runs with (its `--security-profile`):
@@ -95,14 +97,14 @@ pub struct AuditArgs {
     /// Compare every InferenceService pod as --kserve-version's release
     /// makes it and as this release will after the upgrade: what changes,
     /// which pods it would deny, which ConfigMap keys it reads differently.
-    /// Example: --upgrade-to v0.17
+    /// Example: --upgrade-to v0.15.2
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version(),
           conflicts_with = "credentials")]
     pub upgrade_to: Option<kserve_injector_core::release::Release>,
     /// With --upgrade-to: the inferenceservice-config the target release
     /// will read (a ConfigMap manifest or a mounted directory), when the
     /// upgrade changes it too. Default: the current one.
-    /// Example: --upgrade-config ./inferenceservice-config-v0.17.yaml
+    /// Example: --upgrade-config ./inferenceservice-config-v0.15.2.yaml
     #[arg(long, value_name = "PATH", requires = "upgrade_to")]
     pub upgrade_config: Option<PathBuf>,
     #[command(flatten)]

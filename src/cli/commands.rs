@@ -2,10 +2,11 @@
 //! as the binary runs them: flags in, output on stdout, an exit code out.
 
 use super::{
-    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CliError, DefaultConfigArgs,
-    InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
+    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CheckArgs, CliError,
+    DefaultConfigArgs, InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
 };
 use crate::config_file::Accept;
+use crate::log_text::bounded;
 use crate::lookups::load_objects_within;
 use kserve_injector_core::{ClusterSnapshot, Inputs};
 use std::fs::File;
@@ -57,11 +58,28 @@ pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
     write_stdout(kserve_injector_core::Config::shipped_manifest(release))
 }
 
+/// Prints why the command failed: a denial as `denied: ` and KServe's
+/// message (which may itself begin with "error"), an AdmissionReview's
+/// denial as the document's answer, anything else as `error: `.
 fn fail(e: &CliError) -> ExitCode {
-    if !matches!(e, CliError::ReaderGone) {
-        eprintln!("error: {e}");
+    match e {
+        CliError::ReaderGone => {}
+        CliError::Denied(super::Denial::Injector(_)) => eprintln!("denied: {}", bounded(e)),
+        CliError::Denied(super::Denial::Review { .. }) => eprintln!("{}", bounded(e)),
+        _ => eprintln!("error: {}", bounded(e)),
     }
     ExitCode::from(e.exit_code() as u8)
+}
+
+/// Standard input, with a hint on stderr when it is a terminal: without a
+/// file `mutate` waits for a document there, which looks like a hang.
+fn stdin_input() -> std::io::StdinLock<'static> {
+    use std::io::IsTerminal;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!("kserve-injector: reading a document from standard input (end it with Ctrl-D); to read a file, name it: kserve-injector mutate pod.yaml");
+    }
+    stdin.lock()
 }
 
 /// The offline commands log (what a pod asked of an older KServe release,
@@ -109,7 +127,11 @@ fn mutate_source(
             })
             .map(|loaded| {
                 for line in loaded.ignored_lines() {
-                    eprintln!("kserve-injector: --objects {}: {line}", path.display());
+                    eprintln!(
+                        "kserve-injector: --objects {}: {}",
+                        path.display(),
+                        bounded(line)
+                    );
                 }
                 Box::new(loaded.data) as Box<dyn MutateSource>
             }),
@@ -126,13 +148,13 @@ fn with_input<T>(
 ) -> Result<T, CliError> {
     match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(path) => match File::open(path) {
-            Ok(file) => read(&mut BufReader::new(file)),
+            Ok(file) => read(&mut BufReader::new(file)).map_err(|e| e.reading(path)),
             Err(source) => Err(CliError::from(InputError::Open {
                 path: path.clone(),
                 source,
             })),
         },
-        None => read(&mut std::io::stdin().lock()),
+        None => read(&mut stdin_input()),
     }
 }
 
@@ -160,7 +182,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let (config, settings) = match loaded {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", bounded(e));
             return ExitCode::from(2);
         }
     };
@@ -183,6 +205,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
                 mutate_stream_within(
                     &mut input, &mut out, format, namespace, &inputs, cluster, budget,
                 )
+                .map_err(|e| e.reading(path))
             }
             Err(source) => Err(CliError::from(InputError::Open {
                 path: path.clone(),
@@ -190,7 +213,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             })),
         },
         None => mutate_stream_within(
-            &mut std::io::stdin().lock(),
+            &mut stdin_input(),
             &mut out,
             format,
             namespace,
@@ -292,7 +315,7 @@ pub fn certs(args: &CertsArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", bounded(e));
             ExitCode::from(2)
         }
     }
@@ -309,7 +332,7 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
     let report = match report {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", bounded(e));
             return ExitCode::from(2);
         }
     };
@@ -347,4 +370,25 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
         );
     }
     print_report(run(&settings), args.output, |r| r.table(), |r| r.differs())
+}
+
+/// `check`: a line per check (or JSON); exit code 1 when one failed, 2
+/// when none could run.
+pub fn check(args: &CheckArgs) -> ExitCode {
+    let report = match crate::check::run(&args.into()) {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match args.output {
+        AuditFormat::Table => report.text(),
+        AuditFormat::Json => report.json(),
+    };
+    match write_stdout(&text) {
+        code if code != ExitCode::SUCCESS => code,
+        _ if report.failed() => ExitCode::from(1),
+        ok => ok,
+    }
 }

@@ -8,8 +8,9 @@ pub struct DefaultConfigArgs {
     /// The KServe release whose shipped inferenceservice-config to print
     /// (the keys the pod mutator reads, as that release's ConfigMap holds
     /// them; what `serve` and `mutate --kserve-version` use without
-    /// --config): v0.15 … v0.20 or head. Default: head. Example:
-    /// --kserve-version v0.15
+    /// --config): a tag from v0.15.0 to v0.20.0, or head; a minor alone is
+    /// its last patch release. Default: head. Example: --kserve-version
+    /// v0.15.2
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
     pub kserve_version: Option<Release>,
 }

@@ -36,12 +36,13 @@ pub enum InputError {
     Read(#[from] reader::ReadError),
     #[error("input holds no document")]
     Empty,
+    /// The input file could not be opened or read (a directory, an I/O error).
     #[error("cannot read {path}: {source}")]
     Open {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("--objects {path}: cannot read {path}: {source}")]
+    #[error("cannot read --objects {path}: {source}")]
     ObjectsUnreadable {
         path: PathBuf,
         source: std::io::Error,
@@ -137,6 +138,22 @@ impl From<InputError> for CliError {
 }
 
 impl CliError {
+    /// An I/O error of the reader, as an error reading the input file `path`
+    /// (which the reader does not know).
+    pub fn reading(self, path: &std::path::Path) -> Self {
+        match self {
+            CliError::Input(e) => match *e {
+                InputError::Read(reader::ReadError::Io(source)) => InputError::Open {
+                    path: path.to_path_buf(),
+                    source,
+                }
+                .into(),
+                other => CliError::Input(Box::new(other)),
+            },
+            other => other,
+        }
+    }
+
     /// Classifies a failed write of the output.
     pub fn from_write(e: std::io::Error) -> Self {
         if e.kind() == std::io::ErrorKind::BrokenPipe {

@@ -47,7 +47,7 @@ impl MutateOutput {
   kserve-injector mutate --kubeconfig ~/.kube/config pod.yaml   # the same, read from a cluster
   kubectl get deploy my-predictor -o yaml | kserve-injector mutate -
   kserve-injector mutate review.json        # prints the AdmissionReview response
-  kserve-injector mutate --kserve-version v0.15 --compare-to v0.16 deployment.yaml
+  kserve-injector mutate --kserve-version v0.15.0 --compare-to v0.15.2 deployment.yaml
 
 Input starting with { or [ is read as JSON, anything else as YAML the way
 kubectl reads it (merge keys expanded; at most 64 levels of nesting; see
@@ -100,14 +100,15 @@ pub struct MutateArgs {
           value_parser = super::modelcar_mode())]
     pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
     /// The KServe release whose pod mutator to reproduce, as `serve
-    /// --kserve-version`: v0.15 … v0.20 or head. Default: the --config-file's
-    /// kserveVersion, else head. Example: --kserve-version v0.17
+    /// --kserve-version`: a tag from v0.15.0 to v0.20.0, or head; a minor
+    /// alone is its last patch release. Default: the --config-file's
+    /// kserveVersion, else head. Example: --kserve-version v0.15.2
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
     pub kserve_version: Option<kserve_injector_core::Release>,
     /// Instead of the mutated objects, print how each pod differs under
     /// this release from --kserve-version's: each changed field with the
     /// docs/compatibility.md row that explains it, and denials. Both read
-    /// --config, else each its own shipped ConfigMap. Example: --compare-to v0.17
+    /// --config, else each its own shipped ConfigMap. Example: --compare-to v0.16.0
     #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
     pub compare_to: Option<kserve_injector_core::Release>,
     /// The security profile of the containers added, as `serve

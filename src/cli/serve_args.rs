@@ -12,7 +12,7 @@ use clap::{ArgAction, Parser};
 use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::release::Release;
 use std::ffi::OsString;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,11 +70,31 @@ pub struct ShadowArgs {
 #[command(next_help_heading = "Listeners")]
 pub struct ListenArgs {
     /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
-    #[arg(long, default_value = "0.0.0.0:9443")]
-    pub addr: SocketAddr,
-    /// Plain-HTTP admin listener: /healthz, /readyz, /metrics.
-    #[arg(long, default_value = "0.0.0.0:8081")]
-    pub admin_addr: SocketAddr,
+    /// Default: 0.0.0.0:9443 (every interface, as in a pod); with
+    /// --self-signed, 127.0.0.1:9443 (a local try-out stays off the network).
+    #[arg(long, value_name = "ADDR")]
+    pub addr: Option<SocketAddr>,
+    /// Plain-HTTP admin listener: /healthz, /readyz, /metrics. Default:
+    /// 0.0.0.0:8081; with --self-signed, 127.0.0.1:8081.
+    #[arg(long, value_name = "ADDR")]
+    pub admin_addr: Option<SocketAddr>,
+}
+
+impl ListenArgs {
+    /// The listeners' addresses: those given, else every interface in a
+    /// pod, or loopback for a `--self-signed` try-out, whose unauthenticated
+    /// webhook and metrics no one else should reach.
+    pub fn settings(&self, self_signed: bool) -> ListenSettings {
+        let host = if self_signed {
+            Ipv4Addr::LOCALHOST
+        } else {
+            Ipv4Addr::UNSPECIFIED
+        };
+        ListenSettings {
+            addr: (self.addr).unwrap_or(SocketAddr::from((host, 9443))),
+            admin_addr: (self.admin_addr).unwrap_or(SocketAddr::from((host, 8081))),
+        }
+    }
 }
 
 /// The inferenceservice-config and how it is reloaded.
@@ -108,8 +128,10 @@ pub struct ConfigArgs {
     #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
     /// The KServe release the cluster runs, whose pod mutator to reproduce:
-    /// v0.15, v0.16, v0.17, v0.18, v0.19, v0.20 or head (also v0.17.0, 0.17). Default:
-    /// the --config-file's kserveVersion key, else head.
+    /// a tag from v0.15.0 to v0.20.0 (patch releases included: v0.15.1,
+    /// v0.15.2, v0.17.1, v0.18.1) or head; a minor alone (v0.15) is the last
+    /// patch release of that line (v0.15.2). Default: the --config-file's
+    /// kserveVersion key, else head.
     #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
     pub kserve_version: Option<Release>,
     /// The security profile of the containers the webhook adds: baseline
@@ -124,7 +146,7 @@ pub struct ConfigArgs {
 impl From<ServeArgs> for ServeSettings {
     fn from(args: ServeArgs) -> Self {
         Self {
-            listen: args.listen.into(),
+            listen: args.listen.settings(args.tls.self_signed),
             inference_config: args.inference_config.into(),
             lookups: args.lookups.into(),
             tls: args.tls.into(),
@@ -132,15 +154,6 @@ impl From<ServeArgs> for ServeSettings {
             shutdown: args.shutdown.into(),
             logging: args.logging.into(),
             shadow: args.shadow.into(),
-        }
-    }
-}
-
-impl From<ListenArgs> for ListenSettings {
-    fn from(args: ListenArgs) -> Self {
-        Self {
-            addr: args.addr,
-            admin_addr: args.admin_addr,
         }
     }
 }
@@ -248,7 +261,7 @@ fn log_format() -> impl clap::builder::TypedValueParser<Value = LogFormat> {
         .map(|name| name.parse::<LogFormat>().unwrap_or(LogFormat::Json))
 }
 
-/// `--kserve-version`'s parser (`serve`, `mutate`, `audit`): a release whose
+/// `--kserve-version`'s parser (`serve`, `mutate`, `audit`, `default-config`): a release whose
 /// differences are all modelled, or an error naming the supported ones.
 pub fn kserve_version() -> impl clap::builder::TypedValueParser<Value = Release> {
     |text: &str| text.parse::<Release>()

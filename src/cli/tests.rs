@@ -32,6 +32,13 @@ spec:
   - name: kserve-container
 "#;
 
+/// The first document of a YAML (or JSON) text, read by the core's reader.
+fn yaml(text: &str) -> Value {
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|mut docs| docs.next().expect("a document"))
+        .expect("YAML")
+}
+
 fn env() -> Inputs {
     Inputs::default()
 }
@@ -88,9 +95,9 @@ fn workload(kind: &str, template_at: &str) -> String {
 
 #[test]
 fn a_pod_comes_out_mutated_as_yaml_json_and_patch() {
-    let yaml: Value = serde_yaml::from_str(&run(POD, OutputFormat::Yaml).unwrap()).unwrap();
+    let printed = yaml(&run(POD, OutputFormat::Yaml).unwrap());
     let json = json_out(POD);
-    assert_eq!(yaml, json);
+    assert_eq!(printed, json);
     assert_eq!(json["metadata"]["namespace"], "default");
     assert_eq!(
         names(&json["spec"]["containers"]),
@@ -100,7 +107,7 @@ fn a_pod_comes_out_mutated_as_yaml_json_and_patch() {
     assert_eq!(json["spec"]["shareProcessNamespace"], true);
 
     let patch: json_patch::Patch = serde_json::from_value(patch_out(POD)).unwrap();
-    let mut input: Value = serde_yaml::from_str(POD).unwrap();
+    let mut input: Value = yaml(POD);
     json_patch::patch(&mut input, &patch).unwrap();
     assert_eq!(input, json);
 }
@@ -143,8 +150,8 @@ fn the_namespace_flag_wins_over_the_object() {
 
 #[test]
 fn a_v1_list_is_mutated_item_by_item_with_prefixed_patch_paths() {
-    let pod: Value = serde_yaml::from_str(POD).unwrap();
-    let logged: Value = serde_yaml::from_str(LOGGER_POD).unwrap();
+    let pod: Value = yaml(POD);
+    let logged: Value = yaml(LOGGER_POD);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": [pod, logged]}).to_string();
     let out = json_out(&list);
     assert_eq!(out["kind"], "List");
@@ -232,7 +239,7 @@ fn a_workload_template_uses_the_workload_namespace() {
 
 #[test]
 fn an_admission_review_prints_the_response() {
-    let pod: Value = serde_yaml::from_str(POD).unwrap();
+    let pod: Value = yaml(POD);
     let review = json!({
         "apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
         "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -392,7 +399,7 @@ fn an_admission_review_inside_a_list_is_refused() {
 
 #[test]
 fn json_input_is_accepted() {
-    let pod: Value = serde_yaml::from_str(POD).unwrap();
+    let pod: Value = yaml(POD);
     let out = json_out(&pod.to_string());
     assert_eq!(
         names(&out["spec"]["containers"]),

@@ -10,10 +10,10 @@ use futures::StreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -24,12 +24,20 @@ use std::time::Duration;
 /// it, succeeds and silently skips every object written before: the cache
 /// would stay wrong with no further error. A relist is always right.
 ///
-/// The pause before a rebuild starts here and doubles up to
+/// The pause before a rebuild starts at [`RELIST_PAUSE`] and doubles up to
 /// [`RELIST_PAUSE_MAX`] while rebuilds keep failing, so a persistent error
-/// (RBAC, an API server that is down) does not spin; a completed LIST
-/// resets it.
-const RELIST_PAUSE: Duration = Duration::from_secs(1);
-const RELIST_PAUSE_MAX: Duration = Duration::from_secs(30);
+/// (RBAC, an API server that is down) does not spin. The longest pause is
+/// short because the usual errors are an API server's restart: refused
+/// connections while it is down, then 403s and 5xxs for a few seconds while
+/// its RBAC and storage catch up. With a 30 s maximum, those start-up
+/// errors alone pushed the first good relist 30 s past the API server's
+/// return; with 4 s, a cache is back within 4 s plus its LIST. A failing
+/// request costs the API server little, and a watch that fails right after
+/// every LIST keeps the longest pause: the pause goes back to the start
+/// only once a watch has run [`HEALTHY_AFTER`] without an error.
+const RELIST_PAUSE: Duration = Duration::from_millis(500);
+const RELIST_PAUSE_MAX: Duration = Duration::from_secs(4);
+const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 
 /// The namespace a cache key belongs to (`None`: cluster-scoped), so that
 /// one namespace's LIST replaces only that namespace's entries.
@@ -55,14 +63,32 @@ impl Scoped for String {
 #[derive(Debug)]
 pub struct Cache<K, T> {
     map: RwLock<HashMap<K, T>>,
+    /// Bumped by every change, under the map's write lock.
+    generation: AtomicU64,
     unlisted: AtomicUsize,
-    metrics: KindMetrics,
+    /// At most this many objects (the kind's share of the caches' budget).
+    cap: Option<usize>,
+    /// Set once the cap was reached: the cache is empty for good and the
+    /// kind is read as an unwatched one.
+    over_budget: AtomicBool,
+    pub(super) metrics: KindMetrics,
 }
 
 impl<K: Hash + Eq, T> Cache<K, T> {
+    #[cfg(test)]
     pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
+        Self::capped(metrics, scopes, None)
+    }
+
+    /// A cache that gives up beyond `cap` objects.
+    pub fn capped(metrics: KindMetrics, scopes: usize, cap: Option<usize>) -> Self {
+        // Not listed yet: not in sync with the API server.
+        metrics.stale.set(scopes as i64);
         Self {
+            cap,
+            over_budget: AtomicBool::new(false),
             map: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
             unlisted: AtomicUsize::new(scopes),
             metrics,
         }
@@ -74,6 +100,34 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.unlisted.load(Ordering::Acquire) == 0
     }
 
+    /// True once the cache gave up at its cap: lookups go to the API server.
+    pub fn over_budget(&self) -> bool {
+        self.over_budget.load(Ordering::Acquire)
+    }
+
+    /// Whether `held` objects are more than the cap allows.
+    fn beyond_cap(&self, held: usize) -> bool {
+        self.cap.is_some_and(|cap| held > cap)
+    }
+
+    /// Drops every object and stops caching for good (see `budget.rs`).
+    fn give_up(&self, kind: &'static str) {
+        if self.over_budget.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        *self.write() = HashMap::new();
+        self.metrics.objects.set(0);
+        self.metrics.over_budget.set(1);
+        self.metrics.stale.set(0);
+        // Counts as listed, so `/readyz` does not wait for it.
+        self.unlisted.store(0, Ordering::Release);
+        tracing::error!(
+            kind,
+            cap = self.cap,
+            "the watch cache reached its share of the memory limit: it is dropped, and this kind is read from the API server for each admission that needs it"
+        );
+    }
+
     pub fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
         self.map.read().unwrap_or_else(|e| e.into_inner())
     }
@@ -82,8 +136,16 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.read().len()
     }
 
+    /// Changes so far: equal generations, equal contents.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The map, for a change: the generation moves before the lock is let go.
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<K, T>> {
-        self.map.write().unwrap_or_else(|e| e.into_inner())
+        let map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        map
     }
 
     /// Adds or replaces one object (a watch `Apply`).
@@ -104,22 +166,21 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         let len = listed.len();
         *self.write() = listed;
         self.metrics.objects.set(len as i64);
+        self.metrics.stale.set(0);
         self.unlisted.store(0, Ordering::Release);
     }
 }
 
 impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
-    /// Replaces the entries of `scope` (all of them for `None`) with a
-    /// complete listing of it; `first` counts the scope as listed.
-    fn replace_scope(&self, scope: Option<&str>, listed: HashMap<K, T>, first: bool) {
+    /// After a complete listing of `scope` (all of it for `None`) was
+    /// applied in place: drops that scope's entries the listing did not
+    /// name (deleted meanwhile); `first` counts the scope as listed.
+    fn listed_scope(&self, scope: Option<&str>, listed: &HashSet<K>, first: bool) {
         let mut map = self.write();
-        match scope {
-            None => *map = listed,
-            Some(ns) => {
-                map.retain(|k, _| k.namespace() != Some(ns));
-                map.extend(listed);
-            }
-        }
+        map.retain(|k, _| match scope {
+            None => listed.contains(k),
+            Some(ns) => k.namespace() != Some(ns) || listed.contains(k),
+        });
         self.metrics.objects.set(map.len() as i64);
         if first {
             self.unlisted.fetch_sub(1, Ordering::AcqRel);
@@ -131,7 +192,7 @@ impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
 pub trait Reduce<O>: Send + Sync + 'static {
     /// The resource, for logs.
     const KIND: &'static str;
-    type Key: Hash + Eq + Scoped + Send + Sync + 'static;
+    type Key: Hash + Eq + Clone + Scoped + Send + Sync + 'static;
     type Value: Send + Sync + 'static;
     fn key(&self, object: &O) -> Self::Key;
     fn value(&self, object: &O) -> Self::Value;
@@ -154,27 +215,44 @@ pub async fn run<O, R>(
     R: Reduce<O>,
 {
     let kind = R::KIND;
+    let namespace = scope.as_deref().unwrap_or("(all)");
     let mut pause = RELIST_PAUSE;
     let mut listed_once = false;
+    // Counted in the kind's `stale` gauge from `Cache::new` until listed.
+    let mut in_sync = false;
     loop {
         let stream = watcher::watcher(api.clone(), config.clone());
         let mut stream = std::pin::pin!(stream);
-        let mut listing: Option<HashMap<R::Key, R::Value>> = None;
+        // A LIST is applied in place as its pages arrive, so a relist
+        // holds the objects once (and the keys seen), not twice; until it
+        // is done the cache mixes the old and the new state of objects.
+        let mut listed: HashSet<R::Key> = HashSet::new();
+        let mut listed_at = None;
         while let Some(item) = stream.next().await {
+            if cache.over_budget() {
+                return;
+            }
             match item {
                 Ok(event) => match event {
-                    Event::Init => listing = Some(HashMap::new()),
+                    Event::Init => listed = HashSet::new(),
                     Event::InitApply(o) => {
                         let k = reduce.key(&o);
                         let v = reduce.value_owned(o);
-                        listing.get_or_insert_with(HashMap::new).insert(k, v);
+                        cache.insert(k.clone(), v);
+                        listed.insert(k);
+                        if cache.beyond_cap(cache.len()) {
+                            cache.give_up(kind);
+                        }
                     }
                     Event::InitDone => {
-                        pause = RELIST_PAUSE;
-                        let listing = listing.take().unwrap_or_default();
-                        cache.replace_scope(scope.as_deref(), listing, !listed_once);
+                        cache.listed_scope(scope.as_deref(), &listed, !listed_once);
+                        listed = HashSet::new();
                         listed_once = true;
-                        let namespace = scope.as_deref().unwrap_or("(all)");
+                        listed_at = Some(tokio::time::Instant::now());
+                        if !in_sync {
+                            in_sync = true;
+                            cache.metrics.stale.dec();
+                        }
                         tracing::debug!(
                             kind,
                             namespace,
@@ -182,18 +260,41 @@ pub async fn run<O, R>(
                             "watch cache listed"
                         );
                     }
-                    Event::Apply(o) => cache.insert(reduce.key(&o), reduce.value_owned(o)),
+                    Event::Apply(o) => {
+                        cache.insert(reduce.key(&o), reduce.value_owned(o));
+                        if cache.beyond_cap(cache.len()) {
+                            cache.give_up(kind);
+                        }
+                    }
                     Event::Delete(o) => cache.remove(&reduce.key(&o)),
                 },
+                Err(error) if cache.over_budget() => {
+                    let _ = error;
+                    break;
+                }
                 Err(error) => {
                     cache.metrics.watch_errors.inc();
-                    tracing::warn!(kind, %error, "cluster watch error");
+                    let error = crate::log_text::bounded(&error);
+                    tracing::warn!(kind, namespace, %error, "cluster watch error");
                     break;
                 }
             }
         }
+        if cache.over_budget() {
+            return;
+        }
+        // Admissions keep reading what the cache holds; the gauge says it
+        // may be behind until the next LIST is applied.
+        if in_sync {
+            in_sync = false;
+            cache.metrics.stale.inc();
+        }
+        if listed_at.is_some_and(|at| at.elapsed() >= HEALTHY_AFTER) {
+            pause = RELIST_PAUSE;
+        }
         tracing::info!(
             kind,
+            namespace,
             pause_ms = pause.as_millis() as u64,
             "rebuilding the cluster watch from a fresh list"
         );
@@ -207,23 +308,50 @@ mod tests {
     use super::*;
     use kserve_injector_core::cluster::ObjectRef;
 
-    fn listing(ns: &str, names: &[&str]) -> HashMap<ObjectRef, u8> {
-        names.iter().map(|n| (ObjectRef::new(ns, *n), 0)).collect()
+    /// Applies a listing of `ns` in place, as the watch does.
+    fn list(cache: &Cache<ObjectRef, u8>, ns: &str, names: &[&str], first: bool) {
+        let keys: HashSet<ObjectRef> = names.iter().map(|n| ObjectRef::new(ns, *n)).collect();
+        for k in &keys {
+            cache.insert(k.clone(), 0);
+        }
+        cache.listed_scope(Some(ns), &keys, first);
     }
 
     #[test]
     fn a_namespace_listing_replaces_that_namespace_only_and_all_must_list() {
         let cache = Cache::new(KindMetrics::default(), 2);
-        cache.replace_scope(Some("a"), listing("a", &["x", "y"]), true);
+        list(&cache, "a", &["x", "y"], true);
         assert!(!cache.synced(), "b has not listed yet");
-        cache.replace_scope(Some("b"), listing("b", &["x"]), true);
+        list(&cache, "b", &["x"], true);
         assert!(cache.synced());
         // a relists after a watch error: y was deleted meanwhile.
-        cache.replace_scope(Some("a"), listing("a", &["x"]), false);
+        list(&cache, "a", &["x"], false);
         assert!(cache.synced());
         let mut keys: Vec<String> = cache.read().keys().map(|k| k.to_string()).collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/x"]);
         assert_eq!(cache.metrics.objects.get(), 2);
+    }
+
+    #[test]
+    fn a_cache_past_its_cap_gives_up_and_counts_as_listed() {
+        let metrics = KindMetrics::default();
+        let cache = Cache::capped(metrics.clone(), 1, Some(2));
+        for n in ["x", "y"] {
+            cache.insert(ObjectRef::new("a", n), 0u8);
+        }
+        assert!(!cache.beyond_cap(cache.len()));
+        cache.insert(ObjectRef::new("a", "z"), 0);
+        assert!(cache.beyond_cap(cache.len()));
+        cache.give_up("serviceaccounts");
+        assert!(cache.over_budget() && cache.synced());
+        assert_eq!(
+            (
+                cache.len(),
+                metrics.objects.get(),
+                metrics.over_budget.get()
+            ),
+            (0, 0, 1)
+        );
     }
 }

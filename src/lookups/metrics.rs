@@ -29,6 +29,12 @@ pub struct KindMetrics {
     pub lookup_errors: Counter,
     /// Errors the watch reported (each one rebuilds it from a fresh LIST).
     pub watch_errors: Counter,
+    /// Watches (one per scope) whose cache may be behind the API server:
+    /// not listed yet, or broken since their last LIST.
+    pub stale: Gauge,
+    /// 1 once the cache reached its share of the memory limit and was
+    /// dropped (the kind is then read from the API server).
+    pub over_budget: Gauge,
 }
 
 /// Metrics for every [`Kind`], indexed by the kind's position.
@@ -43,12 +49,15 @@ impl LookupMetrics {
         Self::default()
     }
 
-    /// Registers the families (`cluster_cache_objects`,
+    /// Registers the families (`cluster_cache_objects`, `cluster_cache_stale`,
+    /// `cluster_cache_over_budget`,
     /// `cluster_cache_hits`, `cluster_cache_misses`, `cluster_fallback_gets`,
     /// `cluster_lookup_errors`, `cluster_watch_errors`, label `kind`) on
     /// `registry` (its prefix applies) and resolves every handle.
     pub fn register(registry: &mut Registry) -> Self {
         let objects = Family::<KindLabels, Gauge>::default();
+        let stale = Family::<KindLabels, Gauge>::default();
+        let over_budget = Family::<KindLabels, Gauge>::default();
         let families: [(&str, &str, Family<KindLabels, Counter>); 5] = [
             (
                 "cluster_cache_hits",
@@ -81,6 +90,16 @@ impl LookupMetrics {
             "Objects held by each cluster watch cache",
             objects.clone(),
         );
+        registry.register(
+            "cluster_cache_stale",
+            "Watches of each kind whose cache may be behind the API server (not listed yet, or broken since their last list)",
+            stale.clone(),
+        );
+        registry.register(
+            "cluster_cache_over_budget",
+            "1 when the kind's watch cache reached its share of the memory limit and was dropped: the kind is read from the API server for each admission",
+            over_budget.clone(),
+        );
         for (name, help, family) in &families {
             registry.register(*name, *help, family.clone());
         }
@@ -94,6 +113,8 @@ impl LookupMetrics {
                 fallback_gets: counter(2),
                 lookup_errors: counter(3),
                 watch_errors: counter(4),
+                stale: stale.get_or_create(&labels).clone(),
+                over_budget: over_budget.get_or_create(&labels).clone(),
             }
         });
         Self { kinds }

@@ -13,6 +13,7 @@
 //!
 //! Adapter code: the core stays pure and only ever sees the snapshot.
 
+mod budget;
 mod cache;
 mod error;
 mod fetched;
@@ -23,6 +24,7 @@ mod options;
 mod reduce;
 mod snapshot;
 mod source;
+mod view;
 mod watch;
 
 pub use error::LookupError;
@@ -59,9 +61,12 @@ pub struct Lookups {
     get_timeout: Duration,
     service_accounts: CacheOf<ObjectRef, ServiceAccount>,
     secrets: CacheOf<ObjectRef, Secret>,
-    /// When Secrets are not watched: the ones fetched lately.
-    fetched_secrets: Option<FetchCache<ObjectRef, Secret>>,
-    storage_containers: CacheOf<String, Parsed<ClusterStorageContainer>>,
+    /// When Secrets are not watched, or their cache went over its budget:
+    /// the ones fetched lately.
+    fetched_secrets: FetchCache<ObjectRef, Secret>,
+    storage_containers: CacheOf<String, Parsed<Arc<ClusterStorageContainer>>>,
+    /// The storage containers' shared set, rebuilt once per change.
+    storage_view: view::StorageView,
     inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
     namespaces: BTreeSet<String>,
     outside: OutsideNamespaces,
@@ -88,18 +93,20 @@ impl Lookups {
                 Kind::StorageContainers => 1,
                 _ => o.scopes().len(),
             };
+            let cap = budget::object_caps(o.cache_budget, &o.watched)[kind.index()];
             o.watched
                 .contains(&kind)
-                .then(|| Arc::new(Cache::new(handles, scopes)))
+                .then(|| Arc::new(Cache::capped(handles, scopes, cap)))
         }
         Self {
             service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
             secrets: cache(&metrics, options, Kind::Secrets),
-            fetched_secrets: (!options.watched.contains(&Kind::Secrets)).then(|| {
+            fetched_secrets: {
                 let handles = metrics.kind(Kind::Secrets).clone();
                 FetchCache::new(options.secret_ttl, options.secret_cache_entries, handles)
-            }),
+            },
             storage_containers: cache(&metrics, options, Kind::StorageContainers),
+            storage_view: view::StorageView::default(),
             inference_services: cache(&metrics, options, Kind::InferenceServices),
             client,
             metrics,
@@ -197,18 +204,18 @@ impl Lookups {
     ) -> Self {
         let this = Self::unstarted(client, metrics, options);
         preload(&this.service_accounts, data.service_accounts);
-        match &this.fetched_secrets {
-            Some(fetched) => {
-                (data.secrets.into_iter()).for_each(|(k, v)| fetched.insert(k, Some(v)))
-            }
-            None => preload(&this.secrets, data.secrets),
+        match this.secrets_fetched() {
+            true => (data.secrets.into_iter())
+                .for_each(|(k, v)| this.fetched_secrets.insert(k, Some(v))),
+            false => preload(&this.secrets, data.secrets),
         }
         fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
             (k, Ok(v))
         }
+        let containers = data.storage_containers.iter();
         preload(
             &this.storage_containers,
-            data.storage_containers.into_iter().map(parsed),
+            containers.map(|c| (c.name.clone(), Ok(Arc::new(c.clone())))),
         );
         preload(
             &this.inference_services,
@@ -255,10 +262,16 @@ impl Lookups {
     /// Objects a watched cache holds now, or for Secrets not watched, the
     /// fetched entries kept (expired ones until they are next asked for).
     pub fn cached(&self, kind: Kind) -> usize {
-        match (kind, &self.fetched_secrets) {
-            (Kind::Secrets, Some(fetched)) => fetched.len(),
-            _ => self.cache_state(kind).map_or(0, |c| c.objects()),
+        match kind == Kind::Secrets && self.secrets_fetched() {
+            true => self.fetched_secrets.len(),
+            false => self.cache_state(kind).map_or(0, |c| c.objects()),
         }
+    }
+
+    /// Whether Secrets are fetched (and kept for the TTL) rather than
+    /// watched: not watched, or their cache went over its budget.
+    fn secrets_fetched(&self) -> bool {
+        self.secrets.as_ref().is_none_or(|c| c.over_budget())
     }
 
     /// The client of the lookups, for a question about the cluster itself.

@@ -2,6 +2,7 @@
 //! reads ServiceAccounts, Secrets, ClusterStorageContainers and
 //! InferenceServices from a cluster, and which cluster configuration it uses.
 
+use crate::log_text::bounded;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use std::ffi::OsString;
@@ -87,14 +88,21 @@ pub enum LookupModeError {
         source_name: String,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("cluster lookups: the API server of {source_name} is not reachable: {source}")]
+    /// The text names the server's URL and every cause in the chain
+    /// (kube's own text stops at "client error (Connect)").
+    #[error(
+        "cluster lookups: the API server of {source_name} ({server}) is not reachable: {}",
+        causes(source)
+    )]
     Unreachable {
         source_name: String,
+        server: String,
         source: kube::Error,
     },
-    #[error("cluster lookups: the API server of {source_name} is not reachable: no answer within {after:?}")]
+    #[error("cluster lookups: the API server of {source_name} ({server}) is not reachable: no answer within {after:?}")]
     NoAnswer {
         source_name: String,
+        server: String,
         after: std::time::Duration,
     },
 }
@@ -119,22 +127,47 @@ pub async fn resolve_client(
         tracing::info!("cluster lookups off: no --kubeconfig, KUBECONFIG or in-cluster service account found (--cluster-lookups auto); ServiceAccounts, Secrets, ClusterStorageContainers and InferenceServices are treated as not found");
         return Ok(None);
     };
-    let client = client_for(&source, context).await?;
+    let config = config_for(&source, context).await?;
+    let server = config.cluster_url.to_string();
+    let client = Client::try_from(config).map_err(|e| LookupModeError::Config {
+        source_name: source.to_string(),
+        source: e.into(),
+    })?;
     let probe = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
     match probe {
         Ok(Ok(version)) => {
-            tracing::info!(config = %source, server = %version.git_version, "cluster lookups on");
+            let (config, server) = (bounded(&source), bounded(&version.git_version));
+            tracing::info!(%config, %server, "cluster lookups on");
             Ok(Some(client))
         }
         Ok(Err(e)) => Err(LookupModeError::Unreachable {
             source_name: source.to_string(),
+            server,
             source: e,
         }),
         Err(_) => Err(LookupModeError::NoAnswer {
             source_name: source.to_string(),
+            server,
             after: PROBE_TIMEOUT,
         }),
     }
+}
+
+/// An error and its sources, each once, joined by ": " (hyper's and
+/// kube's texts leave the cause, such as "Connection refused", to the
+/// sources). A source whose text its parent already ends with is skipped.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let part = cause.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = cause.source();
+    }
+    text
 }
 
 /// A client for `source` (and `context`, for a kubeconfig), without a probe.
@@ -142,6 +175,18 @@ pub async fn client_for(
     source: &KubeConfigSource,
     context: Option<&str>,
 ) -> Result<Client, LookupModeError> {
+    let config = config_for(source, context).await?;
+    Client::try_from(config).map_err(|e| LookupModeError::Config {
+        source_name: source.to_string(),
+        source: e.into(),
+    })
+}
+
+/// The client configuration `source` (and `context`) gives.
+async fn config_for(
+    source: &KubeConfigSource,
+    context: Option<&str>,
+) -> Result<kube::Config, LookupModeError> {
     let options = KubeConfigOptions {
         context: context.map(str::to_string),
         ..KubeConfigOptions::default()
@@ -162,7 +207,7 @@ pub async fn client_for(
             .map_err(|e| failed(e.into()))?,
         KubeConfigSource::InCluster => kube::Config::incluster().map_err(|e| failed(e.into()))?,
     };
-    Client::try_from(config).map_err(|e| failed(e.into()))
+    Ok(config)
 }
 
 #[cfg(test)]

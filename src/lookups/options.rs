@@ -89,6 +89,9 @@ pub struct LookupOptions {
     pub namespaces: BTreeSet<String>,
     /// What a pod needing lookups in another namespace gets.
     pub outside: OutsideNamespaces,
+    /// Bytes the watch caches may hold together (`None`: no limit); each
+    /// watched kind gets a share, see `budget.rs`.
+    pub cache_budget: Option<u64>,
 }
 
 impl Default for LookupOptions {
@@ -100,6 +103,7 @@ impl Default for LookupOptions {
             secret_cache_entries: DEFAULT_SECRET_CACHE_ENTRIES,
             namespaces: BTreeSet::new(),
             outside: OutsideNamespaces::Deny,
+            cache_budget: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use kserve_injector_core::cluster::{
 use kserve_injector_core::SharedError;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::ResourceExt;
+use std::sync::Arc;
 
 /// A cached custom object, or why it cannot be used (reported by the lookup
 /// that needs it, as KServe's typed decode would fail that lookup).
@@ -94,13 +95,13 @@ pub struct StorageContainers;
 impl Reduce<DynamicObject> for StorageContainers {
     const KIND: &'static str = "clusterstoragecontainers";
     type Key = String;
-    type Value = Parsed<ClusterStorageContainer>;
+    type Value = Parsed<Arc<ClusterStorageContainer>>;
     fn key(&self, o: &DynamicObject) -> String {
         o.name_any()
     }
-    fn value(&self, o: &DynamicObject) -> Parsed<ClusterStorageContainer> {
+    fn value(&self, o: &DynamicObject) -> Parsed<Arc<ClusterStorageContainer>> {
         let doc = to_json(o)?;
-        Ok(storage_container(&doc, &o.name_any())?)
+        Ok(Arc::new(storage_container(&doc, &o.name_any())?))
     }
 }
 

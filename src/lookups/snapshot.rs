@@ -2,6 +2,7 @@
 //! its cache or, on a miss, from one bounded GET.
 
 use super::reduce::{Parsed, Reduce};
+use super::view::StorageView;
 use super::watch::CacheOf;
 use super::{Kind, LookupError, Lookups};
 use k8s_openapi::api::core::v1 as api;
@@ -15,6 +16,7 @@ use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 impl Lookups {
@@ -62,9 +64,10 @@ impl Lookups {
                 }
             }
             ObjectKey::Secret(r) => {
-                let found = match &self.fetched_secrets {
-                    Some(fetched) => fetched.get_or_fetch(r, || self.get_secret(r)).await?,
-                    None => match self.cached_object(Kind::Secrets, &self.secrets, r) {
+                let fetched = &self.fetched_secrets;
+                let found = match self.secrets_fetched() {
+                    true => fetched.get_or_fetch(r, || self.get_secret(r)).await?,
+                    false => match self.cached_object(Kind::Secrets, &self.secrets, r) {
                         Some(s) => Some(s),
                         None => self.get_secret(r).await?,
                     },
@@ -115,7 +118,7 @@ impl Lookups {
     ) -> Option<T> {
         let m = self.metrics.kind(kind);
         let found = (cache.as_ref())
-            .filter(|c| c.synced())
+            .filter(|c| c.synced() && !c.over_budget())
             .and_then(|c| c.read().get(key).cloned());
         match found {
             Some(_) => m.hits.inc(),
@@ -124,14 +127,18 @@ impl Lookups {
         found
     }
 
+    /// Every ClusterStorageContainer, shared: the cache's current set (built
+    /// once per change, then handed to every admission as an `Arc`), or on
+    /// a miss one LIST. An unusable one fails the lookup, the first by name
+    /// as KServe's typed decode of the list would.
     async fn fill_storage_containers(&self, out: &mut ClusterSnapshot) -> Result<(), LookupError> {
         let kind = Kind::StorageContainers;
         let m = self.metrics.kind(kind);
-        let mut all: BTreeMap<String, Parsed<ClusterStorageContainer>> = BTreeMap::new();
-        match self.storage_containers.as_ref().filter(|c| c.synced()) {
+        let cache = (self.storage_containers.as_ref()).filter(|c| c.synced() && !c.over_budget());
+        let shared = match cache {
             Some(cache) => {
                 m.hits.inc();
-                all.extend(cache.read().iter().map(|(k, v)| (k.clone(), v.clone())));
+                self.storage_view.current(cache)
             }
             None => {
                 m.misses.inc();
@@ -140,18 +147,17 @@ impl Lookups {
                 let list = self
                     .get(kind, &"(all)", api.list(&ListParams::default()))
                     .await?;
-                for o in &list.items {
-                    all.insert(
-                        o.metadata.name.clone().unwrap_or_default(),
-                        Reduce::value(&super::reduce::StorageContainers, o),
-                    );
-                }
+                let all: BTreeMap<String, Parsed<Arc<ClusterStorageContainer>>> = (list.items)
+                    .iter()
+                    .map(|o| {
+                        let parsed = Reduce::value(&super::reduce::StorageContainers, o);
+                        (o.metadata.name.clone().unwrap_or_default(), parsed)
+                    })
+                    .collect();
+                StorageView::build(all.values())
             }
-        }
-        for (name, parsed) in all {
-            let csc = self.usable(kind, parsed)?;
-            out.storage_containers.insert(name, csc);
-        }
+        };
+        out.storage_containers = self.usable(kind, shared)?;
         Ok(())
     }
 

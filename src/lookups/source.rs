@@ -4,6 +4,7 @@
 
 use super::{resolve_client, KubeEnvironment, LookupError, LookupMetrics, LookupMode};
 use super::{LookupModeError, LookupOptions, Lookups, OutsideNamespaces};
+use crate::log_text::bounded;
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
 use kserve_injector_core::pod_facts::PodFacts;
@@ -68,7 +69,7 @@ impl SnapshotSource {
                 },
             )?;
             for line in loaded.ignored_lines() {
-                warn!(file = %path.display(), "{line}");
+                warn!(file = %path.display(), "{}", bounded(line));
             }
             let data = loaded.data;
             info!(objects = data.len(), file = %path.display(), "cluster objects from a file; no cluster lookups");

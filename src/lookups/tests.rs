@@ -193,3 +193,82 @@ async fn only_the_listed_namespaces_are_served() {
     assert_eq!(options.scopes(), [Some("a".into()), Some("b".into())]);
     assert_eq!(LookupOptions::default().scopes(), [None]);
 }
+
+/// `n` ClusterStorageContainers as a cluster would hold them: one in ten
+/// matched by a regex, each with its own image and resources.
+fn with_storage_containers(n: usize) -> ClusterSnapshot {
+    let docs = (0..n).map(|i| {
+        let format = match i % 10 {
+            0 => serde_json::json!({"regex": format!("^s3://team-{i}-[a-z]+/")}),
+            _ => serde_json::json!({"prefix": format!("s3://bucket-{i}/")}),
+        };
+        serde_json::json!({
+            "apiVersion": "serving.kserve.io/v1alpha1",
+            "kind": "ClusterStorageContainer",
+            "metadata": {"name": format!("csc-{i:05}")},
+            "spec": {
+                "container": {
+                    "name": "storage-initializer",
+                    "image": format!("registry.example.com/initializer-{i}:1.0"),
+                    "resources": {"requests": {"memory": "1Gi", "cpu": "100m"}},
+                    "env": [{"name": "TEAM", "value": format!("team-{i}")}],
+                },
+                "supportedUriFormats": [format],
+            },
+        })
+    });
+    let mut out = data();
+    out.storage_containers = ClusterSnapshot::from_documents(docs.collect())
+        .unwrap()
+        .storage_containers;
+    out
+}
+
+/// What one warm snapshot of an S3 pod allocates, and the snapshot, polled
+/// once on this thread (every key is cached, so it never waits).
+fn allocated_by_snapshot(lookups: &Lookups, pod: &PodFacts) -> (u64, ClusterSnapshot) {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let config = Config::default();
+    let mut cx = Context::from_waker(Waker::noop());
+    crate::test_alloc::allocated_by(|| {
+        let mut future = std::pin::pin!(lookups.snapshot(pod, &config));
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(got) => got.unwrap(),
+            Poll::Pending => panic!("a warm snapshot waited"),
+        }
+    })
+}
+
+/// An admission's snapshot costs the same with 10 or 5,000
+/// ClusterStorageContainers cached: they are shared with it, not copied.
+#[tokio::test]
+async fn a_snapshot_costs_the_same_whatever_the_storage_containers_cached() {
+    let (client, _listener) = silent_client();
+    let pod = s3_pod("sa");
+    let mut costs = Vec::new();
+    for n in [10, 5_000] {
+        let lookups = Lookups::preloaded(
+            client.clone(),
+            LookupMetrics::unregistered(),
+            &LookupOptions::default(),
+            with_storage_containers(n),
+        );
+        // The first admission after a change builds the shared set.
+        let (_, first) = allocated_by_snapshot(&lookups, &pod);
+        assert_eq!(first.storage_containers.len(), n);
+        let (bytes, got) = allocated_by_snapshot(&lookups, &pod);
+        assert!(got.secret("ns", "creds").is_some());
+        costs.push((
+            bytes,
+            got.storage_containers.shares(&first.storage_containers),
+        ));
+    }
+    // Not one byte more per cached ClusterStorageContainer.
+    assert_eq!(
+        costs[0].0, costs[1].0,
+        "bytes allocated by one snapshot with 10 and 5,000"
+    );
+    assert!(costs[1].0 < 8 * 1024, "{costs:?}");
+    assert_eq!((costs[0].1, costs[1].1), (true, true), "shared, not copied");
+}

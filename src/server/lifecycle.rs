@@ -13,6 +13,7 @@ use super::service;
 use super::serving_cert;
 use super::sizing::{self, Sized};
 use crate::config_file::{self, Snapshot};
+use crate::log_text::bounded;
 use crate::lookups::{KubeEnvironment, SnapshotSource};
 use crate::reload::{Source, Trigger};
 use crate::server::settings::LimitSettings;
@@ -92,6 +93,17 @@ impl RunningServer {
     }
 }
 
+/// A `--self-signed` server is a try-out: no client certificate guards its
+/// webhook and its `/metrics`, so a listener off loopback (an explicit
+/// `--addr` or `--admin-addr`) is said in the log.
+fn warn_if_exposed(addr: SocketAddr, admin_addr: SocketAddr) {
+    for (flag, bound) in [("--addr", addr), ("--admin-addr", admin_addr)] {
+        if !bound.ip().is_loopback() {
+            tracing::warn!(%flag, addr = %bound, "--self-signed with a listener beyond loopback: anyone who reaches {bound} can call it (the webhook takes any AdmissionReview, /metrics answers anyone)");
+        }
+    }
+}
+
 /// The inferenceservice-config, reloaded like the certificates.
 fn load_config(
     args: &ConfigSettings,
@@ -154,10 +166,10 @@ fn warn_image_release(config: &Config) {
     for m in kserve_injector_core::config::image_mismatches(config, config.release) {
         warn!(
             key = m.key,
-            image = m.image,
+            image = %bounded(m.image),
             kserve_version = %config.release,
             "the {} image names KServe {}, but --kserve-version is {}: set --kserve-version to the release the cluster runs",
-            m.key, m.names, config.release
+            m.key, bounded(&m.names), config.release
         );
     }
 }
@@ -174,12 +186,16 @@ fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
 
 /// The bounds the flags leave out, sized to the container's memory limit
 /// and the open-file limit; logged, so an operator sees what they came to.
-fn sized_to_memory(limits: &LimitSettings) -> Sized {
-    let memory = sizing::memory_limit();
+fn sized_to_memory(
+    limits: &LimitSettings,
+    memory: Option<sizing::MemoryLimit>,
+    caches: u64,
+) -> Sized {
     let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let limit = memory.as_ref().map(|m| m.bytes);
-    let sized = sizing::size(limit, nofile, limits);
+    let sized = sizing::size(limit, nofile, limits, caches);
     info!(
+        cache_budget_bytes = caches,
         memory_limit_bytes = limit,
         memory_limit_file = memory
             .as_ref()
@@ -246,7 +262,9 @@ impl Server {
         let mut metrics = Metrics::new();
         let lookups = &args.lookups;
         let environment = KubeEnvironment::from_process(lookups.kubeconfig.clone());
-        let options = lookups.options();
+        let memory = sizing::memory_limit();
+        let mut options = lookups.options();
+        options.cache_budget = sizing::cache_budget(memory.as_ref().map(|m| m.bytes), &args.limits);
         let objects = SnapshotSource::start(
             lookups.objects.as_deref(),
             lookups.cluster_lookups,
@@ -278,7 +296,12 @@ impl Server {
         let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
-        let sized = sized_to_memory(&args.limits);
+        // The caches' budget is set aside only when there are caches.
+        let caches = match objects.as_ref() {
+            SnapshotSource::Live(_) => options.cache_budget.unwrap_or(0),
+            _ => 0,
+        };
+        let sized = sized_to_memory(&args.limits, memory, caches);
         let inputs = RouterInputs {
             env,
             objects,
@@ -305,6 +328,9 @@ impl Server {
         let summary = async move { app.summary.log_every(summary_interval, stop).await };
         shutdown.background.spawn(summary);
         info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
+        if args.tls.self_signed {
+            warn_if_exposed(local_addr, admin_addr);
+        }
 
         let (delay, drain) = (args.shutdown.shutdown_delay, args.shutdown.drain_timeout);
         let token = shutdown.drain.clone();

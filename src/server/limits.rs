@@ -64,7 +64,7 @@ impl Limits {
 /// The flags, with what they leave out sized as for no memory limit.
 impl From<&LimitSettings> for Limits {
     fn from(args: &LimitSettings) -> Self {
-        let sized = sizing::size(None, None, args);
+        let sized = sizing::size(None, None, args, 0);
         Self::sized(args, &sized)
     }
 }

@@ -39,7 +39,8 @@ pub fn log_panics() {
             .map(|l| format!("{}:{}", l.file(), l.line()))
             .unwrap_or_default();
         let message = panic_message(info.payload());
-        tracing::error!(panic = message, %location, "panic");
+        let panic = crate::log_text::bounded(message);
+        tracing::error!(%panic, %location, "panic");
     }));
 }
 

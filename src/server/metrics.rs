@@ -83,6 +83,7 @@ pub struct Metrics {
     cert_reloads: Family<CertLabels, Counter>,
     cert_reload_errors: Family<CertLabels, Counter>,
     cert_not_after: Family<CertLabels, Gauge>,
+    cert_pending: Family<CertLabels, Gauge>,
     shadow_differences: Family<InjectorLabels, Counter>,
     pub(crate) config_reloads: ReloadCounters,
     pub(crate) in_flight: Gauge,
@@ -120,6 +121,7 @@ impl Metrics {
             cert_reloads: Family::default(),
             cert_reload_errors: Family::default(),
             cert_not_after: Family::default(),
+            cert_pending: Family::default(),
             shadow_differences: Family::default(),
             config_reloads: ReloadCounters::default(),
             in_flight: Gauge::default(),
@@ -166,6 +168,7 @@ impl Metrics {
             "certificate_reloads", "Certificates loaded after a change on disk", m.cert_reloads;
             "certificate_reload_errors", "Changed certificates that could not be loaded (the previous one kept serving)", m.cert_reload_errors;
             "certificate_not_after_timestamp_seconds", "Expiry (Unix time) of the certificate in use; for client_ca the earliest in the bundle", m.cert_not_after;
+            "certificate_pending_not_before_timestamp_seconds", "notBefore (Unix time) of a changed certificate that is not valid yet, loaded then; 0 when none waits", m.cert_pending;
             "config_reloads", "inferenceservice-config loads after a change on disk", m.config_reloads.ok;
             "config_reload_errors", "Changed configs that could not be loaded (the previous one stayed in use)", m.config_reloads.failed;
             "config_last_reload_success_timestamp_seconds", "When the config in use was loaded (Unix time)", m.config_last_reload;
@@ -223,12 +226,17 @@ impl Metrics {
         self.shadow_differences.get_or_create(&labels).inc();
     }
 
-    /// [`SERVING`]'s or [`CLIENT_CA`]'s reload counters.
+    /// [`SERVING`]'s or [`CLIENT_CA`]'s reload counters and pending gauge.
     pub(crate) fn cert_reloads(&self, cert: &'static str) -> ReloadCounters {
         let labels = CertLabels { cert };
         let ok = self.cert_reloads.get_or_create(&labels).clone();
         let failed = self.cert_reload_errors.get_or_create(&labels).clone();
-        ReloadCounters { ok, failed }
+        let pending = self.cert_pending.get_or_create(&labels).clone();
+        ReloadCounters {
+            ok,
+            failed,
+            pending,
+        }
     }
 
     /// The cluster lookups' families, registered on this registry.

@@ -44,7 +44,8 @@ pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsu
         version_of(&info.major, &info.minor).or_else(|| git_version_of(&info.git_version));
     match version {
         Some(version) if version >= min => {
-            tracing::info!(server = %info.git_version, "native-sidecar modelcars: the API server supports them");
+            let server = crate::log_text::bounded(&info.git_version);
+            tracing::info!(%server, "native-sidecar modelcars: the API server supports them");
             Ok(())
         }
         Some(_) => Err(Unsupported::TooOld {

@@ -2,6 +2,7 @@
 //! lines, and the counts for the periodic admission summary (`summary.rs`).
 
 use super::app::App;
+use crate::log_text::bounded;
 use kserve_injector_core::admission::Reviewed;
 use tracing::{debug, info};
 
@@ -10,7 +11,7 @@ impl App {
     /// summary, logged at debug (its sender may retry it at any rate).
     pub(crate) fn malformed(&self, e: &kserve_injector_core::admission::ReviewError) {
         self.summary.count_malformed();
-        debug!(error = %e, "malformed admission request");
+        debug!(error = %bounded(e), "malformed admission request");
     }
 
     /// Metrics, the summary, and the per-request line at debug level.
@@ -30,23 +31,24 @@ impl App {
         }
         for lack in &r.unsupported {
             debug!(
-                request_uid = r.uid.as_str(),
-                namespace = r.namespace.as_str(),
-                object_name = r.name.as_str(),
+                request_uid = %bounded(&r.uid),
+                namespace = %bounded(&r.namespace),
+                object_name = %bounded(&r.name),
                 kserve_version = %lack.release,
-                "{lack}"
+                "{}",
+                bounded(lack)
             );
         }
         debug!(
-            request_uid = r.uid.as_str(),
-            namespace = r.namespace.as_str(),
-            object_name = r.name.as_str(),
-            operation = r.operation.as_str(),
-            kind = r.kind.as_str(),
+            request_uid = %bounded(&r.uid),
+            namespace = %bounded(&r.namespace),
+            object_name = %bounded(&r.name),
+            operation = %bounded(&r.operation),
+            kind = %bounded(&r.kind),
             dry_run = r.dry_run,
             allowed = r.allowed,
             patch_ops = r.patch_ops,
-            reason = r.denial.as_deref(),
+            reason = r.denial.as_deref().map(|d| tracing::field::display(bounded(d))),
             modelcar_shape = r.modelcar_shape.map(tracing::field::display),
             "admission reviewed"
         );
@@ -68,12 +70,12 @@ impl App {
             .map(|w| format!("{} {} ({})", w.op, w.path, w.injector))
             .collect();
         info!(
-            request_uid = r.uid.as_str(),
-            namespace = r.namespace.as_str(),
-            pod = r.name.as_str(),
-            generate_name = r.generate_name.as_deref(),
+            request_uid = %bounded(&r.uid),
+            namespace = %bounded(&r.namespace),
+            pod = %bounded(&r.name),
+            generate_name = r.generate_name.as_deref().map(|g| tracing::field::display(bounded(g))),
             injectors = injectors.join(",").as_str(),
-            changes = changes.join("; ").as_str(),
+            changes = %bounded(changes.join("; ")),
             "shadow mode: this webhook would change the pod"
         );
     }
@@ -86,11 +88,11 @@ impl App {
         self.metrics
             .record_shadow_difference(super::metrics::SHADOW_DENY);
         info!(
-            request_uid = r.uid.as_str(),
-            namespace = r.namespace.as_str(),
-            pod = r.name.as_str(),
-            generate_name = r.generate_name.as_deref(),
-            reason,
+            request_uid = %bounded(&r.uid),
+            namespace = %bounded(&r.namespace),
+            pod = %bounded(&r.name),
+            generate_name = r.generate_name.as_deref().map(|g| tracing::field::display(bounded(g))),
+            reason = %bounded(reason),
             "shadow mode: this webhook would deny the pod"
         );
     }

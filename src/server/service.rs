@@ -160,7 +160,7 @@ impl Routes {
     fn panicked(&self, panic: Box<dyn std::any::Any + Send>) -> Answer {
         self.app.metrics.panics.inc();
         let message = super::logging::panic_message(panic.as_ref());
-        error!(panic = message, "request handler panicked");
+        error!(panic = %crate::log_text::bounded(message), "request handler panicked");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").answer()
     }
 

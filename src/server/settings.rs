@@ -236,6 +236,7 @@ impl LookupSettings {
                 .unwrap_or(DEFAULT_SECRET_CACHE_ENTRIES),
             namespaces: self.namespaces.iter().cloned().collect(),
             outside: self.outside_namespaces,
+            cache_budget: None,
         }
     }
 }

@@ -84,13 +84,41 @@ pub(crate) struct Sized {
     pub large_reviews: usize,
 }
 
+/// Of what is left once the process, one largest review and the requests
+/// in flight are planned for, the share the watch caches get (when there
+/// are cluster lookups): `src/lookups/budget.rs` splits it among the
+/// watched kinds.
+const CACHES_PERCENT: u64 = 40;
+
+/// The watch caches' budget under `limit` (`None` without a limit). The
+/// requests in flight are planned apart only when `--max-concurrent-requests`
+/// is given; otherwise they are each connection's streams, planned with the
+/// connections out of what the caches leave.
+pub(crate) fn cache_budget(limit: Option<u64>, asked: impl Into<Asked>) -> Option<u64> {
+    let asked = asked.into();
+    let apart = asked
+        .max_concurrent_requests
+        .map_or(0, |r| r as u64 * cost::REQUEST);
+    limit.map(|l| {
+        let usable = l - l * HEADROOM_PERCENT / 100;
+        let plannable = usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + apart);
+        plannable * CACHES_PERCENT / 100
+    })
+}
+
 /// The bounds for `limit`, where the flags did not set them: of what is
 /// left once the process and one largest review are planned for, the byte
 /// budget takes a quarter and connections the rest, each with its streams
 /// and (unless `--max-concurrent-requests` is given, then planned apart) a
 /// request in flight on every stream; `nofile` (the open-file limit) caps
 /// connections at 3/4 of it, so the cap is reached before accept() fails.
-pub(crate) fn size(limit: Option<u64>, nofile: Option<u64>, asked: impl Into<Asked>) -> Sized {
+/// `caches` bytes (the watch caches' budget) are set aside first.
+pub(crate) fn size(
+    limit: Option<u64>,
+    nofile: Option<u64>,
+    asked: impl Into<Asked>,
+    caches: u64,
+) -> Sized {
     let asked = asked.into();
     let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
     let streams = u64::from(asked.streams);
@@ -103,7 +131,7 @@ pub(crate) fn size(limit: Option<u64>, nofile: Option<u64>, asked: impl Into<Ask
     let plannable = limit.map(|l| {
         let usable = l - l * HEADROOM_PERCENT / 100;
         let apart = requests.map_or(0, |r| r * cost::REQUEST);
-        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + apart)
+        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + apart + caches)
     });
     let buffered = asked.max_buffered_bytes.unwrap_or_else(|| match plannable {
         Some(p) => (p / 4).clamp(

@@ -1,6 +1,7 @@
 //! The periodic admission summary: what was reviewed, patched, denied and
 //! malformed since the last line.
 
+use crate::log_text::bounded;
 use kserve_injector_core::admission::Reviewed;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -34,7 +35,15 @@ impl Summary {
         }
         if let Some(reason) = &r.denial {
             self.denied.fetch_add(1, Ordering::Relaxed);
-            let last = format!("{}/{} ({}): {reason}", r.namespace, r.name, r.uid);
+            // Bounded as it is kept: a denial may quote a pod's annotation
+            // whole, and the line must not grow with it.
+            let last = format!(
+                "{}/{} ({}): {}",
+                bounded(&r.namespace),
+                bounded(&r.name),
+                bounded(&r.uid),
+                bounded(reason)
+            );
             *self
                 .last_denial
                 .lock()

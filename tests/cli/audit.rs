@@ -1,7 +1,6 @@
 //! `audit --objects`: the table golden, the exit codes, JSON output and the
 //! errors for a missing config or an unreadable dump.
 
-use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -124,11 +123,17 @@ fn a_given_config_replaces_the_dumps_and_every_pod_then_differs() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The documents of a YAML (or JSON) text, read by the core's reader.
+fn yaml_docs(text: &str) -> Vec<Value> {
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|docs| docs.collect())
+        .expect("YAML")
+}
+
 /// The `inferenceservice-config` of the audit fixture's dump, as a file.
 fn fixture_config(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(fixture("objects.yaml")).expect("fixture");
-    let config = serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).expect("YAML"))
+    let config = (yaml_docs(&text).into_iter())
         .find(|doc| doc["kind"] == "ConfigMap")
         .expect("the dump holds the ConfigMap");
     let path = dir.join("config.json");
@@ -140,8 +145,7 @@ fn fixture_config(dir: &Path) -> PathBuf {
 /// `mutate` makes of it in `mode`, owned by that ReplicaSet: one dump.
 fn modelcar_dump(mode: &str, config: &Path) -> String {
     let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/m3-modelcar-oci/input.yaml");
-    let template: Value =
-        serde_yaml::from_str(&std::fs::read_to_string(&input).expect("fixture")).expect("YAML");
+    let template = yaml_docs(&std::fs::read_to_string(&input).expect("fixture")).remove(0);
     let out = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
         .args([
             "mutate",

@@ -10,7 +10,9 @@
 //! ```
 
 use clap::{ArgAction, Args, Command};
-use kserve_injector::cli::{AuditArgs, CertsArgs, DefaultConfigArgs, MutateArgs, ServeArgs};
+use kserve_injector::cli::{
+    AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs, ServeArgs,
+};
 use std::path::Path;
 
 fn subcommands() -> Vec<(&'static str, Command)> {
@@ -19,6 +21,7 @@ fn subcommands() -> Vec<(&'static str, Command)> {
         ("serve", ServeArgs::augment_args(Command::new("serve"))),
         ("audit", AuditArgs::augment_args(Command::new("audit"))),
         ("certs", CertsArgs::augment_args(Command::new("certs"))),
+        ("check", CheckArgs::augment_args(Command::new("check"))),
         (
             "default-config",
             DefaultConfigArgs::augment_args(Command::new("default-config")),
@@ -124,6 +127,7 @@ fn a_changed_help_text_is_found() {
                 <!-- flags of serve -->\n<!-- end flags of serve -->\n\
                 <!-- flags of audit -->\n<!-- end flags of audit -->\n\
                 <!-- flags of certs -->\n<!-- end flags of certs -->\n\
+                <!-- flags of check -->\n<!-- end flags of check -->\n\
                 <!-- flags of default-config -->\n<!-- end flags of default-config -->\n";
     let rendered = rendered_docs(docs).expect("markers found");
     assert!(!rendered.contains("| stale |"));

@@ -27,11 +27,20 @@
 //! `fixtures/releases/<release>/<case>/` holds what an older KServe
 //! release gives: the case runs with `--kserve-version <release>` (the
 //! directory's name). A file `same-input-as` there names (relative to the
-//! case) the HEAD case whose `input.yaml`, `config.yaml` and `cluster.yaml`
-//! it reuses when it has none of its own, so both goldens come from one input.
+//! case) the case whose `input.yaml`, `config.yaml`, `cluster.yaml` and
+//! `args` it reuses when it has none of its own (the HEAD case, or another
+//! release's case, which may name another in turn), so both goldens come
+//! from one input.
 //! A config the release refuses (a case of `fixtures/` too, for a config
 //! every release refuses) has the golden `expected-config-error.txt` (the
 //! CLI exits 2 with it; the server would not load the config).
+//!
+//! A patch release (v0.15.1, v0.15.2, v0.17.1, v0.18.1) is held to every
+//! case: where it has no golden of its own, it must give the golden of the
+//! newest older tag of its line that has one, else what the line's first
+//! tag gives (`patch_releases_give_their_lines_goldens_unless_they_have_their_own`,
+//! in process, through the AdmissionReview path): every difference a patch
+//! release makes is a golden.
 
 use base64::Engine;
 use kserve_injector::config_file;
@@ -58,11 +67,16 @@ fn cases() -> Vec<PathBuf> {
         .filter(|p| p.join("input.yaml").is_file())
         .collect();
     for release in subdirs(&root.join("releases")) {
-        cases.extend(
-            subdirs(&release)
-                .into_iter()
-                .filter(|p| case_file(p, "input.yaml").is_some()),
-        );
+        for case in subdirs(&release) {
+            // A release case always has an input: one it cannot find is a
+            // broken `same-input-as`, never a case to skip.
+            assert!(
+                case_file(&case, "input.yaml").is_some(),
+                "{}: no input.yaml, own or through same-input-as",
+                case.display()
+            );
+            cases.push(case);
+        }
     }
     cases
 }
@@ -77,15 +91,19 @@ fn release_of(case: &Path) -> Option<String> {
         .flatten()
 }
 
-/// The case's own file, else the `same-input-as` case's.
+/// The case's own file, else the `same-input-as` case's (which may name
+/// another in turn, up to four deep).
 fn case_file(case: &Path, name: &str) -> Option<PathBuf> {
-    let own = case.join(name);
-    if own.is_file() {
-        return Some(own);
+    let mut at = case.to_path_buf();
+    for _ in 0..4 {
+        let own = at.join(name);
+        if own.is_file() {
+            return Some(own);
+        }
+        let base = std::fs::read_to_string(at.join("same-input-as")).ok()?;
+        at = at.join(base.trim());
     }
-    let base = std::fs::read_to_string(case.join("same-input-as")).ok()?;
-    let path = case.join(base.trim()).join(name);
-    path.is_file().then_some(path)
+    None
 }
 
 fn regenerate() -> bool {
@@ -106,12 +124,13 @@ fn to_yaml(value: &Value) -> String {
     reader::to_yaml(value).expect("a JSON value renders as YAML")
 }
 
-/// The case's `args` file as flags, empty without one.
+/// The case's `args` file (its own, else its `same-input-as` case's) as
+/// flags, empty without one.
 fn flags(case: &Path) -> Vec<String> {
-    let path = case.join("args");
-    let mut flags: Vec<String> = match std::fs::read_to_string(&path) {
-        Ok(text) => text.split_whitespace().map(str::to_string).collect(),
-        Err(_) => Vec::new(),
+    let text = case_file(case, "args").and_then(|path| std::fs::read_to_string(path).ok());
+    let mut flags: Vec<String> = match text {
+        Some(text) => text.split_whitespace().map(str::to_string).collect(),
+        None => Vec::new(),
     };
     if let Some(release) = release_of(case) {
         flags.extend(["--kserve-version".to_string(), release]);
@@ -162,13 +181,14 @@ fn release_flag(case: &Path) -> Option<Release> {
     )
 }
 
-/// The case's config and settings as the server would load them, or why
-/// it refuses the config.
-fn config_for(case: &Path) -> Result<(Config, Settings), String> {
+/// The case's config and settings as the server would load them under
+/// `release` (the case's own: [`release_flag`]), or why it refuses the
+/// config.
+fn config_for(case: &Path, release: Option<Release>) -> Result<(Config, Settings), String> {
     let settings = case_file(case, "settings.yaml");
     let settings = config_file::load_settings(settings.as_deref()).map_err(|e| e.to_string())?;
     let config = case_file(case, "config.yaml");
-    config_file::load_config(config.as_deref(), &settings, release_flag(case))
+    config_file::load_config(config.as_deref(), &settings, release)
         // Without the path, which the golden cannot hold.
         .map_err(|e| match e {
             config_file::LoadError::Invalid { source, .. } => source.to_string(),
@@ -177,8 +197,8 @@ fn config_for(case: &Path) -> Result<(Config, Settings), String> {
         .map(|config| (config, settings))
 }
 
-fn env_for(case: &Path) -> Inputs {
-    let (config, settings) = config_for(case).unwrap_or_else(|e| panic!("{e}"));
+fn env_for(case: &Path, release: Option<Release>) -> Inputs {
+    let (config, settings) = config_for(case, release).unwrap_or_else(|e| panic!("{e}"));
     let mut inputs = Inputs::new(config);
     inputs.model_volume = settings.model_volume;
     if let Some(objects) = case_file(case, "cluster.yaml") {
@@ -217,7 +237,7 @@ fn run_cli(case: &Path) -> Outcome {
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     match out.status.code() {
         Some(0) => Outcome::Pod(serde_json::from_slice(&out.stdout).expect("CLI prints JSON")),
-        Some(1) => Outcome::Denied(stderr.trim_start_matches("error: ").to_string()),
+        Some(1) => Outcome::Denied(stderr.trim_start_matches("denied: ").to_string()),
         code => panic!("{}: CLI exited {code:?}: {stderr}", case.display()),
     }
 }
@@ -288,11 +308,11 @@ fn check_case(case: &Path) -> Result<(), String> {
     if let Some(release) = release_of(case) {
         name = format!("{release}/{name}");
     }
-    if let Err(refused) = config_for(case) {
+    if let Err(refused) = config_for(case, release_flag(case)) {
         return check_config_refused(case, &name, &refused);
     }
     let input = yaml(&case_file(case, "input.yaml").expect("a case has an input"));
-    let env = env_for(case);
+    let env = env_for(case, release_flag(case));
     let expected_pod = case.join("expected.yaml");
     let expected_error = case.join("expected-error.txt");
     let cli = run_cli(case);
@@ -431,6 +451,127 @@ fn check_stdout(case: &Path, name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A golden: the pod, the denial, or the refused config.
+#[derive(Debug, PartialEq)]
+enum Golden {
+    Pod(Value),
+    Denied(String),
+    ConfigRefused(String),
+}
+
+fn golden_of(case: &Path) -> Option<Golden> {
+    let text = |name: &str| {
+        let text = std::fs::read_to_string(case.join(name)).ok()?;
+        Some(text.trim().to_string())
+    };
+    let pod = case.join("expected.yaml");
+    if pod.is_file() {
+        return Some(Golden::Pod(yaml(&pod)));
+    }
+    (text("expected-error.txt").map(Golden::Denied))
+        .or_else(|| text("expected-config-error.txt").map(Golden::ConfigRefused))
+}
+
+/// What `case`'s input gives under `release`, in process.
+fn outcome_under(case: &Path, release: Release) -> Golden {
+    if let Err(refused) = config_for(case, Some(release)) {
+        return Golden::ConfigRefused(refused);
+    }
+    let input = yaml(&case_file(case, "input.yaml").expect("a case has an input"));
+    match run_review(&input, &env_for(case, Some(release)), "admission.k8s.io/v1") {
+        Outcome::Pod(pod) => Golden::Pod(pod),
+        Outcome::Denied(message) => Golden::Denied(message),
+    }
+}
+
+/// The releases of `release`'s line older than it, newest first.
+fn older_in_line(release: Release) -> Vec<Release> {
+    let line = release.as_str().rsplit_once('.').map_or("", |(l, _)| l);
+    let mut older: Vec<Release> = (Release::SUPPORTED.iter().copied())
+        .filter(|r| *r < release && r.as_str().rsplit_once('.').map(|(l, _)| l) == Some(line))
+        .collect();
+    older.reverse();
+    older
+}
+
+#[test]
+fn patch_releases_give_their_lines_goldens_unless_they_have_their_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let releases = root.join("releases");
+    let patches: Vec<Release> = (Release::SUPPORTED.iter().copied())
+        .filter(|r| !older_in_line(*r).is_empty())
+        .collect();
+    assert_eq!(
+        patches.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+        ["v0.15.1", "v0.15.2", "v0.17.1", "v0.18.1"]
+    );
+    let mut names: Vec<String> = (cases().iter())
+        .filter(|c| !c.join("cli-only").is_file())
+        .filter_map(|c| Some(c.file_name()?.to_str()?.to_string()))
+        .collect();
+    names.sort();
+    names.dedup();
+    let (mut checked, mut failures) = (0, Vec::new());
+    for release in &patches {
+        for name in &names {
+            let own = releases.join(release.as_str()).join(name);
+            if own.is_dir() {
+                continue;
+            }
+            // The newest older tag's golden; else what the line's first
+            // tag gives the HEAD case, which has no golden of its own there.
+            let older = older_in_line(*release);
+            let golden = (older.iter())
+                .map(|o| (releases.join(o.as_str()).join(name), o.as_str()))
+                .find(|(dir, _)| dir.is_dir());
+            let (baseline, of, want) = match golden {
+                Some((dir, of)) => {
+                    let want =
+                        golden_of(&dir).unwrap_or_else(|| panic!("{}: no golden", dir.display()));
+                    (dir, format!("{of}'s golden"), want)
+                }
+                None if root.join(name).is_dir() => {
+                    let first = *older.last().expect("a patch release has an older tag");
+                    let want = outcome_under(&root.join(name), first);
+                    (root.join(name), format!("what {first} gives"), want)
+                }
+                None => continue,
+            };
+            let got = outcome_under(&baseline, *release);
+            checked += 1;
+            if got == want {
+                continue;
+            }
+            if regenerate() {
+                let base = match baseline.strip_prefix(&releases) {
+                    Ok(tag_and_case) => format!("../../{}", tag_and_case.display()),
+                    Err(_) => format!("../../../{name}"),
+                };
+                std::fs::create_dir_all(&own).expect("case dir");
+                std::fs::write(own.join("same-input-as"), format!("{base}\n")).expect("written");
+                let (file, text) = match &got {
+                    Golden::Pod(pod) => ("expected.yaml", to_yaml(pod)),
+                    Golden::Denied(m) => ("expected-error.txt", format!("{m}\n")),
+                    Golden::ConfigRefused(m) => ("expected-config-error.txt", format!("{m}\n")),
+                };
+                std::fs::write(own.join(file), text).expect("golden written");
+            }
+            failures.push(format!(
+                "{release}/{name}: differs from {of} and has no golden of its own (REGENERATE_GOLDENS=1 writes fixtures/releases/{release}/{name}/)\n--- {of}\n{want:?}\n--- {release}\n{got:?}"
+            ));
+        }
+    }
+    println!(
+        "{checked} cases held against their line's goldens under {}",
+        patches
+            .iter()
+            .map(|r| r.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod certs;
 mod flag_docs;
 mod golden;
 mod kserve_version;
+mod messages;
 mod mutate;
 mod pipes;
 mod reader;

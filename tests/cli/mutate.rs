@@ -53,7 +53,7 @@ fn acceptance_oci_pod_gets_one_modelcar_and_a_second_pass_prints_an_empty_patch(
     let out = run(&["mutate", input.to_str().unwrap()], None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let mutated = stdout(&out);
-    let pod: Value = serde_yaml::from_str(&mutated).expect("YAML pod");
+    let pod = yaml(&mutated);
     assert_eq!(
         count_named(&pod["spec"]["volumes"], "kserve-provision-location"),
         1
@@ -128,7 +128,7 @@ fn exit_code_1_when_the_webhook_would_deny() {
     assert!(stdout(&out).is_empty());
     assert_eq!(
         stderr(&out).trim(),
-        "error: Invalid configuration: cannot find container: kserve-container"
+        "denied: Invalid configuration: cannot find container: kserve-container"
     );
 }
 
@@ -174,7 +174,7 @@ fn exit_code_2_for_bad_input_files_and_config() {
 
 #[test]
 fn admission_review_input_prints_the_response_json() {
-    let pod: Value = serde_yaml::from_str(OCI_POD).unwrap();
+    let pod = yaml(OCI_POD);
     let review = serde_json::json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {"uid": "abc", "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -433,4 +433,11 @@ fn a_bad_config_file_is_exit_2_naming_the_file_and_the_key() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("absent.yaml"), "{}", stderr(&out));
+}
+
+/// The first document of a YAML (or JSON) text, read by the core's reader.
+fn yaml(text: &str) -> Value {
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|mut docs| docs.next().expect("a document"))
+        .expect("YAML")
 }

@@ -242,7 +242,7 @@ fn a_denied_admission_review_prints_the_response_and_exits_1() {
         let response: Value = serde_json::from_slice(&out.stdout).expect("response on stdout");
         assert_eq!(response["response"]["allowed"], false);
         assert!(
-            stderr(&out).starts_with("error: document 1 (AdmissionReview): denied: "),
+            stderr(&out).starts_with("document 1 (AdmissionReview): denied: "),
             "{}",
             stderr(&out)
         );
@@ -352,7 +352,7 @@ fn bad_input_table_rows_for_the_cli() {
         (
             b"kind: Pod\nmetadata: {labels: {serving.kserve.io/inferenceservice: s}, annotations: {internal.serving.kserve.io/storage-initializer-sourceuri: 'oci://r/m'}}\nspec: {containers: [{name: other}]}\n",
             1,
-            "error: Invalid configuration: cannot find container: kserve-container",
+            "denied: Invalid configuration: cannot find container: kserve-container",
         ),
     ];
     for (input, code, message) in rows {

@@ -11,13 +11,20 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-const PAIRS: [(&str, &str); 6] = [
-    ("v0.15", "v0.16"),
-    ("v0.16", "v0.17"),
-    ("v0.17", "v0.18"),
-    ("v0.18", "v0.19"),
-    ("v0.19", "v0.20"),
-    ("v0.20", "head"),
+/// Every release tag and the next, and the patch upgrade within v0.15 a
+/// cluster installed by our docs makes (v0.15.0 to v0.15.2).
+const PAIRS: [(&str, &str); 11] = [
+    ("v0.15.0", "v0.15.1"),
+    ("v0.15.1", "v0.15.2"),
+    ("v0.15.0", "v0.15.2"),
+    ("v0.15.2", "v0.16.0"),
+    ("v0.16.0", "v0.17.0"),
+    ("v0.17.0", "v0.17.1"),
+    ("v0.17.1", "v0.18.0"),
+    ("v0.18.0", "v0.18.1"),
+    ("v0.18.1", "v0.19.0"),
+    ("v0.19.0", "v0.20.0"),
+    ("v0.20.0", "head"),
 ];
 
 fn dir() -> PathBuf {
@@ -46,7 +53,8 @@ fn json(out: &Output) -> Value {
     })
 }
 
-/// Every row id of docs/compatibility.md's tables (`| 15.4 | …`).
+/// Every row id of docs/compatibility.md's tables (`| 15.4 | …`,
+/// `| 15.0.1 | …`).
 pub(crate) fn compatibility_rows() -> BTreeSet<String> {
     let doc = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/compatibility.md"),
@@ -56,11 +64,9 @@ pub(crate) fn compatibility_rows() -> BTreeSet<String> {
         .filter_map(|line| line.strip_prefix("| ")?.split_once(" |"))
         .map(|(id, _)| id.trim().to_string())
         .filter(|id| {
-            id.split_once('.').is_some_and(|(a, b)| {
-                [a, b]
-                    .iter()
-                    .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
-            })
+            let parts: Vec<&str> = id.split('.').collect();
+            (2..=3).contains(&parts.len())
+                && (parts.iter()).all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
         })
         .collect()
 }
@@ -211,14 +217,14 @@ fn the_migration_guide_shows_a_golden_as_it_is() {
     let guide =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/migration.md"))
             .expect("docs/migration.md");
-    let golden = std::fs::read_to_string(dir().join("expected/v0.16-v0.17.txt")).expect("golden");
+    let golden =
+        std::fs::read_to_string(dir().join("expected/v0.16.0-v0.17.0.txt")).expect("golden");
     let shown = format!("```\n{golden}```\n");
     assert!(
         guide.contains(&shown),
-        "docs/migration.md's example is not expected/v0.16-v0.17.txt"
+        "docs/migration.md's example is not expected/v0.16.0-v0.17.0.txt"
     );
-    let command =
-        "audit --objects fixtures/upgrade/objects.yaml --kserve-version v0.16 --upgrade-to v0.17";
+    let command = "audit --objects fixtures/upgrade/objects.yaml --kserve-version v0.16.0 --upgrade-to v0.17.0";
     assert!(guide.contains(command), "the example's command");
 }
 
@@ -233,28 +239,48 @@ fn the_running_release_comes_from_the_image_tags_else_the_flag_is_asked_for() {
         "{err}"
     );
     assert!(err.contains("pass --kserve-version"), "{err}");
-    let tagged = std::fs::read_to_string(&objects)
-        .expect("dump")
-        .replace("kserve/agent:latest", "kserve/agent:v0.16.1")
-        .replace(
-            "kserve/storage-initializer:latest",
-            "kserve/storage-initializer:v0.16.1",
+    // The tags name the release exactly: v0.15.2 is v0.15.2, not v0.15.0.
+    let tagged = |tag: &str| {
+        std::fs::read_to_string(&objects)
+            .expect("dump")
+            .replace("kserve/agent:latest", &format!("kserve/agent:{tag}"))
+            .replace(
+                "kserve/storage-initializer:latest",
+                &format!("kserve/storage-initializer:{tag}"),
+            )
+    };
+    for (tag, to, from) in [
+        ("v0.16.0", "v0.17", "v0.16.0"),
+        ("v0.15.0", "v0.15.2", "v0.15.0"),
+        ("v0.15.2", "v0.16.0", "v0.15.2"),
+        ("v0.17.1", "v0.18.0", "v0.17.1"),
+    ] {
+        let out = crate::run_bin(
+            &["audit", "--objects", "-", "--upgrade-to", to, "-o", "json"],
+            tagged(tag).as_bytes(),
         );
-    let out = crate::run_bin(
-        &[
-            "audit",
-            "--objects",
-            "-",
-            "--upgrade-to",
-            "v0.17",
-            "-o",
-            "json",
-        ],
-        tagged.as_bytes(),
-    );
-    let report = json(&out);
-    assert_eq!(report["from"], "v0.16");
-    assert_eq!(report["to"], "v0.17");
+        let report = json(&out);
+        assert_eq!(report["from"], from, "{tag}");
+    }
+    // A patch release this build does not model is no release: the audit
+    // stops, names the tag and the releases of its line, and asks.
+    for (tag, line) in [
+        ("v0.15.3", "of that line: v0.15.0, v0.15.1, v0.15.2"),
+        ("v0.20.1", "of that line: v0.20.0"),
+        ("v0.14.0", "no release of that line"),
+    ] {
+        let out = crate::run_bin(
+            &["audit", "--objects", "-", "--upgrade-to", "v0.16.0"],
+            tagged(tag).as_bytes(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{tag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let says = format!(
+            "which KServe release does the cluster run? the agent and storage-initializer images name KServe {tag}, which this build does not model ({line}): pass --kserve-version"
+        );
+        assert!(err.contains(&says), "{tag}: {err}");
+        assert!(out.stdout.is_empty(), "{tag}: no report");
+    }
     // A settings file's kserveVersion names it too.
     let settings = std::env::temp_dir().join(format!(
         "kserve-upgrade-settings-{}.yaml",
@@ -273,7 +299,7 @@ fn the_running_release_comes_from_the_image_tags_else_the_flag_is_asked_for() {
         "-o",
         "json",
     ];
-    assert_eq!(json(&run(&args))["from"], "v0.19");
+    assert_eq!(json(&run(&args))["from"], "v0.19.0");
     let _ = std::fs::remove_file(settings);
     let out = run(&["audit", "--objects", &objects, "--upgrade-config", &objects]);
     assert_eq!(
@@ -373,9 +399,9 @@ fn mutate_compare_to_prints_one_manifests_difference_or_its_summary() {
     let args = [
         "mutate",
         "--kserve-version",
-        "v0.15",
+        "v0.15.0",
         "--compare-to",
-        "v0.16",
+        "v0.16.0",
         &input,
     ];
     let out = run(&args);
@@ -393,7 +419,10 @@ fn mutate_compare_to_prints_one_manifests_difference_or_its_summary() {
     assert!(table.starts_with("NAMESPACE   POD"), "{table}");
     let summary = run(&[&args[..], &["-o", "summary"]].concat());
     let summary = String::from_utf8_lossy(&summary.stdout);
-    assert!(summary.starts_with("KServe v0.15 → v0.16\n"), "{summary}");
+    assert!(
+        summary.starts_with("KServe v0.15.0 → v0.16.0\n"),
+        "{summary}"
+    );
     assert!(!summary.contains("NAMESPACE"), "{summary}");
     assert!(
         table.ends_with(&*summary),
@@ -407,9 +436,12 @@ fn mutate_compare_to_prints_one_manifests_difference_or_its_summary() {
     .find(|c| c["path"] == "spec.containers[transformer-container].env[MODEL_INIT_MODE]")
     .expect("the transformer's env")
     .clone();
-    // The v0.15 ConfigMap turns the modelcar off (15.18); v0.16 gives the
-    // transformer the env (15.15).
-    assert_eq!(env["causes"]["rows"], serde_json::json!(["15.15", "15.18"]));
+    // The v0.15.0 ConfigMap turns the modelcar off (15.1.1: v0.15.2 turned
+    // it on); v0.16.0 gives the transformer the env (15.15).
+    assert_eq!(
+        env["causes"]["rows"],
+        serde_json::json!(["15.1.1", "15.15"])
+    );
     // The same release: nothing changes, exit 0.
     let same = run(&[
         "mutate",
@@ -437,4 +469,133 @@ fn mutate_compare_to_prints_one_manifests_difference_or_its_summary() {
     let out = run(&["mutate", "-o", "summary", &input]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("need --compare-to"));
+}
+
+/// The rows each change of a `mutate --compare-to` report names, by path.
+fn rows_by_path(report: &Value) -> Vec<(String, Value)> {
+    (report["pods"][0]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter())
+    .map(|c| {
+        let path = c["path"].as_str().expect("a path").to_string();
+        (path, c["causes"]["rows"].clone())
+    })
+    .collect()
+}
+
+#[test]
+fn a_v0_15_0_pod_compared_to_v0_15_2_names_each_patch_releases_row() {
+    let fixture = |case: &str| {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(case);
+        path.join("input.yaml").display().to_string()
+    };
+    let compare = |input: &str, extra: &[&str]| {
+        let mut args = vec!["mutate", "--kserve-version", "v0.15.0"];
+        args.extend_from_slice(&["--compare-to", "v0.15.2", "-o", "json"]);
+        args.extend_from_slice(extra);
+        args.push(input);
+        let out = run(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = json(&out);
+        assert_eq!(
+            (report["from"].clone(), report["to"].clone()),
+            ("v0.15.0".into(), "v0.15.2".into())
+        );
+        report
+    };
+    // The logger's metadata annotations arrived in v0.15.1 (15.0.1).
+    let logger = compare(&fixture("a23-logger-metadata-annotations-one-absent"), &[]);
+    assert_eq!(
+        rows_by_path(&logger),
+        [(
+            "spec.containers[agent].args".to_string(),
+            serde_json::json!(["15.0.1"])
+        )]
+    );
+    let table = run(&[
+        "mutate",
+        "--kserve-version",
+        "v0.15.0",
+        "--compare-to",
+        "v0.15.2",
+        &fixture("a23-logger-metadata-annotations-one-absent"),
+    ]);
+    assert_eq!(table.status.code(), Some(1));
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("15.0.1"), "{table}");
+    // Without --config each side reads its own shipped ConfigMap: v0.15.2's
+    // turns the modelcar on (15.1.1), and with it the modelcar's UID.
+    let oci = compare(&fixture("m3-modelcar-oci"), &[]);
+    let changes = rows_by_path(&oci);
+    assert!(!changes.is_empty());
+    for (path, rows) in &changes {
+        assert_eq!(rows, &serde_json::json!(["15.1.1"]), "{path}");
+    }
+    assert!(
+        changes
+            .iter()
+            .any(|(p, _)| p == "spec.containers[modelcar]"),
+        "{changes:?}"
+    );
+    // One ConfigMap for both sides: the mutator alone, no change for OCI.
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/m3-modelcar-oci");
+    let printed = run(&["default-config", "--kserve-version", "v0.15.2"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, &printed.stdout).expect("written");
+    let same = run(&[
+        "mutate",
+        "--kserve-version",
+        "v0.15.0",
+        "--compare-to",
+        "v0.15.2",
+        "--config",
+        &file.display().to_string(),
+        &config.join("input.yaml").display().to_string(),
+    ]);
+    assert_eq!(same.status.code(), Some(0));
+}
+
+#[test]
+fn a_v0_15_0_cluster_upgrading_to_v0_15_2_changes_the_logger_pod_only() {
+    // The dump with KServe v0.15.0's image tags: the release is read from
+    // them; the cluster's ConfigMap is kept, so only the mutator moves.
+    let dump = std::fs::read_to_string(path("objects.yaml"))
+        .expect("dump")
+        .replace("kserve/agent:latest", "kserve/agent:v0.15.0")
+        .replace(
+            "kserve/storage-initializer:latest",
+            "kserve/storage-initializer:v0.15.0",
+        );
+    let out = crate::run_bin(
+        &[
+            "audit",
+            "--objects",
+            "-",
+            "--upgrade-to",
+            "v0.15.2",
+            "-o",
+            "json",
+        ],
+        dump.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(report["from"], "v0.15.0");
+    assert_eq!(report["totals"]["unexplained"], 0);
+    let changed: Vec<&Value> = (report["pods"].as_array().expect("pods").iter())
+        .filter(|p| p["changes"].as_array().is_some_and(|c| !c.is_empty()))
+        .collect();
+    assert_eq!(changed.len(), 1, "{report}");
+    assert_eq!(changed[0]["namespace"], "logger");
+    let (rows, _) = cited(&report);
+    assert_eq!(rows, BTreeSet::from(["15.0.1".to_string()]));
 }

@@ -70,7 +70,9 @@ fn seeds() -> Vec<Value> {
     cases.sort();
     for input in cases {
         let text = std::fs::read_to_string(&input).unwrap();
-        if let Ok(pod) = serde_yaml::from_str::<Value>(&text) {
+        let docs = kserve_injector_core::reader::documents(&mut text.as_bytes())
+            .and_then(|docs| docs.collect::<Result<Vec<Value>, _>>());
+        if let Ok([pod]) = docs.as_deref() {
             if pod["kind"] == "Pod" {
                 seeds.push(review_of(&pod));
             }

@@ -1,5 +1,5 @@
 //! The cluster lookups against a real kube-apiserver 1.20 + etcd on loopback
-//! (`../shared/tools/kube-apiserver/`): the caches run as the webhook's
+//! (`tests/e2e/apiserver/`): the caches run as the webhook's
 //! ServiceAccount (a token user), which only the shipped ClusterRole and
 //! binding (`manifests/rbac/cluster-role.yaml`) authorise, so the RBAC is
 //! what is tested.
@@ -20,7 +20,6 @@ use kserve_injector_core::Config;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
 use prometheus_client::registry::Registry;
-use serde::Deserialize;
 use std::time::{Duration, Instant};
 
 const OBJECTS: &str = "tests/e2e/lookups-objects.yaml";
@@ -53,10 +52,7 @@ fn secret_value(data: &ClusterSnapshot, name: &str, key: &str) -> Option<String>
 fn objects_from_file(path: &str) -> ClusterSnapshot {
     let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
         .unwrap();
-    let docs = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_json::Value::deserialize(d).unwrap())
-        .filter(|d| !d.is_null())
-        .collect();
+    let docs = crate::harness::yaml_docs(&text);
     ClusterSnapshot::load(docs).unwrap().data
 }
 
@@ -367,6 +363,48 @@ async fn lookups_against_a_real_api_server() {
     }
     assert_eq!(secret_gets(&lookups) - before, 1);
     assert_eq!(lookups.metrics().kind(Kind::Secrets).lookup_errors.get(), 0);
+
+    // Created after its "not found" was kept: seen within the TTL, as
+    // docs/operations.md's staleness table says; deleted: gone within it.
+    let created = Instant::now();
+    apply(
+        &admin,
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: does-not-exist, namespace: e2e}\nstringData: {S3_ENDPOINT: 'created:9000'}\n",
+    )
+    .await;
+    let found = eventually(
+        "the created Secret is read after the TTL",
+        ttl * 3,
+        || async {
+            let got = lookups
+                .snapshot(&s3_pod("sa-missing"), &config)
+                .await
+                .unwrap();
+            secret_value(&got, "does-not-exist", "S3_ENDPOINT").map(|_| Instant::now())
+        },
+    )
+    .await;
+    assert!(found.duration_since(created) <= ttl + Duration::from_secs(1));
+    let deleted = Instant::now();
+    secrets
+        .delete("does-not-exist", &Default::default())
+        .await
+        .unwrap();
+    let gone = eventually(
+        "the deleted Secret is gone after the TTL",
+        ttl * 3,
+        || async {
+            let got = lookups
+                .snapshot(&s3_pod("sa-missing"), &config)
+                .await
+                .unwrap();
+            got.secret(NS, "does-not-exist")
+                .is_none()
+                .then(Instant::now)
+        },
+    )
+    .await;
+    assert!(gone.duration_since(deleted) <= ttl + Duration::from_secs(1));
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     let series = format!(

@@ -159,6 +159,7 @@ pub(crate) fn pod(name: &str, sa: &str, isvc: &str, annotations: &[(&str, &str)]
 }
 
 pub(crate) const URI: &str = "internal.serving.kserve.io/storage-initializer-sourceuri";
+const PROFILE: &str = "kserve-injector.io/security-profile";
 
 fn init_container(pod: &Pod) -> &Container {
     let inits = pod.spec.as_ref().and_then(|s| s.init_containers.as_ref());
@@ -413,6 +414,32 @@ async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
         denied.contains(r#"secrets "does-not-exist" not found"#),
         "{denied}"
     );
+
+    // A denial quoting a 250,000-character annotation: the API server hands
+    // KServe's message to the client whole (it cuts only warnings), while
+    // no line of the webhook's log holds more than 1,024 bytes of it.
+    let long = format!("strict-{}", "x".repeat(249_993));
+    let quoting = pod(
+        "long-annotation",
+        "sa-s3",
+        "isvc",
+        &[(URI, "s3://bucket/model"), (PROFILE, &long)],
+    );
+    let denied = create(&pods, &quoting, patience).await.expect_err("denied");
+    assert!(
+        denied.contains(&long)
+            && denied.ends_with("is not a security profile (expected baseline or restricted)"),
+        "the denial through the API server: {} bytes: {:.500}",
+        denied.len(),
+        denied
+    );
+    let log = injector.log_text();
+    let longest = log.lines().map(str::len).max().unwrap_or_default();
+    eprintln!(
+        "e2e webhook: a {}-byte denial through the API server; the webhook's longest log line {longest} bytes",
+        denied.len()
+    );
+    assert!(longest < 8 * 1024, "a log line of {longest} bytes");
 
     // `mutate --kubeconfig` reads the same objects with direct GETs, as the
     // webhook's identity, and gives the pod the webhook gave.

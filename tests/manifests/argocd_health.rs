@@ -77,15 +77,24 @@ impl Case {
 
 fn cases() -> Vec<Case> {
     let text = std::fs::read_to_string(fixtures().join("cases.yaml")).expect("read cases.yaml");
-    let index: Index = serde_yaml::from_str(&text).expect("parse cases.yaml");
+    let index: Index = serde_json::from_value(yaml_value(&text)).expect("parse cases.yaml");
     index.cases
+}
+
+/// The first document of a YAML text, read by the core's reader.
+fn yaml_value(text: &str) -> Json {
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|mut docs| docs.next().unwrap_or(Ok(Json::Null)))
+        .expect("YAML")
 }
 
 fn load_object(input: &str) -> Json {
     let path = fixtures().join(input);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|mut docs| docs.next().unwrap_or(Ok(Json::Null)))
+        .unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
 /// The object as Argo CD hands it to Lua: objects and arrays become tables (arrays 1-based),

@@ -82,9 +82,13 @@ class Tools:
         return f"Tools({self.name}: helm {self.helm_version})"
 
     def template(self, sets=(), namespace="kserve", release="kserve-injector", chart=CHART,
-                 files=(), values_files=(), extra=(), check=True):
-        """`helm template`; the rendered YAML, or (check=False) the process."""
+                 files=(), values_files=(), extra=(), check=True, tests=False):
+        """`helm template`; the rendered YAML, or (check=False) the process.
+        Without `tests`, the `helm test` hook is left out (the kustomize
+        install has no counterpart): --skip-tests."""
         cmd = [self.helm, "template", release, chart, "--namespace", namespace]
+        if not tests:
+            cmd.append("--skip-tests")
         for s in sets:
             cmd += ["--set", s]
         for f in files:
@@ -248,15 +252,12 @@ class ApiServer:
 
 @pytest.fixture(scope="session")
 def apiserver(tools, tmp_path_factory):
-    """The shared kube-apiserver 1.20 (../shared/tools/kube-apiserver), built
-    once (cached in ~/.cache/kube-apiserver) and started on free ports."""
+    """kube-apiserver 1.20 and etcd (tests/e2e/apiserver/), built once
+    (cached in ~/.cache/kube-apiserver) and started on free ports."""
     if os.environ.get("SKIP_APISERVER") == "1":
         need("SKIP_APISERVER=1")
-    tool = Path(os.environ.get("KUBE_APISERVER_TOOL", ROOT.parent / "shared" / "tools" / "kube-apiserver"))
-    if not (tool / "start.sh").is_file():
-        need(f"no kube-apiserver tool at {tool}")
-    env = dict(os.environ, KUBE_APISERVER_TOOLS=str(tool))
-    build = run(["bash", ROOT / ".ci" / "apiserver-bin.sh"], env=env, check=False,
+    tool = ROOT / "tests" / "e2e" / "apiserver"
+    build = run(["bash", ROOT / ".ci" / "apiserver-bin.sh"], check=False,
                 timeout=int(os.environ.get("APISERVER_BUILD_TIMEOUT", "1200")))
     if build.returncode != 0:
         pytest.fail(f"building kube-apiserver failed:\n{build.stderr[-3000:]}")

@@ -186,9 +186,10 @@ def drive(served, rounds=40):
 class Prometheus:
     """Debian's prometheus on loopback, scraping `served` every second as the
     job a ServiceMonitor for the metrics Service makes (with the namespace and
-    pod labels it adds), and evaluating `rules` every second."""
+    pod labels it adds), or what `scrape_configs` says, and evaluating
+    `rules` every second."""
 
-    def __init__(self, served, rules, tmp):
+    def __init__(self, served, rules, tmp, scrape_configs=None):
         exe = shutil.which("prometheus")
         if not exe:
             raise FileNotFoundError("no prometheus (Debian's package: bash .ci/monitoring.sh)")
@@ -197,7 +198,7 @@ class Prometheus:
         config.write_text(yaml.safe_dump({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(rules)],
-            "scrape_configs": [{
+            "scrape_configs": scrape_configs or [{
                 "job_name": "kserve-injector-metrics",
                 "static_configs": [{"targets": [f"127.0.0.1:{served.admin}"],
                                     "labels": {"namespace": "kserve", "pod": "kserve-injector-0"}}],

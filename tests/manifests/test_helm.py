@@ -103,6 +103,9 @@ VALUE_SETS = {
                               "clusterLookups.outsideNamespaces=allow",
                               "clusterLookups.watch.secrets=true"]),
     "shadow": ("kserve", ["shadow.enabled=true", "shadow.warnings=true"]),
+    "host-network": ("kserve", ["hostNetwork=true", "ports.webhook=10260", "ports.admin=10261"]),
+    "webhook-url": ("kserve", ["hostNetwork=true", "ports.webhook=10260", "ports.admin=10261",
+                               "webhook.url=https://kserve-injector.example.com:10260/mutate-pods"]),
     # every generated name and label at its longest
     "long-names": ("kserve", [
         "fullnameOverride=k" + "x" * 62,
@@ -444,6 +447,17 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "host-network").mkdir()
+    (cases / "host-network" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/host-network
+transformers:
+  - ../../manifests/follow-namespace
+""")
     (cases / "restricted-profile").mkdir()
     (cases / "restricted-profile" / "kustomization.yaml").write_text("""\
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -469,6 +483,7 @@ transformers:
                            []),
         "restricted-profile": (cases / "restricted-profile", "kserve",
                                ["server.securityProfile=restricted"], []),
+        "host-network": (cases / "host-network", "kserve", VALUE_SETS["host-network"][1], []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
         "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
         "namespaced": (cases / "namespaced", "kserve", ["clusterLookups.namespaces={models}"], []),
@@ -477,7 +492,7 @@ transformers:
 
 @pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "monitoring", "native-sidecar",
                                   "restricted-profile", "static-certs", "watch-secrets",
-                                  "namespaced"])
+                                  "namespaced", "host-network"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
     as data after dropping Helm's own labels: the default install, a namespace
@@ -606,11 +621,20 @@ BROKEN = {
     "a named flag in extraArgs": (
         ["server.extraArgs={--request-timeout=1s}"], "set server.requestTimeout instead"),
     "settings.kserveVersion not a release": (["settings.kserveVersion=latest"], "kserveVersion"),
+    "server.kserveVersion a patch release not modelled": (["server.kserveVersion=v0.15.3"], "kserveVersion"),
     "timeoutSeconds above 30": (["webhook.timeoutSeconds=31"], "timeoutSeconds"),
     "provided without caCrt": (["certificates.mode=provided"], "certificates.provided.caCrt"),
     "provided without a serving pair": (
         ["certificates.mode=provided", "certificates.provided.caCrt=x"], "existingSecret, or tlsCrt and tlsKey"),
     "an unknown failurePolicy": (["webhook.failurePolicy=Never"], "failurePolicy"),
+    "--addr in extraArgs": (["server.extraArgs={--addr=0.0.0.0:9444}"], "set ports.webhook and ports.admin instead"),
+    "one port for both listeners": (["ports.admin=9443"], "serve's two listeners need two ports"),
+    "the kubelet's port on the host network": (
+        ["hostNetwork=true", "ports.webhook=10250"], "is the kubelet's port on every node"),
+    "a privileged port": (["ports.webhook=443"], "ports"),
+    "a webhook URL over plain HTTP": (["webhook.url=http://kserve-injector.example.com/mutate-pods"], "url"),
+    "a relative runbook URL": (["metrics.prometheusRule.runbookUrl=docs/operations.md"], "runbookUrl"),
+    "a probe namespace that is no DNS label": (["test.probeNamespace=Models"], "probeNamespace"),
 }
 
 
@@ -1354,3 +1378,75 @@ def test_package(tools, tmp_path):
     assert tools.template(chart=archive) == tools.template()
     lint = run([tools.helm, "lint", "--strict", archive]).stdout
     assert "0 chart(s) failed" in lint
+
+
+# ---------------------------------------------------------------- the host network and helm test
+
+def test_host_network_values_reach_the_pods_and_the_webhook(tools):
+    """hostNetwork, the ports and webhook.url reach the Deployment (its args,
+    ports, dnsPolicy), the webhook's clientConfig and the serving
+    certificate's names; the Service, probes and NetworkPolicy follow the
+    named ports."""
+    docs = docs_of(render_set(tools, "webhook-url")[1])
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert container["args"][4:6] == ["--addr=0.0.0.0:10260", "--admin-addr=0.0.0.0:10261"]
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [
+        ("webhook-server", 10260), ("admin", 10261)]
+    assert container["readinessProbe"]["httpGet"]["port"] == "admin"
+    assert one(docs, "Service", "kserve-injector")["spec"]["ports"][0]["targetPort"] == "webhook-server"
+    hook = one(docs, "MutatingWebhookConfiguration")["webhooks"][0]
+    assert hook["clientConfig"] == {"url": "https://kserve-injector.example.com:10260/mutate-pods"}
+    assert "kserve-injector.example.com" in one(docs, "Certificate", "kserve-injector-serving")["spec"]["dnsNames"]
+    ip = docs_of(tools.template(["webhook.url=https://10.0.0.7:10260/mutate-pods"]))
+    serving = one(ip, "Certificate", "kserve-injector-serving")["spec"]
+    assert serving["ipAddresses"] == ["10.0.0.7"] and "10.0.0.7" not in serving["dnsNames"]
+    default = one(docs_of(tools.template()), "Deployment")["spec"]["template"]["spec"]
+    assert "hostNetwork" not in default and not any(a.startswith("--addr") for a in default["containers"][0]["args"])
+
+
+def test_self_signed_certificate_names_the_webhook_url(tools, tmp_path):
+    """In self-signed mode the URL's host (a name or an IP) is in the serving
+    certificate the chart makes, so the API server accepts it."""
+    for url, san in (("https://webhook.example.com:10260/mutate-pods", "DNS:webhook.example.com"),
+                     ("https://10.0.0.7:10260/mutate-pods", "IP Address:10.0.0.7")):
+        docs = docs_of(tools.template(["certificates.mode=self-signed", f"webhook.url={url}"]))
+        secret = one(docs, "Secret", "kserve-injector-serving-cert")
+        crt = tmp_path / "tls.crt"
+        crt.write_bytes(base64.b64decode(secret["data"]["tls.crt"]))
+        text = run(["openssl", "x509", "-in", crt, "-noout", "-ext", "subjectAltName"]).stdout
+        assert san in text, text
+
+
+def test_helm_test_hook_renders_check_with_its_own_rbac(tools, checks, tmp_path):
+    """`helm template` renders the test hook: a pod running `kserve-injector
+    check` from the chart's image, and the ServiceAccount, roles and
+    bindings it needs, every one a test hook removed once it passes; valid
+    objects, and none when test.enabled is false."""
+    text = tools.template(["test.probeNamespace=models"], tests=True)
+    path = tmp_path / "hook.yaml"
+    path.write_text(text)
+    validate(docs_of(text), checks, path)
+    hooks = [d for d in docs_of(text) if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"]
+    assert sorted(d["kind"] for d in hooks) == ["ClusterRole", "ClusterRoleBinding", "Pod", "Role", "Role",
+                                                "RoleBinding", "RoleBinding", "ServiceAccount"]
+    for d in hooks:
+        assert d["metadata"]["annotations"]["helm.sh/hook-delete-policy"] == "before-hook-creation,hook-succeeded"
+    pod = one(hooks, "Pod")
+    main = one(docs_of(text), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    container = pod["spec"]["containers"][0]
+    assert container["image"] == main["image"]
+    assert container["args"] == ["check", "--namespace=kserve", "--name=kserve-injector", "--probe-namespace=models"]
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["serviceAccountName"] == one(hooks, "ServiceAccount")["metadata"]["name"]
+    assert pod["metadata"]["labels"]["app.kubernetes.io/name"] != "kserve-injector", "not the webhook's selector"
+    probe_role = [r for r in by_kind(hooks, "Role") if r["metadata"]["namespace"] == "models"]
+    assert probe_role and probe_role[0]["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]
+    role = [r for r in by_kind(hooks, "Role") if r["metadata"]["namespace"] == "kserve"][0]
+    assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kserve-injector-serving-cert"],
+            "verbs": ["get"]} in role["rules"]
+    cluster = one(hooks, "ClusterRole")["rules"]
+    assert all(set(r["verbs"]) <= {"get", "list", "create"} for r in cluster), cluster
+    assert not [d for d in docs_of(tools.template(["test.enabled=false"], tests=True))
+                if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"]

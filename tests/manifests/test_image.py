@@ -66,3 +66,47 @@ def test_run_sees_only_the_context(tmp_path):
     proc = build(project_copy(tmp_path, dockerfile=dockerfile), tmp_path / "work")
     assert proc.returncode == 1
     assert "RUN failed with exit 1: test -f Cargo.toml && cat README.md" in proc.stderr
+
+
+AUDITABLE = ROOT / ".ci" / "auditable_deps.py"
+
+
+def with_dependency_list(tmp, packages):
+    """A copy of /bin/true carrying `packages` as cargo-auditable writes them."""
+    import json
+    import zlib
+    section = tmp / "dep-v0"
+    section.write_bytes(zlib.compress(json.dumps({"packages": packages}).encode()))
+    binary = tmp / "with-list"
+    subprocess.run(["objcopy", "--add-section", f".dep-v0={section}", "/bin/true", str(binary)], check=True)
+    return binary
+
+
+def locked(name):
+    import tomllib
+    lock = tomllib.loads((ROOT / "Cargo.lock").read_text())
+    return next(p["version"] for p in lock["package"] if p["name"] == name)
+
+
+def test_refuses_a_binary_without_its_dependency_list(tmp_path):
+    proc = subprocess.run([sys.executable, str(AUDITABLE), "/bin/true"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "no .dep-v0 section (not built with `cargo auditable build`)" in proc.stderr
+
+
+def test_refuses_a_dependency_list_that_is_not_the_lockfiles(tmp_path):
+    sys.path.insert(0, str(ROOT / ".ci"))
+    import image_build
+    good = [{"name": n, "version": locked(n), "source": "crates.io"} for n in ("rustls", "hyper", "kube")]
+    ours = [{"name": n, "version": locked(n), "source": "local"} for n in ("kserve-injector", "kserve-injector-core")]
+    image_build.check_dependency_list(with_dependency_list(tmp_path, good + ours), ROOT / "Cargo.lock")
+    try:
+        image_build.check_dependency_list(with_dependency_list(tmp_path, good[:2] + ours), ROOT / "Cargo.lock")
+        raise AssertionError("a list without kube passed")
+    except image_build.BuildError as err:
+        assert "lacks kube" in str(err)
+    stale = [dict(good[0], version="0.0.1")] + good[1:] + ours
+    proc = subprocess.run([sys.executable, str(AUDITABLE), str(with_dependency_list(tmp_path, stale)),
+                           str(ROOT / "Cargo.lock")], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "rustls 0.0.1 (Cargo.lock: " in proc.stderr

@@ -238,6 +238,44 @@ def test_replace_kserve_mutator(checks, renders):
     checks.replaced(str(renders["all-components"]))
 
 
+def install_md_kserve_version_patch():
+    """docs/install.md's `patches:` for the KServe version, as written there."""
+    text = (ROOT / "docs" / "install.md").read_text()
+    section = text[text.index("**KServe version.**"):]
+    block = section[section.index("```yaml\n") + len("```yaml\n"):]
+    return block[:block.index("```")]
+
+
+def kserve_version_of(kubectl, tree, patches, out):
+    """The --kserve-version values of the Deployment the base renders to
+    with `patches` added, as a user's kustomization adds them."""
+    case = tree / "cases" / "kserve-version"
+    case.mkdir(exist_ok=True)
+    (case / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        "resources:\n  - ../../manifests\n" + patches)
+    docs = yaml.safe_load_all(render(kubectl, case, out).read_text())
+    deployment = next(d for d in docs if d and d["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    return [a.split("=", 1)[1] for a in args if a.startswith("--kserve-version=")]
+
+
+def test_kserve_version_patch(tools, tree, injector_bin, tmp_path):
+    """docs/install.md's kustomize patch sets one --kserve-version, a
+    release the server takes (the parser `serve` uses, through
+    `default-config`); a tag it does not model is refused (exit 2)."""
+    patches = install_md_kserve_version_patch()
+    versions = kserve_version_of(tools.kubectl, tree, patches, tmp_path / "kv.yaml")
+    assert len(versions) == 1, versions
+    ok = run([injector_bin, "default-config", "--kserve-version", versions[0]], check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert f"at tag {versions[0]}" in ok.stdout
+    unknown = patches.replace(versions[0], "v0.15.3")
+    versions = kserve_version_of(tools.kubectl, tree, unknown, tmp_path / "kv-bad.yaml")
+    bad = run([injector_bin, "default-config", "--kserve-version", versions[0]], check=False)
+    assert bad.returncode == 2 and "is not a KServe version" in bad.stderr, bad.stderr
+
+
 def test_helm_post_renderer(tools, checks, tree, tmp_path):
     """helm-post-renderer.sh removes only KServe's pod mutator from
     fixtures/install."""

@@ -14,16 +14,21 @@ promtool and prometheus come from Debian's prometheus package (bash
 .ci/manifests.sh.
 """
 
+import base64
 import json
+import re
+import os
 import shutil
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import yaml
 
 import monitoring_checks as mc
-from conftest import CHART, ROOT, by_kind, copy_tree, docs_of, need, one
-from monitoring_live import Prometheus, Served, drive
+from conftest import CHART, ROOT, by_kind, copy_tree, docs_of, free_port, need, one, run
+from monitoring_live import Prometheus, Served, drive, http_ok, wait_for
 
 COMPONENT = ROOT / "manifests" / "components" / "monitoring"
 DASHBOARD = COMPONENT / "dashboards" / "kserve-injector.json"
@@ -76,8 +81,18 @@ def dashboard():
     return json.loads(DASHBOARD.read_text())
 
 
+def serve_rules(rule):
+    """The rules on the series `serve` exports (the first group; the second
+    reads the API server's and kube-state-metrics' series)."""
+    return [r for g in rule["spec"]["groups"] if g["name"] == "kserve-injector" for r in g["rules"]]
+
+
+def apiserver_rules(rule):
+    return [r for g in rule["spec"]["groups"] if g["name"] == "kserve-injector-apiserver" for r in g["rules"]]
+
+
 def all_queries(rule, dashboard):
-    queries = {f"alert {r['alert']} ({r['labels']['severity']})": r["expr"] for r in mc.alert_rules(rule)}
+    queries = {f"alert {r['alert']} ({r['labels']['severity']})": r["expr"] for r in serve_rules(rule)}
     for where, expr in mc.dashboard_queries(dashboard).items():
         queries[where] = mc.grafana_to_promql(expr)
     for name, (selector, _) in mc.variable_queries(dashboard).items():
@@ -92,7 +107,7 @@ def test_promtool_checks_and_tests_the_rules(install, promtool_ready, rule, tool
     """promtool check rules, then the unit tests (a firing and a quiet case
     per alert), on the component's rules and on the chart's default render."""
     doc = rule if install == "kustomize" else one(docs_of(tools.template(ENABLED)), "PrometheusRule")
-    assert "SUCCESS: 15 rules found" in mc.check_rules(doc, tmp_path)
+    assert "SUCCESS: 24 rules found" in mc.check_rules(doc, tmp_path)
     assert "SUCCESS" in mc.unit_test_rules(doc, tmp_path)
 
 
@@ -134,7 +149,7 @@ def test_unit_tests_fail_when_a_rule_breaks(promtool_ready, rule, tmp_path, proo
             ok = all(expect in l for l in failed) if expect == "fire" else any(expect in l for l in failed)
             assert failed and ok, f"{r['alert']}: {broken}: {failed}"
             checked[(r["alert"], r["labels"]["severity"], expect)] = doc
-    assert len(checked) == 2 * 15
+    assert len(checked) == 2 * 24
     # the whole file, too, fails on a broken rule
     proof("promtool test rules (KServeInjectorPanics that never fires)", mc.unit_test_rules,
           checked[("KServeInjectorPanics", "warning", "fire")], tmp_path)
@@ -168,6 +183,7 @@ def test_helm_thresholds_reach_the_rules(promtool_ready, tools, tmp_path):
         "metrics.prometheusRule.thresholds.certificateWarningDays=14",
         "metrics.prometheusRule.thresholds.certificateCriticalDays=2",
         "metrics.prometheusRule.thresholds.watchErrors=20",
+        "metrics.prometheusRule.thresholds.tlsHandshakeErrors=12",
         "metrics.prometheusRule.runbookUrl=https://git.example.com/k/-/blob/main/docs/operations.md",
         "metrics.prometheusRule.labels.release=prometheus",
         "fullnameOverride=webhook"])), "PrometheusRule")
@@ -180,9 +196,13 @@ def test_helm_thresholds_reach_the_rules(promtool_ready, tools, tmp_path):
     assert exprs[("KServeInjectorCertificateExpiring", "warning")].endswith("< 14 * 86400")
     assert exprs[("KServeInjectorCertificateExpiring", "critical")].endswith("< 2 * 86400")
     assert exprs[("KServeInjectorWatchErrors", "warning")].endswith("> 20")
+    assert exprs[("KServeInjectorTLSHandshakeErrors", "warning")].endswith("> 12")
+    assert exprs[("KServeInjectorAPIServerSlowAdmissions", "warning")].endswith("> 2.5")
+    assert 'deployment="webhook"' in exprs[("KServeInjectorReplicasUnavailable", "warning")]
     assert doc["metadata"]["labels"]["release"] == "prometheus"
     urls = [r["annotations"]["runbook_url"] for r in mc.alert_rules(doc)]
-    assert all(u.startswith("https://git.example.com/k/-/blob/main/docs/operations.md#") for u in urls), urls
+    assert urls == [f"https://git.example.com/k/-/blob/main/docs/operations.md#{r['alert'].lower()}"
+                    for r in mc.alert_rules(doc)], urls
 
 
 BAD_THRESHOLDS = {
@@ -206,15 +226,31 @@ def test_bad_thresholds_are_refused(any_tools, what):
     assert message in proc.stderr, f"{what}: {proc.stderr}"
 
 
-def test_runbook_url_is_refused_with_a_fragment(tools):
-    proc = tools.template(ENABLED + ["metrics.prometheusRule.runbookUrl=docs/x.md#alerts"], check=False)
+@pytest.mark.parametrize("url", ["https://git.example.com/docs/x.md#alerts", "docs/operations.md",
+                                 "/docs/operations.md", "git.example.com/docs/operations.md"])
+def test_runbook_url_must_be_absolute_without_a_fragment(tools, url):
+    proc = tools.template(ENABLED + [f"metrics.prometheusRule.runbookUrl={url}"], check=False)
     assert proc.returncode != 0 and "runbookUrl" in proc.stderr, proc.stderr
 
 
+def test_without_a_runbook_url_the_alerts_have_none_and_notes_say_so(tools):
+    """Alertmanager shows a relative runbook_url as text: the chart renders
+    none until runbookUrl is set, and NOTES.txt asks for it."""
+    doc = one(docs_of(tools.template(ENABLED)), "PrometheusRule")
+    assert not [r["alert"] for r in mc.alert_rules(doc) if "runbook_url" in r["annotations"]]
+    def notes(sets):
+        cmd = [tools.helm, "install", "kserve-injector", CHART, "-n", "kserve", "--dry-run=client"]
+        out = run(cmd + [a for s in sets for a in ("--set", s)], env=dict(os.environ, KUBECONFIG="/nonexistent")).stdout
+        return out.split("\nNOTES:\n", 1)[1]
+    assert "set metrics.prometheusRule.runbookUrl" in notes(ENABLED)
+    assert "set metrics.prometheusRule.runbookUrl" not in notes(
+        ENABLED + ["metrics.prometheusRule.runbookUrl=https://x.example/ops.md"])
+
+
 def test_every_alert_has_a_runbook_entry(rule):
-    """Each runbook_url points into docs/operations.md's Alerts section, at
-    a heading that names the alert and says what it means, what users see
-    and what to do."""
+    """Each alert has an entry in docs/operations.md's Alerts section (where
+    a runbook_url made of runbookUrl points), a heading that names the alert
+    and says what it means, what users see and what to do."""
     text = (ROOT / "docs" / "operations.md").read_text()
     assert "\n## Alerts\n" in text
     section = text.split("\n## Alerts\n", 1)[1].split("\n## ", 1)[0]
@@ -223,8 +259,7 @@ def test_every_alert_has_a_runbook_entry(rule):
         title, _, body = block.partition("\n")
         entries[title.strip().lower()] = body
     for r in mc.alert_rules(rule):
-        url = r["annotations"]["runbook_url"]
-        assert url == f"docs/operations.md#{r['alert'].lower()}", url
+        assert "runbook_url" not in r["annotations"], "a relative runbook_url is no link in Alertmanager"
         body = entries.get(r["alert"].lower())
         assert body is not None, f"no entry '### {r['alert']}' in docs/operations.md's Alerts"
         for part in ("**Means:**", "**Users see:**", "**Do:**"):
@@ -319,7 +354,7 @@ def test_prometheus_evaluates_every_rule_and_query(served, rule, dashboard, scra
         assert not errors, "\n".join(errors)
         groups = prom.api("rules")["data"]["groups"]
         health = [(r["name"], r["health"], r.get("lastError", "")) for g in groups for r in g["rules"]]
-        assert len(health) == 15 and all(h == "ok" and not e for _, h, e in health), health
+        assert len(health) == 24 and all(h == "ok" and not e for _, h, e in health), health
         alerting = {w for w, n in answered.items() if w.startswith("alert ") and n}
         empty = [w for w, n in answered.items() if not w.startswith("alert ") and not n]
         states = sorted((a["labels"]["alertname"], a["labels"]["severity"], a["state"])
@@ -355,3 +390,128 @@ def wait(prom, expr, timeout=30):
         time.sleep(0.5)
     raise AssertionError(f"Prometheus: no data for {expr} within {timeout} s\n"
                          f"{prom.log.read_text()[-2000:]}")
+
+
+# ---------------------------------------------------------------- the API server's series
+
+# The series the API server's group names, with the Kubernetes release that
+# added each (kubernetes#81399 made rejection_count and fixed `rejected` in
+# 1.16; kubernetes#107171 added fail_open_count in 1.24), and kube-state-
+# metrics' (not run here: kube_deployment_spec_replicas and
+# kube_deployment_status_replicas_available, in every release since 1.0).
+APISERVER_SERIES = {
+    "apiserver_admission_webhook_admission_duration_seconds_bucket": (1, 16),
+    "apiserver_admission_webhook_rejection_count": (1, 16),
+    "apiserver_admission_webhook_fail_open_count": (1, 24),
+}
+KUBE_STATE_METRICS = {"kube_deployment_spec_replicas", "kube_deployment_status_replicas_available"}
+HOOK = "pod-mutator.kserve-injector.kserve.io"
+
+
+def probe_pod(name, container="kserve-container"):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"serving.kserve.io/inferenceservice": name},
+                         "annotations": {"internal.serving.kserve.io/storage-initializer-sourceuri":
+                                         "oci://registry.invalid/model:v1"}},
+            "spec": {"containers": [{"name": container, "image": "registry.invalid/server:v1"}]}}
+
+
+def test_apiserver_series_exist_in_a_real_scrape(apiserver, injector_bin, rule, tmp_path, promtool_ready, record):
+    """The test kube-apiserver calls a `serve` registered under our webhook's
+    name (a pod admitted, one denied, then one while serve is stopped); a
+    real Prometheus scrapes the API server's /metrics; every series the
+    API server's rules name is there with the labels they match, except
+    those documented as newer than this API server (or as kube-state-
+    metrics'), and the rules evaluate without error, the call errors and
+    the denial showing in their expressions."""
+    pki = Path(apiserver.env["WORK_DIR"]) / "pki"
+    port, admin = free_port(), free_port()
+    log = tmp_path / "serve.log"
+    proc = subprocess.Popen(
+        [injector_bin, "serve", "--tls-cert-file", pki / "webhook.crt", "--tls-key-file", pki / "webhook.key",
+         "--addr", f"127.0.0.1:{port}", "--admin-addr", f"127.0.0.1:{admin}", "--cluster-lookups", "off",
+         "--shutdown-delay", "0s"], stdout=log.open("w"), stderr=subprocess.STDOUT)
+    namespace = "scrape-webhook-metrics"
+    apiserver.ensure_namespace(namespace)
+    apiserver.kubectl("label", "namespace", namespace, "kserve-injector-scrape=yes", "--overwrite")
+    ca = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
+    registration = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "kserve-injector-scrape"},
+        "webhooks": [{"name": HOOK, "clientConfig": {"url": f"https://127.0.0.1:{port}/mutate-pods", "caBundle": ca},
+                      "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                 "resources": ["pods"]}],
+                      "namespaceSelector": {"matchLabels": {"kserve-injector-scrape": "yes"}},
+                      "objectSelector": {"matchExpressions": [{"key": "serving.kserve.io/inferenceservice",
+                                                               "operator": "Exists"}]},
+                      "admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Fail",
+                      "timeoutSeconds": 5}]}
+    prom = None
+    try:
+        wait_for("serve /readyz", lambda: http_ok(f"http://127.0.0.1:{admin}/readyz"), proc=proc, log=log)
+        apiserver.kubectl("apply", "-f", "-", stdin=json.dumps(registration))
+
+        def dry_run(pod):
+            return apiserver.kubectl("-n", namespace, "create", "--dry-run=server", "-o", "json", "-f", "-",
+                                     stdin=json.dumps(pod), check=False)
+        wait_for("the webhook injects", lambda: "modelcar" in dry_run(probe_pod("admitted")).stdout)
+        denied = dry_run(probe_pod("denied", container="model"))
+        assert denied.returncode != 0 and "denied the request" in denied.stderr, denied.stderr
+        proc.terminate()
+        proc.wait(timeout=30)
+        unreachable = dry_run(probe_pod("unreachable"))
+        assert "failed calling webhook" in unreachable.stderr, unreachable.stderr
+
+        rules = tmp_path / "apiserver-rules.yaml"
+        rules.write_text(yaml.safe_dump({"groups": [{"name": "kserve-injector-apiserver",
+                                                     "rules": apiserver_rules(rule)}]}))
+        server_port = apiserver.env["APISERVER_PORT"]
+        prom = Prometheus(None, rules, tmp_path, scrape_configs=[{
+            "job_name": "apiserver", "scheme": "https",
+            "tls_config": {"ca_file": str(pki / "ca.crt"), "cert_file": str(pki / "admin.crt"),
+                           "key_file": str(pki / "admin.key")},
+            "static_configs": [{"targets": [f"127.0.0.1:{server_port}"]}]}])
+        wait(prom, f'apiserver_admission_webhook_rejection_count{{name="{HOOK}"}}', timeout=60)
+        version = apiserver.kubectl("version", "-o", "json").stdout
+        server = json.loads(version)["serverVersion"]
+        major, minor = re.match(r"v(\d+)\.(\d+)", server["gitVersion"]).groups()
+        running = (int(major), int(minor))
+        found, newer = {}, []
+        for r in apiserver_rules(rule):
+            names, _ = mc.selectors(r["expr"])
+            for name, labels in names:
+                if name in KUBE_STATE_METRICS:
+                    continue
+                error, result = prom.query(f'{name}{{name="{HOOK}"}}')
+                assert error is None, error
+                if not result:
+                    assert running < APISERVER_SERIES[name], f"{name}: absent from a {running} API server"
+                    newer.append(f"{name} (Kubernetes {'.'.join(map(str, APISERVER_SERIES[name]))})")
+                    continue
+                have = set().union(*(s["metric"] for s in result))
+                assert labels <= have, f"{name}: the rule matches {labels - have}, which the series lacks"
+                found[name] = sorted(have - {"__name__", "instance", "job"})
+        assert set(found) >= {"apiserver_admission_webhook_rejection_count",
+                              "apiserver_admission_webhook_admission_duration_seconds_bucket"}, found
+        error, calls = prom.query(f'apiserver_admission_webhook_rejection_count{{name="{HOOK}", '
+                                  f'error_type="calling_webhook_error"}}')
+        assert error is None and calls, "the stopped webhook's call error is counted"
+        error, denials = prom.query(f'apiserver_admission_webhook_rejection_count{{name="{HOOK}", '
+                                    f'error_type="no_error", rejection_code="500"}}')
+        assert error is None and denials, "the denial is counted with its code"
+        time.sleep(2)
+        health = [(r["name"], r["health"], r.get("lastError", ""))
+                  for g in prom.api("rules")["data"]["groups"] for r in g["rules"]]
+        assert len(health) == 5 and all(h == "ok" and not e for _, h, e in health), health
+        for r in apiserver_rules(rule):
+            error, _ = prom.query(r["expr"])
+            assert error is None, f"{r['alert']}: {error}"
+        record(f"apiserver series: kube-apiserver {running[0]}.{running[1]} exports {found}; "
+               f"documented as newer: {newer or 'none'}; kube-state-metrics (not run): {sorted(KUBE_STATE_METRICS)}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        apiserver.kubectl("delete", "mutatingwebhookconfiguration", "kserve-injector-scrape", "--ignore-not-found")
+        if prom is not None:
+            prom.stop()

@@ -41,6 +41,26 @@ fn defaults_match_the_issue() -> Result<(), clap::Error> {
     Ok(())
 }
 
+/// In a pod the listeners take every interface; the local try-out
+/// (`--self-signed`, no client authentication) keeps them on loopback
+/// unless an address is given.
+#[test]
+fn self_signed_listens_on_loopback_unless_told_otherwise() -> Result<(), clap::Error> {
+    let listen = |flags: &[&str]| -> Result<_, clap::Error> {
+        Ok(ServeSettings::from(ServeArgs::try_parse_from(flags)?).listen)
+    };
+    let pod = listen(&[])?;
+    assert_eq!(pod.addr.to_string(), "0.0.0.0:9443");
+    assert_eq!(pod.admin_addr.to_string(), "0.0.0.0:8081");
+    let try_out = listen(&["--self-signed"])?;
+    assert_eq!(try_out.addr.to_string(), "127.0.0.1:9443");
+    assert_eq!(try_out.admin_addr.to_string(), "127.0.0.1:8081");
+    let told = listen(&["--self-signed", "--addr", "0.0.0.0:9443"])?;
+    assert_eq!(told.addr.to_string(), "0.0.0.0:9443");
+    assert_eq!(told.admin_addr.to_string(), "127.0.0.1:8081");
+    Ok(())
+}
+
 #[test]
 fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
     let refused = |flags: &[&str]| match ServeArgs::try_parse_from(flags) {
@@ -143,17 +163,38 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
     let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(default.inference_config.kserve_version, None);
     let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
-    assert_eq!(v0_17.inference_config.kserve_version, Some(Release::V0_17));
-    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
-    assert_eq!(v0_15.inference_config.kserve_version, Some(Release::V0_15));
-    let message = match ServeArgs::try_parse_from(["--kserve-version", "v0.14"]) {
-        Ok(_) => "accepted".to_string(),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        message.contains("\"v0.14\" is not a KServe version") && message.contains("v0.15, v0.16"),
-        "{message}"
+    assert_eq!(
+        v0_17.inference_config.kserve_version,
+        Some(Release::V0_17_0)
     );
+    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
+    assert_eq!(
+        v0_15.inference_config.kserve_version,
+        Some(Release::V0_15_2)
+    );
+    let v0_15_0 = ServeArgs::try_parse_from(["--kserve-version", "v0.15.0"])?;
+    assert_eq!(
+        v0_15_0.inference_config.kserve_version,
+        Some(Release::V0_15_0)
+    );
+    let v0_18_1 = ServeArgs::try_parse_from(["--kserve-version", "0.18.1"])?;
+    assert_eq!(
+        v0_18_1.inference_config.kserve_version,
+        Some(Release::V0_18_1)
+    );
+    for (spelling, says) in [
+        ("v0.14", "\"v0.14\" is not a KServe version"),
+        ("v0.15.3", "\"v0.15.3\" is not a KServe version"),
+    ] {
+        let message = match ServeArgs::try_parse_from(["--kserve-version", spelling]) {
+            Ok(_) => "accepted".to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains(says) && message.contains("v0.15.0, v0.15.1, v0.15.2, v0.16.0"),
+            "{message}"
+        );
+    }
     Ok(())
 }
 
@@ -206,4 +247,49 @@ async fn serve_refuses_to_start_with_a_bad_config_file_naming_it_and_the_key() {
         error.contains(&path) && error.contains("\"hostPth\" is not a volume source"),
         "{error}"
     );
+}
+
+/// `--self-signed` told to listen beyond loopback says so in its log, once
+/// per such listener, right after "listening".
+#[test]
+fn self_signed_beyond_loopback_is_a_warning_in_the_log() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+        .args(["serve", "--self-signed", "--cluster-lookups", "off"])
+        .args(["--addr", "0.0.0.0:0", "--admin-addr", "127.0.0.1:0"])
+        .args(["--shutdown-delay", "0s", "--log-format", "json"])
+        .arg("--self-signed-ca-file")
+        .arg(dir.path().join("ca.crt"))
+        .env_remove("RUST_LOG")
+        .env_remove("KSERVE_INJECTOR_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let warned = line.contains("beyond loopback");
+            if tx.send(line).is_err() || warned {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(60)) {
+        seen.push(line);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let warning = seen.iter().find(|l| l.contains("beyond loopback"));
+    let warning: serde_json::Value =
+        serde_json::from_str(warning.unwrap_or_else(|| panic!("no warning in {seen:?}"))).unwrap();
+    assert_eq!(warning["level"], "WARN", "{warning}");
+    assert_eq!(warning["flag"], "--addr", "{warning}");
 }

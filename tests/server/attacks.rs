@@ -299,9 +299,7 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
         admin_get(admin, "/readyz").await?.0 == StatusCode::OK,
         || "not ready with a valid certificate".into(),
     )?;
-    for leaf in [&expired, &future] {
-        dir.swap(&as_refs(&cert_files(leaf)))?;
-    }
+    dir.swap(&as_refs(&cert_files(&expired)))?;
     let errors = "kserve_injector_certificate_reload_errors_total{cert=\"serving\"}";
     eventually(
         PATIENCE,
@@ -309,12 +307,23 @@ async fn certificates_outside_their_validity_window_are_refused() -> TestResult 
         || async move { (metric_now(admin, errors).await.ok()? >= 1.0).then_some(()) },
     )
     .await?;
+    // Not valid for a day: pending, not an error, until then.
+    dir.swap(&as_refs(&cert_files(&future)))?;
+    let pending =
+        "kserve_injector_certificate_pending_not_before_timestamp_seconds{cert=\"serving\"}";
+    let valid_from = (now + day).unix_timestamp() as f64;
+    eventually(
+        PATIENCE,
+        "the not-yet-valid pair to be pending",
+        || async move { (metric_now(admin, pending).await.ok()? == valid_from).then_some(()) },
+    )
+    .await?;
     ensure(served_cert(addr, &ca.pem).await? == short.der, || {
         "an invalid certificate replaced the valid one".into()
     })?;
     eprintln!(
         "figure: expired then not-yet-valid pair swapped in: reload errors {}, \
-         the valid certificate still served",
+         pending until {valid_from}, the valid certificate still served",
         metric_now(admin, errors).await?
     );
     eventually(

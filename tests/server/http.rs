@@ -475,6 +475,10 @@ async fn probes_and_metrics() -> TestResult {
             Box::new(|v| v == 0.0),
         ),
         (
+            "kserve_injector_certificate_pending_not_before_timestamp_seconds{cert=\"serving\"}",
+            Box::new(|v| v == 0.0),
+        ),
+        (
             "kserve_injector_config_reload_errors_total",
             Box::new(|v| v == 0.0),
         ),

@@ -87,7 +87,7 @@ fn serve_warns_once_when_an_image_names_another_release() {
     assert_eq!(warnings[0]["image"], "kserve/agent:v0.18.0");
     let message = warnings[0]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("names KServe v0.18") && message.contains("v0.17"),
+        message.contains("names KServe v0.18.0") && message.contains("v0.17.1"),
         "{message}"
     );
     let loaded = events
@@ -95,7 +95,7 @@ fn serve_warns_once_when_an_image_names_another_release() {
         .find(|e| e["message"] == "inferenceservice-config loaded");
     assert_eq!(
         loaded.map(|e| e["kserve_version"].clone()),
-        Some("v0.17".into())
+        Some("v0.17.1".into())
     );
     // The matching release, and `latest` tags, warn about nothing.
     let events = startup_log(&v0_18_agent, &["--kserve-version", "v0.18.0"]);
@@ -119,10 +119,18 @@ fn serve_takes_the_release_from_the_settings_file_unless_the_flag_names_one() {
     let settings = settings.to_string_lossy().into_owned();
     let default = kserve_injector_core::Config::default_manifest();
     let events = startup_log(default, &["--config-file", &settings]);
-    assert_eq!(loaded_release(&events), Some("v0.18".into()), "{events:?}");
+    assert_eq!(
+        loaded_release(&events),
+        Some("v0.18.1".into()),
+        "{events:?}"
+    );
     let flags = ["--config-file", &settings, "--kserve-version", "v0.16"];
     let events = startup_log(default, &flags);
-    assert_eq!(loaded_release(&events), Some("v0.16".into()), "{events:?}");
+    assert_eq!(
+        loaded_release(&events),
+        Some("v0.16.0".into()),
+        "{events:?}"
+    );
     let events = startup_log(default, &[]);
     assert_eq!(loaded_release(&events), Some("head".into()), "{events:?}");
 }
@@ -130,14 +138,19 @@ fn serve_takes_the_release_from_the_settings_file_unless_the_flag_names_one() {
 /// Without `--config`, `serve --kserve-version` starts from the ConfigMap
 /// that release shipped: KServe v0.15.0's turns the modelcar off, so the
 /// OCI fixture gets a storage-initializer, as its golden under
-/// `fixtures/releases/v0.15/` says; HEAD's gets a modelcar.
+/// `fixtures/releases/v0.15.0/` says; v0.15.2's (also `v0.15`) and HEAD's
+/// give a modelcar running as UID 1010.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_without_config_uses_the_releases_shipped_configmap() -> crate::support::TestResult {
     use crate::support::*;
     for (flags, golden_dir) in [
         (
+            &["--kserve-version", "v0.15.0"][..],
+            "fixtures/releases/v0.15.0/m3-modelcar-oci",
+        ),
+        (
             &["--kserve-version", "v0.15"][..],
-            "fixtures/releases/v0.15/m3-modelcar-oci",
+            "fixtures/releases/v0.15.2/m3-modelcar-oci",
         ),
         (&[][..], "fixtures/m3-modelcar-oci"),
     ] {

@@ -6,12 +6,14 @@
 mod answers;
 mod args;
 mod attacks;
+mod bounded_logs;
 mod cap;
 mod drain;
 mod http;
 mod keepalive;
 mod kserve_version;
 mod memory;
+mod pending_certs;
 mod proven_certs;
 mod reloader_fifo;
 mod router;

@@ -11,6 +11,7 @@ values to change. Included once, from webhook.yaml.
 {{- include "kserve-injector.certificateChecks" . -}}
 {{- include "kserve-injector.alertChecks" . -}}
 {{- include "kserve-injector.podChecks" . -}}
+{{- include "kserve-injector.networkChecks" . -}}
 {{- end }}
 
 {{/*
@@ -306,6 +307,26 @@ upgrade before anything changes, with the way through.
 {{- $issuer := get $annotations "cert-manager.io/certificate-name" -}}
 {{- $owner := ternary (printf "cert-manager made it for the Certificate %s (certificates.mode=cert-manager)" $issuer) "it does not belong to this release" (ne $issuer "") -}}
 {{- fail (printf "certificates.mode=%s renders the Secret %s/%s, which exists and %s; Helm cannot take it over. Switch in two steps: kubectl -n %s delete certificate %s --ignore-not-found && kubectl -n %s delete secret %s, then run this upgrade again (the running pods keep the certificate they loaded). Or keep certificates.mode=cert-manager, or use certificates.provided.existingSecret (docs/helm.md, \"Switching certificates.mode\")" .Values.certificates.mode .Release.Namespace $name $owner .Release.Namespace (include "kserve-injector.named" (list . "serving")) .Release.Namespace $name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+The ports and the host network: two listeners on one port cannot both
+bind, and on the node's network a port the kubelet, kube-proxy or the
+control plane listens on is taken already.
+*/}}
+{{- define "kserve-injector.networkChecks" -}}
+{{- $p := .Values.ports -}}
+{{- if eq (int $p.webhook) (int $p.admin) -}}
+{{- fail (printf "ports.webhook and ports.admin are both %d: serve's two listeners need two ports" (int $p.webhook)) -}}
+{{- end -}}
+{{- if .Values.hostNetwork -}}
+{{- $taken := dict "2379" "etcd" "2380" "etcd" "6443" "the API server" "10248" "the kubelet" "10249" "kube-proxy" "10250" "the kubelet" "10255" "the kubelet" "10256" "kube-proxy" "10257" "kube-controller-manager" "10259" "kube-scheduler" -}}
+{{- range $what, $port := dict "ports.webhook" $p.webhook "ports.admin" $p.admin -}}
+{{- with get $taken (toString (int $port)) -}}
+{{- fail (printf "%s (%d) is %s's port on every node: with hostNetwork, pick a free one (e.g. 10260 and 10261)" $what (int $port) .) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}

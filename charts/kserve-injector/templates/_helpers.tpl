@@ -77,7 +77,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/* <service>.<namespace>.svc and .svc.cluster.local: the serving certificate's names. */}}
 {{- define "kserve-injector.dnsNames" -}}
 {{- $svc := printf "%s.%s.svc" (include "kserve-injector.fullname" .) .Release.Namespace -}}
-{{- list $svc (printf "%s.cluster.local" $svc) | toJson }}
+{{- $names := list $svc (printf "%s.cluster.local" $svc) -}}
+{{- $host := include "kserve-injector.urlHost" . -}}
+{{- if and $host (not (regexMatch "^[0-9.]+$|:" $host)) }}{{ $names = append $names $host | uniq }}{{ end -}}
+{{- $names | toJson }}
+{{- end }}
+
+{{/* The IP address of webhook.url's host, when it is one (JSON list). */}}
+{{- define "kserve-injector.ipAddresses" -}}
+{{- $host := include "kserve-injector.urlHost" . -}}
+{{- if and $host (regexMatch "^[0-9.]+$|:" $host) }}{{ list $host | toJson }}{{ else }}{{ list | toJson }}{{ end -}}
+{{- end }}
+
+{{/* webhook.url's host, without its port or brackets; empty without a URL. */}}
+{{- define "kserve-injector.urlHost" -}}
+{{- with .Values.webhook.url -}}
+{{- $authority := regexReplaceAll "^https://([^/]+).*$" . "${1}" -}}
+{{- if hasPrefix "[" $authority -}}
+{{- regexReplaceAll "^\\[([^\\]]+)\\].*$" $authority "${1}" -}}
+{{- else -}}
+{{- regexReplaceAll ":[0-9]+$" $authority "" -}}
+{{- end -}}
+{{- end -}}
 {{- end }}
 
 {{/* The kinds of clusterLookups.watch that are true, in the server's order (JSON list). */}}
@@ -101,7 +122,7 @@ those the chart sets from a named value, and those its objects depend on
 (the container ports and probes, the mounted certificate, the cluster).
 */}}
 {{- define "kserve-injector.reservedFlags" -}}
-{{- $ports := "the Service, probes and NetworkPolicy use the chart's ports 9443 and 8081" -}}
+{{- $ports := "set ports.webhook and ports.admin instead, which the Service, probes and NetworkPolicy follow" -}}
 {{- $cert := "the chart mounts the serving certificate at the default --cert-dir; see certificates.mode" -}}
 {{- $named := dict "--request-timeout" "set server.requestTimeout instead" "--lookup-timeout" "set server.lookupTimeout instead" "--log-format" "set server.logFormat instead" "--log" "set server.logLevel instead" "--shutdown-delay" "set server.shutdownDelay instead" "--drain-timeout" "set server.drainTimeout instead" "--max-concurrent-requests" "set server.maxConcurrentRequests instead" "--max-connections" "set server.maxConnections instead" "--modelcar-mode" "set server.modelcarMode instead" "--kserve-version" "set server.kserveVersion instead" -}}
 {{- $_ := merge $named (dict "--cluster-lookups" "set clusterLookups.enabled instead" "--watch-kinds" "set clusterLookups.watch instead" "--secret-ttl" "set clusterLookups.secretTtl instead" "--secret-cache-entries" "set clusterLookups.secretCacheEntries instead" "--namespaces" "set clusterLookups.namespaces instead" "--outside-namespaces" "set clusterLookups.outsideNamespaces instead" "--config" "set inferenceServiceConfig instead" "--shadow" "set shadow.enabled instead" "--shadow-warnings" "set shadow.warnings instead") -}}
@@ -145,6 +166,8 @@ their values are in _checks.tpl.
 {{- $l := .Values.clusterLookups -}}
 {{- $args := list "serve" "--config=/etc/kserve-injector/config" (printf "--request-timeout=%s" $s.requestTimeout) -}}
 {{- $args = append $args (printf "--cluster-lookups=%s" (ternary "on" "off" $l.enabled)) -}}
+{{- if ne (int .Values.ports.webhook) 9443 }}{{ $args = append $args (printf "--addr=0.0.0.0:%d" (int .Values.ports.webhook)) }}{{ end -}}
+{{- if ne (int .Values.ports.admin) 8081 }}{{ $args = append $args (printf "--admin-addr=0.0.0.0:%d" (int .Values.ports.admin)) }}{{ end -}}
 {{- if $l.enabled -}}
 {{- $kinds := include "kserve-injector.watchKinds" . | fromJsonArray -}}
 {{- if ne (join "," $kinds) (include "kserve-injector.defaultWatchKinds" . | fromJsonArray | join ",") -}}
@@ -222,7 +245,7 @@ such render makes a new pair.
 {{- end -}}
 {{- if not $crt -}}
 {{- $days := int $cfg.certValidityDays -}}
-{{- $pair := genSignedCert (first $dnsNames) nil $dnsNames $days $ca -}}
+{{- $pair := genSignedCert (first $dnsNames) (include "kserve-injector.ipAddresses" . | fromJsonArray) $dnsNames $days $ca -}}
 {{- $crt = $pair.Cert -}}
 {{- $key = $pair.Key -}}
 {{- $notAfter = dateInZone $layout (now | dateModify (printf "+%dh" (mul $days 24))) "UTC" -}}
@@ -305,4 +328,15 @@ named after a hash of its content, so changed settings roll the pods.
 */}}
 {{- define "kserve-injector.settingsConfigMap" -}}
 {{- include "kserve-injector.named" (list . (printf "settings-%s" (toYaml .Values.settings | sha256sum | trunc 8))) }}
+{{- end }}
+
+{{/*
+(list $prometheusRule "anchor"): an alert's runbook_url annotation, the
+absolute metrics.prometheusRule.runbookUrl plus "#anchor"; nothing while
+runbookUrl is empty (NOTES.txt says to set it).
+*/}}
+{{- define "kserve-injector.runbook" -}}
+{{- with (index . 0).runbookUrl }}
+{{ printf "runbook_url: %s" (printf "%s#%s" . (index $ 1) | quote) | indent 12 }}
+{{- end }}
 {{- end }}

@@ -110,8 +110,9 @@ fn f1_pod_without_the_isvc_label_is_allowed_with_code_200_and_no_patch() {
 #[test]
 fn f2_config_without_metrics_aggregator_adds_empty_annotations_and_namespace() {
     let mut data: std::collections::BTreeMap<String, String> =
-        serde_yaml::from_str::<Value>(Config::default_manifest())
+        crate::reader::documents(&mut Config::default_manifest().as_bytes())
             .ok()
+            .and_then(|mut docs| docs.next()?.ok())
             .and_then(|m| serde_json::from_value(m["data"].clone()).ok())
             .expect("default data");
     data.remove("metricsAggregator");

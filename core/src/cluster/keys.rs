@@ -142,6 +142,7 @@ impl ClusterSnapshot {
                     into.inference_services.insert(r.clone(), o.clone());
                 }
             }
+            // Shared, not copied: selection reads only the candidates.
             ObjectKey::ClusterStorageContainers => {
                 into.storage_containers = self.storage_containers.clone();
             }

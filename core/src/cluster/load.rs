@@ -217,9 +217,7 @@ impl LoadedSnapshot {
             }
             "ClusterStorageContainer" => {
                 let csc = storage_container(doc, name).map_err(|e| fail(e.into()))?;
-                data.storage_containers
-                    .insert(name.to_string(), csc)
-                    .is_some()
+                data.storage_containers.insert(csc)
             }
             _ => {
                 let isvc = inference_service(doc, namespace, name).map_err(describe)?;

@@ -13,6 +13,7 @@
 
 pub mod container_merge;
 pub mod credentials;
+mod csc_index;
 mod go_json;
 pub mod keys;
 pub mod load;
@@ -23,6 +24,7 @@ mod secret_kinds;
 pub mod storage_container;
 pub mod storage_spec;
 
+pub use csc_index::StorageContainers;
 pub use load::{LoadedSnapshot, ObjectsLoadError};
 pub use objects::{
     ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
@@ -64,7 +66,8 @@ pub struct ClusterSnapshot {
     pub secrets: BTreeMap<ObjectRef, Secret>,
     /// Cluster-scoped, by name: iteration order is the API server's LIST
     /// order (alphabetical), which KServe's first-match selection depends on.
-    pub storage_containers: BTreeMap<String, ClusterStorageContainer>,
+    /// Shared, not copied, by every snapshot made from the same set.
+    pub storage_containers: StorageContainers,
     pub inference_services: BTreeMap<ObjectRef, InferenceService>,
 }
 

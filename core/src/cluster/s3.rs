@@ -392,7 +392,7 @@ mod tests {
                 &annotations,
                 data,
                 config,
-                Release::V0_15.into(),
+                Release::V0_15_0.into(),
             ))
         };
         // Secret data is ignored (HEAD reads S3_ENDPOINT and S3_USE_HTTPS from it).

@@ -379,7 +379,7 @@ mod tests {
         );
         let ms = Secret::new("ns", "ms").with_data("MODELSCOPE_API_TOKEN", "t");
         // v0.20 and older skip it ("unsupported secret").
-        let v0_20 = contribution(&ms, "awsSecretAccessKey", "x.json", Release::V0_20.into());
+        let v0_20 = contribution(&ms, "awsSecretAccessKey", "x.json", Release::V0_20_0.into());
         assert!(matches!(v0_20, Contribution::None));
         let Contribution::Env(env) = classify(&ms) else {
             panic!()
@@ -396,7 +396,7 @@ mod tests {
                 secret,
                 DEFAULT_S3_SECRET_ACCESS_KEY_NAME,
                 DEFAULT_GCS_CREDENTIAL_FILE_NAME,
-                Release::V0_15.into(),
+                Release::V0_15_0.into(),
             )
         };
         // Five keys; only an absent client secret or storage key is left out.

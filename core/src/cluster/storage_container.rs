@@ -87,7 +87,7 @@ pub fn select<'a>(
         }
         return Ok(Some(csc));
     }
-    for csc in cluster.storage_containers.values() {
+    for csc in cluster.storage_containers.candidates(uri) {
         if csc.disabled || csc.workload_type != INIT_CONTAINER_WORKLOAD {
             continue;
         }

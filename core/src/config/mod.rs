@@ -6,7 +6,7 @@ mod fields;
 mod release;
 mod shipped;
 
-pub use release::{image_mismatches, release_of_images, ImageMismatch};
+pub use release::{image_mismatches, release_of_images, ImageMismatch, ReleaseOfImagesError};
 
 use crate::quantity::{self, QuantityError};
 use crate::reader::ReadError;

@@ -58,20 +58,57 @@ pub struct ImageMismatch {
     pub names: ImageRelease,
 }
 
-/// The release the agent and storage-initializer images both name, when
-/// they name one (`kserve/agent:v0.17.0` → v0.17; a v0.20 tag is v0.20,
-/// not HEAD): KServe's release manifests pin both images to the release,
-/// the same reading as [`image_mismatches`].
-pub fn release_of_images(config: &Config) -> Option<Release> {
-    let agent = Release::of_image(&config.agent.image)?;
-    let storage = Release::of_image(&config.storage_initializer.image)?;
-    (agent == storage)
-        .then(|| {
-            crate::release::ALL
-                .into_iter()
-                .find(|r| r.matches_image(agent))
-        })
-        .flatten()
+/// Why the agent and storage-initializer images name no release.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReleaseOfImagesError {
+    /// Not the same `v<major>.<minor>.<patch>` tag on both (`latest`, a
+    /// digest, two releases).
+    #[error("the agent image {agent:?} and the storage-initializer image {storage_initializer:?} do not name one release")]
+    NotOne {
+        agent: String,
+        storage_initializer: String,
+    },
+    /// A tag of no release this build models: a patch release newer than
+    /// those it knows of a line (`v0.15.3`), or an older line.
+    #[error("the agent and storage-initializer images name KServe {tag}, which this build does not model ({})", line_list(line))]
+    Unmodelled {
+        tag: ImageRelease,
+        /// The releases of that line it models.
+        line: Vec<Release>,
+    },
+}
+
+fn line_list(line: &[Release]) -> String {
+    match line {
+        [] => "no release of that line".to_string(),
+        _ => {
+            let names: Vec<&str> = line.iter().map(|r| r.as_str()).collect();
+            format!("of that line: {}", names.join(", "))
+        }
+    }
+}
+
+/// The release the agent and storage-initializer images both name
+/// (`kserve/agent:v0.15.2` → v0.15.2; a v0.20.0 tag is v0.20.0, not HEAD;
+/// a newer line than every release known is HEAD): KServe's release
+/// manifests pin both images to the release, the same reading as
+/// [`image_mismatches`]. A tag of a known line but no known release
+/// (`v0.15.3`) names none: its mutator may differ from every known one.
+pub fn release_of_images(config: &Config) -> Result<Release, ReleaseOfImagesError> {
+    let agent = Release::of_image(&config.agent.image);
+    let storage = Release::of_image(&config.storage_initializer.image);
+    match (agent, storage) {
+        (Some(agent), Some(storage)) if agent == storage => {
+            Release::of_tag(agent).map_err(|tag| ReleaseOfImagesError::Unmodelled {
+                tag,
+                line: Release::of_line(tag),
+            })
+        }
+        _ => Err(ReleaseOfImagesError::NotOne {
+            agent: config.agent.image.clone(),
+            storage_initializer: config.storage_initializer.image.clone(),
+        }),
+    }
 }
 
 /// The agent and storage-initializer images whose tags name a release
@@ -99,7 +136,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_release_of_the_images_is_the_one_both_name() {
+    fn the_release_of_the_images_is_the_tag_both_name() {
         let with = |agent: &str, storage: &str| {
             let mut config = Config::default();
             config.agent.image = agent.into();
@@ -112,19 +149,41 @@ mod tests {
                 &format!("kserve/storage-initializer:{v}"),
             )
         };
-        assert_eq!(tagged("v0.15.2"), Some(Release::V0_15));
-        assert_eq!(tagged("v0.18.0"), Some(Release::V0_18));
-        assert_eq!(tagged("v0.20.0"), Some(Release::V0_20));
-        assert_eq!(tagged("v0.21.0"), Some(Release::Head));
-        assert_eq!(tagged("v0.14.1"), None);
-        assert_eq!(tagged("latest"), None);
+        assert_eq!(tagged("v0.15.0"), Ok(Release::V0_15_0));
+        assert_eq!(tagged("v0.15.2"), Ok(Release::V0_15_2));
+        assert_eq!(tagged("v0.17.1"), Ok(Release::V0_17_1));
+        assert_eq!(tagged("v0.18.0"), Ok(Release::V0_18_0));
+        assert_eq!(tagged("v0.20.0"), Ok(Release::V0_20_0));
+        assert_eq!(tagged("v0.21.0"), Ok(Release::Head));
+        assert_eq!(tagged("v1.0.0"), Ok(Release::Head));
+        // A patch release this build does not know names none.
+        let unknown = tagged("v0.15.3").unwrap_err();
         assert_eq!(
-            with("kserve/agent:v0.17.0", "kserve/storage-initializer:v0.18.0"),
-            None
+            unknown.to_string(),
+            "the agent and storage-initializer images name KServe v0.15.3, which this build does not model (of that line: v0.15.0, v0.15.1, v0.15.2)"
         );
-        assert_eq!(
-            with("kserve/agent:v0.17.0", "kserve/storage-initializer:latest"),
-            None
+        assert!(matches!(
+            tagged("v0.20.1"),
+            Err(ReleaseOfImagesError::Unmodelled { line, .. }) if line == [Release::V0_20_0]
+        ));
+        let older = tagged("v0.14.1").unwrap_err();
+        assert!(
+            older.to_string().ends_with("(no release of that line)"),
+            "{older}"
         );
+        for (agent, storage) in [
+            ("kserve/agent:latest", "kserve/storage-initializer:latest"),
+            ("kserve/agent:v0.17.0", "kserve/storage-initializer:v0.18.0"),
+            ("kserve/agent:v0.17.0", "kserve/storage-initializer:v0.17.1"),
+            ("kserve/agent:v0.17.0", "kserve/storage-initializer:latest"),
+        ] {
+            assert!(
+                matches!(
+                    with(agent, storage),
+                    Err(ReleaseOfImagesError::NotOne { .. })
+                ),
+                "{agent} {storage}"
+            );
+        }
     }
 }

@@ -8,16 +8,20 @@
 //! selects; `default-config --kserve-version` prints them.
 //!
 //! Where a release's defaults differ from HEAD's (the unit tests hold each
-//! release's keys and values as extracted from its tag):
-//! - v0.15.0: `storageInitializer.enableModelcar` is false and `uidModelcar`
-//!   absent (kserve#4316 turned the modelcar on in v0.15.2 and v0.16.0), so
+//! tag's keys and values as extracted from it):
+//! - v0.15.0 and v0.15.1: `storageInitializer.enableModelcar` is false and
+//!   `uidModelcar` absent (kserve#4316 turned the modelcar on in v0.15.2), so
 //!   an `oci://` URI goes to the storage-initializer;
-//!   `enableDirectPvcVolumeMount` is true (a key v0.16.0 removed,
-//!   kserve#4694); `credentials.s3.s3CABundleConfigMap` is absent.
-//! - v0.16.0: `credentials.s3.s3CABundleConfigMap` is absent (added in
-//!   v0.17.0, kserve#4803), which KServe and we read as the empty string
-//!   HEAD ships.
-//! - v0.17.0, v0.18.0, v0.19.0, v0.20.0: HEAD's values.
+//! - v0.15.0 to v0.15.2: `enableDirectPvcVolumeMount` is true (a key
+//!   v0.16.0 removed, kserve#4694); `credentials.s3.s3CABundleConfigMap` is
+//!   absent (added in v0.17.0, kserve#4803), which KServe and we read as the
+//!   empty string HEAD ships;
+//! - v0.16.0: `credentials.s3.s3CABundleConfigMap` is absent;
+//! - v0.17.0 to v0.20.0: HEAD's values.
+//!
+//! Two tags of a line may ship the same data (v0.15.0 and v0.15.1, v0.17.0
+//! and v0.17.1, v0.18.0 and v0.18.1): each still has its own manifest,
+//! whose header names its tag, as `default-config` prints it.
 
 use super::{Config, Resources};
 use crate::release::Release;
@@ -26,12 +30,16 @@ use crate::release::Release;
 /// tag, then the six keys' JSON as that tag's file holds them.
 pub(super) const fn manifest(release: Release) -> &'static str {
     match release {
-        Release::V0_15 => include_str!("shipped/v0.15.yaml"),
-        Release::V0_16 => include_str!("shipped/v0.16.yaml"),
-        Release::V0_17 => include_str!("shipped/v0.17.yaml"),
-        Release::V0_18 => include_str!("shipped/v0.18.yaml"),
-        Release::V0_19 => include_str!("shipped/v0.19.yaml"),
-        Release::V0_20 => include_str!("shipped/v0.20.yaml"),
+        Release::V0_15_0 => include_str!("shipped/v0.15.0.yaml"),
+        Release::V0_15_1 => include_str!("shipped/v0.15.1.yaml"),
+        Release::V0_15_2 => include_str!("shipped/v0.15.2.yaml"),
+        Release::V0_16_0 => include_str!("shipped/v0.16.0.yaml"),
+        Release::V0_17_0 => include_str!("shipped/v0.17.0.yaml"),
+        Release::V0_17_1 => include_str!("shipped/v0.17.1.yaml"),
+        Release::V0_18_0 => include_str!("shipped/v0.18.0.yaml"),
+        Release::V0_18_1 => include_str!("shipped/v0.18.1.yaml"),
+        Release::V0_19_0 => include_str!("shipped/v0.19.0.yaml"),
+        Release::V0_20_0 => include_str!("shipped/v0.20.0.yaml"),
         Release::Head => include_str!("shipped/head.yaml"),
     }
 }
@@ -51,9 +59,14 @@ impl Config {
 
     /// The docs/compatibility.md row ("Defaults without `--config`") that
     /// says how `release`'s shipped ConfigMap differs from the next
-    /// release's, where they are read differently.
+    /// release's, where they are read differently: v0.15.1's modelcar off
+    /// (v0.15.0 ships the same), v0.15.2's `enableDirectPvcVolumeMount`.
     pub fn shipped_row(release: Release) -> Option<&'static str> {
-        (release == Release::V0_15).then_some("15.18")
+        match release {
+            Release::V0_15_1 => Some("15.1.1"),
+            Release::V0_15_2 => Some("15.18"),
+            _ => None,
+        }
     }
 
     /// The ConfigMap manifest of [`Config::shipped`], for users who want

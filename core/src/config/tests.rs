@@ -236,7 +236,7 @@ fn values_every_pod_would_carry_are_refused_at_load_naming_the_key() {
         ),
     ];
     for (storage, want) in cases {
-        for release in [Release::Head, Release::V0_20, Release::V0_15] {
+        for release in [Release::Head, Release::V0_20_0, Release::V0_15_0] {
             let err = Config::from_data_with(&valid_with(&storage), &Resources::default(), release)
                 .unwrap_err();
             assert_eq!(err.to_string(), format!("{prefix}{want}"), "{release}");

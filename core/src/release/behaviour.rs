@@ -59,7 +59,8 @@ macro_rules! switches {
     };
 }
 
-// One row each, the row of the release that had the older behaviour; a
+// One row each, the row of the release that had the older behaviour
+// (15.x: the v0.15 line before v0.16.0; 15.0.x: v0.15.0 before v0.15.1); a
 // row that restates another for a kind of pod (15.5: 15.4 for a LocalModel
 // pod; 19.3: 19.1 and 19.2 for native mode) is not a switch of its own.
 // 15.12 and 15.16 are one change of `InjectStorageInitializer` (where the
@@ -92,7 +93,7 @@ switches! {
     StorageInitializerErrorNamesKey => storage_initializer_error_names_key ["15.17"];
     LoggerStorage => logger_storage ["15.1"];
     LoggerStorageCredentials => logger_storage_credentials ["15.3"];
-    LoggerMetadataAnnotations => logger_metadata_annotations ["15.2"];
+    LoggerMetadataAnnotations => logger_metadata_annotations ["15.0.1"];
     LoggerMarshaller => logger_marshaller ["16.1"];
 }
 
@@ -198,17 +199,17 @@ mod tests {
             }
         }
         assert_eq!(
-            Behaviour::from(Release::V0_17).local_model_by_hash(),
-            Release::V0_17.local_model_by_hash()
+            Behaviour::from(Release::V0_17_0).local_model_by_hash(),
+            Release::V0_17_0.local_model_by_hash()
         );
     }
 
     #[test]
     fn the_display_names_the_release_and_each_flip() {
-        let b = Behaviour::from(Release::V0_15)
+        let b = Behaviour::from(Release::V0_15_0)
             .with(Switch::HfDefaultEnv, true)
             .with(Switch::LocalModelByHash, false);
-        assert_eq!(b.to_string(), "v0.15 with hf_default_env on");
+        assert_eq!(b.to_string(), "v0.15.0 with hf_default_env on");
         let b = Behaviour::from(Release::Head)
             .with(Switch::LocalModelByHash, false)
             .with(Switch::OciFetch, false);

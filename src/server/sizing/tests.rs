@@ -85,7 +85,7 @@ fn asked(
 
 #[test]
 fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
-    let sized = size(Some(128 * MIB), Some(1 << 20), asked(None, None, None));
+    let sized = size(Some(128 * MIB), Some(1 << 20), asked(None, None, None), 0);
     let streams = 8;
     let worst = cost::BASE
         + cost::LARGEST_REVIEW * sized.large_reviews as u64
@@ -104,7 +104,7 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
         sized.max_connections * streams as usize
     );
 
-    let unlimited = size(None, Some(1 << 20), asked(None, None, None));
+    let unlimited = size(None, Some(1 << 20), asked(None, None, None), 0);
     assert_eq!(unlimited.max_connections, MAX_CONNECTIONS);
     assert_eq!(unlimited.max_buffered_bytes, MAX_BUFFERED_BYTES);
 
@@ -112,6 +112,7 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
         Some(128 * MIB),
         Some(1 << 20),
         asked(Some(7), Some(9 << 20), None),
+        0,
     );
     assert_eq!(
         (flags.max_connections, flags.max_buffered_bytes),
@@ -119,13 +120,18 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
     );
     assert_eq!(flags.max_concurrent_requests, 56);
 
-    let files = size(None, Some(256), asked(None, None, None));
+    let files = size(None, Some(256), asked(None, None, None), 0);
     assert_eq!(files.max_connections, 192);
 }
 
 #[test]
 fn requests_given_apart_are_planned_apart() {
-    let sized = size(Some(128 * MIB), Some(1 << 20), asked(None, None, Some(512)));
+    let sized = size(
+        Some(128 * MIB),
+        Some(1 << 20),
+        asked(None, None, Some(512)),
+        0,
+    );
     assert_eq!(sized.max_concurrent_requests, 512);
     let worst = cost::BASE
         + cost::LARGEST_REVIEW
@@ -133,4 +139,40 @@ fn requests_given_apart_are_planned_apart() {
         + sized.max_buffered_bytes as u64
         + sized.max_connections as u64 * (cost::CONNECTION + 8 * cost::STREAM);
     assert!(worst <= 96 * MIB, "{worst} for {sized:?}");
+}
+
+#[test]
+fn with_lookups_the_caches_budget_comes_first_and_everything_still_fits() {
+    let limit = Some(128 * MIB);
+    let caches = cache_budget(limit, asked(None, None, Some(512))).unwrap();
+    let sized = size(limit, Some(1 << 20), asked(None, None, Some(512)), caches);
+    let worst = cost::BASE
+        + cost::LARGEST_REVIEW
+        + 512 * cost::REQUEST
+        + caches
+        + sized.max_buffered_bytes as u64
+        + sized.max_connections as u64 * (cost::CONNECTION + 8 * cost::STREAM);
+    assert!(worst <= 96 * MIB, "{worst} {sized:?}");
+    // 40 % of the 44 MiB left after the process, a largest review and 512 requests.
+    assert_eq!(caches / (1 << 10), 44 * 1024 * 40 / 100);
+    assert!(sized.max_connections >= 48, "{sized:?}");
+    assert_eq!(cache_budget(None, asked(None, None, Some(512))), None);
+}
+
+#[test]
+fn with_lookups_and_derived_requests_the_caches_come_first_and_everything_fits() {
+    let limit = Some(128 * MIB);
+    let caches = cache_budget(limit, asked(None, None, None)).unwrap();
+    let sized = size(limit, Some(1 << 20), asked(None, None, None), caches);
+    let worst = cost::BASE
+        + cost::LARGEST_REVIEW
+        + caches
+        + sized.max_buffered_bytes as u64
+        + sized.max_connections as u64 * (cost::CONNECTION + 8 * (cost::STREAM + cost::REQUEST));
+    assert!(worst <= 96 * MIB, "{worst} {sized:?}");
+    // 40 % of the 52 MiB left after the process and a largest review.
+    assert_eq!(caches / (1 << 10), 52 * 1024 * 40 / 100);
+    // The rest: a quarter to the byte budget, 608 KiB a connection.
+    assert_eq!(sized.max_connections, 39, "{sized:?}");
+    assert_eq!(sized.max_concurrent_requests, 39 * 8);
 }

@@ -52,7 +52,7 @@
 //!
 //! Runs are deterministic: each property uses proptest's XorShift RNG seeded
 //! from [`SEED`] (the property's index, plus 16 in native-sidecar mode, plus
-//! 32 times the release's index, is XORed into the last byte) and
+//! 32 times the release's index, is XORed into the last two bytes) and
 //! prints seed and case count. XorShift rather than ChaCha because ChaCha in
 //! an unoptimised test build made case generation 3–4 times slower and the
 //! file must stay within its CI time budget. `KSERVE_PROPTEST_SEED=<32 hex
@@ -96,7 +96,9 @@ const MODEL_VOLUME_CASES: u32 = 1_500;
 // Runner
 // ---------------------------------------------------------------------------
 
-fn seed_for(property: u8) -> [u8; 16] {
+/// The seed of a property: its index (with the profile's offset) XORed
+/// into the last two bytes.
+fn seed_for(property: u16) -> [u8; 16] {
     let mut seed = *SEED;
     if let Ok(hex) = std::env::var("KSERVE_PROPTEST_SEED") {
         let hex = hex.trim();
@@ -108,7 +110,9 @@ fn seed_for(property: u8) -> [u8; 16] {
             *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_default();
         }
     }
-    seed[15] ^= property;
+    let [high, low] = property.to_be_bytes();
+    seed[14] ^= high;
+    seed[15] ^= low;
     seed
 }
 
@@ -131,11 +135,11 @@ impl Profile {
             .collect()
     }
 
-    /// XORed into the seed's last byte with the property's index; HEAD's
-    /// is 0 in classic mode, so its cases are the first of the seed's.
-    fn seed_offset(self) -> u8 {
+    /// XORed into the seed with the property's index; HEAD's is 0 in
+    /// classic mode, so its cases are the first of the seed's.
+    fn seed_offset(self) -> u16 {
         let release = (Release::SUPPORTED.iter().rev()).position(|r| *r == self.release);
-        16 * (self.mode == ModelcarMode::NativeSidecar) as u8 + 32 * release.unwrap_or(0) as u8
+        16 * (self.mode == ModelcarMode::NativeSidecar) as u16 + 32 * release.unwrap_or(0) as u16
     }
 
     /// A property's count per mode, split between the releases.
@@ -159,7 +163,7 @@ impl fmt::Display for Profile {
 /// profile's environments).
 fn run_per_mode<S>(
     name: &str,
-    property: u8,
+    property: u16,
     cases: u32,
     strategy: impl Fn(Profile) -> S,
     test: impl Fn(Profile, S::Value) -> Result<(), TestCaseError>,
@@ -181,7 +185,7 @@ fn run_per_mode<S>(
 /// the seed, the count and the time; panics with the minimal failing case.
 fn run_property<S>(
     name: &str,
-    property: u8,
+    property: u16,
     cases: u32,
     strategy: S,
     test: impl Fn(S::Value) -> Result<(), TestCaseError>,
@@ -236,7 +240,7 @@ const NAMESPACES: [&str; 3] = ["default", "kserve", "team-a"];
 
 /// What each environment of [`envs`] is, in order, for failure reports.
 const ENV_NAMES: [&str; 5] = [
-    "the release's shipped defaults (from v0.16 modelcar mode, uidModelcar 1010; v0.15 no OCI)",
+    "the release's shipped defaults (from v0.15.2 modelcar mode, uidModelcar 1010; v0.15.0 and v0.15.1 no OCI)",
     "ociModelMode native",
     "ociModelMode fetch, caBundleConfigMapName custom-ca, ociInsecureRegistry",
     "OCI support off, aggregation and scraping on, logger caBundle logger-ca, PVC copy (v0.15)",
@@ -376,7 +380,7 @@ fn case_count_meets_the_ci_budget() {
         "each env in each profile"
     );
     // Every profile has its own seed.
-    let mut offsets: Vec<u8> = Profile::all().iter().map(|p| p.seed_offset()).collect();
+    let mut offsets: Vec<u16> = Profile::all().iter().map(|p| p.seed_offset()).collect();
     offsets.sort_unstable();
     offsets.dedup();
     assert_eq!(offsets.len(), Profile::all().len());

@@ -103,7 +103,7 @@ fn model_volume_is_used_and_stable() {
     for mode in ModelcarMode::ALL {
         let counts: [AtomicUsize; 3] = Default::default();
         let name = format!("model_volume_is_used_and_stable [--modelcar-mode {mode}]");
-        let property = 7 + 16 * (mode == ModelcarMode::NativeSidecar) as u8;
+        let property = 7 + 16 * (mode == ModelcarMode::NativeSidecar) as u16;
         run_property(
             &name,
             property,

@@ -206,7 +206,7 @@ pub(super) fn removal(
     check_empty(&format!("{stage}, then again"), &settled)
 }
 
-pub(super) fn removal_property(name: &str, property: u8, cases: u32, containers: bool) {
+pub(super) fn removal_property(name: &str, property: u16, cases: u32, containers: bool) {
     let stats = Stats::default();
     run_per_mode(
         name,

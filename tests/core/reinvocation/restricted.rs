@@ -85,7 +85,7 @@ fn restricted_profile_passes_the_checker() {
             baseline_failing: AtomicUsize::new(0),
         };
         let name = format!("restricted_profile_passes_the_checker [--modelcar-mode {mode}]");
-        let property = 6 + 16 * (mode == ModelcarMode::NativeSidecar) as u8;
+        let property = 6 + 16 * (mode == ModelcarMode::NativeSidecar) as u16;
         run_property(
             &name,
             property,

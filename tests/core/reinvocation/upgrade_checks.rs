@@ -6,7 +6,7 @@ use super::*;
 use kserve_injector_core::audit::upgrade::{Causes, Change, ChangeKind};
 use kserve_injector_core::release::Switch;
 
-/// Rows of docs/compatibility.md's tables (`| 15.4 | …`).
+/// Rows of docs/compatibility.md's tables (`| 15.4 | …`, `| 15.0.1 | …`).
 pub(super) fn compatibility_rows() -> &'static BTreeSet<String> {
     static ROWS: OnceLock<BTreeSet<String>> = OnceLock::new();
     ROWS.get_or_init(|| {
@@ -16,11 +16,10 @@ pub(super) fn compatibility_rows() -> &'static BTreeSet<String> {
             .filter_map(|line| line.strip_prefix("| ")?.split_once(" |"))
             .map(|(id, _)| id.trim().to_string())
             .filter(|id| {
-                id.split_once('.').is_some_and(|(a, b)| {
-                    [a, b]
-                        .iter()
+                let parts: Vec<&str> = id.split('.').collect();
+                (2..=3).contains(&parts.len())
+                    && (parts.iter())
                         .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
-                })
             })
             .collect()
     })
@@ -233,20 +232,26 @@ pub(super) fn check_difference(old: &Value, new: &Value, changes: &[Change]) -> 
     Ok(())
 }
 
-/// The rows of each release's table (`### v0.17` up to the next heading).
+/// The rows of each release's table (`### v0.17.0 and v0.17.1` up to the
+/// next heading), for each tag the heading names.
 fn rows_by_release() -> BTreeMap<String, BTreeSet<String>> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/compatibility.md");
     let doc = std::fs::read_to_string(path).expect("docs/compatibility.md");
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut section = String::new();
+    let mut tags: Vec<String> = Vec::new();
     for line in doc.lines() {
         if let Some(heading) = line.strip_prefix("### ") {
-            section = heading.trim().to_string();
+            tags = heading
+                .split(" and ")
+                .map(|t| t.trim().to_string())
+                .collect();
         } else if let Some((id, _)) = line.strip_prefix("| ").and_then(|l| l.split_once(" |")) {
             if compatibility_rows().contains(id.trim()) {
-                out.entry(section.clone())
-                    .or_default()
-                    .insert(id.trim().to_string());
+                for tag in &tags {
+                    out.entry(tag.clone())
+                        .or_default()
+                        .insert(id.trim().to_string());
+                }
             }
         }
     }
@@ -263,11 +268,18 @@ fn every_switch_row_is_in_the_table_of_a_release_that_has_the_older_behaviour() 
         );
     }
     // A row's number names the release whose next release changed it
-    // (15.x: changed in v0.16.0, 20.x: after v0.20.0).
+    // (15.x: the v0.15 line's last, changed in v0.16.0; 20.x: after
+    // v0.20.0; 15.0.x: v0.15.0, changed in v0.15.1).
     let changed_after = |row: &str| -> Release {
-        let minor = row.split_once('.').map_or(row, |(m, _)| m);
+        let parts: Vec<&str> = row.split('.').collect();
+        let named = |r: &Release| match parts.as_slice() {
+            [minor, patch, _] => r.as_str() == format!("v0.{minor}.{patch}"),
+            [minor, _] => r.as_str().starts_with(&format!("v0.{minor}.")),
+            _ => false,
+        };
         (Release::SUPPORTED.iter().copied())
-            .find(|r| r.as_str() == format!("v0.{minor}"))
+            .filter(named)
+            .last()
             .unwrap_or_else(|| panic!("row {row} names no release"))
     };
     for switch in Switch::ALL {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde::Deserialize;
+use serde_json::Value;
 
 use super::{fixtures, root};
 
@@ -17,9 +17,9 @@ const HEALTH_KEY: &str = "resource.customizations.health.serving.kserve.io_Infer
 fn argocd_cm_component_carries_the_script_under_the_health_key() {
     let dir = root().join("manifests/argocd");
     let text = std::fs::read_to_string(dir.join("kustomization.yaml")).expect("read");
-    let doc: serde_yaml::Value = serde_yaml::from_str(&text).expect("parse");
+    let doc = yaml_text_docs(&text).remove(0);
     assert_eq!(doc["kind"], "Component");
-    let generators = doc["configMapGenerator"].as_sequence().expect("generators");
+    let generators = doc["configMapGenerator"].as_array().expect("generators");
     let cm = generators
         .iter()
         .find(|g| g["name"] == "argocd-cm")
@@ -30,7 +30,7 @@ fn argocd_cm_component_carries_the_script_under_the_health_key() {
     );
     assert_eq!(cm["options"]["disableNameSuffixHash"], true);
     let files: Vec<&str> = cm["files"]
-        .as_sequence()
+        .as_array()
         .expect("files")
         .iter()
         .filter_map(|f| f.as_str())
@@ -38,11 +38,16 @@ fn argocd_cm_component_carries_the_script_under_the_health_key() {
     assert_eq!(files, [format!("{HEALTH_KEY}=inferenceservice-health.lua")]);
 }
 
-fn yaml_docs(path: &Path) -> Vec<serde_yaml::Value> {
+fn yaml_docs(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d).expect("parse"))
-        .collect()
+    yaml_text_docs(&text)
+}
+
+/// The documents of a YAML text, read by the core's reader (as kubectl reads YAML).
+fn yaml_text_docs(text: &str) -> Vec<Value> {
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|docs| docs.collect())
+        .expect("parse")
 }
 
 #[test]
@@ -65,7 +70,7 @@ fn application_ignores_injected_ca_bundles_and_self_heals() {
     assert_eq!(automated["selfHeal"], true);
     assert_eq!(automated["prune"], true);
     let options: Vec<&str> = spec["syncPolicy"]["syncOptions"]
-        .as_sequence()
+        .as_array()
         .expect("syncOptions")
         .iter()
         .filter_map(|o| o.as_str())
@@ -75,7 +80,7 @@ fn application_ignores_injected_ca_bundles_and_self_heals() {
         "without it a sync writes the empty caBundle back: {options:?}"
     );
     let rule = spec["ignoreDifferences"]
-        .as_sequence()
+        .as_array()
         .expect("ignoreDifferences")
         .iter()
         .find(|r| r["kind"] == "MutatingWebhookConfiguration")
@@ -86,7 +91,7 @@ fn application_ignores_injected_ca_bundles_and_self_heals() {
         "covers KServe's webhook configuration too"
     );
     let paths: Vec<&str> = rule["jqPathExpressions"]
-        .as_sequence()
+        .as_array()
         .expect("jqPathExpressions")
         .iter()
         .filter_map(|p| p.as_str())
@@ -124,7 +129,7 @@ fn has_base() -> bool {
     found
 }
 
-fn render(dir: &Path) -> Vec<serde_yaml::Value> {
+fn render(dir: &Path) -> Vec<Value> {
     let out = Command::new("kubectl")
         .arg("kustomize")
         .arg(dir)
@@ -137,9 +142,7 @@ fn render(dir: &Path) -> Vec<serde_yaml::Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).expect("utf-8 output");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d).expect("parse rendered object"))
-        .collect()
+    yaml_text_docs(&text)
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -155,14 +158,14 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn wave(obj: &serde_yaml::Value) -> i64 {
+fn wave(obj: &Value) -> i64 {
     obj["metadata"]["annotations"]["argocd.argoproj.io/sync-wave"]
         .as_str()
         .map(|w| w.parse().expect("numeric sync wave"))
         .unwrap_or(0)
 }
 
-fn find<'a>(objs: &'a [serde_yaml::Value], kind: &str, name: &str) -> &'a serde_yaml::Value {
+fn find<'a>(objs: &'a [Value], kind: &str, name: &str) -> &'a Value {
     objs.iter()
         .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
         .unwrap_or_else(|| panic!("no {kind} {name} rendered"))
@@ -209,7 +212,7 @@ fn rendered_webhook_overlay_orders_certificates_deployment_webhook() {
         return;
     }
     let objs = render(&root().join("manifests/argocd/webhook"));
-    let cert_manager: Vec<&serde_yaml::Value> = objs
+    let cert_manager: Vec<&Value> = objs
         .iter()
         .filter(|o| {
             o["apiVersion"]
@@ -281,7 +284,7 @@ fn rendered_stack_switches_kserve_pod_mutator_off_after_ours() {
         "inferenceservice.serving.kserve.io",
     );
     let names: Vec<&str> = kserve["webhooks"]
-        .as_sequence()
+        .as_array()
         .expect("webhooks")
         .iter()
         .filter_map(|w| w["name"].as_str())

@@ -558,7 +558,9 @@ pub fn case_flags(case: &Path) -> Vec<String> {
 pub fn yaml(path: &Path) -> Result<Value, Error> {
     let text =
         std::fs::read_to_string(path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    serde_yaml::from_str(&text).map_err(|e| fail(format!("{}: {e}", path.display())))
+    kserve_injector_core::reader::documents(&mut text.as_bytes())
+        .and_then(|mut docs| docs.next().unwrap_or(Ok(Value::Null)))
+        .map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
 #[derive(Debug, Clone, PartialEq)]

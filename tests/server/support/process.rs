@@ -125,6 +125,11 @@ impl Serve {
         }
     }
 
+    /// Every log event read so far (by [`Serve::wait_for_log`]).
+    pub fn seen(&self) -> &[Value] {
+        &self.seen
+    }
+
     fn shown(&self) -> String {
         let lines: Vec<String> = self.seen.iter().map(Value::to_string).collect();
         lines.join("\n")

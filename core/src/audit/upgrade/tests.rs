@@ -158,8 +158,8 @@ fn the_same_release_and_configmap_change_nothing() {
 #[test]
 fn the_hugging_face_defaults_of_v0_16_are_row_15_7() {
     let u = upgrade(
-        Side::new(Release::V0_15, head_data()),
-        Side::new(Release::V0_16, head_data()),
+        Side::new(Release::V0_15_0, head_data()),
+        Side::new(Release::V0_16_0, head_data()),
     );
     let found = compare(&u, &model_pod("gs://bucket/model"));
     assert!(found.admission.is_none());
@@ -181,8 +181,8 @@ fn a_worker_modelcar_denied_by_v0_16_is_admitted_by_v0_17_with_row_16_2() {
         json!([{"name": "worker-container", "image": "server:1"}]),
     );
     let u = upgrade(
-        Side::new(Release::V0_16, head_data()),
-        Side::new(Release::V0_17, head_data()),
+        Side::new(Release::V0_16_0, head_data()),
+        Side::new(Release::V0_17_0, head_data()),
     );
     let found = compare(&u, &worker);
     let admission = found.admission.expect("an admission change");
@@ -194,8 +194,8 @@ fn a_worker_modelcar_denied_by_v0_16_is_admitted_by_v0_17_with_row_16_2() {
     assert_eq!(admission.causes.rows, ["16.2"]);
     assert!(found.changes.is_empty());
     let back = upgrade(
-        Side::new(Release::V0_17, head_data()),
-        Side::new(Release::V0_16, head_data()),
+        Side::new(Release::V0_17_0, head_data()),
+        Side::new(Release::V0_16_0, head_data()),
     );
     let denied = compare(&back, &worker).admission.expect("denied");
     assert_eq!(denied.current, None);
@@ -209,8 +209,8 @@ fn a_target_that_refuses_the_configmap_denies_every_pod_with_its_message() {
     si["ociModelMode"] = json!("sideways");
     data.insert("storageInitializer".into(), si.to_string());
     let u = upgrade(
-        Side::new(Release::V0_19, data.clone()),
-        Side::new(Release::V0_20, data),
+        Side::new(Release::V0_19_0, data.clone()),
+        Side::new(Release::V0_20_0, data),
     );
     let found = compare(&u, &model_pod("gs://bucket/model"));
     let admission = found.admission.expect("denied");
@@ -227,8 +227,8 @@ fn a_target_that_refuses_the_configmap_denies_every_pod_with_its_message() {
     assert_eq!(mode.target_value, Some(json!("sideways")));
     assert_eq!(mode.current, "not read");
     let current_refuses = Upgrade::new(
-        Side::new(Release::V0_20, u.target.data.clone()),
-        Side::new(Release::V0_19, head_data()),
+        Side::new(Release::V0_20_0, u.target.data.clone()),
+        Side::new(Release::V0_19_0, head_data()),
         &Inputs::default(),
         &Resources::default(),
     );
@@ -237,7 +237,10 @@ fn a_target_that_refuses_the_configmap_denies_every_pod_with_its_message() {
 
 #[test]
 fn shipped_configmaps_name_their_row_and_a_given_one_its_keys() {
-    let u = upgrade(Side::shipped(Release::V0_15), Side::shipped(Release::V0_16));
+    let u = upgrade(
+        Side::shipped(Release::V0_15_0),
+        Side::shipped(Release::V0_16_0),
+    );
     let transformer = pod(
         json!({SOURCE_URI_ANNOTATION: "oci://registry/model:1"}),
         json!([{"name": "kserve-container", "image": "server:1"},
@@ -246,11 +249,12 @@ fn shipped_configmaps_name_their_row_and_a_given_one_its_keys() {
     let found = compare(&u, &transformer);
     let modelcar = find(&found.changes, "spec.containers[modelcar]");
     assert_eq!(modelcar.kind, ChangeKind::Added);
-    assert_eq!(modelcar.causes.rows, ["15.18"]);
+    // v0.15.2 shipped the modelcar on (15.1.1: v0.15.0 and v0.15.1 did not).
+    assert_eq!(modelcar.causes.rows, ["15.1.1"]);
     // The transformer's env needs the modelcar (the ConfigMap) and the
     // v0.16 shape (15.15): the walk with the keys first names both.
     let env = "spec.containers[transformer-container].env[MODEL_INIT_MODE]";
-    assert_eq!(find(&found.changes, env).causes.rows, ["15.15", "15.18"]);
+    assert_eq!(find(&found.changes, env).causes.rows, ["15.1.1", "15.15"]);
     let mut data = head_data();
     let mut si: Value = serde_json::from_str(&data["storageInitializer"]).unwrap();
     si["image"] = json!("registry.example.com/storage-initializer:v2");
@@ -303,7 +307,7 @@ fn the_walk_ends_at_the_target_and_sets_switches_release_by_release() {
             );
         }
     }
-    assert!(walk::switch_order(Release::V0_18, Release::V0_19).is_empty());
+    assert!(walk::switch_order(Release::V0_18_0, Release::V0_19_0).is_empty());
 }
 
 #[test]
@@ -372,10 +376,13 @@ fn each_governed_key_is_read_through_its_switch_and_no_other_key_is() {
 
 #[test]
 fn every_shipped_difference_that_is_read_has_a_row() {
-    let u = upgrade(Side::shipped(Release::V0_17), Side::shipped(Release::V0_19));
+    let u = upgrade(
+        Side::shipped(Release::V0_17_0),
+        Side::shipped(Release::V0_19_0),
+    );
     assert_eq!(
         u.walk.last().unwrap().1.as_ref().unwrap().config.release,
-        Release::V0_19
+        Release::V0_19_0
     );
     for pair in ALL.windows(2) {
         let (older, newer) = (pair[0], pair[1]);
@@ -400,8 +407,8 @@ fn a_change_that_needs_two_switches_names_both() {
     ])
     .unwrap();
     let u = upgrade(
-        Side::new(Release::V0_15, head_data()),
-        Side::new(Release::V0_16, head_data()),
+        Side::new(Release::V0_15_0, head_data()),
+        Side::new(Release::V0_16_0, head_data()),
     );
     let lookup =
         |facts: &PodFacts, config: &Config| Ok::<_, Infallible>(cluster.restrict(facts, config));

@@ -250,7 +250,7 @@ fn an_oci_mode_uri_is_a_download_before_v0_20() {
         keys(&p, &head, &ClusterSnapshot::default()),
         [ObjectKey::ClusterStorageContainers]
     );
-    let v0_19 = Config::default().for_release(crate::release::Release::V0_19);
+    let v0_19 = Config::default().for_release(crate::release::Release::V0_19_0);
     assert_eq!(
         keys(&p, &v0_19, &ClusterSnapshot::default()),
         [sa_key("default"), ObjectKey::ClusterStorageContainers]

@@ -79,33 +79,93 @@ fn check(release: Release, tag: &str, keys: &str) {
 }
 
 #[test]
-fn v0_15_defaults_are_what_v0_15_0_shipped() {
-    check(Release::V0_15, "v0.15.0", include_str!("keys/v0.15.0.txt"));
+fn v0_15_0_defaults_are_what_v0_15_0_shipped() {
+    check(
+        Release::V0_15_0,
+        "v0.15.0",
+        include_str!("keys/v0.15.0.txt"),
+    );
 }
 
 #[test]
-fn v0_16_defaults_are_what_v0_16_0_shipped() {
-    check(Release::V0_16, "v0.16.0", include_str!("keys/v0.16.0.txt"));
+fn v0_15_1_defaults_are_what_v0_15_1_shipped() {
+    check(
+        Release::V0_15_1,
+        "v0.15.1",
+        include_str!("keys/v0.15.1.txt"),
+    );
 }
 
 #[test]
-fn v0_17_defaults_are_what_v0_17_0_shipped() {
-    check(Release::V0_17, "v0.17.0", include_str!("keys/v0.17.0.txt"));
+fn v0_15_2_defaults_are_what_v0_15_2_shipped() {
+    check(
+        Release::V0_15_2,
+        "v0.15.2",
+        include_str!("keys/v0.15.2.txt"),
+    );
 }
 
 #[test]
-fn v0_18_defaults_are_what_v0_18_0_shipped() {
-    check(Release::V0_18, "v0.18.0", include_str!("keys/v0.18.0.txt"));
+fn v0_16_0_defaults_are_what_v0_16_0_shipped() {
+    check(
+        Release::V0_16_0,
+        "v0.16.0",
+        include_str!("keys/v0.16.0.txt"),
+    );
 }
 
 #[test]
-fn v0_19_defaults_are_what_v0_19_0_shipped() {
-    check(Release::V0_19, "v0.19.0", include_str!("keys/v0.19.0.txt"));
+fn v0_17_0_defaults_are_what_v0_17_0_shipped() {
+    check(
+        Release::V0_17_0,
+        "v0.17.0",
+        include_str!("keys/v0.17.0.txt"),
+    );
 }
 
 #[test]
-fn v0_20_defaults_are_what_v0_20_0_shipped() {
-    check(Release::V0_20, "v0.20.0", include_str!("keys/v0.20.0.txt"));
+fn v0_17_1_defaults_are_what_v0_17_1_shipped() {
+    check(
+        Release::V0_17_1,
+        "v0.17.1",
+        include_str!("keys/v0.17.1.txt"),
+    );
+}
+
+#[test]
+fn v0_18_0_defaults_are_what_v0_18_0_shipped() {
+    check(
+        Release::V0_18_0,
+        "v0.18.0",
+        include_str!("keys/v0.18.0.txt"),
+    );
+}
+
+#[test]
+fn v0_18_1_defaults_are_what_v0_18_1_shipped() {
+    check(
+        Release::V0_18_1,
+        "v0.18.1",
+        include_str!("keys/v0.18.1.txt"),
+    );
+}
+
+#[test]
+fn v0_19_0_defaults_are_what_v0_19_0_shipped() {
+    check(
+        Release::V0_19_0,
+        "v0.19.0",
+        include_str!("keys/v0.19.0.txt"),
+    );
+}
+
+#[test]
+fn v0_20_0_defaults_are_what_v0_20_0_shipped() {
+    check(
+        Release::V0_20_0,
+        "v0.20.0",
+        include_str!("keys/v0.20.0.txt"),
+    );
 }
 
 #[test]
@@ -119,13 +179,15 @@ fn head_defaults_are_what_head_ships() {
 }
 
 #[test]
-fn v0_15_defaults_turn_the_modelcar_off_and_mount_a_pvc_directly() {
-    let v0_15 = Config::shipped(Release::V0_15).storage_initializer;
-    assert_eq!(v0_15.oci_mode(), "");
-    assert_eq!(v0_15.uid_modelcar, None);
-    assert!(!v0_15.pvc_copy_mode);
+fn v0_15_0_and_v0_15_1_defaults_turn_the_modelcar_off_and_mount_a_pvc_directly() {
+    for release in [Release::V0_15_0, Release::V0_15_1] {
+        let shipped = Config::shipped(release).storage_initializer;
+        assert_eq!(shipped.oci_mode(), "", "{release}");
+        assert_eq!(shipped.uid_modelcar, None, "{release}");
+        assert!(!shipped.pvc_copy_mode, "{release}");
+    }
     let head = Config::default()
-        .for_release(Release::V0_15)
+        .for_release(Release::V0_15_0)
         .storage_initializer;
     assert_eq!(
         (head.oci_mode(), head.uid_modelcar),
@@ -134,13 +196,37 @@ fn v0_15_defaults_turn_the_modelcar_off_and_mount_a_pvc_directly() {
 }
 
 #[test]
-fn from_v0_16_on_the_defaults_read_as_heads() {
-    // v0.16.0 lacks `s3CABundleConfigMap`, which reads as HEAD's "".
-    for release in ALL.into_iter().filter(|r| *r >= Release::V0_16) {
+fn v0_15_2_defaults_turn_the_modelcar_on_with_uid_1010() {
+    // kserve#4316, in v0.15.2: HEAD's modelcar values, and still v0.15's
+    // `enableDirectPvcVolumeMount: true`.
+    let v0_15_2 = Config::shipped(Release::V0_15_2);
+    assert_eq!(v0_15_2.storage_initializer.oci_mode(), "modelcar");
+    assert_eq!(v0_15_2.storage_initializer.uid_modelcar, Some(1010));
+    assert!(!v0_15_2.storage_initializer.pvc_copy_mode);
+    assert_eq!(v0_15_2, Config::default().for_release(Release::V0_15_2));
+}
+
+#[test]
+fn from_v0_15_2_on_the_defaults_read_as_heads() {
+    // v0.15.2 and v0.16.0 lack `s3CABundleConfigMap`, which reads as
+    // HEAD's ""; v0.15.2's `enableDirectPvcVolumeMount: true` mounts a
+    // PVC directly, as HEAD does.
+    for release in ALL.into_iter().filter(|r| *r >= Release::V0_15_2) {
         assert_eq!(
             Config::shipped(release),
             Config::default().for_release(release),
             "{release}"
         );
     }
+}
+
+#[test]
+fn patch_releases_ship_their_lines_data_where_kserve_did() {
+    // The data (every key, every value) of each tag's manifest, without
+    // the header naming the tag.
+    let data = |r: Release| crate::config::manifest_data(manifest(r)).expect("shipped data");
+    assert_eq!(data(Release::V0_15_1), data(Release::V0_15_0));
+    assert_eq!(data(Release::V0_17_1), data(Release::V0_17_0));
+    assert_eq!(data(Release::V0_18_1), data(Release::V0_18_0));
+    assert_ne!(data(Release::V0_15_2), data(Release::V0_15_1));
 }

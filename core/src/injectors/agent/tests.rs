@@ -276,6 +276,67 @@ fn a5_missing_metadata_annotation_keys_are_skipped_and_may_leave_an_empty_value(
     assert_eq!(args_for("Nope"), "");
 }
 
+/// The `--metadata-annotations` value the agent gets under `release`, or
+/// `None` without the flag.
+fn metadata_annotations_under(
+    release: crate::release::Release,
+    annotations: Value,
+) -> Option<String> {
+    let mut env = ag_env();
+    env.edit_config(|c| {
+        let config = c.clone().for_release(release);
+        *c = config;
+    });
+    let annotations = with(logger_annotations(), annotations);
+    let out = run_with(inject, &pod(annotations, json!([sklearn()])), &env).unwrap();
+    let args: Vec<String> = agent_args(&out).iter().map(|a| a.to_string()).collect();
+    let at = args.iter().position(|a| a == "--metadata-annotations")?;
+    Some(args[at + 1].clone())
+}
+
+#[test]
+fn a5_metadata_annotations_arrive_in_v0_15_1() {
+    use crate::release::Release;
+    let annotations = json!({"internal.serving.kserve.io/logger-metadata-annotations": "team,absent",
+                             "team": "ml"});
+    for release in [
+        Release::V0_15_1,
+        Release::V0_15_2,
+        Release::V0_16_0,
+        Release::Head,
+    ] {
+        assert_eq!(
+            metadata_annotations_under(release, annotations.clone()).as_deref(),
+            Some("team=ml"),
+            "{release}"
+        );
+    }
+    assert_eq!(
+        metadata_annotations_under(Release::V0_15_0, annotations),
+        None
+    );
+}
+
+#[test]
+fn a5_metadata_annotations_are_joined_as_go_joins_them() {
+    // `InjectAgent` (v0.15.1 to HEAD): `strings.Split` on commas, each key
+    // looked up as written (no trimming), `%s=%s` without escaping, joined
+    // with commas: a key listed twice appears twice, a value keeps its
+    // commas, a key with a blank or an empty key matches nothing.
+    let got = |keys: &str| {
+        let annotations = json!({"internal.serving.kserve.io/logger-metadata-annotations": keys,
+                                 "team": "ml", "tags": "a,b", "eq": "x=y", "blank": ""});
+        metadata_annotations_under(crate::release::Release::Head, annotations)
+    };
+    assert_eq!(got("team,team").as_deref(), Some("team=ml,team=ml"));
+    assert_eq!(got("tags,team").as_deref(), Some("tags=a,b,team=ml"));
+    assert_eq!(got("eq").as_deref(), Some("eq=x=y"));
+    assert_eq!(got("blank").as_deref(), Some("blank="));
+    assert_eq!(got(" team,team ,").as_deref(), Some(""));
+    assert_eq!(got(",,team").as_deref(), Some("team=ml"));
+    assert_eq!(got("").as_deref(), Some(""));
+}
+
 #[test]
 fn a6_batcher_args_and_queue_proxy_env() {
     let annotations = json!({
@@ -816,18 +877,14 @@ fn a17_reinvocation_with_another_logger_config_changes_nothing() {
 }
 
 fn config_with(section: &str, json: &str) -> Result<Config, ConfigError> {
-    let manifest: serde_yaml::Value =
-        serde_yaml::from_str(Config::default_manifest()).expect("default manifest");
+    let manifest = crate::reader::documents(&mut Config::default_manifest().as_bytes())
+        .and_then(|mut docs| docs.next().expect("a document"))
+        .expect("default manifest");
     let mut data: BTreeMap<String, String> = manifest["data"]
-        .as_mapping()
+        .as_object()
         .expect("data")
         .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().unwrap_or_default().to_string(),
-                v.as_str().unwrap_or_default().to_string(),
-            )
-        })
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
         .collect();
     data.insert(section.to_string(), json.to_string());
     Config::from_data(&data)

@@ -709,7 +709,7 @@ fn init_container_goes_after_existing_init_containers() {
 /// [`si_cfg`] read as KServe v0.15 reads it (a `pvc://` URI mounted directly).
 fn v0_15_cfg() -> Inputs {
     let mut env = si_cfg();
-    env.edit_config(|c| c.release = crate::release::Release::V0_15.into());
+    env.edit_config(|c| c.release = crate::release::Release::V0_15_0.into());
     env
 }
 
