@@ -747,11 +747,17 @@ async fn probes(
         closed: Arc::default(),
         goaway: Arc::default(),
     });
-    // Opened before the first review, as the API server keeps one open.
-    if let Err(e) = persistent.client().await {
-        if let Ok(mut p) = kept.lock() {
-            p.failures.push(format!("the persistent connection: {e}"));
-        }
+    // Opened before the first review, as the API server keeps one open;
+    // within the deadline (a server at its connection cap may never serve
+    // the handshake), else the reviews open it.
+    let opened = tokio::time::timeout(deadline, persistent.client()).await;
+    let failed = match opened {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!("not opened within {deadline:?}")),
+    };
+    if let (Some(why), Ok(mut p)) = (failed, kept.lock()) {
+        p.failures.push(format!("the persistent connection: {why}"));
     }
     let mut tasks = Vec::new();
     let mut tick = tokio::time::interval(every);

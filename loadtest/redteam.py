@@ -443,14 +443,16 @@ def probe_figures(proc, verdict, name):
     return figures
 
 
-def under_probes(server, verdict, name, attack, hold=HOLD, peak_limit=None):
-    """Runs `attack` (a started client process holding for `hold` seconds)
-    with the two probes through it; then checks the server, the probes and
-    the cgroup."""
+def under_probes(server, verdict, name, start_attack, hold=HOLD, peak_limit=None):
+    """Runs the attack `start_attack` starts (a client process holding for
+    `hold` seconds) with the two probes through it, the persistent one
+    established a second before the attack, as the API server's are; then
+    checks the server, the probes and the cgroup."""
     peak = Peak(server.proc.pid, server.cgroup)
     oom_before = server.cgroup.oom_kills()
+    running = probes(server, hold)
     time.sleep(1)
-    running = probes(server, hold - 2)
+    attack = start_attack()
     figures = probe_figures(running, verdict, name)
     out, err = attack.communicate()
     report = out.strip().splitlines()[-1] if out.strip() else err.strip()[-500:]
@@ -490,7 +492,7 @@ def attack_promises(tmp, cgroup, verdict):
          ["--connections", "4", "--streams", "128", "--declared", "100"]),
     ]:
         server = Served(tmp, cgroup)
-        attack = server.attack(small, "promise", *args, "--hold", f"{HOLD}s")
+        attack = lambda: server.attack(small, "promise", *args, "--hold", f"{HOLD}s")
         results[name] = under_probes(server, verdict, name, attack)
         server.stop(10)
     return results
@@ -506,7 +508,7 @@ def attack_busy(tmp, cgroup, verdict):
     for connections in (96, 120):
         name = f"busy: {connections} connections, a stalled stream every 2 s"
         server = Served(tmp, cgroup)
-        attack = server.attack(small, "busy", "--connections", str(connections),
+        attack = lambda: server.attack(small, "busy", "--connections", str(connections),
                                "--every", "2s", "--hold", f"{HOLD}s")
         results[name] = under_probes(server, verdict, name, attack)
         server.stop(10)
@@ -519,7 +521,7 @@ def attack_trickle(tmp, cgroup, verdict):
     small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
     name = "trickle: 96 connections, a byte every 3 s"
     server = Served(tmp, cgroup)
-    attack = server.attack(small, "trickle", "--connections", "96", "--every", "3s",
+    attack = lambda: server.attack(small, "trickle", "--connections", "96", "--every", "3s",
                            "--hold", f"{HOLD}s")
     result = under_probes(server, verdict, name, attack)
     server.stop(10)
@@ -533,7 +535,7 @@ def attack_large(tmp, cgroup, verdict):
     bodies = [probe_review(tmp, size * 1000 * 1000, f"probe-{size}mb.json") for size in (1, 2, 3)]
     name = "large: 200 clients sending valid 1-3 MB reviews"
     server = Served(tmp, cgroup)
-    attack = server.attack(bodies[0], "large", "--clients", "200", "--also", bodies[1],
+    attack = lambda: server.attack(bodies[0], "large", "--clients", "200", "--also", bodies[1],
                            "--also", bodies[2], "--hold", f"{HOLD}s")
     result = under_probes(server, verdict, name, attack, peak_limit=LARGE_PEAK)
     server.stop(10)

@@ -23,7 +23,7 @@ use super::metrics::Metrics;
 use super::service::WebhookService;
 use super::tls::Tls;
 use crate::server::settings::LimitSettings;
-use activity::{Activity, Busy, Open, OutboxWatch};
+use activity::{Activity, Busy, Listed, Open, OutboxWatch};
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, StatusCode, Version};
 use hyper::body::Incoming;
@@ -243,7 +243,10 @@ impl Webhook {
             // megabytes for a client that does not read: cgroup v2 charges
             // socket buffers to the container (docs/operations.md, "Memory").
             let _ = rustix::net::sockopt::set_socket_send_buffer_size(&tcp, SOCKET_SEND_BUFFER);
-            tracker.spawn(self.clone().serve(tcp, peer, slot));
+            // Listed now, not when its task first runs: a connection
+            // accepted next at the cap must find every one it may evict.
+            let listed = self.open.enter(&self.metrics);
+            tracker.spawn(self.clone().serve(tcp, peer, slot, listed));
         }
     }
 
@@ -262,9 +265,14 @@ impl Webhook {
         }
     }
 
-    async fn serve(self: Arc<Self>, tcp: TcpStream, peer: SocketAddr, slot: OwnedSemaphorePermit) {
+    async fn serve(
+        self: Arc<Self>,
+        tcp: TcpStream,
+        peer: SocketAddr,
+        slot: OwnedSemaphorePermit,
+        (activity, listed): (Arc<Activity>, Listed),
+    ) {
         self.metrics.open_connections.inc();
-        let (activity, listed) = self.open.enter(&self.metrics);
         let accepted = activity.epoch;
         let mut deadline = accepted + self.handshake_timeout;
         let handshake = TlsAcceptor::from(self.tls.config.load_full()).accept(tcp);
@@ -296,6 +304,7 @@ impl Webhook {
             }
         };
         if let Some(mut tls) = tls {
+            activity.handshaken.store(true, Ordering::Relaxed);
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
             tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
             let io = TokioIo::new(Metered::new(tls, activity.stall.clone()));

@@ -113,7 +113,11 @@ async fn expect_failing(what: &str, kubeconfig: &Path, expected: &[&str]) -> Run
 }
 
 async fn apply_value(admin: &Client, value: &Value) {
-    apply(admin, &kserve_injector_core::reader::to_yaml(value).unwrap()).await;
+    apply(
+        admin,
+        &kserve_injector_core::reader::to_yaml(value).unwrap(),
+    )
+    .await;
 }
 
 /// The base's objects, in namespace kserve, the webhook at `url` with the

@@ -9,7 +9,7 @@ use crate::server::metered::WriteStall;
 use crate::server::metrics::Metrics;
 use crate::server::share::Share;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -27,6 +27,8 @@ pub(super) struct Activity {
     /// answered (200); 0 while none was.
     pub(super) last_review_us: AtomicU64,
     pub(super) first: Notify,
+    /// Whether its TLS handshake is done.
+    pub(super) handshaken: AtomicBool,
     /// Its bytes, and the token a new connection at the cap cancels to take
     /// its slot.
     pub(super) share: Arc<Share>,
@@ -46,6 +48,7 @@ impl Activity {
             last_done_us: AtomicU64::new(0),
             last_review_us: AtomicU64::new(0),
             first: Notify::new(),
+            handshaken: AtomicBool::new(false),
             share: Arc::default(),
             outbox: Arc::new(Outbox::new(metrics)),
             stall: Arc::new(WriteStall::new(epoch)),
@@ -59,17 +62,31 @@ impl Activity {
         (self.in_flight.load(Ordering::SeqCst) == 0).then(|| self.epoch + last_done)
     }
 
-    /// How productive the connection is, least first: one that never
-    /// completed a review before one that did (the first accepted first),
-    /// then the one whose last review is the oldest. Requests in flight do
-    /// not count: a stalled stream is a promise, not progress.
-    fn productivity(&self) -> (bool, Instant) {
-        match self.last_review_us.load(Ordering::Relaxed) {
-            0 => (false, self.epoch),
-            us => (true, self.epoch + Duration::from_micros(us - 1)),
-        }
+    /// How productive the connection is, least first: one that completed
+    /// no review in the last [`RECENT`] after one that did; of those,
+    /// first the ones past their handshake with no request in flight
+    /// (silent, idle, or whose requests all failed), then the others (in
+    /// their handshake, or with a request in flight, which its body's pace
+    /// bounds to about a second); each the one whose last review, else its
+    /// accept, is the oldest first. So a new client's first review is not
+    /// cut for connections that only sit there, and requests in flight
+    /// never protect a connection from one that keeps completing reviews:
+    /// a stalled stream is a promise, not progress.
+    fn productivity(&self, now: Instant) -> (bool, bool, Instant) {
+        let since = match self.last_review_us.load(Ordering::Relaxed) {
+            0 => None,
+            us => Some(self.epoch + Duration::from_micros(us - 1)),
+        };
+        let recent = since.is_some_and(|at| now.saturating_duration_since(at) < RECENT);
+        let silent =
+            self.handshaken.load(Ordering::Relaxed) && self.in_flight.load(Ordering::Relaxed) == 0;
+        (recent, recent || !silent, since.unwrap_or(self.epoch))
     }
 }
+
+/// How long a completed review keeps a connection productive: the API
+/// server's connections review every few seconds while pods are created.
+const RECENT: Duration = Duration::from_secs(10);
 
 /// Held while a request is being answered, however that ends (a reset
 /// stream drops it unpolled); `1` is whether it was a review answered.
@@ -134,13 +151,14 @@ impl Open {
     /// Tells the least productive connection not yet told to close; false
     /// when every connection is closing already.
     pub(super) fn evict_least_productive(&self) -> bool {
+        let now = Instant::now();
         let connections = self
             .connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let least = (connections.values())
             .filter(|a| !a.share.evict.is_cancelled())
-            .min_by_key(|a| a.productivity());
+            .min_by_key(|a| a.productivity(now));
         match least {
             Some(activity) => {
                 activity.share.evict.cancel();
