@@ -111,5 +111,22 @@ fn ceil_boundary(s: &str, mut at: usize) -> usize {
     at
 }
 
+/// An error and its sources, each once, joined by ": " (hyper's and
+/// kube's texts leave the cause, such as "Connection refused", to the
+/// sources). A source whose text its parent already ends with is skipped.
+pub(crate) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let part = cause.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests;

@@ -262,7 +262,7 @@ pub fn release_line(served: (Release, &str), config: Option<&Config>) -> Line {
     if !mismatches.is_empty() {
         let cluster = release_of_images(config)
             .map(|r| r.to_string())
-            .unwrap_or_else(|| "another release".into());
+            .unwrap_or_else(|_| "another release".into());
         return Line::fail(
             ID,
             format!("serve reproduces KServe {release}'s pod mutator ({from}), but the cluster's inferenceservice-config images ({images}) are KServe {cluster}'s: pods are made as another release makes them"),
@@ -270,10 +270,10 @@ pub fn release_line(served: (Release, &str), config: Option<&Config>) -> Line {
         );
     }
     match release_of_images(config) {
-        Some(_) => Line::pass(ID, format!("serve reproduces KServe {release} ({from}), the release the cluster's images ({images}) name")),
-        None => Line::warn(
+        Ok(_) => Line::pass(ID, format!("serve reproduces KServe {release} ({from}), the release the cluster's images ({images}) name")),
+        Err(why) => Line::warn(
             ID,
-            format!("serve reproduces KServe {release} ({from}); the cluster's images ({images}) name no single release, so it is not compared"),
+            format!("serve reproduces KServe {release} ({from}); {why}, so it is not compared"),
             "make sure --kserve-version (Helm: server.kserveVersion) names the release KServe's controller runs",
         ),
     }

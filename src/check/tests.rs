@@ -447,10 +447,14 @@ fn rbac_follows_the_lookup_flags() {
     assert!(namespaced
         .contains(&"watch clusterstoragecontainers.serving.kserve.io cluster-wide".to_string()));
     let needed = rbac::needed(&lookups(&[]));
-    let all_allowed: Vec<_> = needed.iter().cloned().map(|a| (a, Ok(true))).collect();
+    let all_allowed: Vec<_> = needed
+        .iter()
+        .cloned()
+        .map(|a| (a, rbac::Verdict::Allowed))
+        .collect();
     assert_eq!(rbac::rbac_line("sa", &all_allowed).status, Status::Pass);
     let mut one_denied = all_allowed.clone();
-    one_denied[3].1 = Ok(false);
+    one_denied[3].1 = rbac::Verdict::Denied;
     let line = rbac::rbac_line("sa", &one_denied);
     assert_eq!(line.status, Status::Fail);
     assert!(
