@@ -370,7 +370,7 @@ fn the_release_must_match_the_images_and_the_config_must_parse_under_it() {
     let manifest = kserve_injector_core::Config::shipped_manifest(v17);
     let mut data = kserve_injector_core::config::manifest_data(manifest).unwrap();
     for value in data.values_mut() {
-        *value = value.replace(":latest", ":v0.17.0");
+        *value = value.replace(":latest", ":v0.17.1");
     }
     let (line, _) = serving::config_line("kserve/x", Some(&data), v17, None);
     assert_eq!(line.status, Status::Pass, "{line:?}");
