@@ -4,7 +4,7 @@
 //! and a ConfigMap or certificate file can be megabytes; copied whole, one
 //! such string makes a log line as large as the input, at every summary.
 //!
-//! [`bounded`] keeps the first [`HEAD`] and the last [`TAIL`] bytes, cut at
+//! [`bounded`] keeps the first `HEAD` and the last `TAIL` bytes, cut at
 //! character boundaries, and puts a marker saying how many bytes were left
 //! out between them: the end of a message (`… is not a modelcar mode`) is
 //! often what explains it. It formats through a writer that keeps only
