@@ -4,7 +4,7 @@
 //! and a ConfigMap or certificate file can be megabytes; copied whole, one
 //! such string makes a log line as large as the input, at every summary.
 //!
-//! [`bounded`] keeps the first [`HEAD`] and the last [`TAIL`] bytes, cut at
+//! [`bounded`] keeps the first `HEAD` and the last `TAIL` bytes, cut at
 //! character boundaries, and puts a marker saying how many bytes were left
 //! out between them: the end of a message (`… is not a modelcar mode`) is
 //! often what explains it. It formats through a writer that keeps only
@@ -109,6 +109,23 @@ fn ceil_boundary(s: &str, mut at: usize) -> usize {
         at += 1;
     }
     at
+}
+
+/// An error and its sources, each once, joined by ": " (hyper's and
+/// kube's texts leave the cause, such as "Connection refused", to the
+/// sources). A source whose text its parent already ends with is skipped.
+pub(crate) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let part = cause.to_string();
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

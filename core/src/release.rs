@@ -150,7 +150,7 @@ impl Release {
                 .is_some_and(|t| format!("{}.{}", t.major, t.minor) == numbers)
         };
         (numbered.clone().find(by_tag))
-            .or_else(|| numbered.filter(by_line).last())
+            .or_else(|| numbered.rev().find(by_line))
             .ok_or_else(|| ReleaseError::Unknown(text.to_string()))
     }
 

@@ -28,6 +28,25 @@ pub fn bundle(ca_bundle: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, 
     }
 }
 
+/// Why the caBundle does not verify the serving chain.
+#[derive(Debug, thiserror::Error)]
+pub enum NotVerified {
+    #[error("the Secret holds no certificate")]
+    NoCertificate,
+    #[error("a caBundle certificate is not a CA")]
+    NotCa(#[source] rustls::Error),
+    #[error("no verifier could be built from the caBundle")]
+    Verifier(#[source] rustls::client::VerifierBuilderError),
+    #[error(
+        "it is not signed by a CA of the caBundle (x509: certificate signed by unknown authority)"
+    )]
+    UnknownIssuer,
+    #[error("the caBundle's CA of the same name did not sign it, as when a CA is made again under its name (x509: certificate signed by unknown authority)")]
+    BadSignature,
+    #[error("it does not verify")]
+    Other(#[source] rustls::Error),
+}
+
 /// Whether `bundle` verifies `chain` (leaf first), as a TLS client would.
 /// `now` outside the leaf's validity is replaced by a moment inside it: the
 /// lifetime has its own line.
@@ -36,17 +55,15 @@ pub fn verifies(
     chain: &[CertificateDer<'static>],
     host: &str,
     now: UnixTime,
-) -> Result<(), String> {
-    let (leaf, intermediates) = chain.split_first().ok_or("no certificate")?;
+) -> Result<(), NotVerified> {
+    let (leaf, intermediates) = chain.split_first().ok_or(NotVerified::NoCertificate)?;
     let mut roots = RootCertStore::empty();
     for ca in bundle {
-        roots
-            .add(ca.clone())
-            .map_err(|e| format!("a caBundle certificate is not a CA: {e}"))?;
+        roots.add(ca.clone()).map_err(NotVerified::NotCa)?;
     }
     let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(NotVerified::Verifier)?;
     let at = match validity(leaf) {
         Some((from, to)) if !(from..=to).contains(&now.as_secs()) => UnixTime::since_unix_epoch(
             std::time::Duration::from_secs(from + (to.saturating_sub(from)) / 2),
@@ -61,13 +78,13 @@ pub fn verifies(
         Err(rustls::Error::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
         )) => Ok(()),
-        Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => Err(
-            "it is not signed by a CA of the caBundle (x509: certificate signed by unknown authority)".into(),
-        ),
-        Err(rustls::Error::InvalidCertificate(CertificateError::BadSignature)) => Err(
-            "the caBundle's CA of the same name did not sign it, as when a CA is made again under its name (x509: certificate signed by unknown authority)".into(),
-        ),
-        Err(e) => Err(e.to_string()),
+        Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+            Err(NotVerified::UnknownIssuer)
+        }
+        Err(rustls::Error::InvalidCertificate(CertificateError::BadSignature)) => {
+            Err(NotVerified::BadSignature)
+        }
+        Err(e) => Err(NotVerified::Other(e)),
     }
 }
 
@@ -88,7 +105,7 @@ pub fn ca_bundle_line(
         ),
         Err(why) => Line::fail(
             ID,
-            format!("does not verify the serving certificate of Secret {secret}: {why}"),
+            format!("does not verify the serving certificate of Secret {secret}: {}", crate::log_text::causes(&why)),
             "put the CA that signed the Secret's tls.crt into the caBundle (cert-manager: the CA Certificate named by cert-manager.io/inject-ca-from; static certificates: ca.crt of the same `kserve-injector certs` run)",
         ),
     }

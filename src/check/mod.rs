@@ -502,10 +502,12 @@ impl Checker<'_> {
                 ..SubjectAccessReview::default()
             };
             let answer = api.create(&PostParams::default(), &review).await;
-            let allowed = answer
-                .map(|r| r.status.is_some_and(|s| s.allowed))
-                .map_err(|e| api_error(&e));
-            results.push((access, allowed));
+            let verdict = match answer {
+                Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => rbac::Verdict::Allowed,
+                Ok(_) => rbac::Verdict::Denied,
+                Err(e) => rbac::Verdict::Unknown(api_error(&e)),
+            };
+            results.push((access, verdict));
         }
         rbac::rbac_line(
             &format!(

@@ -76,9 +76,19 @@ pub fn needed(lookups: &LookupSettings) -> Vec<Access> {
     out
 }
 
-/// The RBAC line for `account` from each needed access and whether the
-/// API server allows it (an error: the review could not be asked).
-pub fn rbac_line(account: &str, results: &[(Access, Result<bool, String>)]) -> Line {
+/// What the API server said of one access (a SubjectAccessReview).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Denied,
+    /// The review could not be asked; why, as the API server or the
+    /// client said it.
+    Unknown(String),
+}
+
+/// The RBAC line for `account` from each needed access and the API
+/// server's verdict on it.
+pub fn rbac_line(account: &str, results: &[(Access, Verdict)]) -> Line {
     const ID: &str = "rbac.lookups";
     if results.is_empty() {
         return Line::pass(
@@ -88,12 +98,15 @@ pub fn rbac_line(account: &str, results: &[(Access, Result<bool, String>)]) -> L
     }
     let denied: Vec<String> = results
         .iter()
-        .filter(|(_, r)| matches!(r, Ok(false)))
+        .filter(|(_, v)| *v == Verdict::Denied)
         .map(|(a, _)| a.to_string())
         .collect();
     let unknown: Vec<String> = results
         .iter()
-        .filter_map(|(a, r)| r.as_ref().err().map(|e| format!("{a} ({e})")))
+        .filter_map(|(a, v)| match v {
+            Verdict::Unknown(why) => Some(format!("{a} ({why})")),
+            _ => None,
+        })
         .collect();
     if !denied.is_empty() {
         return Line::fail(

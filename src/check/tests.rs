@@ -370,7 +370,7 @@ fn the_release_must_match_the_images_and_the_config_must_parse_under_it() {
     let manifest = kserve_injector_core::Config::shipped_manifest(v17);
     let mut data = kserve_injector_core::config::manifest_data(manifest).unwrap();
     for value in data.values_mut() {
-        *value = value.replace(":latest", ":v0.17.0");
+        *value = value.replace(":latest", ":v0.17.1");
     }
     let (line, _) = serving::config_line("kserve/x", Some(&data), v17, None);
     assert_eq!(line.status, Status::Pass, "{line:?}");
@@ -447,10 +447,14 @@ fn rbac_follows_the_lookup_flags() {
     assert!(namespaced
         .contains(&"watch clusterstoragecontainers.serving.kserve.io cluster-wide".to_string()));
     let needed = rbac::needed(&lookups(&[]));
-    let all_allowed: Vec<_> = needed.iter().cloned().map(|a| (a, Ok(true))).collect();
+    let all_allowed: Vec<_> = needed
+        .iter()
+        .cloned()
+        .map(|a| (a, rbac::Verdict::Allowed))
+        .collect();
     assert_eq!(rbac::rbac_line("sa", &all_allowed).status, Status::Pass);
     let mut one_denied = all_allowed.clone();
-    one_denied[3].1 = Ok(false);
+    one_denied[3].1 = rbac::Verdict::Denied;
     let line = rbac::rbac_line("sa", &one_denied);
     assert_eq!(line.status, Status::Fail);
     assert!(

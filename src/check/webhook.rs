@@ -5,7 +5,7 @@
 use super::report::Line;
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::core::{Selector, SelectorExt};
+use kube::core::{ParseExpressionError, Selector, SelectorExt};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -251,11 +251,11 @@ fn timeout(hook: &MutatingWebhook, expected: &Expected) -> Line {
 fn selects(
     selector: Option<&LabelSelector>,
     labels: &BTreeMap<String, String>,
-) -> Result<bool, String> {
+) -> Result<bool, ParseExpressionError> {
     let Some(selector) = selector else {
         return Ok(true);
     };
-    let parsed = Selector::try_from(selector.clone()).map_err(|e| e.to_string())?;
+    let parsed = Selector::try_from(selector.clone())?;
     Ok(parsed.matches(labels))
 }
 

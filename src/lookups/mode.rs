@@ -2,7 +2,7 @@
 //! reads ServiceAccounts, Secrets, ClusterStorageContainers and
 //! InferenceServices from a cluster, and which cluster configuration it uses.
 
-use crate::log_text::bounded;
+use crate::log_text::{bounded, causes};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use std::ffi::OsString;
@@ -151,23 +151,6 @@ pub async fn resolve_client(
             after: PROBE_TIMEOUT,
         }),
     }
-}
-
-/// An error and its sources, each once, joined by ": " (hyper's and
-/// kube's texts leave the cause, such as "Connection refused", to the
-/// sources). A source whose text its parent already ends with is skipped.
-fn causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(cause) = next {
-        let part = cause.to_string();
-        if !text.ends_with(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        next = cause.source();
-    }
-    text
 }
 
 /// A client for `source` (and `context`, for a kubeconfig), without a probe.

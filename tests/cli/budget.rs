@@ -3,7 +3,7 @@
 //! on stdin, a JSON array of millions, a long stream to `audit`) now stop
 //! at the budget. Each input is generated as it is written to the child's
 //! standard input, never held here; the child's peak resident set comes
-//! from the kernel when it is reaped.
+//! from GNU time (`crate::timed`).
 
 mod nested;
 
@@ -39,7 +39,9 @@ fn run(
     args: &[&str],
     feed: impl FnOnce(&mut ChildStdin) -> std::io::Result<()> + Send + 'static,
 ) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("time");
+    let mut child = crate::timed(&report)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -56,22 +58,13 @@ fn run(
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 reaps only this child, which
-    // `child` never waits on afterwards.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as libc::pid_t);
+    child.wait().expect("time ends");
     writer.join().expect("the writer ends");
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
+    let (code, peak) = crate::time_report(&report);
     Run {
         code,
         stderr: reader.join().expect("the stderr reader ends"),
-        peak: usage.ru_maxrss as u64 * 1024,
+        peak,
     }
 }
 

@@ -132,7 +132,7 @@ fn a_changed_help_text_is_found() {
     let rendered = rendered_docs(docs).expect("markers found");
     assert!(!rendered.contains("| stale |"));
     assert!(rendered.contains("| `--max-document-bytes` | `67108864` |"));
-    assert!(rendered.contains("| `--addr` | `0.0.0.0:9443` | `KSERVE_INJECTOR_ADDR` |"));
+    assert!(rendered.contains("| `--addr` | none | `KSERVE_INJECTOR_ADDR` |"));
     assert!(rendered.contains("| `--new-ca` | off | Make a new CA"));
     assert_eq!(
         rendered_docs("no markers").unwrap_err(),

@@ -38,3 +38,36 @@ fn run_bin(args: &[&str], stdin: &[u8]) -> Output {
     writer.join().expect("the stdin writer ends");
     out
 }
+
+/// The binary run under GNU time, which writes its exit code and peak
+/// resident set to `report` (read by [`time_report`]). Not this process's
+/// own wait4: a child spawned from here (vfork or fork) starts its
+/// accounting at this process's peak, which the tests running beside it
+/// raise (235 MB measured, hiding the child's own).
+fn timed(report: &std::path::Path) -> Command {
+    const TIME: &str = "/usr/bin/time";
+    assert!(
+        std::path::Path::new(TIME).exists(),
+        "{TIME} (Debian's package `time`) measures the child's peak: install it (.ci/run does)"
+    );
+    let mut command = Command::new(TIME);
+    command
+        .args(["-f", "%x %M", "-o"])
+        .arg(report)
+        .arg(env!("CARGO_BIN_EXE_kserve-injector"));
+    command
+}
+
+/// The exit code and the peak resident set in bytes from [`timed`]'s report.
+fn time_report(report: &std::path::Path) -> (i32, u64) {
+    let text = std::fs::read_to_string(report).expect("time's report");
+    // A child that failed adds a "Command exited with non-zero status" line first.
+    let last = text.lines().last().unwrap_or_default();
+    let mut fields = last.split_whitespace();
+    let code = fields.next().and_then(|c| c.parse().ok());
+    let kib: Option<u64> = fields.next().and_then(|k| k.parse().ok());
+    match (code, kib) {
+        (Some(code), Some(kib)) => (code, kib * 1024),
+        _ => panic!("time's report is not 'code KiB': {text:?}"),
+    }
+}

@@ -369,8 +369,8 @@ fn a_settings_file_is_read_whole_or_refused() {
             "storageInitializer.memoryLimit: \"1e999999\" is more than Kubernetes counts (9223372036854775807 bytes)",
         ),
         (
-            "kserveVersion: v0.17.1\n",
-            "kserveVersion: \"v0.17.1\" is not a KServe version",
+            "kserveVersion: v0.17.9\n",
+            "kserveVersion: \"v0.17.9\" is not a KServe version",
         ),
     ] {
         let settings = write_temp(dir.path(), "settings.yaml", text);

@@ -139,29 +139,18 @@ fn a_100000_deep_document_fails_within_a_second() {
     }
 }
 
-/// Peak resident set of a child, from the kernel's accounting at reaping.
-// The child is reaped by wait4 (for its rusage), not by Child::wait.
-#[allow(clippy::zombie_processes)]
+/// Peak resident set of a child (see `crate::timed`).
 fn run_measuring_peak_rss(args: &[&str], input: &Path) -> (i32, u64) {
-    let child = Command::new(BIN)
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("time");
+    crate::timed(&report)
         .args(args)
         .arg(input)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .expect("binary starts");
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 reaps only this child, which
-    // `child` never waits on afterwards.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as libc::pid_t);
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    (code, usage.ru_maxrss as u64 * 1024)
+        .status()
+        .expect("time starts");
+    crate::time_report(&report)
 }
 
 /// A pod padded to about `size` bytes in a container's environment (in

@@ -74,7 +74,7 @@ fn seeds() -> Vec<Value> {
             .and_then(|docs| docs.collect::<Result<Vec<Value>, _>>());
         if let Ok([pod]) = docs.as_deref() {
             if pod["kind"] == "Pod" {
-                seeds.push(review_of(&pod));
+                seeds.push(review_of(pod));
             }
         }
     }

@@ -278,8 +278,8 @@ fn every_switch_row_is_in_the_table_of_a_release_that_has_the_older_behaviour() 
             _ => false,
         };
         (Release::SUPPORTED.iter().copied())
-            .filter(named)
-            .last()
+            .rev()
+            .find(named)
             .unwrap_or_else(|| panic!("row {row} names no release"))
     };
     for switch in Switch::ALL {
