@@ -8,7 +8,7 @@
 mod nested;
 
 use std::io::{Read, Write};
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Stdio};
 
 const MIB: u64 = 1 << 20;
 /// The default per-document budget (`--max-document-bytes`).
