@@ -84,7 +84,10 @@ class Served:
              "--addr", f"127.0.0.1:{self.port}", "--admin-addr", f"127.0.0.1:{self.admin}",
              "--kubeconfig", apiserver.kubeconfig, "--cluster-lookups", "on",
              "--config", self.config, "--config-poll-interval", "1s", "--cert-poll-interval", "1s",
-             "--request-timeout", "2s", "--lookup-timeout", "500ms", "--max-concurrent-requests", "2",
+             # --body-timeout past --request-timeout: a stalled body is then a 504
+             # (the timeout the alerts watch), not the body pace's 408.
+             "--request-timeout", "2s", "--body-timeout", "10s",
+             "--lookup-timeout", "500ms", "--max-concurrent-requests", "2",
              "--shutdown-delay", "0s", "--drain-timeout", "2s", "--log-format", "text"],
             stdout=self.log.open("w"), stderr=subprocess.STDOUT)
         wait_for("serve /readyz", lambda: http_ok(f"http://127.0.0.1:{self.admin}/readyz"),
@@ -114,7 +117,8 @@ class Served:
                 return status_of(s)
 
     def stall(self, result):
-        """A request whose body never comes: 504 at --request-timeout."""
+        """A request whose body never comes: 504 at --request-timeout (the
+        body's pace, --body-timeout, is set past it)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as raw:
             with self.tls.wrap_socket(raw) as s:
                 s.sendall(b"POST /mutate-pods HTTP/1.1\r\nHost: kserve-injector\r\n"
