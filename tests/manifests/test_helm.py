@@ -1284,42 +1284,49 @@ def test_replace_kserve_mutator_hooks(cluster, tools):
                                    "certificates.mode=self-signed"], namespace=ns, chart=chart))
     kserve = [d for d in docs_of((ROOT / "fixtures" / "install" / "kserve-helm-rendered.yaml").read_text())
               if d["kind"] == "MutatingWebhookConfiguration"]
-    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))
-    assert kserve_webhooks(server) == [KSERVE_DEFAULTER, KSERVE_POD_MUTATOR]
-    # everything the chart renders, hooks included, as helm would create it
-    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
-    # no controller-manager: report the Deployment rolled out by hand
-    server.kubectl("patch", "deployment", "kserve-injector", "-n", ns, "--subresource=status",
-                   "--type=merge", "-p", json.dumps({"status": {
-                       "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
-                       "readyReplicas": 2, "availableReplicas": 2}}))
+    # The webhook configurations are cluster-wide and the API server is the
+    # session's: left behind, KServe's entry and the chart's (failurePolicy
+    # Fail, no endpoints) would refuse every later test's labelled pods.
+    hooks = [d["metadata"]["name"] for d in kserve + docs if d["kind"] == "MutatingWebhookConfiguration"]
+    try:
+        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))
+        assert kserve_webhooks(server) == [KSERVE_DEFAULTER, KSERVE_POD_MUTATOR]
+        # everything the chart renders, hooks included, as helm would create it
+        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+        # no controller-manager: report the Deployment rolled out by hand
+        server.kubectl("patch", "deployment", "kserve-injector", "-n", ns, "--subresource=status",
+                       "--type=merge", "-p", json.dumps({"status": {
+                           "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
+                           "readyReplicas": 2, "availableReplicas": 2}}))
 
-    def as_hook(sa, args, check=True):
-        return server.kubectl(f"--as=system:serviceaccount:{ns}:{sa}", *args, check=check)
+        def as_hook(sa, args, check=True):
+            return server.kubectl(f"--as=system:serviceaccount:{ns}:{sa}", *args, check=check)
 
-    sa, args = hook_args(docs, "kserve-injector-replace-kserve-mutator", "wait-for-injector")
-    as_hook(sa, args)
-    guard_sa, guard = hook_args(docs, "kserve-injector-check-kserve-mutator", "require-kserve-pod-mutator")
-    guard = [a if not a.startswith("--timeout=") else "--timeout=2s" for a in guard]
-    as_hook(guard_sa, guard)  # KServe's entry is there: uninstall may go on
+        sa, args = hook_args(docs, "kserve-injector-replace-kserve-mutator", "wait-for-injector")
+        as_hook(sa, args)
+        guard_sa, guard = hook_args(docs, "kserve-injector-check-kserve-mutator", "require-kserve-pod-mutator")
+        guard = [a if not a.startswith("--timeout=") else "--timeout=2s" for a in guard]
+        as_hook(guard_sa, guard)  # KServe's entry is there: uninstall may go on
 
-    sa, args = hook_args(docs, "kserve-injector-replace-kserve-mutator", "remove-kserve-pod-mutator")
-    as_hook(sa, args)
-    assert kserve_webhooks(server) == [KSERVE_DEFAULTER]
-    out = as_hook(sa, args).stdout  # post-upgrade: already gone
-    assert "no change" in out, out
-    assert kserve_webhooks(server) == [KSERVE_DEFAULTER]
+        sa, args = hook_args(docs, "kserve-injector-replace-kserve-mutator", "remove-kserve-pod-mutator")
+        as_hook(sa, args)
+        assert kserve_webhooks(server) == [KSERVE_DEFAULTER]
+        out = as_hook(sa, args).stdout  # post-upgrade: already gone
+        assert "no change" in out, out
+        assert kserve_webhooks(server) == [KSERVE_DEFAULTER]
 
-    denied = as_hook(sa, ["patch", "mutatingwebhookconfiguration", "kserve-injector", "--type=merge",
-                          "-p", '{"metadata":{"labels":{"x":"y"}}}'], check=False)
-    assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
-    denied = as_hook(sa, ["get", "secrets", "-n", ns], check=False)
-    assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
+        denied = as_hook(sa, ["patch", "mutatingwebhookconfiguration", "kserve-injector", "--type=merge",
+                              "-p", '{"metadata":{"labels":{"x":"y"}}}'], check=False)
+        assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
+        denied = as_hook(sa, ["get", "secrets", "-n", ns], check=False)
+        assert denied.returncode != 0 and "forbidden" in denied.stderr, denied.stderr
 
-    failed = as_hook(guard_sa, guard, check=False)
-    assert failed.returncode != 0 and "timed out" in failed.stderr, failed.stderr
-    server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))  # KServe upgraded
-    as_hook(guard_sa, guard)
+        failed = as_hook(guard_sa, guard, check=False)
+        assert failed.returncode != 0 and "timed out" in failed.stderr, failed.stderr
+        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(kserve))  # KServe upgraded
+        as_hook(guard_sa, guard)
+    finally:
+        server.kubectl("delete", "mutatingwebhookconfiguration", "--ignore-not-found", *hooks)
 
 
 # ---------------------------------------------------------------- KServe's chart, post-rendered

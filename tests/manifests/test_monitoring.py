@@ -454,7 +454,15 @@ def test_apiserver_series_exist_in_a_real_scrape(apiserver, injector_bin, rule, 
         def dry_run(pod):
             return apiserver.kubectl("-n", namespace, "create", "--dry-run=server", "-o", "json", "-f", "-",
                                      stdin=json.dumps(pod), check=False)
-        wait_for("the webhook injects", lambda: "modelcar" in dry_run(probe_pod("admitted")).stdout)
+        last = []
+
+        def injects():
+            last[:] = [dry_run(probe_pod("admitted"))]
+            return "modelcar" in last[0].stdout
+        try:
+            wait_for("the webhook injects", injects, proc=proc, log=log)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nthe last dry run said: {last[0].stderr if last else None}") from None
         denied = dry_run(probe_pod("denied", container="model"))
         assert denied.returncode != 0 and "denied the request" in denied.stderr, denied.stderr
         proc.terminate()
