@@ -15,6 +15,7 @@ pub struct Counting;
 // SAFETY: every call is forwarded to `System` unchanged; the thread-local
 // counter is a const-initialised `Cell`, which never allocates.
 unsafe impl GlobalAlloc for Counting {
+    // SAFETY (callers'): `layout` has a non-zero size.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let _ = ALLOCATED.try_with(|a| a.set(a.get() + layout.size() as u64));
         let _ = LIVE.try_with(|a| a.set(a.get() + layout.size() as i64));
@@ -22,12 +23,14 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.alloc(layout) }
     }
 
+    // SAFETY (callers'): `ptr` is a live block allocated with `layout`.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let _ = LIVE.try_with(|a| a.set(a.get() - layout.size() as i64));
         // SAFETY: as above.
         unsafe { System.dealloc(ptr, layout) }
     }
 
+    // SAFETY (callers'): `ptr` is a live block allocated with `layout`.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let grown = new_size.saturating_sub(layout.size()) as u64;
         let _ = ALLOCATED.try_with(|a| a.set(a.get() + grown));
