@@ -51,7 +51,7 @@ echo "fuzz: build took $(( $(date +%s) - build_started )) s"
 
 # --- seed corpora (regenerated each run; libFuzzer adds what it finds) ------
 seed_review() {
-  local dir=$1 bin=target/debug/examples/baseline_server
+  local dir=$1 bin=${CARGO_TARGET_DIR:-target}/debug/examples/baseline_server
   cp benches/inputs/*.json "$dir/"
   if [ ! -x "$bin" ]; then cargo build --locked --example baseline_server 2>&1 | tail -1; fi
   for case in fixtures/*/; do

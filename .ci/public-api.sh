@@ -21,7 +21,7 @@ if [ "$(cargo public-api --version 2>/dev/null)" != "cargo-public-api $version" 
   cargo install --locked --quiet cargo-public-api --version "$version"
 fi
 echo "== the core's public API (cargo public-api, against $listing)"
-target=target/public-api
+target=${CARGO_TARGET_DIR:-target}/public-api
 RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$target cargo rustdoc --locked --quiet -p kserve-injector-core --lib \
   -- -Z unstable-options --output-format json
 # -ss: without blanket and auto-trait impls, which follow from the rest and

@@ -13,4 +13,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 echo "== soak (loadtest/soak.sh, ${DURATION:-60} s)"
 cargo build --locked --bin kserve-injector 2>&1 | tail -1
-DURATION=${DURATION:-60} BIN=target/debug/kserve-injector MAX_RSS_GROWTH_PCT=20 bash loadtest/soak.sh
+DURATION=${DURATION:-60} BIN="${CARGO_TARGET_DIR:-target}/debug/kserve-injector" MAX_RSS_GROWTH_PCT=20 bash loadtest/soak.sh
