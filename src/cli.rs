@@ -53,8 +53,8 @@ impl MutateSource for ClusterSnapshot {
     }
 }
 
-/// The Inputs for one pod: `env` with the objects that pod needs.
-fn env_for(
+/// The inputs for one pod: `inputs` with the objects that pod needs.
+fn pod_inputs(
     pod: &Value,
     namespace: &str,
     inputs: &Inputs,
@@ -160,8 +160,8 @@ fn mutate_object(
         MutationError::Inject(e) => CliError::Denied(Denial::Injector(e)),
     };
     if kind == "Pod" {
-        let env = env_for(doc, ns, inputs, cluster, label)?;
-        let m = mutate(doc, ns, &env).map_err(fail)?;
+        let pod_inputs = pod_inputs(doc, ns, inputs, cluster, label)?;
+        let m = mutate(doc, ns, &pod_inputs).map_err(fail)?;
         hint_unselected(doc, label);
         log_unsupported(label, &m.unsupported);
         return Ok(Processed::Object {
@@ -180,8 +180,8 @@ fn mutate_object(
         label: label.to_string(),
         pointer,
     })?;
-    let env = env_for(template, ns, inputs, cluster, label)?;
-    let m = mutate_template(template, ns, &env).map_err(fail)?;
+    let pod_inputs = pod_inputs(template, ns, inputs, cluster, label)?;
+    let m = mutate_template(template, ns, &pod_inputs).map_err(fail)?;
     hint_unselected(template, label);
     log_unsupported(label, &m.unsupported);
     // The template's operations, moved under it: the output is the input
@@ -211,11 +211,12 @@ fn process(
             })?;
             let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
             let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
-            let env = env_for(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
-            let reviewed = admission::review(&body, &env).map_err(|source| InputError::Review {
-                label: label.clone(),
-                source,
-            })?;
+            let pod_inputs = pod_inputs(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
+            let reviewed =
+                admission::review(&body, &pod_inputs).map_err(|source| InputError::Review {
+                    label: label.clone(),
+                    source,
+                })?;
             let response = serde_json::from_slice(&reviewed.body).map_err(InputError::Answer)?;
             Ok(Processed::Review(response, reviewed.denial))
         }
@@ -319,7 +320,7 @@ pub fn mutate_stream_within(
 }
 
 /// [`mutate_stream`] over text, for callers that hold the whole input; the
-/// cluster objects are `env.cluster`.
+/// cluster objects are `inputs.cluster`.
 pub fn run_mutate(
     text: &str,
     format: OutputFormat,

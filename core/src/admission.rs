@@ -1,5 +1,9 @@
 //! AdmissionReview in, AdmissionReview out (admission.k8s.io/v1 and v1beta1).
-//! Pure: the HTTP server and the CLI both hand the request body to [`review`].
+//! Pure: the HTTP server hands the request body to [`prepare_in`] and, after
+//! the cluster lookups the prepared review asks for, answers it
+//! ([`Prepared::answer`], or [`Prepared::deny`], [`Prepared::refuse`],
+//! [`Prepared::untouched`]); the CLI hands it to [`review`], which does both
+//! in one call.
 //!
 //! One pass over the body: the envelope is decoded into borrowed fields and
 //! the pod is kept as raw JSON text (`RawValue`, checked to be valid JSON but

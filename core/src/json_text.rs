@@ -40,16 +40,14 @@ pub(crate) fn write_str(out: &mut String, text: &str) {
 }
 
 /// Appends `text` as a JSON string with the escapes serde_json writes
-/// (`format_escaped_str`): the short forms `\b \t \n \f \r \" \\`, and
-/// `\u00xx` in lower-case hex for the other control characters. Written
-/// here, runs between escapes copied whole, because going through
-/// serde_json's formatter byte by byte showed in a small review's profile
-/// (the modelcar's init script has quotes). Out of line: inlined into
-/// `write_str`, which every key and string goes through, it made the
-/// typical pod's review cost more.
+/// (`format_escaped_str`): those of [`write_escape`] for the bytes
+/// [`ESCAPED`] marks. Written here, runs between escapes copied whole,
+/// because going through serde_json's formatter byte by byte showed in a
+/// small review's profile (the modelcar's init script has quotes). Out of
+/// line: inlined into `write_str`, which every key and string goes
+/// through, it made the typical pod's review cost more.
 #[inline(never)]
 fn write_escaped(out: &mut String, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(text.len() + 8);
     out.push('"');
     let bytes = text.as_bytes();
@@ -60,23 +58,43 @@ fn write_escaped(out: &mut String, text: &str) {
         out.push_str(&text[start..i]);
         start = i + 1;
         next = escape_at(&bytes[start..]).map(|at| start + at);
-        match bytes[i] {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' => out.push_str("\\n"),
-            b'\t' => out.push_str("\\t"),
-            b'\r' => out.push_str("\\r"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            b => {
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(b >> 4)]));
-                out.push(char::from(HEX[usize::from(b & 0xf)]));
-            }
-        }
+        write_escape(out, char::from(bytes[i]));
     }
     out.push_str(&text[start..]);
     out.push('"');
+}
+
+/// Appends the escape of `c`, as serde_json and Go's `encoding/json` both
+/// write it (Go since 1.22, which every KServe release we reproduce is
+/// built with): the short forms `\b \t \n \f \r \" \\`, and otherwise
+/// `\u` with four lower-case hex digits (`c` is in the Basic Multilingual
+/// Plane: a control character, or one of the few Go escapes besides).
+#[inline(always)]
+fn write_escape(out: &mut String, c: char) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        c => {
+            let code = u32::from(c);
+            debug_assert!(code <= 0xffff, "only BMP characters are escaped");
+            out.push_str("\\u");
+            for shift in [12, 8, 4, 0] {
+                out.push(char::from(HEX[(code >> shift & 0xf) as usize]));
+            }
+        }
+    }
+}
+
+/// Appends the decimal text of `n`, as serde_json and Go's `strconv`
+/// (which `encoding/json` uses for integers) both write it.
+pub(crate) fn write_int(out: &mut String, n: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// Whether any byte is a control character, `"` or `\\`, eight bytes at a
@@ -152,7 +170,7 @@ struct Writer<'o> {
 
 impl Writer<'_> {
     fn int(&mut self, n: impl itoa::Integer) {
-        self.out.push_str(itoa::Buffer::new().format(n));
+        write_int(self.out, n);
     }
 
     fn float(&mut self, v: impl Serialize) -> Result<(), serde_json::Error> {
@@ -516,6 +534,7 @@ impl ser::SerializeStructVariant for Compound<'_, '_> {
     }
 }
 
+pub(crate) mod go;
 pub(crate) mod k8s;
 
 #[cfg(test)]

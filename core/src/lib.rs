@@ -20,7 +20,6 @@ pub mod mutation;
 pub mod oracle;
 pub mod pod;
 pub mod pod_facts;
-pub(crate) mod probe_json;
 pub(crate) mod quantity;
 pub mod reader;
 pub mod release;

@@ -39,12 +39,12 @@ fn yaml(text: &str) -> Value {
         .expect("YAML")
 }
 
-fn env() -> Inputs {
+fn inputs() -> Inputs {
     Inputs::default()
 }
 
 fn run(text: &str, format: OutputFormat) -> Result<String, CliError> {
-    run_mutate(text, format, None, &env())
+    run_mutate(text, format, None, &inputs())
 }
 
 fn json_out(text: &str) -> Value {
@@ -143,7 +143,7 @@ fn multi_document_yaml_is_mutated_document_by_document() {
 
 #[test]
 fn the_namespace_flag_wins_over_the_object() {
-    let out = run_mutate(LOGGER_POD, OutputFormat::Json, Some("team-a"), &env()).unwrap();
+    let out = run_mutate(LOGGER_POD, OutputFormat::Json, Some("team-a"), &inputs()).unwrap();
     let pod: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(pod["metadata"]["namespace"], "team-a");
 }
@@ -275,7 +275,7 @@ fn a_denied_admission_review_is_printed_and_is_exit_code_1() {
         &mut out,
         OutputFormat::Yaml,
         None,
-        &env(),
+        &inputs(),
         &mut ClusterSnapshot::default(),
     )
     .unwrap_err();
@@ -300,7 +300,7 @@ fn documents_before_a_failing_one_are_written_and_the_run_stops() {
         &mut out,
         OutputFormat::Json,
         None,
-        &env(),
+        &inputs(),
         &mut ClusterSnapshot::default(),
     )
     .unwrap_err();
@@ -329,7 +329,7 @@ fn write_errors_are_exit_code_2_except_a_closed_pipe() {
             &mut Failing(std::io::ErrorKind::StorageFull),
             format,
             None,
-            &env(),
+            &inputs(),
             &mut ClusterSnapshot::default(),
         )
         .unwrap_err();
@@ -340,7 +340,7 @@ fn write_errors_are_exit_code_2_except_a_closed_pipe() {
             &mut Failing(std::io::ErrorKind::BrokenPipe),
             format,
             None,
-            &env(),
+            &inputs(),
             &mut ClusterSnapshot::default(),
         )
         .unwrap_err();

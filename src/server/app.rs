@@ -18,7 +18,7 @@ const ENVELOPE: usize = 16 * 1024;
 
 /// What the webhook routes share.
 pub(crate) struct App {
-    pub env: Arc<ArcSwap<Inputs>>,
+    pub inputs: Arc<ArcSwap<Inputs>>,
     pub objects: Arc<SnapshotSource>,
     pub metrics: Arc<Metrics>,
     /// The bytes held in memory beyond each connection's own: of request
@@ -37,7 +37,7 @@ pub(crate) struct App {
 
 impl App {
     pub(crate) fn new(
-        env: Arc<ArcSwap<Inputs>>,
+        inputs: Arc<ArcSwap<Inputs>>,
         objects: Arc<SnapshotSource>,
         metrics: Arc<Metrics>,
         limits: &Limits,
@@ -45,7 +45,7 @@ impl App {
     ) -> Arc<Self> {
         let budget = Budget::new(limits.max_buffered_bytes);
         Arc::new(Self {
-            env,
+            inputs,
             objects,
             metrics,
             max_patch: budget.per_connection().saturating_sub(ENVELOPE),

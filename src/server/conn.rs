@@ -1,7 +1,8 @@
 //! The webhook listener: an accept loop capped at `--max-connections`, and
 //! per connection a TLS handshake under a deadline, hyper-util's auto
 //! builder (pinned to the protocol ALPN chose, so a silent client cannot park
-//! in version sniffing) serving the axum router, and a watchdog for what
+//! in version sniffing) serving the webhook's [`WebhookService`] (no axum
+//! router: axum serves only the admin port), and a watchdog for what
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
 //! idleness, and the drain. Each connection has its share of the requests
 //! in flight (`--http2-max-concurrent-streams`, which h2 enforces) and of

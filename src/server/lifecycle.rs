@@ -121,20 +121,20 @@ fn load_config(
     let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
     let namespace = args.resolved_controller_namespace();
     let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
-    let make_env = move |config| {
-        let mut env = Inputs::new(config);
-        env.controller_namespace = namespace.clone();
-        env.modelcar_mode = modelcar_mode;
-        env.security_profile = security_profile;
-        env.model_volume = model_volume.clone();
-        Arc::new(env)
+    let make_inputs = move |config| {
+        let mut inputs = Inputs::new(config);
+        inputs.controller_namespace = namespace.clone();
+        inputs.modelcar_mode = modelcar_mode;
+        inputs.security_profile = security_profile;
+        inputs.model_volume = model_volume.clone();
+        Arc::new(inputs)
     };
     metrics.config_last_reload.set(unix_now());
     let Some(path) = args.config.clone() else {
         info!(kserve_version = %release, "using the inferenceservice-config this KServe release shipped");
         let config = Config::shipped(release);
         warn_image_release(&config);
-        return Ok(Arc::new(ArcSwap::new(make_env(config))));
+        return Ok(Arc::new(ArcSwap::new(make_inputs(config))));
     };
     let source = Source {
         what: "inferenceservice-config",
@@ -150,14 +150,14 @@ fn load_config(
     let (config, loaded) = source.load(parse)?;
     info!(config = shown, kserve_version = %config.release, "inferenceservice-config loaded");
     warn_image_release(&config);
-    let env = Arc::new(ArcSwap::new(make_env(config)));
-    let (target, metrics) = (env.clone(), metrics.clone());
+    let inputs = Arc::new(ArcSwap::new(make_inputs(config)));
+    let (target, metrics) = (inputs.clone(), metrics.clone());
     loaded.watch(&shutdown.kill, &shutdown.background, move |config| {
-        target.store(make_env(config));
+        target.store(make_inputs(config));
         metrics.config_last_reload.set(unix_now());
         Ok::<_, std::convert::Infallible>(())
     });
-    Ok(env)
+    Ok(inputs)
 }
 
 /// Once, at startup: the agent or storage-initializer image of the config
@@ -284,7 +284,7 @@ impl Server {
         let shutdown = Shutdown::new();
         // Until startup succeeds, an early return stops what was spawned.
         let started = shutdown.kill.clone().drop_guard();
-        let env = load_config(&args.inference_config, &metrics, &shutdown)?;
+        let inputs = load_config(&args.inference_config, &metrics, &shutdown)?;
         let (tls, self_signed_ca) =
             serving_cert::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
 
@@ -302,8 +302,8 @@ impl Server {
             _ => 0,
         };
         let sized = sized_to_memory(&args.limits, memory, caches);
-        let inputs = RouterInputs {
-            env,
+        let router_inputs = RouterInputs {
+            inputs,
             objects,
             metrics: metrics.clone(),
             limits: Limits::sized(&args.limits, &sized),
@@ -313,11 +313,11 @@ impl Server {
         };
         // The router `RouterInputs::webhook_router` builds, keeping the App
         // for its log summary.
-        let app = inputs.app();
-        let router = service::webhook(app.clone(), &inputs.limits);
+        let app = router_inputs.app();
+        let router = service::webhook(app.clone(), &router_inputs.limits);
         let webhook = Webhook::new(&args.limits, tls, router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
-        let admin_router = inputs.admin_router();
+        let admin_router = router_inputs.admin_router();
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
         let connections = TaskTracker::new();

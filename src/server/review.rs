@@ -69,10 +69,10 @@ where
     B::Error: Into<BoxError>,
 {
     let (body, _held) = read_body(&app.budget, arrival, &app.pace, body).await?;
-    let env = app.env.load_full();
+    let inputs = app.inputs.load_full();
     let mode = app.mode;
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
-        review(&body, &env, &app.objects, mode, app.max_patch).await
+        review(&body, &inputs, &app.objects, mode, app.max_patch).await
     } else {
         // Their working memory is the largest a review has: one at a time
         // under a memory limit (docs/operations.md, "Memory").
@@ -82,7 +82,7 @@ where
         };
         let (objects, runtime) = (app.objects.clone(), tokio::runtime::Handle::current());
         let max_patch = app.max_patch;
-        let review = move || runtime.block_on(review(&body, &env, &objects, mode, max_patch));
+        let review = move || runtime.block_on(review(&body, &inputs, &objects, mode, max_patch));
         match tokio::task::spawn_blocking(review).await {
             Ok(reviewed) => reviewed,
             // Re-raised here so the one panic catcher (WebhookService) answers.
@@ -107,7 +107,7 @@ where
 /// A lookup that cannot be answered denies the pod (KServe fails it too).
 async fn review(
     body: &[u8],
-    env: &Inputs,
+    inputs: &Inputs,
     objects: &SnapshotSource,
     mode: Mode,
     max_patch: usize,
@@ -115,9 +115,9 @@ async fn review(
     // In shadow mode every answer below is an allowance, a denial included.
     let prepared = admission::prepare_in(body, mode)?.answer_at_most(max_patch);
     // With lookups off the pod's facts are not even gathered.
-    let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&env.config));
+    let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&inputs.config));
     let Some(facts) = facts.flatten() else {
-        return prepared.answer(env);
+        return prepared.answer(inputs);
     };
     match objects.outside(&facts.namespace) {
         Some((OutsideNamespaces::Deny, served)) => {
@@ -130,8 +130,8 @@ async fn review(
         Some((OutsideNamespaces::Allow, _)) => return prepared.untouched(),
         None => {}
     }
-    match objects.snapshot(&facts, &env.config).await {
-        Ok(cluster) => prepared.answer(&env.with_cluster(cluster)),
+    match objects.snapshot(&facts, &inputs.config).await {
+        Ok(cluster) => prepared.answer(&inputs.with_cluster(cluster)),
         Err(e) => prepared.deny(&e.to_string()),
     }
 }

@@ -28,9 +28,9 @@ use super::limits::Limits;
 /// `tower::ServiceExt::oneshot`.
 #[derive(Clone)]
 pub struct RouterInputs {
-    /// The config and environment every review reads; swapped whole on a
-    /// config reload.
-    pub env: Arc<ArcSwap<Inputs>>,
+    /// The inputs every review reads (the config, the modelcar mode, the
+    /// security profile, the model volume); swapped whole on a config reload.
+    pub inputs: Arc<ArcSwap<Inputs>>,
     /// Where reviews get the cluster objects a pod needs.
     pub objects: Arc<SnapshotSource>,
     /// Recorded into by the webhook router, exposed by the admin router.
@@ -46,11 +46,11 @@ pub struct RouterInputs {
 }
 
 impl RouterInputs {
-    /// `env` with cluster lookups off, fresh metrics, not draining, and a
+    /// `inputs` with cluster lookups off, fresh metrics, not draining, and a
     /// certificate that never expires.
-    pub fn new(env: Inputs, limits: Limits) -> Self {
+    pub fn new(inputs: Inputs, limits: Limits) -> Self {
         Self {
-            env: Arc::new(ArcSwap::from_pointee(env)),
+            inputs: Arc::new(ArcSwap::from_pointee(inputs)),
             objects: Arc::new(SnapshotSource::Off),
             metrics: Arc::new(Metrics::new()),
             limits,
@@ -79,8 +79,11 @@ impl RouterInputs {
 
     /// What a webhook router built from these inputs shares.
     pub(crate) fn app(&self) -> Arc<App> {
-        let (env, objects, metrics) =
-            (self.env.clone(), self.objects.clone(), self.metrics.clone());
-        App::new(env, objects, metrics, &self.limits, self.mode)
+        let (inputs, objects, metrics) = (
+            self.inputs.clone(),
+            self.objects.clone(),
+            self.metrics.clone(),
+        );
+        App::new(inputs, objects, metrics, &self.limits, self.mode)
     }
 }

@@ -194,9 +194,9 @@ fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     )?;
     let mut inputs = inputs_with_flags(config, case_flags(case))?;
     if let Some(volume) = settings.model_volume {
-        let mut env = (*inputs.env.load_full()).clone();
+        let mut env = (*inputs.inputs.load_full()).clone();
         env.model_volume = Some(volume);
-        inputs.env.store(Arc::new(env));
+        inputs.inputs.store(Arc::new(env));
     }
     let objects = case.join("cluster.yaml");
     if objects.is_file() {
@@ -534,8 +534,8 @@ async fn config_swaps_apply_to_the_next_request() -> TestResult {
     let file = dir.path().join("inferenceservice-config.yaml");
     std::fs::write(&file, manifest)?;
     let mut env = Inputs::new(kserve_injector::config_file::load(&file)?);
-    env.controller_namespace = inputs.env.load().controller_namespace.clone();
-    inputs.env.store(Arc::new(env));
+    env.controller_namespace = inputs.inputs.load().controller_namespace.clone();
+    inputs.inputs.store(Arc::new(env));
     let second = post_json(&router, "/mutate-pods", review).await?;
     ensure(uid(&second)? == Some(2020), || second.text())
 }

@@ -1,6 +1,6 @@
 //! The ClusterStorageContainer merge, as KServe's `MergeContainerWithPatch`
 //! (`pkg/utils/container_merge.go`): both containers are marshalled as Go
-//! writes them (`super::go_json`), the CSC's is applied to the built
+//! writes them (`json_text::go::container`), the CSC's is applied to the built
 //! storage-initializer as a Kubernetes strategic merge patch, the result is
 //! read back into a fresh Container, then `reconcileEnvValueConflicts` and
 //! the empty-name repair run.
@@ -25,7 +25,7 @@
 //!   `[X, Y, A, B, C]`, with `[B, X]` gives `[A, B, X, C]`, with `[C, A]`
 //!   gives `[B, C, A]`.
 
-use super::go_json::as_go_marshals;
+use crate::json_text::go::container::as_go_marshals;
 use crate::shared_error::SharedError;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
 use serde_json::{Map, Value};

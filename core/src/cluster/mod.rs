@@ -14,7 +14,6 @@
 pub mod container_merge;
 pub mod credentials;
 mod csc_index;
-mod go_json;
 pub mod keys;
 pub mod load;
 pub mod logger;

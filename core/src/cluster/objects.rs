@@ -202,7 +202,7 @@ fn projection(key: &str, value: &str) -> String {
                     zeroize::Zeroize::zeroize(&mut v);
                 }
             }
-            crate::probe_json::go_string_map(&kept)
+            crate::json_text::go::string_map(&kept)
         }
         Err(_) => NOT_A_STORAGE_SPEC.to_string(),
     }

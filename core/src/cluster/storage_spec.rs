@@ -153,7 +153,7 @@ pub(crate) fn add_storage_spec_credentials(
     let storage_type = storage_type.ok_or(StorageSpecError::UnknownType)?;
     resolve_placeholders(args, &storage_type, bucket.as_deref())?;
     if !spec.params.is_empty() {
-        let json = crate::probe_json::go_string_map(&spec.params);
+        let json = crate::json_text::go::string_map(&spec.params);
         added.push(literal(STORAGE_OVERRIDE_CONFIG_ENV, &json));
     }
     env.extend(added);

@@ -9,9 +9,9 @@ use crate::cluster::logger::{effective_logger, logger_service_account};
 use crate::config::LoggerConfig;
 use crate::constants::*;
 use crate::inputs::Inputs;
+use crate::json_text::go::probe::probe_json;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
 use crate::pod::{ContainerEdit, List, PodEdit};
-use crate::probe_json::go_probe_json;
 use crate::release::Behaviour;
 use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{
@@ -359,7 +359,7 @@ fn readiness_from_user_probe(pod: &mut impl PodEdit) -> (Vec<EnvVar>, String) {
         .and_then(|h| h.path.clone())
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| "/".to_string());
-    let var = env_var(SERVING_READINESS_PROBE_ENV, &go_probe_json(&probe));
+    let var = env_var(SERVING_READINESS_PROBE_ENV, &probe_json(&probe));
     (vec![var], path)
 }
 

@@ -1,20 +1,13 @@
-//! A Container as Go's `encoding/json` writes a typed `corev1.Container`:
-//! KServe's `MergeContainerWithPatch` marshals both containers before the
-//! strategic merge, so a field tagged `omitempty` that holds its zero value
-//! (`""`, `false`, `0`, an empty list or map) is not in the patch and
-//! cannot override the base. Pointer fields (`*bool`, `*int64`, the whole
-//! `securityContext`) keep their zero values, and struct values
-//! (`resources`) are always written.
-//!
-//! Hand-written because no crate reproduces Go's tags for core/v1: the
-//! tables below are the `omitempty` non-pointer fields of
-//! `k8s.io/api/core/v1/types.go` under a Container.
-
-use serde_json::{Map, Value};
+//! Go's `omitempty` tags of the `k8s.io/api/core/v1` types under a
+//! Container (`types.go`), as data: which non-pointer fields
+//! `encoding/json` leaves out when they hold their zero value, and which
+//! fields hold nested objects. Written once for the two writers that
+//! follow them: the container normaliser ([`super::container`]) and the
+//! probe writer ([`super::probe`]).
 
 /// A Go type under `corev1.Container`, for the fields it drops when zero.
 #[derive(Clone, Copy)]
-enum GoType {
+pub(super) enum GoType {
     Container,
     EnvVar,
     EnvVarSource,
@@ -28,6 +21,8 @@ enum GoType {
     Resources,
     ResourceClaim,
     Probe,
+    Grpc,
+    HttpHeader,
     LifecycleHandler,
     Lifecycle,
     Exec,
@@ -41,7 +36,7 @@ enum GoType {
 use GoType::*;
 
 /// `(omitempty non-pointer fields, (field, type) of nested objects or lists of them)`.
-fn fields(ty: GoType) -> (&'static [&'static str], &'static [(&'static str, GoType)]) {
+pub(super) fn fields(ty: GoType) -> (&'static [&'static str], &'static [(&'static str, GoType)]) {
     match ty {
         Container => (
             &[
@@ -112,6 +107,7 @@ fn fields(ty: GoType) -> (&'static [&'static str], &'static [(&'static str, GoTy
                 ("exec", Exec),
                 ("httpGet", HttpGet),
                 ("tcpSocket", TcpSocket),
+                ("grpc", Grpc),
             ],
         ),
         LifecycleHandler => (
@@ -130,7 +126,12 @@ fn fields(ty: GoType) -> (&'static [&'static str], &'static [(&'static str, GoTy
             ],
         ),
         Exec => (&["command"], &[]),
-        HttpGet => (&["path", "host", "scheme", "httpHeaders"], &[]),
+        HttpGet => (
+            &["path", "host", "scheme", "httpHeaders"],
+            &[("httpHeaders", HttpHeader)],
+        ),
+        // `port` and `name`, `value` have no omitempty; `service` is a pointer.
+        Grpc | HttpHeader => (&[], &[]),
         TcpSocket => (&["host"], &[]),
         SecurityContext => (
             &[],
@@ -144,81 +145,8 @@ fn fields(ty: GoType) -> (&'static [&'static str], &'static [(&'static str, GoTy
     }
 }
 
-fn is_go_zero(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.is_empty(),
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::Array(items) => items.is_empty(),
-        Value::Object(map) => map.is_empty(),
-        Value::Null => true,
-    }
-}
-
-/// `container` (a serialised Container) as Go would marshal it.
-pub(crate) fn as_go_marshals(container: &mut Value) {
-    normalise(container, Container);
-    if let Value::Object(map) = container {
-        // `resources` is a struct value and `name` has no omitempty.
-        map.entry("resources")
-            .or_insert_with(|| Value::Object(Map::new()));
-        map.entry("name")
-            .or_insert_with(|| Value::String(String::new()));
-    }
-}
-
-fn normalise(value: &mut Value, ty: GoType) {
-    let Value::Object(map) = value else {
-        return;
-    };
-    let (omit_when_zero, nested) = fields(ty);
-    for (field, child) in nested {
-        match map.get_mut(*field) {
-            Some(Value::Array(items)) => items.iter_mut().for_each(|i| normalise(i, *child)),
-            Some(object) => normalise(object, *child),
-            None => {}
-        }
-    }
-    map.retain(|field, v| !(omit_when_zero.contains(&field.as_str()) && is_go_zero(v)));
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn zero_values_of_omitempty_fields_go_and_pointers_stay() {
-        let mut c = json!({
-            "name": "x", "args": [], "image": "", "tty": false,
-            "env": [{"name": "A", "value": ""},
-                    {"name": "B", "valueFrom": {"secretKeyRef": {"name": "", "key": "k", "optional": false}}}],
-            "volumeMounts": [{"name": "v", "mountPath": "/m", "readOnly": false, "subPath": ""}],
-            "ports": [{"containerPort": 0, "hostPort": 0, "protocol": "TCP"}],
-            "resources": {"limits": {}},
-            "securityContext": {"privileged": false, "capabilities": {"add": []}},
-            "readinessProbe": {"periodSeconds": 0, "grpc": {"port": 0, "service": ""}}
-        });
-        as_go_marshals(&mut c);
-        assert_eq!(
-            c,
-            json!({
-                "name": "x",
-                "env": [{"name": "A"},
-                        {"name": "B", "valueFrom": {"secretKeyRef": {"key": "k", "optional": false}}}],
-                "volumeMounts": [{"name": "v", "mountPath": "/m"}],
-                "ports": [{"containerPort": 0, "protocol": "TCP"}],
-                "resources": {},
-                "securityContext": {"privileged": false, "capabilities": {}},
-                "readinessProbe": {"grpc": {"port": 0, "service": ""}}
-            })
-        );
-    }
-
-    #[test]
-    fn name_and_resources_are_always_written() {
-        let mut c = json!({});
-        as_go_marshals(&mut c);
-        assert_eq!(c, json!({"name": "", "resources": {}}));
-    }
+/// Whether `encoding/json` leaves `field` of `ty` out when it holds its
+/// zero value.
+pub(super) fn omitempty(ty: GoType, field: &str) -> bool {
+    fields(ty).0.contains(&field)
 }

@@ -1,161 +1,165 @@
-//! Go `encoding/json` serialization of a core/v1 Probe (and of a string map), byte for byte.
+//! A `corev1.Probe` as Go's `encoding/json` `Marshal` writes it: KServe's
+//! `InjectAgent` (`pkg/webhook/admission/pod/agent_injector.go`, v0.15.0
+//! to HEAD) puts the user's readiness probe, so marshalled, into the
+//! agent's `SERVING_READINESS_PROBE` variable. Go's field order is the
+//! struct's (the embedded `ProbeHandler` first), and a field tagged
+//! `omitempty` ([`super::tags`]) that holds its zero value is left out;
+//! k8s-openapi's `Serialize` writes neither, hence by hand.
 
-use std::collections::BTreeMap;
-
+use super::tags::{omitempty, GoType};
+use super::write_str;
+use crate::json_text::write_int;
 use k8s_openapi::api::core::v1::{ExecAction, GRPCAction, HTTPGetAction, Probe, TCPSocketAction};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-/// The exact bytes Go's json.Marshal produces for a corev1.Probe.
-pub(crate) fn go_probe_json(p: &Probe) -> String {
-    let mut o = Object::new();
-    // Field order follows the Go struct: the embedded ProbeHandler comes first.
+/// The bytes Go's `json.Marshal` gives `p`.
+pub(crate) fn probe_json(p: &Probe) -> String {
+    let mut out = String::with_capacity(128);
+    let mut o = Object::open(&mut out, GoType::Probe);
     if let Some(exec) = &p.exec {
-        o.raw("exec", &exec_json(exec));
+        exec_json(o.key("exec"), exec);
     }
     if let Some(http) = &p.http_get {
-        o.raw("httpGet", &http_get_json(http));
+        http_get_json(o.key("httpGet"), http);
     }
     if let Some(tcp) = &p.tcp_socket {
-        o.raw("tcpSocket", &tcp_socket_json(tcp));
+        tcp_socket_json(o.key("tcpSocket"), tcp);
     }
     if let Some(grpc) = &p.grpc {
-        o.raw("grpc", &grpc_json(grpc));
+        grpc_json(o.key("grpc"), grpc);
     }
     o.int("initialDelaySeconds", p.initial_delay_seconds);
     o.int("timeoutSeconds", p.timeout_seconds);
     o.int("periodSeconds", p.period_seconds);
     o.int("successThreshold", p.success_threshold);
     o.int("failureThreshold", p.failure_threshold);
-    // A pointer field: omitempty drops only nil, so Some(0) is emitted.
+    // A pointer field: omitempty drops only nil, so Some(0) is written.
     if let Some(grace) = p.termination_grace_period_seconds {
-        o.raw("terminationGracePeriodSeconds", &grace.to_string());
+        write_int(o.key("terminationGracePeriodSeconds"), grace);
     }
-    o.finish()
+    o.close();
+    out
 }
 
-/// The exact bytes Go's json.Marshal produces for a non-nil `map[string]string`.
-pub(crate) fn go_string_map(m: &BTreeMap<String, String>) -> String {
-    // BTreeMap iterates in byte order, which is the order Go sorts map keys in.
-    let items: Vec<String> = m
-        .iter()
-        .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
-        .collect();
-    format!("{{{}}}", items.join(","))
-}
-
-fn exec_json(exec: &ExecAction) -> String {
-    let mut o = Object::new();
-    if let Some(command) = exec.command.as_ref().filter(|c| !c.is_empty()) {
-        let items: Vec<String> = command.iter().map(|s| quote(s)).collect();
-        o.raw("command", &format!("[{}]", items.join(",")));
+fn exec_json(out: &mut String, exec: &ExecAction) {
+    let mut o = Object::open(out, GoType::Exec);
+    let command = exec.command.as_deref().unwrap_or_default();
+    if !o.omits("command", command.is_empty()) {
+        let out = o.key("command");
+        out.push('[');
+        for (i, arg) in command.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(out, arg);
+        }
+        out.push(']');
     }
-    o.finish()
+    o.close();
 }
 
-fn http_get_json(http: &HTTPGetAction) -> String {
-    let mut o = Object::new();
+fn http_get_json(out: &mut String, http: &HTTPGetAction) {
+    let mut o = Object::open(out, GoType::HttpGet);
     o.string("path", http.path.as_deref());
-    o.raw("port", &int_or_string(&http.port));
+    int_or_string(o.key("port"), &http.port);
     o.string("host", http.host.as_deref());
     o.string("scheme", http.scheme.as_deref());
-    if let Some(headers) = http.http_headers.as_ref().filter(|h| !h.is_empty()) {
-        let items: Vec<String> = headers
-            .iter()
-            .map(|h| {
-                let mut header = Object::new();
-                header.raw("name", &quote(&h.name));
-                header.raw("value", &quote(&h.value));
-                header.finish()
-            })
-            .collect();
-        o.raw("httpHeaders", &format!("[{}]", items.join(",")));
-    }
-    o.finish()
-}
-
-fn tcp_socket_json(tcp: &TCPSocketAction) -> String {
-    let mut o = Object::new();
-    o.raw("port", &int_or_string(&tcp.port));
-    o.string("host", tcp.host.as_deref());
-    o.finish()
-}
-
-fn grpc_json(grpc: &GRPCAction) -> String {
-    let mut o = Object::new();
-    o.raw("port", &grpc.port.to_string());
-    // `service` is a *string, so an empty string still counts as set.
-    if let Some(service) = &grpc.service {
-        o.raw("service", &quote(service));
-    }
-    o.finish()
-}
-
-fn int_or_string(v: &IntOrString) -> String {
-    match v {
-        IntOrString::Int(i) => i.to_string(),
-        IntOrString::String(s) => quote(s),
-    }
-}
-
-/// Builds a JSON object; keys are trusted ASCII literals.
-struct Object(String);
-
-impl Object {
-    fn new() -> Self {
-        Object(String::from("{"))
-    }
-
-    fn raw(&mut self, key: &str, value: &str) {
-        if self.0.len() > 1 {
-            self.0.push(',');
-        }
-        self.0.push('"');
-        self.0.push_str(key);
-        self.0.push_str("\":");
-        self.0.push_str(value);
-    }
-
-    /// A `string` field with `omitempty`.
-    fn string(&mut self, key: &str, value: Option<&str>) {
-        if let Some(v) = value.filter(|v| !v.is_empty()) {
-            self.raw(key, &quote(v));
-        }
-    }
-
-    /// An `int32` field with `omitempty`.
-    fn int(&mut self, key: &str, value: Option<i32>) {
-        if let Some(v) = value.filter(|&v| v != 0) {
-            self.raw(key, &v.to_string());
-        }
-    }
-
-    fn finish(mut self) -> String {
-        self.0.push('}');
-        self.0
-    }
-}
-
-/// Quotes like Go's encoder with its default HTML escaping (Go >= 1.22 writes \b and \f).
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' | '\0'..='\u{1f}' => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+    let headers = http.http_headers.as_deref().unwrap_or_default();
+    if !o.omits("httpHeaders", headers.is_empty()) {
+        let out = o.key("httpHeaders");
+        out.push('[');
+        for (i, h) in headers.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
             }
-            c => out.push(c),
+            let mut header = Object::open(out, GoType::HttpHeader);
+            header.string("name", Some(&h.name));
+            header.string("value", Some(&h.value));
+            header.close();
+        }
+        out.push(']');
+    }
+    o.close();
+}
+
+fn tcp_socket_json(out: &mut String, tcp: &TCPSocketAction) {
+    let mut o = Object::open(out, GoType::TcpSocket);
+    int_or_string(o.key("port"), &tcp.port);
+    o.string("host", tcp.host.as_deref());
+    o.close();
+}
+
+fn grpc_json(out: &mut String, grpc: &GRPCAction) {
+    let mut o = Object::open(out, GoType::Grpc);
+    o.int("port", Some(grpc.port));
+    // `service` is a *string: nil is left out, an empty string written.
+    if let Some(service) = &grpc.service {
+        write_str(o.key("service"), service);
+    }
+    o.close();
+}
+
+fn int_or_string(out: &mut String, v: &IntOrString) {
+    match v {
+        IntOrString::Int(i) => write_int(out, *i),
+        IntOrString::String(s) => write_str(out, s),
+    }
+}
+
+/// A JSON object of Go type `ty` being written, and whether its next
+/// field is the first.
+struct Object<'o> {
+    out: &'o mut String,
+    ty: GoType,
+    first: bool,
+}
+
+impl<'o> Object<'o> {
+    fn open(out: &'o mut String, ty: GoType) -> Self {
+        out.push('{');
+        Object {
+            out,
+            ty,
+            first: true,
         }
     }
-    out.push('"');
-    out
+
+    /// Whether `Marshal` leaves `field` out: tagged `omitempty` and `zero`.
+    fn omits(&self, field: &str, zero: bool) -> bool {
+        zero && omitempty(self.ty, field)
+    }
+
+    /// Writes `"key":` (`key` is an ASCII literal with nothing to escape)
+    /// and returns the buffer, for the value.
+    fn key(&mut self, key: &str) -> &mut String {
+        if !std::mem::replace(&mut self.first, false) {
+            self.out.push(',');
+        }
+        self.out.push('"');
+        self.out.push_str(key);
+        self.out.push_str("\":");
+        self.out
+    }
+
+    /// A `string` field (not a pointer: `None` is Go's `""`).
+    fn string(&mut self, key: &str, value: Option<&str>) {
+        let value = value.unwrap_or_default();
+        if !self.omits(key, value.is_empty()) {
+            write_str(self.key(key), value);
+        }
+    }
+
+    /// An `int32` field (not a pointer: `None` is Go's 0).
+    fn int(&mut self, key: &str, value: Option<i32>) {
+        let value = value.unwrap_or_default();
+        if !self.omits(key, value == 0) {
+            write_int(self.key(key), value);
+        }
+    }
+
+    fn close(self) {
+        self.out.push('}');
+    }
 }
 
 #[cfg(test)]
@@ -184,7 +188,7 @@ mod tests {
             ..Probe::default()
         });
         assert_eq!(
-            go_probe_json(&p),
+            probe_json(&p),
             r#"{"tcpSocket":{"port":8080},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3}"#
         );
     }
@@ -201,7 +205,7 @@ mod tests {
             ..Probe::default()
         });
         assert_eq!(
-            go_probe_json(&p),
+            probe_json(&p),
             r#"{"httpGet":{"path":"/v1/health/ready","port":8080,"scheme":"HTTP"},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3}"#
         );
     }
@@ -220,8 +224,8 @@ mod tests {
             failure_threshold: Some(0),
             ..Probe::default()
         };
-        assert_eq!(go_probe_json(&p), r#"{"tcpSocket":{"port":8080}}"#);
-        assert_eq!(go_probe_json(&Probe::default()), "{}");
+        assert_eq!(probe_json(&p), r#"{"tcpSocket":{"port":8080}}"#);
+        assert_eq!(probe_json(&Probe::default()), "{}");
     }
 
     #[test]
@@ -235,7 +239,7 @@ mod tests {
             ..Probe::default()
         };
         assert_eq!(
-            go_probe_json(&p),
+            probe_json(&p),
             r#"{"tcpSocket":{"port":"http","host":"10.0.0.1"},"initialDelaySeconds":5}"#
         );
     }
@@ -262,7 +266,7 @@ mod tests {
             ..Probe::default()
         };
         assert_eq!(
-            go_probe_json(&p),
+            probe_json(&p),
             concat!(
                 r#"{"httpGet":{"path":"/health?a=1\u0026b=\u003c2\u003e","port":"admin","host":"example.com","#,
                 r#""scheme":"HTTPS","httpHeaders":[{"name":"X-Custom","value":""},{"name":"Quote","value":"a\"b\\c"}]}}"#
@@ -280,7 +284,7 @@ mod tests {
             }),
             ..Probe::default()
         };
-        assert_eq!(go_probe_json(&p), r#"{"httpGet":{"port":80}}"#);
+        assert_eq!(probe_json(&p), r#"{"httpGet":{"port":80}}"#);
     }
 
     #[test]
@@ -297,7 +301,7 @@ mod tests {
             ..Probe::default()
         };
         assert_eq!(
-            go_probe_json(&p),
+            probe_json(&p),
             r#"{"exec":{"command":["sh","-c","test -f /tmp/ready \u0026\u0026 exit 0"]},"terminationGracePeriodSeconds":0}"#
         );
         let empty = Probe {
@@ -306,7 +310,7 @@ mod tests {
             }),
             ..Probe::default()
         };
-        assert_eq!(go_probe_json(&empty), r#"{"exec":{}}"#);
+        assert_eq!(probe_json(&empty), r#"{"exec":{}}"#);
     }
 
     #[test]
@@ -318,7 +322,7 @@ mod tests {
             }),
             ..Probe::default()
         };
-        assert_eq!(go_probe_json(&p), r#"{"grpc":{"port":0,"service":""}}"#);
+        assert_eq!(probe_json(&p), r#"{"grpc":{"port":0,"service":""}}"#);
         let p = Probe {
             grpc: Some(GRPCAction {
                 port: 9000,
@@ -328,30 +332,8 @@ mod tests {
             ..Probe::default()
         };
         assert_eq!(
-            go_probe_json(&p),
+            probe_json(&p),
             r#"{"grpc":{"port":9000},"periodSeconds":2}"#
-        );
-    }
-
-    #[test]
-    fn string_map() {
-        let m: BTreeMap<String, String> =
-            [("type", "s3"), ("bucket", "a&b"), ("Z", ""), ("<k>", "v")]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect();
-        assert_eq!(
-            go_string_map(&m),
-            r#"{"\u003ck\u003e":"v","Z":"","bucket":"a\u0026b","type":"s3"}"#
-        );
-        assert_eq!(go_string_map(&BTreeMap::new()), "{}");
-    }
-
-    #[test]
-    fn string_escaping() {
-        assert_eq!(
-            quote("\"\\\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}<>&\u{2028}\u{2029}é😀/"),
-            "\"\\\"\\\\\\n\\r\\t\\b\\f\\u0000\\u001f\u{7f}\\u003c\\u003e\\u0026\\u2028\\u2029é😀/\""
         );
     }
 }
