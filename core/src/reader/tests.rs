@@ -45,6 +45,21 @@ fn yaml_merge_keys_are_expanded() {
 }
 
 #[test]
+fn any_number_of_comments_before_a_collection_entry_is_read() {
+    // granit-parser buffers at most 96 comment events before an entry when
+    // it emits them; the reader has them skipped instead.
+    let comments: String = (0..500).map(|i| format!("# comment {i}\n")).collect();
+    let text = format!(
+        "metadata:\n  labels:\n{comments}    a: b\nspec:\n  containers:\n{comments}  - name: c\n"
+    );
+    let docs = read(&text).unwrap();
+    assert_eq!(
+        docs,
+        [json!({"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c"}]}})]
+    );
+}
+
+#[test]
 fn yaml_scalars_resolve_as_kubectl_reads_them() {
     let docs = read("a: yes\nb: off\nc: true\nd: 0644\ne: ~\nf: '0644'\ng: 12\nh: 1.5\n").unwrap();
     assert_eq!(

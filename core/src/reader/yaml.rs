@@ -148,6 +148,11 @@ impl<R: BufRead> YamlDocuments<R> {
         // the parser's own limits only bound its state stack.
         options.flow_nesting_limit = meter.budget().depth + 1;
         options.block_nesting_limit = meter.budget().depth + 1;
+        // Comments are skipped, never buffered: with their events on (the
+        // default wherever another crate enables granit-parser's `comments`
+        // feature, as kube-client does through serde-saphyr), more than 96
+        // comment lines before a collection's first entry were refused.
+        options.set_emit_comments(false);
         let shared = Rc::new(Shared {
             meter,
             failure: RefCell::new(None),

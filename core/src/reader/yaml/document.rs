@@ -239,8 +239,8 @@ impl Builder {
                 let node = self.anchored(anchor, node, cost, height);
                 self.push(node, height, &span)
             }
-            // Comments are not requested; stream and document events are
-            // handled by the caller.
+            // Comments are not emitted (`YamlDocuments::new`); stream and
+            // document events are handled by the caller.
             _ => Ok(()),
         }
     }
