@@ -1,14 +1,11 @@
-//! [`App`]: what the webhook routes share, built once per router from the
-//! router's inputs.
+//! [`App`]: one webhook router's state, built from the [`RouterInputs`]
+//! it serves: the inputs themselves (read, never copied field by field)
+//! and what each router holds of its own (its concurrency limit, byte
+//! budget, turns for large reviews and summary).
 
-use super::limits::{Limits, Pace};
-use super::metrics::Metrics;
+use super::routes::RouterInputs;
 use super::share::Budget;
 use super::summary::Summary;
-use crate::lookups::SnapshotSource;
-use arc_swap::ArcSwap;
-use kserve_injector_core::admission::Mode;
-use kserve_injector_core::Inputs;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -18,42 +15,33 @@ const ENVELOPE: usize = 16 * 1024;
 
 /// What the webhook routes share.
 pub(crate) struct App {
-    pub env: Arc<ArcSwap<Inputs>>,
-    pub objects: Arc<SnapshotSource>,
-    pub metrics: Arc<Metrics>,
+    /// The config, the cluster objects, the metrics, the limits and the mode.
+    pub inputs: RouterInputs,
+    /// One per request being answered; none left and the request is shed
+    /// (`--max-concurrent-requests`).
+    pub permits: Semaphore,
     /// The bytes held in memory beyond each connection's own: of request
     /// bodies until they are reviewed, of answers until hyper has taken them.
     pub budget: Budget,
-    /// How fast a request body must arrive.
-    pub pace: Pace,
     /// One permit per review of a body too large to review inline.
     pub large_reviews: Arc<Semaphore>,
     /// The largest patch an answer may carry, base64-encoded: an answer
     /// must fit in a connection's part of the byte budget whole.
     pub max_patch: usize,
     pub summary: Summary,
-    pub mode: Mode,
 }
 
 impl App {
-    pub(crate) fn new(
-        env: Arc<ArcSwap<Inputs>>,
-        objects: Arc<SnapshotSource>,
-        metrics: Arc<Metrics>,
-        limits: &Limits,
-        mode: Mode,
-    ) -> Arc<Self> {
+    pub(crate) fn new(inputs: &RouterInputs) -> Arc<Self> {
+        let limits = &inputs.limits;
         let budget = Budget::new(limits.max_buffered_bytes);
         Arc::new(Self {
-            env,
-            objects,
-            metrics,
+            permits: Semaphore::new(limits.max_concurrent_requests),
             max_patch: budget.per_connection().saturating_sub(ENVELOPE),
             budget,
-            pace: limits.body_pace,
             large_reviews: Arc::new(Semaphore::new(limits.large_reviews)),
             summary: Summary::default(),
-            mode,
+            inputs: inputs.clone(),
         })
     }
 }

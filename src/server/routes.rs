@@ -5,13 +5,14 @@
 //! 504, every error as `{"error": ...}`. The parts, each in its own file:
 //! the service and its limits (`service.rs`, `limits.rs`), reading the body
 //! (`body.rs`), one review (`review.rs`), what is observed of it
-//! (`observe.rs`, `summary.rs`), what the webhook routes share (`app.rs`),
+//! (`observe.rs`, `summary.rs`), one webhook router's state (`app.rs`),
 //! the error answers (`api_error.rs`) and the admin router
 //! (`admin.rs`).
 
-use super::app::App;
+use super::limits::Limits;
 use super::metrics::Metrics;
 use crate::lookups::SnapshotSource;
+use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use axum::Router;
 use kserve_injector_core::admission::Mode;
@@ -20,12 +21,11 @@ use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-use super::limits::Limits;
-
-/// What the two routers are built from, without sockets or TLS.
-/// `Server::start` fills it from its flags, config and certificate; an
-/// embedder or a test can fill it by hand and call the routers with
-/// `tower::ServiceExt::oneshot`.
+/// Everything the two routers need, without sockets or TLS: the one value
+/// a router is built from (the webhook router keeps it whole beside what
+/// it holds of its own). `Server::start` fills it from its settings, config
+/// and certificate; an embedder or a test can fill it by hand and call the
+/// routers with `tower::ServiceExt::oneshot`.
 #[derive(Clone)]
 pub struct RouterInputs {
     /// The config and environment every review reads; swapped whole on a
@@ -35,6 +35,7 @@ pub struct RouterInputs {
     pub objects: Arc<SnapshotSource>,
     /// Recorded into by the webhook router, exposed by the admin router.
     pub metrics: Arc<Metrics>,
+    /// The bounds, as the settings and the memory limit made them.
     pub limits: Limits,
     /// Cancelled at the first shutdown signal; `/readyz` answers 503 from then on.
     pub draining: CancellationToken,
@@ -46,14 +47,15 @@ pub struct RouterInputs {
 }
 
 impl RouterInputs {
-    /// `env` with cluster lookups off, fresh metrics, not draining, and a
-    /// certificate that never expires.
-    pub fn new(env: Inputs, limits: Limits) -> Self {
+    /// `env` with cluster lookups off, fresh metrics, not draining, a
+    /// certificate that never expires, and `limits` sized as without a
+    /// memory limit (`Server::start` sizes them to the container's).
+    pub fn new(env: Inputs, limits: &LimitSettings) -> Self {
         Self {
             env: Arc::new(ArcSwap::from_pointee(env)),
             objects: Arc::new(SnapshotSource::Off),
             metrics: Arc::new(Metrics::new()),
-            limits,
+            limits: super::sizing::size(None, None, limits, 0),
             draining: CancellationToken::new(),
             cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
             mode: Mode::Mutate,
@@ -64,7 +66,7 @@ impl RouterInputs {
     /// error handling and limits. Each call gets its own concurrency limit
     /// and byte budget.
     pub fn webhook_router(&self) -> Router {
-        Router::new().fallback_service(super::service::webhook(self.app(), &self.limits))
+        Router::new().fallback_service(super::service::webhook(self))
     }
 
     /// The admin router: `/healthz`, `/readyz`, `/metrics`.
@@ -75,12 +77,5 @@ impl RouterInputs {
             self.objects.clone(),
             self.metrics.clone(),
         )
-    }
-
-    /// What a webhook router built from these inputs shares.
-    pub(crate) fn app(&self) -> Arc<App> {
-        let (env, objects, metrics) =
-            (self.env.clone(), self.objects.clone(), self.metrics.clone());
-        App::new(env, objects, metrics, &self.limits, self.mode)
     }
 }
