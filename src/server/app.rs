@@ -1,13 +1,63 @@
-//! [`App`]: one webhook router's state, built from the [`RouterInputs`]
-//! it serves: the inputs themselves (read, never copied field by field)
-//! and what each router holds of its own (its concurrency limit, byte
-//! budget, turns for large reviews and summary).
+//! [`RouterInputs`], the one value both routers are built from, and
+//! [`App`], one webhook router's state: those inputs (held whole, never
+//! copied field by field) and what each router holds of its own (its
+//! concurrency limit, byte budget, turns for large reviews and summary).
 
-use super::routes::RouterInputs;
+use super::limits::Limits;
+use super::metrics::Metrics;
 use super::share::Budget;
 use super::summary::Summary;
+use crate::lookups::SnapshotSource;
+use crate::server::settings::LimitSettings;
+use arc_swap::ArcSwap;
+use kserve_injector_core::admission::Mode;
+use kserve_injector_core::Inputs;
+use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the two routers need, without sockets or TLS: the one value
+/// a router is built from (the webhook router keeps it whole beside what
+/// it holds of its own). `Server::start` fills it from its settings, config
+/// and certificate; an embedder or a test can fill it by hand and call the
+/// routers with `tower::ServiceExt::oneshot`.
+#[derive(Clone)]
+pub struct RouterInputs {
+    /// The config and environment every review reads; swapped whole on a
+    /// config reload.
+    pub env: Arc<ArcSwap<Inputs>>,
+    /// Where reviews get the cluster objects a pod needs.
+    pub objects: Arc<SnapshotSource>,
+    /// Recorded into by the webhook router, exposed by the admin router.
+    pub metrics: Arc<Metrics>,
+    /// The bounds, as the settings and the memory limit made them.
+    pub limits: Limits,
+    /// Cancelled at the first shutdown signal; `/readyz` answers 503 from then on.
+    pub draining: CancellationToken,
+    /// The serving certificate's notAfter, Unix seconds; `/readyz` answers
+    /// 503 once it is past.
+    pub cert_not_after: Arc<AtomicI64>,
+    /// Mutate, or shadow another mutator (`serve --shadow`).
+    pub mode: Mode,
+}
+
+impl RouterInputs {
+    /// `env` with cluster lookups off, fresh metrics, not draining, a
+    /// certificate that never expires, and `limits` sized as without a
+    /// memory limit (`Server::start` sizes them to the container's).
+    pub fn new(env: Inputs, limits: &LimitSettings) -> Self {
+        Self {
+            env: Arc::new(ArcSwap::from_pointee(env)),
+            objects: Arc::new(SnapshotSource::Off),
+            metrics: Arc::new(Metrics::new()),
+            limits: super::sizing::size(None, None, limits, 0),
+            draining: CancellationToken::new(),
+            cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
+            mode: Mode::Mutate,
+        }
+    }
+}
 
 /// Room an answer's envelope (uid, status, warnings) may take besides its
 /// patch.

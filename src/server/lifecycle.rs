@@ -4,11 +4,11 @@
 //! the listener closes, then in-flight requests finish, then the process
 //! exits. Each stage is a token of [`Shutdown`].
 
+use super::app::RouterInputs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::limits::Limits;
 use super::metrics::{unix_now, Metrics};
-use super::routes::RouterInputs;
 use super::service;
 use super::serving_cert;
 use super::sizing;

@@ -37,11 +37,11 @@ mod tls;
 
 pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
+pub use app::RouterInputs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use limits::{Limits, Pace};
 pub use metrics::Metrics;
-pub use routes::RouterInputs;
 use std::time::Duration;
 pub use tls::TlsConfigError;
 

@@ -9,11 +9,10 @@
 
 use super::answer::AnswerBody;
 use super::api_error::{too_large, Answer, ApiError};
-use super::app::App;
+use super::app::{App, RouterInputs};
 use super::body::{drained, Arrival, BoxError};
 use super::metrics::Metrics;
 use super::review::mutate;
-use super::routes::RouterInputs;
 use super::share::Share;
 use crate::limits::MAX_BODY_BYTES;
 use axum::body::Bytes;

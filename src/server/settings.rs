@@ -5,7 +5,7 @@
 //! come from an environment variable, so a Deployment can configure the
 //! server without rewriting its command line: `KSERVE_INJECTOR_` and the
 //! field's name in capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`),
-//! see [`env_var`]. An embedder may build the structs by hand instead.
+//! see `env_var`. An embedder may build the structs by hand instead.
 //!
 //! The values here are the flags as given; what a flag left out and is
 //! derived from others or from the machine (the listeners' addresses, the

@@ -1,5 +1,5 @@
 use super::*;
-use crate::server::routes::RouterInputs;
+use crate::server::app::RouterInputs;
 use axum::http::header::CONTENT_TYPE;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
