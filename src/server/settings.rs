@@ -393,13 +393,13 @@ impl ServeSettings {
     }
 
     /// The webhook listener's address: `--addr`, else port 9443 on
-    /// [`Self::default_host`].
+    /// `default_host`.
     pub fn addr(&self) -> SocketAddr {
         (self.listen.addr).unwrap_or(SocketAddr::from((self.default_host(), 9443)))
     }
 
     /// The admin listener's address: `--admin-addr`, else port 8081 on
-    /// [`Self::default_host`].
+    /// `default_host`.
     pub fn admin_addr(&self) -> SocketAddr {
         (self.listen.admin_addr).unwrap_or(SocketAddr::from((self.default_host(), 8081)))
     }
