@@ -1,6 +1,7 @@
 //! The CLI's library side: the offline `mutate` command (documents in,
 //! mutated documents, patches or AdmissionReview responses out, through the
-//! same core as the webhook), and the flags of `serve` ([`ServeArgs`]).
+//! same core as the webhook), and the flags of the other subcommands
+//! (`serve`'s are the server's own: `server::settings::ServeSettings`).
 
 use crate::log_text::bounded;
 use crate::lookups::LookupError;
@@ -23,11 +24,6 @@ pub use default_config_args::DefaultConfigArgs;
 pub use error::{CliError, Denial, InputError};
 pub use live_cluster::LiveCluster;
 pub use mutate_args::{MutateArgs, MutateOutput};
-pub use serve_args::{
-    kserve_version, modelcar_mode, parse_duration, security_profile, ConfigArgs, FlagValueError,
-    LimitArgs, ListenArgs, LoggingArgs, LookupArgs, ServeArgs, ShadowArgs, ShutdownArgs, TlsArgs,
-    DEFAULT_CERT_DIR,
-};
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
 /// objects of `--objects` are a [`ClusterSnapshot`]; a live cluster
@@ -366,7 +362,6 @@ mod default_config_args;
 mod error;
 mod live_cluster;
 mod mutate_args;
-mod serve_args;
 
 #[cfg(test)]
 mod tests;

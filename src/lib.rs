@@ -11,6 +11,7 @@ pub mod certs;
 pub mod check;
 pub mod cli;
 pub mod config_file;
+pub mod flag_values;
 pub mod limits;
 pub mod log_text;
 pub mod lookups;

@@ -4,8 +4,9 @@
 
 use clap::{Parser, Subcommand};
 use kserve_injector::cli::{
-    commands, AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs, ServeArgs,
+    commands, AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs,
 };
+use kserve_injector::server::settings::ServeSettings;
 use std::process::ExitCode;
 
 /// A review makes many small short-lived allocations (the view's strings,
@@ -27,7 +28,7 @@ enum Command {
     /// Mutate pods offline, exactly as the webhook would.
     Mutate(MutateArgs),
     /// Serve the admission webhook over HTTPS.
-    Serve(Box<ServeArgs>),
+    Serve(Box<ServeSettings>),
     /// Compare the InferenceService pods a cluster runs with what this
     /// webhook would make of their templates (before replacing KServe's mutator).
     Audit(Box<AuditArgs>),
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Mutate(args) => commands::mutate(args),
-        Command::Serve(args) => match kserve_injector::server::run((*args).into()) {
+        Command::Serve(args) => match kserve_injector::server::run(*args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {}", kserve_injector::log_text::bounded(e));

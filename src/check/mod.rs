@@ -19,7 +19,6 @@ mod webhook;
 mod tests;
 
 pub use report::{Line, Report, Status};
-pub use serving::ParseServe;
 pub use webhook::WEBHOOK_NAME;
 
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode, LookupModeError};
@@ -52,7 +51,6 @@ pub struct CheckSettings {
     pub probe_namespace: String,
     /// The bound on the handshake and on each request to the API server.
     pub timeout: Duration,
-    pub parse_serve: ParseServe,
 }
 
 /// Why no check could run.
@@ -159,9 +157,7 @@ impl Checker<'_> {
                 None
             }
         };
-        let served = deployment
-            .as_ref()
-            .map(|d| serving::served(d, s.parse_serve));
+        let served = deployment.as_ref().map(serving::served);
         let settings = served.as_ref().and_then(|s| s.settings.clone());
         let expected = webhook::Expected {
             shadow: served.as_ref().is_some_and(serving::Served::shadow),

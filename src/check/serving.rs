@@ -15,10 +15,6 @@ use kube::core::{Selector, SelectorExt};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// `serve`'s flag parser, as the binary's CLI defines it (handed in, so
-/// that this module does not depend on the CLI).
-pub type ParseServe = fn(&[String]) -> Result<ServeSettings, clap::Error>;
-
 /// The container's name in the kustomize base and the chart.
 pub const CONTAINER: &str = "kserve-injector";
 
@@ -108,7 +104,7 @@ fn file_name(rest: &Path, default: &str) -> String {
 }
 
 /// How `deployment` runs `serve`.
-pub fn served(deployment: &Deployment, parse: ParseServe) -> Served {
+pub fn served(deployment: &Deployment) -> Served {
     let template = deployment.spec.as_ref().map(|s| &s.template);
     let spec = template.and_then(|t| t.spec.clone()).unwrap_or_default();
     let labels = template
@@ -133,7 +129,7 @@ pub fn served(deployment: &Deployment, parse: ParseServe) -> Served {
         return served;
     };
     let settings = match serve_flags(container)
-        .and_then(|f| parse(&f).map_err(|e| first_line(&e.to_string())))
+        .and_then(|f| ServeSettings::try_parse_from(&f).map_err(|e| first_line(&e.to_string())))
     {
         Ok(settings) => settings,
         Err(e) => {

@@ -293,10 +293,6 @@ fn deployment(args: &[&str], replicas: i32, ready: Option<i32>) -> Deployment {
     .unwrap()
 }
 
-fn parse(flags: &[String]) -> Result<crate::server::settings::ServeSettings, clap::Error> {
-    crate::cli::ServeArgs::try_parse_from(flags).map(Into::into)
-}
-
 #[test]
 fn the_deployment_says_how_serve_runs_and_what_it_mounts() {
     let shipped = [
@@ -307,7 +303,7 @@ fn the_deployment_says_how_serve_runs_and_what_it_mounts() {
         "--config-file=/etc/kserve-injector/settings/settings.yaml",
         "--shadow",
     ];
-    let served = serving::served(&deployment(&shipped, 2, Some(2)), parse);
+    let served = serving::served(&deployment(&shipped, 2, Some(2)));
     let settings = served.settings.clone().expect("the flags parse");
     assert_eq!(settings.limits.request_timeout, Duration::from_secs(3));
     assert!(served.shadow());
@@ -324,7 +320,7 @@ fn the_deployment_says_how_serve_runs_and_what_it_mounts() {
         Some(("kserve-injector-settings-1".into(), "settings.yaml".into()))
     );
     assert_eq!(served.service_account, "kserve-injector");
-    let broken = serving::served(&deployment(&["serve", "--no-such-flag"], 2, Some(2)), parse);
+    let broken = serving::served(&deployment(&["serve", "--no-such-flag"], 2, Some(2)));
     assert!(broken.settings.is_none() && broken.unreadable.unwrap().contains("--no-such-flag"));
 }
 
@@ -409,7 +405,9 @@ fn rbac_follows_the_lookup_flags() {
     let lookups = |flags: &[&str]| {
         let mut all = vec!["serve".to_string()];
         all.extend(flags.iter().map(|s| s.to_string()));
-        parse(&all[1..]).unwrap().lookups
+        crate::server::settings::ServeSettings::try_parse_from(&all[1..])
+            .unwrap()
+            .lookups
     };
     let shown = |l| {
         rbac::needed(&l)

@@ -71,7 +71,7 @@ pub struct AuditArgs {
     /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
     /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
     #[arg(long, value_name = "MODE", default_value = "classic",
-          value_parser = super::modelcar_mode())]
+          value_parser = crate::flag_values::modelcar_mode())]
     pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
     /// `--kserve-version`): a tag from v0.15.0 to v0.20.0, or head; a minor
@@ -80,12 +80,12 @@ pub struct AuditArgs {
     /// runs: else the one whose tag the ConfigMap's agent and
     /// storage-initializer images carry (a tag of no release modelled, such
     /// as v0.15.3, stops the audit). Example: --kserve-version v0.15.0
-    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
+    #[arg(long, value_name = "VERSION", value_parser = crate::flag_values::kserve_version())]
     pub kserve_version: Option<kserve_injector_core::release::Release>,
     /// The security profile the webhook runs with (its `--security-profile`):
     /// baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
-          value_parser = super::security_profile())]
+          value_parser = crate::flag_values::security_profile())]
     pub security_profile: kserve_injector_core::inputs::SecurityProfile,
     /// Instead of comparing, list every live pod (any label) whose
     /// containers carry a literal value in an env variable KServe fills from
@@ -98,7 +98,7 @@ pub struct AuditArgs {
     /// makes it and as this release will after the upgrade: what changes,
     /// which pods it would deny, which ConfigMap keys it reads differently.
     /// Example: --upgrade-to v0.15.2
-    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version(),
+    #[arg(long, value_name = "VERSION", value_parser = crate::flag_values::kserve_version(),
           conflicts_with = "credentials")]
     pub upgrade_to: Option<kserve_injector_core::release::Release>,
     /// With --upgrade-to: the inferenceservice-config the target release

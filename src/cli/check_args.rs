@@ -45,17 +45,11 @@ pub struct CheckArgs {
     pub probe_namespace: String,
     /// Bound on the TLS handshake with the webhook (the dry run gets 30 s
     /// more). Example: --timeout 10s
-    #[arg(long, default_value = "5s", value_parser = super::parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = crate::flag_values::parse_duration)]
     pub timeout: Duration,
     /// Output: a line per check, or the report as JSON.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: AuditFormat,
-}
-
-/// `serve`'s flags, as the Deployment gives them (the check reads its
-/// timeouts, lookups, mounts and shadow mode).
-fn parse_serve(flags: &[String]) -> Result<crate::server::settings::ServeSettings, clap::Error> {
-    super::ServeArgs::try_parse_from(flags).map(Into::into)
 }
 
 /// The check takes plain settings; the flags are one way to make them.
@@ -68,7 +62,6 @@ impl From<&CheckArgs> for crate::check::CheckSettings {
             name: args.name.clone(),
             probe_namespace: args.probe_namespace.clone(),
             timeout: args.timeout,
-            parse_serve,
         }
     }
 }

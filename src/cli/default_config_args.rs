@@ -11,6 +11,6 @@ pub struct DefaultConfigArgs {
     /// --config): a tag from v0.15.0 to v0.20.0, or head; a minor alone is
     /// its last patch release. Default: head. Example: --kserve-version
     /// v0.15.2
-    #[arg(long, value_name = "VERSION", value_parser = super::kserve_version())]
+    #[arg(long, value_name = "VERSION", value_parser = crate::flag_values::kserve_version())]
     pub kserve_version: Option<Release>,
 }

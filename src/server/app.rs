@@ -1,16 +1,63 @@
-//! [`App`]: what the webhook routes share, built once per router from the
-//! router's inputs.
+//! [`RouterInputs`], the one value both routers are built from, and
+//! [`App`], one webhook router's state: those inputs (held whole, never
+//! copied field by field) and what each router holds of its own (its
+//! concurrency limit, byte budget, turns for large reviews and summary).
 
-use super::limits::{Limits, Pace};
+use super::limits::Limits;
 use super::metrics::Metrics;
 use super::share::Budget;
 use super::summary::Summary;
 use crate::lookups::SnapshotSource;
+use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use kserve_injector_core::admission::Mode;
 use kserve_injector_core::Inputs;
+use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the two routers need, without sockets or TLS: the one value
+/// a router is built from (the webhook router keeps it whole beside what
+/// it holds of its own). `Server::start` fills it from its settings, config
+/// and certificate; an embedder or a test can fill it by hand and call the
+/// routers with `tower::ServiceExt::oneshot`.
+#[derive(Clone)]
+pub struct RouterInputs {
+    /// The inputs every review reads (the config, the modelcar mode, the
+    /// security profile, the model volume); swapped whole on a config reload.
+    pub inputs: Arc<ArcSwap<Inputs>>,
+    /// Where reviews get the cluster objects a pod needs.
+    pub objects: Arc<SnapshotSource>,
+    /// Recorded into by the webhook router, exposed by the admin router.
+    pub metrics: Arc<Metrics>,
+    /// The bounds, as the settings and the memory limit made them.
+    pub limits: Limits,
+    /// Cancelled at the first shutdown signal; `/readyz` answers 503 from then on.
+    pub draining: CancellationToken,
+    /// The serving certificate's notAfter, Unix seconds; `/readyz` answers
+    /// 503 once it is past.
+    pub cert_not_after: Arc<AtomicI64>,
+    /// Mutate, or shadow another mutator (`serve --shadow`).
+    pub mode: Mode,
+}
+
+impl RouterInputs {
+    /// `inputs` with cluster lookups off, fresh metrics, not draining, a
+    /// certificate that never expires, and `limits` sized as without a
+    /// memory limit (`Server::start` sizes them to the container's).
+    pub fn new(inputs: Inputs, limits: &LimitSettings) -> Self {
+        Self {
+            inputs: Arc::new(ArcSwap::from_pointee(inputs)),
+            objects: Arc::new(SnapshotSource::Off),
+            metrics: Arc::new(Metrics::new()),
+            limits: super::sizing::size(None, None, limits, 0),
+            draining: CancellationToken::new(),
+            cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
+            mode: Mode::Mutate,
+        }
+    }
+}
 
 /// Room an answer's envelope (uid, status, warnings) may take besides its
 /// patch.
@@ -18,42 +65,33 @@ const ENVELOPE: usize = 16 * 1024;
 
 /// What the webhook routes share.
 pub(crate) struct App {
-    pub inputs: Arc<ArcSwap<Inputs>>,
-    pub objects: Arc<SnapshotSource>,
-    pub metrics: Arc<Metrics>,
+    /// The config, the cluster objects, the metrics, the limits and the mode.
+    pub router_inputs: RouterInputs,
+    /// One per request being answered; none left and the request is shed
+    /// (`--max-concurrent-requests`).
+    pub permits: Semaphore,
     /// The bytes held in memory beyond each connection's own: of request
     /// bodies until they are reviewed, of answers until hyper has taken them.
     pub budget: Budget,
-    /// How fast a request body must arrive.
-    pub pace: Pace,
     /// One permit per review of a body too large to review inline.
     pub large_reviews: Arc<Semaphore>,
     /// The largest patch an answer may carry, base64-encoded: an answer
     /// must fit in a connection's part of the byte budget whole.
     pub max_patch: usize,
     pub summary: Summary,
-    pub mode: Mode,
 }
 
 impl App {
-    pub(crate) fn new(
-        inputs: Arc<ArcSwap<Inputs>>,
-        objects: Arc<SnapshotSource>,
-        metrics: Arc<Metrics>,
-        limits: &Limits,
-        mode: Mode,
-    ) -> Arc<Self> {
+    pub(crate) fn new(inputs: &RouterInputs) -> Arc<Self> {
+        let limits = &inputs.limits;
         let budget = Budget::new(limits.max_buffered_bytes);
         Arc::new(Self {
-            inputs,
-            objects,
-            metrics,
+            permits: Semaphore::new(limits.max_concurrent_requests),
             max_patch: budget.per_connection().saturating_sub(ENVELOPE),
             budget,
-            pace: limits.body_pace,
             large_reviews: Arc::new(Semaphore::new(limits.large_reviews)),
             summary: Summary::default(),
-            mode,
+            router_inputs: inputs.clone(),
         })
     }
 }

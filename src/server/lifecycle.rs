@@ -4,14 +4,14 @@
 //! the listener closes, then in-flight requests finish, then the process
 //! exits. Each stage is a token of [`Shutdown`].
 
+use super::app::RouterInputs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::limits::Limits;
 use super::metrics::{unix_now, Metrics};
-use super::routes::RouterInputs;
 use super::service;
 use super::serving_cert;
-use super::sizing::{self, Sized};
+use super::sizing;
 use crate::config_file::{self, Snapshot};
 use crate::log_text::bounded;
 use crate::lookups::{KubeEnvironment, SnapshotSource};
@@ -190,7 +190,7 @@ fn sized_to_memory(
     limits: &LimitSettings,
     memory: Option<sizing::MemoryLimit>,
     caches: u64,
-) -> Sized {
+) -> Limits {
     let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
     let limit = memory.as_ref().map(|m| m.bytes);
     let sized = sizing::size(limit, nofile, limits, caches);
@@ -288,8 +288,8 @@ impl Server {
         let (tls, self_signed_ca) =
             serving_cert::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
 
-        let (webhook_listener, local_addr) = bind("webhook", args.listen.addr)?;
-        let (admin_listener, admin_addr) = bind("admin", args.listen.admin_addr)?;
+        let (webhook_listener, local_addr) = bind("webhook", args.addr())?;
+        let (admin_listener, admin_addr) = bind("admin", args.admin_addr())?;
         let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
         // Only now that both ports are bound, so an instance that fails to
         // start never replaces a running one's CA.
@@ -301,27 +301,26 @@ impl Server {
             SnapshotSource::Live(_) => options.cache_budget.unwrap_or(0),
             _ => 0,
         };
-        let sized = sized_to_memory(&args.limits, memory, caches);
         let router_inputs = RouterInputs {
             inputs,
             objects,
             metrics: metrics.clone(),
-            limits: Limits::sized(&args.limits, &sized),
+            limits: sized_to_memory(&args.limits, memory, caches),
             draining: shutdown.drain.clone(),
             cert_not_after: tls.not_after_cell(),
             mode: args.shadow.mode(),
         };
-        // The router `RouterInputs::webhook_router` builds, keeping the App
-        // for its log summary.
-        let app = router_inputs.app();
-        let router = service::webhook(app.clone(), &router_inputs.limits);
+        // The router `RouterInputs::webhook_router` builds, keeping its
+        // state for the log summary.
+        let router = service::webhook(&router_inputs);
+        let app = router.app().clone();
         let webhook = Webhook::new(&args.limits, tls, router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
         let admin_router = router_inputs.admin_router();
         let admin_stop = CancellationToken::new();
         let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
         let connections = TaskTracker::new();
-        let max_connections = sized.max_connections;
+        let max_connections = router_inputs.limits.max_connections;
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());
         let accept = tokio::spawn(accept);
         let (summary_interval, stop) = (args.logging.log_summary_interval, shutdown.kill.clone());

@@ -1,15 +1,18 @@
-//! The request limits the webhook service enforces, as plain values.
+//! The bounds the server enforces, as they came to: each flag given, else
+//! sized to the memory limit by `server::sizing::size`, the one place the
+//! values a flag leaves out are derived.
 
-use super::sizing::{self, Sized};
-use crate::server::settings::LimitSettings;
 use std::time::{Duration, Instant};
 
-/// The request limits the webhook router enforces itself (the connection
-/// limits live in the listener). The body size limit is `crate::limits::MAX_BODY_BYTES`.
+/// The server's bounds. The listener enforces the connection cap; the
+/// webhook router the rest. The body size limit is
+/// `crate::limits::MAX_BODY_BYTES`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// Open webhook connections (`--max-connections`).
+    pub max_connections: usize,
     /// Requests served at once; above it they are shed with 503
-    /// (`--max-concurrent-requests`).
+    /// (`--max-concurrent-requests`; left out, every connection's streams).
     pub max_concurrent_requests: usize,
     /// Request bodies and answers held across all requests, in bytes;
     /// above it requests are shed with 503 (`--max-buffered-bytes`).
@@ -42,29 +45,5 @@ impl Pace {
     pub(crate) fn deadline(&self, start: Instant, received: usize) -> Instant {
         let micros = received as u128 * 1_000_000 / u128::from(self.min_rate.max(1));
         start + self.timeout + Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
-    }
-}
-
-impl Limits {
-    /// The flags, with what they leave out sized as `sized` says.
-    pub(crate) fn sized(args: &LimitSettings, sized: &Sized) -> Self {
-        Self {
-            max_concurrent_requests: sized.max_concurrent_requests,
-            max_buffered_bytes: sized.max_buffered_bytes,
-            large_reviews: sized.large_reviews,
-            request_timeout: args.request_timeout,
-            body_pace: Pace {
-                timeout: args.body_timeout,
-                min_rate: args.min_body_rate,
-            },
-        }
-    }
-}
-
-/// The flags, with what they leave out sized as for no memory limit.
-impl From<&LimitSettings> for Limits {
-    fn from(args: &LimitSettings) -> Self {
-        let sized = sizing::size(None, None, args, 0);
-        Self::sized(args, &sized)
     }
 }

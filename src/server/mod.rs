@@ -4,8 +4,8 @@
 //! serving, and a graceful drain on SIGTERM.
 //!
 //! Embedding (as the integration tests do):
-//! [`Server::start`] with a [`settings::ServeSettings`] (made from `serve`'s flags
-//! at the edge, or built directly), then
+//! [`Server::start`] with a [`settings::ServeSettings`] (parsed from
+//! `serve`'s flags, which it defines, or built directly), then
 //! [`RunningServer::shutdown`] and [`RunningServer::wait`]. Or, without
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
@@ -37,11 +37,11 @@ mod tls;
 
 pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
+pub use app::RouterInputs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use limits::{Limits, Pace};
 pub use metrics::Metrics;
-pub use routes::RouterInputs;
 use std::time::Duration;
 pub use tls::TlsConfigError;
 

@@ -17,11 +17,13 @@ impl App {
     /// Metrics, the summary, and the per-request line at debug level.
     pub(crate) fn observe(&self, r: &Reviewed) {
         for (injector, outcome) in &r.outcomes {
-            self.metrics.record_injection(injector, outcome.as_str());
+            self.inputs
+                .metrics
+                .record_injection(injector, outcome.as_str());
         }
         self.summary.count(r);
         if r.denial.is_some() {
-            self.metrics.denials.inc();
+            self.router_inputs.metrics.denials.inc();
         }
         if !r.withheld.is_empty() {
             self.shadow_difference(r);
@@ -64,7 +66,7 @@ impl App {
         injectors.sort_unstable();
         injectors.dedup();
         for injector in &injectors {
-            self.metrics.record_shadow_difference(injector);
+            self.router_inputs.metrics.record_shadow_difference(injector);
         }
         let changes: Vec<String> = (r.withheld.iter())
             .map(|w| format!("{} {} ({})", w.op, w.path, w.injector))
@@ -85,7 +87,8 @@ impl App {
     /// Shadow mode allowed a pod this webhook would have denied: one line
     /// with the reason, counted as `injector="deny"`.
     fn shadow_denial(&self, r: &Reviewed, reason: &str) {
-        self.metrics
+        self.inputs
+            .metrics
             .record_shadow_difference(super::metrics::SHADOW_DENY);
         info!(
             request_uid = %bounded(&r.uid),

@@ -40,7 +40,8 @@ where
         let message =
             format!("content type {content_type:?} is not supported: send application/json");
         let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
-        return refused.answer_with(drained(version, body, arrival, &app.pace).await);
+        return refused
+            .answer_with(drained(version, body, arrival, &app.router_inputs.limits.body_pace).await);
     }
     let reviewed = match reviewed(app, body, arrival).await {
         Ok(reviewed) => reviewed,
@@ -51,7 +52,7 @@ where
     let len = reviewed.body.len();
     let mut held = Budget::hold(arrival.share.as_ref());
     if let Err(full) = app.budget.take(&mut held, len) {
-        app.metrics.answers_shed.inc();
+        app.router_inputs.metrics.answers_shed.inc();
         let whose = match full {
             Full::Server => "the bytes the server may hold (--max-buffered-bytes)",
             Full::Connection => "this connection's part of the bytes the server may hold",
@@ -68,11 +69,11 @@ where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
-    let (body, _held) = read_body(&app.budget, arrival, &app.pace, body).await?;
-    let inputs = app.inputs.load_full();
-    let mode = app.mode;
+    let (body, _held) = read_body(&app.budget, arrival, &app.router_inputs.limits.body_pace, body).await?;
+    let inputs = app.router_inputs.inputs.load_full();
+    let mode = app.router_inputs.mode;
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
-        review(&body, &inputs, &app.objects, mode, app.max_patch).await
+        review(&body, &inputs, &app.router_inputs.objects, mode, app.max_patch).await
     } else {
         // Their working memory is the largest a review has: one at a time
         // under a memory limit (docs/operations.md, "Memory").
@@ -80,7 +81,10 @@ where
             let message = "the server is shutting down";
             return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message));
         };
-        let (objects, runtime) = (app.objects.clone(), tokio::runtime::Handle::current());
+        let (objects, runtime) = (
+            app.router_inputs.objects.clone(),
+            tokio::runtime::Handle::current(),
+        );
         let max_patch = app.max_patch;
         let review = move || runtime.block_on(review(&body, &inputs, &objects, mode, max_patch));
         match tokio::task::spawn_blocking(review).await {

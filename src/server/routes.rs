@@ -1,70 +1,23 @@
-//! Both routers, and [`RouterInputs`], the plain inputs they are built
-//! from (no socket, no TLS), so they can be called in-process. The webhook
-//! side never panics the process and always answers: malformed requests get
-//! a 4xx, overload a 503 with Retry-After, a bug a 500, a stalled request a
-//! 504, every error as `{"error": ...}`. The parts, each in its own file:
-//! the service and its limits (`service.rs`, `limits.rs`), reading the body
-//! (`body.rs`), one review (`review.rs`), what is observed of it
-//! (`observe.rs`, `summary.rs`), what the webhook routes share (`app.rs`),
-//! the error answers (`api_error.rs`) and the admin router
+//! Both routers, built from a [`RouterInputs`] (no socket, no TLS), so
+//! they can be called in-process. The webhook side never panics the
+//! process and always answers: malformed requests get a 4xx, overload a
+//! 503 with Retry-After, a bug a 500, a stalled request a 504, every error
+//! as `{"error": ...}`. The parts, each in its own file: the service and
+//! its limits (`service.rs`, `limits.rs`), reading the body (`body.rs`),
+//! one review (`review.rs`), what is observed of it (`observe.rs`,
+//! `summary.rs`), the routers' inputs and one webhook router's state
+//! (`app.rs`), the error answers (`api_error.rs`) and the admin router
 //! (`admin.rs`).
 
-use super::app::App;
-use super::metrics::Metrics;
-use crate::lookups::SnapshotSource;
-use arc_swap::ArcSwap;
+use super::app::RouterInputs;
 use axum::Router;
-use kserve_injector_core::admission::Mode;
-use kserve_injector_core::Inputs;
-use std::sync::atomic::AtomicI64;
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
-
-use super::limits::Limits;
-
-/// What the two routers are built from, without sockets or TLS.
-/// `Server::start` fills it from its flags, config and certificate; an
-/// embedder or a test can fill it by hand and call the routers with
-/// `tower::ServiceExt::oneshot`.
-#[derive(Clone)]
-pub struct RouterInputs {
-    /// The inputs every review reads (the config, the modelcar mode, the
-    /// security profile, the model volume); swapped whole on a config reload.
-    pub inputs: Arc<ArcSwap<Inputs>>,
-    /// Where reviews get the cluster objects a pod needs.
-    pub objects: Arc<SnapshotSource>,
-    /// Recorded into by the webhook router, exposed by the admin router.
-    pub metrics: Arc<Metrics>,
-    pub limits: Limits,
-    /// Cancelled at the first shutdown signal; `/readyz` answers 503 from then on.
-    pub draining: CancellationToken,
-    /// The serving certificate's notAfter, Unix seconds; `/readyz` answers
-    /// 503 once it is past.
-    pub cert_not_after: Arc<AtomicI64>,
-    /// Mutate, or shadow another mutator (`serve --shadow`).
-    pub mode: Mode,
-}
 
 impl RouterInputs {
-    /// `inputs` with cluster lookups off, fresh metrics, not draining, and a
-    /// certificate that never expires.
-    pub fn new(inputs: Inputs, limits: Limits) -> Self {
-        Self {
-            inputs: Arc::new(ArcSwap::from_pointee(inputs)),
-            objects: Arc::new(SnapshotSource::Off),
-            metrics: Arc::new(Metrics::new()),
-            limits,
-            draining: CancellationToken::new(),
-            cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
-            mode: Mode::Mutate,
-        }
-    }
-
     /// The webhook router (`POST /mutate-pods`, `POST /mutate`) with its
     /// error handling and limits. Each call gets its own concurrency limit
     /// and byte budget.
     pub fn webhook_router(&self) -> Router {
-        Router::new().fallback_service(super::service::webhook(self.app(), &self.limits))
+        Router::new().fallback_service(super::service::webhook(self))
     }
 
     /// The admin router: `/healthz`, `/readyz`, `/metrics`.
@@ -75,15 +28,5 @@ impl RouterInputs {
             self.objects.clone(),
             self.metrics.clone(),
         )
-    }
-
-    /// What a webhook router built from these inputs shares.
-    pub(crate) fn app(&self) -> Arc<App> {
-        let (inputs, objects, metrics) = (
-            self.inputs.clone(),
-            self.objects.clone(),
-            self.metrics.clone(),
-        );
-        App::new(inputs, objects, metrics, &self.limits, self.mode)
     }
 }

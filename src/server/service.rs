@@ -9,9 +9,8 @@
 
 use super::answer::AnswerBody;
 use super::api_error::{too_large, Answer, ApiError};
-use super::app::App;
+use super::app::{App, RouterInputs};
 use super::body::{drained, Arrival, BoxError};
-use super::limits::Limits;
 use super::metrics::Metrics;
 use super::review::mutate;
 use super::share::Share;
@@ -28,17 +27,13 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
-use tokio::sync::Semaphore;
+use std::time::Instant;
 use tracing::error;
 
-/// The webhook service: `POST /mutate-pods` and `POST /mutate`.
-pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> WebhookService {
-    WebhookService(Arc::new(Routes {
-        app,
-        permits: Semaphore::new(limits.max_concurrent_requests),
-        timeout: limits.request_timeout,
-    }))
+/// The webhook service: `POST /mutate-pods` and `POST /mutate`, with a
+/// concurrency limit and byte budget of its own.
+pub(crate) fn webhook(inputs: &RouterInputs) -> WebhookService {
+    WebhookService(App::new(inputs))
 }
 
 /// The webhook's routes and their limits, in the order they apply: metrics
@@ -47,13 +42,13 @@ pub(crate) fn webhook(app: Arc<App>, limits: &Limits) -> WebhookService {
 /// method. Cloned per connection (an `Arc`); called per request without
 /// boxing the body or cloning any service.
 #[derive(Clone)]
-pub(crate) struct WebhookService(Arc<Routes>);
+pub(crate) struct WebhookService(Arc<App>);
 
-struct Routes {
-    app: Arc<App>,
-    /// One per request being answered; none left and the request is shed.
-    permits: Semaphore,
-    timeout: Duration,
+impl WebhookService {
+    /// What its routes share (its summary is logged by the server).
+    pub(crate) fn app(&self) -> &Arc<App> {
+        &self.0
+    }
 }
 
 /// Statuses answered before the body is read (too large, shed) or while it
@@ -86,7 +81,7 @@ impl WebhookService {
             let path = Metrics::path_index(req.uri().path());
             let version = req.version();
             let head = req.method() == Method::HEAD;
-            let metrics = &webhook.app.metrics;
+            let metrics = &webhook.router_inputs.metrics;
             let in_flight = InFlight::enter(&metrics.in_flight);
             let arrival = Arrival { share, start };
             let limited = webhook.limited(req, &arrival);
@@ -106,7 +101,7 @@ impl WebhookService {
         let (start, path) = (Instant::now(), Metrics::path_index(req.uri().path()));
         let (version, head) = (req.version(), req.method() == Method::HEAD);
         Box::pin(async move {
-            let metrics = &webhook.app.metrics;
+            let metrics = &webhook.router_inputs.metrics;
             metrics.answers_shed.inc();
             let message = "too many answer bytes wait for this connection's client to read them; read them, or retry on another connection";
             let response = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).answer();
@@ -156,16 +151,16 @@ impl Drop for InFlight<'_> {
     }
 }
 
-impl Routes {
+impl App {
     fn panicked(&self, panic: Box<dyn std::any::Any + Send>) -> Answer {
-        self.app.metrics.panics.inc();
+        self.router_inputs.metrics.panics.inc();
         let message = super::logging::panic_message(panic.as_ref());
         error!(panic = %crate::log_text::bounded(message), "request handler panicked");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error").answer()
     }
 
     /// Sheds, limits the body, bounds the time, routes.
-    async fn limited<B>(&self, req: Request<B>, arrival: &Arrival) -> Answer
+    async fn limited<B>(self: &Arc<Self>, req: Request<B>, arrival: &Arrival) -> Answer
     where
         B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
         B::Error: Into<BoxError>,
@@ -184,7 +179,12 @@ impl Routes {
         }
         let limit = declared.map_or(MAX_BODY_BYTES, |n| n as usize);
         let req = req.map(|body| Limited::new(body, limit));
-        match tokio::time::timeout(self.timeout, route(&self.app, req, arrival)).await {
+        match tokio::time::timeout(
+            self.router_inputs.limits.request_timeout,
+            route(self, req, arrival),
+        )
+        .await
+        {
             Ok(answer) => answer,
             Err(_) => {
                 let message =
@@ -223,12 +223,12 @@ where
     let path = parts.uri.path();
     if path != "/mutate-pods" && path != "/mutate" {
         let message = "not found: the webhook path is /mutate-pods";
-        let headers = drained(parts.version, body, arrival, &app.pace).await;
+        let headers = drained(parts.version, body, arrival, &app.router_inputs.limits.body_pace).await;
         return ApiError::new(StatusCode::NOT_FOUND, message).answer_with(headers);
     }
     if parts.method != Method::POST {
         let message = "method not allowed: admission requests are POSTed";
-        let mut headers = drained(parts.version, body, arrival, &app.pace).await;
+        let mut headers = drained(parts.version, body, arrival, &app.router_inputs.limits.body_pace).await;
         headers.insert(ALLOW, HeaderValue::from_static("POST"));
         return ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message).answer_with(headers);
     }

@@ -1,17 +1,38 @@
-//! What `serve` runs with: plain values, one struct per group of flags,
-//! built from the command line at the edge (the CLI's `ServeArgs`) or by
-//! an embedder. The server reads only these, never the flags' parser.
+//! What `serve` runs with: one struct per group of flags (each a `--help`
+//! heading), each deriving `clap::Args` itself, so the server owns its
+//! flags and the CLI only flattens [`ServeSettings`] into its `serve`
+//! subcommand (kubert's `ServerArgs` is the pattern). Every flag can also
+//! come from an environment variable, so a Deployment can configure the
+//! server without rewriting its command line: `KSERVE_INJECTOR_` and the
+//! field's name in capitals (`--admin-addr`: `KSERVE_INJECTOR_ADMIN_ADDR`),
+//! see `env_var`. An embedder may build the structs by hand instead.
+//!
+//! The values here are the flags as given; what a flag left out and is
+//! derived from others or from the machine (the listeners' addresses, the
+//! bounds sized to the memory limit) is worked out in one place each:
+//! [`ServeSettings::addr`], [`ServeSettings::admin_addr`] and
+//! `server::sizing`.
 
+use crate::flag_values::{
+    at_least_one, kserve_version, modelcar_mode, namespace_name, nonzero_duration, parse_duration,
+    security_profile,
+};
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     Kind, LookupMode, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
+use clap::{ArgAction, Parser};
 use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::release::Release;
-use std::net::SocketAddr;
+use std::ffi::OsString;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// controller-runtime's and cert-manager's conventional mount point, so the
+/// same Secret volume works for KServe's controller and for us.
+pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
@@ -52,109 +73,302 @@ pub enum InvalidSettings {
     NoConfig(PathBuf),
 }
 
-/// Everything `serve` runs with, in the groups of its `--help`.
-#[derive(Debug, Clone)]
+/// Everything `serve` runs with, in the groups of its `--help`; an
+/// adapter takes only the group it needs.
+#[derive(Debug, Clone, clap::Args)]
+#[command(mut_args = env_var, after_help = "Examples:
+  kserve-injector serve --self-signed                 # local try-out; prints the CA path
+  kserve-injector serve --config /etc/kserve/config   # mounted inferenceservice-config
+  kserve-injector serve --self-signed --kubeconfig ~/.kube/config   # lookups from a cluster
+  curl --cacert \"$CA\" -H 'content-type: application/json' --data @review.json https://localhost:9443/mutate-pods
+
+Durations take a unit: 500ms, 5s, 2m.")]
 pub struct ServeSettings {
+    #[command(flatten)]
     pub listen: ListenSettings,
+    #[command(flatten)]
     pub inference_config: ConfigSettings,
+    #[command(flatten)]
     pub lookups: LookupSettings,
+    #[command(flatten)]
     pub tls: TlsSettings,
+    #[command(flatten)]
     pub limits: LimitSettings,
+    #[command(flatten)]
     pub shutdown: ShutdownSettings,
+    #[command(flatten)]
     pub logging: LoggingSettings,
+    #[command(flatten)]
     pub shadow: ShadowSettings,
 }
 
-/// The two listeners.
-#[derive(Debug, Clone)]
-pub struct ListenSettings {
-    pub addr: SocketAddr,
-    pub admin_addr: SocketAddr,
+/// Shadow mode: run beside another pod mutator and report, without
+/// changing any pod, what this one would change.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Shadow mode")]
+pub struct ShadowSettings {
+    /// Allow every pod without a patch; log each pod this webhook would
+    /// change (paths and injectors) and count it in
+    /// kserve_injector_shadow_differences_total.
+    #[arg(long)]
+    pub shadow: bool,
+    /// In shadow mode, also return the would-be changes as an AdmissionReview
+    /// warning, which kubectl prints.
+    #[arg(long, requires = "shadow")]
+    pub shadow_warnings: bool,
 }
 
-/// The inferenceservice-config, our settings file, and how they are reloaded.
-#[derive(Debug, Clone)]
+/// The two listeners: the webhook's and the admin (probes, metrics) one.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Listeners")]
+pub struct ListenSettings {
+    /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
+    /// Default: 0.0.0.0:9443 (every interface, as in a pod); with
+    /// --self-signed, 127.0.0.1:9443 (a local try-out stays off the network).
+    #[arg(long, value_name = "ADDR")]
+    pub addr: Option<SocketAddr>,
+    /// Plain-HTTP admin listener: /healthz, /readyz, /metrics. Default:
+    /// 0.0.0.0:8081; with --self-signed, 127.0.0.1:8081.
+    #[arg(long, value_name = "ADDR")]
+    pub admin_addr: Option<SocketAddr>,
+}
+
+/// The inferenceservice-config and how it is reloaded.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Config")]
 pub struct ConfigSettings {
+    /// inferenceservice-config: a ConfigMap manifest or the directory it is
+    /// mounted at; reloaded when it changes. Default: the values the
+    /// --kserve-version release shipped (`default-config` prints them).
+    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
+    /// has no key for. Read once at start. Example: --config-file /etc/kserve-injector/settings.yaml
+    #[arg(long, value_name = "PATH")]
     pub config_file: Option<PathBuf>,
+    /// Watch the config path for changes (in addition to polling).
+    #[arg(long, default_value_t = true,
+          action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub config_watch: bool,
+    /// How often the config is re-read and compared.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub config_poll_interval: Duration,
+    /// Namespace KServe's controller runs in. Falls back to POD_NAMESPACE,
+    /// then "kserve".
+    #[arg(long)]
     pub controller_namespace: Option<String>,
+    /// The modelcar's shape: classic (KServe's regular container) or
+    /// native-sidecar (an init container with restartPolicy Always, started
+    /// before the model server; Kubernetes 1.29 or newer). A pod's
+    /// kserve-injector.io/modelcar-mode annotation overrides it.
+    #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
     pub modelcar_mode: ModelcarMode,
+    /// The KServe release the cluster runs, whose pod mutator to reproduce:
+    /// a tag from v0.15.0 to v0.20.0 (patch releases included: v0.15.1,
+    /// v0.15.2, v0.17.1, v0.18.1) or head; a minor alone (v0.15) is the last
+    /// patch release of that line (v0.15.2). Default: the --config-file's
+    /// kserveVersion key, else head.
+    #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
     pub kserve_version: Option<Release>,
+    /// The security profile of the containers the webhook adds: baseline
+    /// (KServe's containers as they are) or restricted (each meets the
+    /// restricted Pod Security Standard). A pod's
+    /// kserve-injector.io/security-profile annotation overrides it.
+    #[arg(long, value_name = "PROFILE", default_value = "baseline", value_parser = security_profile())]
     pub security_profile: SecurityProfile,
 }
 
 /// Where the cluster objects an admission reads come from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Cluster lookups")]
 pub struct LookupSettings {
+    /// Read ServiceAccounts, Secrets, ClusterStorageContainers and
+    /// InferenceServices from the cluster (watch caches). auto: on when
+    /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
+    #[arg(long, value_enum, default_value = "auto")]
     pub cluster_lookups: LookupMode,
+    /// Kubeconfig for the cluster lookups. Example: --kubeconfig ~/.kube/config
+    #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context for the cluster lookups. Example: --context kind-kserve
+    #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
+    /// Bound on one direct GET for an object the watch cache does not hold
+    /// yet; keep it below --request-timeout.
+    #[arg(long, default_value = "2s", value_parser = nonzero_duration)]
     pub lookup_timeout: Duration,
+    /// Kinds read through watch caches (comma-separated). Secrets are left
+    /// out by default: each one a pod needs is read with one GET and kept for
+    /// --secret-ttl, so the webhook needs only `get` on Secrets. Add
+    /// `secrets` to watch them all instead (RBAC `list, watch`; see
+    /// docs/security.md). Another kind left out is read with one GET per
+    /// admission that needs it. Example: --watch-kinds serviceaccounts,secrets,clusterstoragecontainers,inferenceservices
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "serviceaccounts,clusterstoragecontainers,inferenceservices"
+    )]
     pub watch_kinds: Vec<Kind>,
+    /// How long a fetched Secret (or its absence) is used before the next
+    /// admission that needs it reads it again: a Secret changed or deleted
+    /// is seen at the latest after this. Unused when Secrets are watched.
+    #[arg(long, default_value = "30s", value_parser = nonzero_duration)]
     pub secret_ttl: Duration,
+    /// At most this many fetched Secrets are kept (least recently used out
+    /// first). Unused when Secrets are watched.
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = at_least_one::<usize>)]
     pub secret_cache_entries: usize,
+    /// Serve only these namespaces (comma-separated): watches and GETs are
+    /// limited to them, so namespaced Roles suffice (only
+    /// ClusterStorageContainers, cluster-scoped, need a ClusterRole).
+    /// Default: the whole cluster. Example: --namespaces models-a,models-b
+    #[arg(long, value_delimiter = ',', value_name = "NAMESPACE", value_parser = namespace_name)]
     pub namespaces: Vec<String>,
+    /// With --namespaces: a pod in another namespace that needs cluster
+    /// lookups is denied, naming the namespaces served (deny), or admitted
+    /// unchanged (allow).
+    #[arg(long, value_enum, default_value = "deny")]
     pub outside_namespaces: OutsideNamespaces,
+    /// Serve with a fixed set of cluster objects instead of a cluster (as
+    /// `mutate --objects`; for trying the webhook out and for tests).
+    /// Example: --objects fixtures/s14-credential-gcs/cluster.yaml
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kubeconfig", "context"])]
     pub objects: Option<PathBuf>,
 }
 
-/// The serving certificate and the client CA.
-#[derive(Debug, Clone)]
+/// The serving certificate, the client CA, and how they are reloaded.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "TLS")]
 pub struct TlsSettings {
+    /// Directory holding tls.crt and tls.key (a mounted Secret).
+    #[arg(long, default_value = DEFAULT_CERT_DIR)]
     pub cert_dir: PathBuf,
+    /// Serving certificate chain (PEM). Default: CERT_DIR/tls.crt.
+    #[arg(long, value_name = "PATH")]
     pub tls_cert_file: Option<PathBuf>,
+    /// Serving private key (PEM). Default: CERT_DIR/tls.key.
+    #[arg(long, value_name = "PATH")]
     pub tls_key_file: Option<PathBuf>,
+    /// CA bundle (PEM) that client certificates must chain to; when set, a
+    /// client certificate is required. Reloaded like the serving certificate.
+    #[arg(long, value_name = "PATH")]
     pub client_ca_file: Option<PathBuf>,
+    /// Generate an in-memory CA and a serving certificate for localhost,
+    /// 127.0.0.1, ::1 and every --dns-name, instead of reading files.
+    #[arg(long)]
     pub self_signed: bool,
+    /// Extra names for the --self-signed certificate (repeat or comma-separate).
+    #[arg(long = "dns-name", value_delimiter = ',', value_name = "NAME")]
     pub dns_names: Vec<String>,
+    /// Where --self-signed writes its CA certificate (PEM).
+    /// Default: kserve-injector-ca.crt in the temporary directory.
+    #[arg(long, value_name = "PATH")]
     pub self_signed_ca_file: Option<PathBuf>,
+    /// Watch the certificate directories for changes (in addition to polling).
+    #[arg(long, default_value_t = true,
+          action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub cert_watch: bool,
+    /// How often the certificate files are re-read and compared.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub cert_poll_interval: Duration,
 }
 
-/// Timeouts and limits of the webhook listener.
-#[derive(Debug, Clone)]
+/// Timeouts and the bounds on connections, streams, requests and bytes.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Limits")]
 pub struct LimitSettings {
+    /// Budget for reading and answering one admission request (then 504).
+    /// Keep it below the webhook's timeoutSeconds.
+    #[arg(long, default_value = "5s", value_parser = nonzero_duration)]
     pub request_timeout: Duration,
+    /// A request body must have arrived this long after its request's head,
+    /// plus the time its size takes at --min-body-rate; one that falls
+    /// behind gets 408 and frees its slot (a 1 KB review is due within
+    /// about this time).
+    #[arg(long, default_value = "1s", value_parser = nonzero_duration)]
     pub body_timeout: Duration,
-    /// Bytes a second.
+    /// Bytes a second a request body must keep up after --body-timeout
+    /// (1 MiB/s: a 7 MiB body is due 7 s after it, past the request timeout).
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20, value_parser = at_least_one::<u64>)]
     pub min_body_rate: u64,
+    /// HTTP/1 connections that do not send a complete request head within
+    /// this time are closed; this also bounds idle keep-alive connections.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub header_read_timeout: Duration,
+    /// Connections that do not finish the TLS handshake within this time are closed.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub handshake_timeout: Duration,
+    /// Concurrent streams one HTTP/2 connection may open: each
+    /// connection's share of the requests in flight (more are refused with
+    /// REFUSED_STREAM, which clients retry, the API server on another
+    /// connection).
+    #[arg(long, default_value_t = 8, value_parser = at_least_one::<u32>)]
     pub http2_max_concurrent_streams: u32,
+    /// Connections that have not sent a complete first request (HTTP/1
+    /// head, or HTTP/2 preface and HEADERS) this long after the handshake
+    /// are closed.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub first_request_timeout: Duration,
+    /// Connections with no request in flight for this long are closed
+    /// (HTTP/2 with GOAWAY).
+    #[arg(long, default_value = "90s", value_parser = nonzero_duration)]
     pub idle_timeout: Duration,
+    /// Open webhook connections; at the cap a new one takes the slot of the
+    /// connection that completed a review the longest ago (or never).
+    /// Default: sized to the container's memory limit (read from its
+    /// cgroup) and 3/4 of `ulimit -n`, at most 4096.
+    #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_connections: Option<usize>,
-    /// `None`: every connection's streams (`server::sizing`).
+    /// Admission requests served at once; more get 503 with Retry-After.
+    /// Default: --max-connections × --http2-max-concurrent-streams, so that
+    /// a connection's requests are never refused for another's.
+    #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_concurrent_requests: Option<usize>,
-    /// `None`: sized to the memory limit (`server::sizing`).
+    /// Request bodies and answers held in memory across all connections,
+    /// in bytes; a request or an answer that would go above it gets 503 with
+    /// Retry-After. Default: sized to the container's memory limit, at most
+    /// 64 MiB.
+    #[arg(long)]
     pub max_buffered_bytes: Option<usize>,
+    /// Answer bytes one connection may have waiting for its client to read;
+    /// while it has more, its new requests get 503.
+    #[arg(long, default_value_t = 2 << 20, value_parser = at_least_one::<usize>)]
     pub max_connection_buffered_bytes: usize,
+    /// A connection whose client has read nothing it was sent for this long
+    /// is closed, and what it held is freed.
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub write_timeout: Duration,
 }
 
-/// The drain on SIGTERM.
-#[derive(Debug, Clone)]
+/// The graceful shutdown after SIGTERM.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Shutdown")]
 pub struct ShutdownSettings {
+    /// After SIGTERM, keep serving (with /readyz at 503) this long so the
+    /// endpoint is withdrawn before the listener closes.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub shutdown_delay: Duration,
+    /// Then wait at most this long for in-flight requests.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub drain_timeout: Duration,
 }
 
-/// Log format and filter.
-#[derive(Debug, Clone)]
+/// Log format, filter and the periodic admission summary.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Logging")]
 pub struct LoggingSettings {
+    /// How often the info-level admission summary is logged (each review is
+    /// logged at debug).
+    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub log_summary_interval: Duration,
+    /// Log format.
+    #[arg(long, default_value = "json", value_parser = log_format())]
     pub log_format: LogFormat,
+    /// Log filter in RUST_LOG syntax, e.g. "info" or "kserve_injector=debug".
+    /// Default: RUST_LOG, else "info".
+    #[arg(long = "log", env = "KSERVE_INJECTOR_LOG", value_name = "FILTER")]
     pub log_filter: Option<String>,
-}
-
-/// Shadow mode.
-#[derive(Debug, Clone)]
-pub struct ShadowSettings {
-    pub shadow: bool,
-    pub shadow_warnings: bool,
 }
 
 impl ServeSettings {
@@ -175,6 +389,29 @@ impl ServeSettings {
         match &self.inference_config.config {
             Some(path) if !path.exists() => Err(InvalidSettings::NoConfig(path.clone())),
             _ => Ok(()),
+        }
+    }
+
+    /// The webhook listener's address: `--addr`, else port 9443 on
+    /// `default_host`.
+    pub fn addr(&self) -> SocketAddr {
+        (self.listen.addr).unwrap_or(SocketAddr::from((self.default_host(), 9443)))
+    }
+
+    /// The admin listener's address: `--admin-addr`, else port 8081 on
+    /// `default_host`.
+    pub fn admin_addr(&self) -> SocketAddr {
+        (self.listen.admin_addr).unwrap_or(SocketAddr::from((self.default_host(), 8081)))
+    }
+
+    /// Where a listener not given listens: every interface in a pod, or
+    /// loopback for a `--self-signed` try-out, whose unauthenticated
+    /// webhook and metrics no one else should reach.
+    fn default_host(&self) -> Ipv4Addr {
+        if self.tls.self_signed {
+            Ipv4Addr::LOCALHOST
+        } else {
+            Ipv4Addr::UNSPECIFIED
         }
     }
 }
@@ -238,5 +475,42 @@ impl LookupSettings {
             outside: self.outside_namespaces,
             cache_budget: None,
         }
+    }
+}
+
+/// `--log-format`'s parser, listing the formats in `--help`.
+fn log_format() -> impl clap::builder::TypedValueParser<Value = LogFormat> {
+    use clap::builder::TypedValueParser;
+    // The possible values are exactly the names, so every one parses.
+    clap::builder::PossibleValuesParser::new(LogFormat::NAMES)
+        .map(|name| name.parse::<LogFormat>().unwrap_or(LogFormat::Json))
+}
+
+/// Gives a flag without an `env = ...` of its own its variable, named after
+/// the field (clap's `string` feature lets the name be built at run time).
+fn env_var(arg: clap::Arg) -> clap::Arg {
+    if arg.get_env().is_some() {
+        return arg;
+    }
+    let name = format!("KSERVE_INJECTOR_{}", arg.get_id().as_str().to_uppercase());
+    arg.env(name)
+}
+
+#[derive(Parser)]
+#[command(name = "serve", no_binary_name = true)]
+struct Standalone {
+    #[command(flatten)]
+    settings: ServeSettings,
+}
+
+impl ServeSettings {
+    /// Parses flags as `serve` would (without the subcommand name), for
+    /// embedding the server, for `check` (a Deployment's flags) and for tests.
+    pub fn try_parse_from<I, T>(flags: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Standalone::try_parse_from(flags).map(|s| s.settings)
     }
 }

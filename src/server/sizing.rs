@@ -6,6 +6,7 @@
 //! logged at start. The arithmetic, with the measured costs it rests on, is
 //! in docs/operations.md ("Memory").
 
+use super::limits::{Limits, Pace};
 use crate::server::settings::LimitSettings;
 use std::path::{Path, PathBuf};
 
@@ -53,37 +54,6 @@ pub(crate) struct MemoryLimit {
     pub file: PathBuf,
 }
 
-/// What the flags ask for; `None` is sized.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Asked {
-    pub max_connections: Option<usize>,
-    pub max_buffered_bytes: Option<usize>,
-    pub max_concurrent_requests: Option<usize>,
-    /// `--http2-max-concurrent-streams`: each connection's streams.
-    pub streams: u32,
-}
-
-impl From<&LimitSettings> for Asked {
-    fn from(args: &LimitSettings) -> Self {
-        Self {
-            max_connections: args.max_connections,
-            max_buffered_bytes: args.max_buffered_bytes,
-            max_concurrent_requests: args.max_concurrent_requests,
-            streams: args.http2_max_concurrent_streams,
-        }
-    }
-}
-
-/// What the bounds come to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Sized {
-    pub max_connections: usize,
-    pub max_buffered_bytes: usize,
-    pub max_concurrent_requests: usize,
-    /// How many reviews of bodies over the inline size run at once.
-    pub large_reviews: usize,
-}
-
 /// Of what is left once the process, one largest review and the requests
 /// in flight are planned for, the share the watch caches get (when there
 /// are cluster lookups): `src/lookups/budget.rs` splits it among the
@@ -94,8 +64,7 @@ const CACHES_PERCENT: u64 = 40;
 /// requests in flight are planned apart only when `--max-concurrent-requests`
 /// is given; otherwise they are each connection's streams, planned with the
 /// connections out of what the caches leave.
-pub(crate) fn cache_budget(limit: Option<u64>, asked: impl Into<Asked>) -> Option<u64> {
-    let asked = asked.into();
+pub(crate) fn cache_budget(limit: Option<u64>, asked: &LimitSettings) -> Option<u64> {
     let apart = asked
         .max_concurrent_requests
         .map_or(0, |r| r as u64 * cost::REQUEST);
@@ -106,22 +75,22 @@ pub(crate) fn cache_budget(limit: Option<u64>, asked: impl Into<Asked>) -> Optio
     })
 }
 
-/// The bounds for `limit`, where the flags did not set them: of what is
+/// The bounds for `limit`, the flags' values where they are given, else: of what is
 /// left once the process and one largest review are planned for, the byte
 /// budget takes a quarter and connections the rest, each with its streams
 /// and (unless `--max-concurrent-requests` is given, then planned apart) a
 /// request in flight on every stream; `nofile` (the open-file limit) caps
 /// connections at 3/4 of it, so the cap is reached before accept() fails.
-/// `caches` bytes (the watch caches' budget) are set aside first.
+/// `caches` bytes (the watch caches' budget) are set aside first. The
+/// timeouts are the flags' as they are.
 pub(crate) fn size(
     limit: Option<u64>,
     nofile: Option<u64>,
-    asked: impl Into<Asked>,
+    asked: &LimitSettings,
     caches: u64,
-) -> Sized {
-    let asked = asked.into();
+) -> Limits {
     let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
-    let streams = u64::from(asked.streams);
+    let streams = u64::from(asked.http2_max_concurrent_streams);
     let requests = asked.max_concurrent_requests.map(|r| r as u64);
     // Requests in flight are each connection's streams unless given apart.
     let per_connection = match requests {
@@ -152,11 +121,16 @@ pub(crate) fn size(
     // Under a limit, one largest review is planned for; without one, as
     // many as there are cores to run them.
     let parallelism = std::thread::available_parallelism().map_or(1, |n| n.get());
-    Sized {
+    Limits {
         max_connections: connections,
         max_buffered_bytes: buffered,
         max_concurrent_requests,
         large_reviews: if limit.is_some() { 1 } else { parallelism },
+        request_timeout: asked.request_timeout,
+        body_pace: Pace {
+            timeout: asked.body_timeout,
+            min_rate: asked.min_body_rate,
+        },
     }
 }
 

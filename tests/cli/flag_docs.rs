@@ -10,15 +10,14 @@
 //! ```
 
 use clap::{ArgAction, Args, Command};
-use kserve_injector::cli::{
-    AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs, ServeArgs,
-};
+use kserve_injector::cli::{AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs};
+use kserve_injector::server::settings::ServeSettings;
 use std::path::Path;
 
 fn subcommands() -> Vec<(&'static str, Command)> {
     vec![
         ("mutate", MutateArgs::augment_args(Command::new("mutate"))),
-        ("serve", ServeArgs::augment_args(Command::new("serve"))),
+        ("serve", ServeSettings::augment_args(Command::new("serve"))),
         ("audit", AuditArgs::augment_args(Command::new("audit"))),
         ("certs", CertsArgs::augment_args(Command::new("certs"))),
         ("check", CheckArgs::augment_args(Command::new("check"))),

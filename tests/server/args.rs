@@ -1,8 +1,8 @@
 //! `serve`'s flags: durations (humantime, bare seconds), defaults, and the
 //! docs' table of them.
 
-use kserve_injector::cli::{parse_duration, ServeArgs, DEFAULT_CERT_DIR};
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::flag_values::parse_duration;
+use kserve_injector::server::settings::{ServeSettings, DEFAULT_CERT_DIR};
 use std::path::Path;
 use std::time::Duration;
 
@@ -20,9 +20,9 @@ fn durations() {
 
 #[test]
 fn defaults_match_the_issue() -> Result<(), clap::Error> {
-    let args = ServeSettings::from(ServeArgs::try_parse_from(Vec::<String>::new())?);
-    assert_eq!(args.listen.addr.port(), 9443);
-    assert_eq!(args.listen.admin_addr.port(), 8081);
+    let args = ServeSettings::try_parse_from(Vec::<String>::new())?;
+    assert_eq!(args.addr().port(), 9443);
+    assert_eq!(args.admin_addr().port(), 8081);
     assert_eq!(
         args.tls.cert_file(),
         Path::new(DEFAULT_CERT_DIR).join("tls.crt")
@@ -35,7 +35,8 @@ fn defaults_match_the_issue() -> Result<(), clap::Error> {
     assert_eq!(args.shutdown.shutdown_delay, Duration::from_secs(5));
     assert_eq!(args.shutdown.drain_timeout, Duration::from_secs(20));
     assert_eq!(args.limits.request_timeout, Duration::from_secs(5));
-    let args = ServeArgs::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
+    let args =
+        ServeSettings::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
     assert!(!args.tls.cert_watch);
     assert_eq!(args.tls.cert_poll_interval, Duration::from_millis(250));
     Ok(())
@@ -47,23 +48,24 @@ fn defaults_match_the_issue() -> Result<(), clap::Error> {
 #[test]
 fn self_signed_listens_on_loopback_unless_told_otherwise() -> Result<(), clap::Error> {
     let listen = |flags: &[&str]| -> Result<_, clap::Error> {
-        Ok(ServeSettings::from(ServeArgs::try_parse_from(flags)?).listen)
+        let settings = ServeSettings::try_parse_from(flags)?;
+        Ok((settings.addr(), settings.admin_addr()))
     };
     let pod = listen(&[])?;
-    assert_eq!(pod.addr.to_string(), "0.0.0.0:9443");
-    assert_eq!(pod.admin_addr.to_string(), "0.0.0.0:8081");
+    assert_eq!(pod.0.to_string(), "0.0.0.0:9443");
+    assert_eq!(pod.1.to_string(), "0.0.0.0:8081");
     let try_out = listen(&["--self-signed"])?;
-    assert_eq!(try_out.addr.to_string(), "127.0.0.1:9443");
-    assert_eq!(try_out.admin_addr.to_string(), "127.0.0.1:8081");
+    assert_eq!(try_out.0.to_string(), "127.0.0.1:9443");
+    assert_eq!(try_out.1.to_string(), "127.0.0.1:8081");
     let told = listen(&["--self-signed", "--addr", "0.0.0.0:9443"])?;
-    assert_eq!(told.addr.to_string(), "0.0.0.0:9443");
-    assert_eq!(told.admin_addr.to_string(), "127.0.0.1:8081");
+    assert_eq!(told.0.to_string(), "0.0.0.0:9443");
+    assert_eq!(told.1.to_string(), "127.0.0.1:8081");
     Ok(())
 }
 
 #[test]
 fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
-    let refused = |flags: &[&str]| match ServeArgs::try_parse_from(flags) {
+    let refused = |flags: &[&str]| match ServeSettings::try_parse_from(flags) {
         Ok(_) => format!("{flags:?} accepted"),
         Err(e) => e.to_string(),
     };
@@ -93,22 +95,20 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
         let message = refused(&[flag, "0s"]);
         assert!(message.contains("must be greater than zero"), "{message}");
     }
-    let args = ServeArgs::try_parse_from(["--max-connections", "1", "--shutdown-delay", "0s"]);
+    let args = ServeSettings::try_parse_from(["--max-connections", "1", "--shutdown-delay", "0s"]);
     assert!(args.is_ok_and(|a| a.limits.max_connections == Some(1)));
 }
 
 #[test]
 fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     use kserve_injector::lookups::{Kind, OutsideNamespaces};
-    let args = ServeArgs::try_parse_from(Vec::<&str>::new())
-        .map(ServeSettings::from)
-        .unwrap();
+    let args = ServeSettings::try_parse_from(Vec::<&str>::new()).unwrap();
     let options = args.lookups.options();
     assert!(!options.watched.contains(&Kind::Secrets));
     assert_eq!(options.secret_ttl, std::time::Duration::from_secs(30));
     assert_eq!(options.secret_cache_entries.get(), 1000);
     assert!(options.namespaces.is_empty());
-    let args = ServeArgs::try_parse_from([
+    let args = ServeSettings::try_parse_from([
         "--namespaces",
         "models-a,models-b",
         "--outside-namespaces",
@@ -116,7 +116,6 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
         "--secret-ttl",
         "5s",
     ])
-    .map(ServeSettings::from)
     .unwrap();
     let options = args.lookups.options();
     assert_eq!(
@@ -125,7 +124,7 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     );
     assert_eq!(options.outside, OutsideNamespaces::Allow);
     assert_eq!(options.secret_ttl, std::time::Duration::from_secs(5));
-    let refused = ServeArgs::try_parse_from(["--namespaces", "Models_A"]).unwrap_err();
+    let refused = ServeSettings::try_parse_from(["--namespaces", "Models_A"]).unwrap_err();
     assert!(
         refused.to_string().contains("is not a namespace name"),
         "{refused}"
@@ -135,17 +134,17 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
 #[test]
 fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), clap::Error> {
     use kserve_injector_core::inputs::ModelcarMode;
-    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.modelcar_mode,
         ModelcarMode::Classic
     );
-    let native = ServeArgs::try_parse_from(["--modelcar-mode", "native-sidecar"])?;
+    let native = ServeSettings::try_parse_from(["--modelcar-mode", "native-sidecar"])?;
     assert_eq!(
         native.inference_config.modelcar_mode,
         ModelcarMode::NativeSidecar
     );
-    let message = match ServeArgs::try_parse_from(["--modelcar-mode", "native"]) {
+    let message = match ServeSettings::try_parse_from(["--modelcar-mode", "native"]) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),
     };
@@ -160,24 +159,24 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
 fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Result<(), clap::Error>
 {
     use kserve_injector_core::Release;
-    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(default.inference_config.kserve_version, None);
-    let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
+    let v0_17 = ServeSettings::try_parse_from(["--kserve-version", "v0.17.0"])?;
     assert_eq!(
         v0_17.inference_config.kserve_version,
         Some(Release::V0_17_0)
     );
-    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
+    let v0_15 = ServeSettings::try_parse_from(["--kserve-version", "v0.15"])?;
     assert_eq!(
         v0_15.inference_config.kserve_version,
         Some(Release::V0_15_2)
     );
-    let v0_15_0 = ServeArgs::try_parse_from(["--kserve-version", "v0.15.0"])?;
+    let v0_15_0 = ServeSettings::try_parse_from(["--kserve-version", "v0.15.0"])?;
     assert_eq!(
         v0_15_0.inference_config.kserve_version,
         Some(Release::V0_15_0)
     );
-    let v0_18_1 = ServeArgs::try_parse_from(["--kserve-version", "0.18.1"])?;
+    let v0_18_1 = ServeSettings::try_parse_from(["--kserve-version", "0.18.1"])?;
     assert_eq!(
         v0_18_1.inference_config.kserve_version,
         Some(Release::V0_18_1)
@@ -186,7 +185,7 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
         ("v0.14", "\"v0.14\" is not a KServe version"),
         ("v0.15.3", "\"v0.15.3\" is not a KServe version"),
     ] {
-        let message = match ServeArgs::try_parse_from(["--kserve-version", spelling]) {
+        let message = match ServeSettings::try_parse_from(["--kserve-version", spelling]) {
             Ok(_) => "accepted".to_string(),
             Err(e) => e.to_string(),
         };
@@ -202,13 +201,13 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
 fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
 {
     use kserve_injector_core::inputs::SecurityProfile;
-    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
+    let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.security_profile,
         SecurityProfile::Baseline
     );
     assert_eq!(default.inference_config.config_file, None);
-    let set = ServeArgs::try_parse_from([
+    let set = ServeSettings::try_parse_from([
         "--security-profile",
         "restricted",
         "--config-file",
@@ -219,7 +218,7 @@ fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Re
         SecurityProfile::Restricted
     );
     assert!(set.inference_config.config_file.is_some());
-    let message = match ServeArgs::try_parse_from(["--security-profile", "strict"]) {
+    let message = match ServeSettings::try_parse_from(["--security-profile", "strict"]) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),
     };

@@ -14,11 +14,10 @@ use axum::http::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use kserve_injector::cli::ServeArgs;
 use kserve_injector::limits::MAX_BODY_BYTES;
 use kserve_injector::lookups::SnapshotSource;
 use kserve_injector::server::settings::ServeSettings;
-use kserve_injector::server::{Limits, RouterInputs};
+use kserve_injector::server::RouterInputs;
 use kserve_injector_core::{Config, Inputs};
 use serde_json::Value;
 use std::path::Path;
@@ -65,12 +64,12 @@ fn inputs_with(config: Config) -> Result<RouterInputs, Error> {
 
 /// As `serve` with `flags` starts.
 fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs, Error> {
-    let args = ServeSettings::from(ServeArgs::try_parse_from(flags)?);
+    let args = ServeSettings::try_parse_from(flags)?;
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
     env.modelcar_mode = args.inference_config.modelcar_mode;
     env.security_profile = args.inference_config.security_profile;
-    Ok(RouterInputs::new(env, Limits::from(&args.limits)))
+    Ok(RouterInputs::new(env, &args.limits))
 }
 
 fn request(

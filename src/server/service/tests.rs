@@ -1,13 +1,17 @@
 use super::*;
-use crate::server::routes::RouterInputs;
+use crate::server::app::RouterInputs;
 use axum::http::header::CONTENT_TYPE;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
 use kserve_injector_core::Inputs;
+use std::time::Duration;
 
 #[tokio::test]
 async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
-    let limits = Limits {
+    let defaults = crate::server::settings::ServeSettings::try_parse_from(Vec::<&str>::new());
+    let mut inputs = RouterInputs::new(Inputs::default(), &defaults.expect("defaults").limits);
+    inputs.limits = crate::server::limits::Limits {
+        max_connections: 1,
         max_concurrent_requests: 4,
         max_buffered_bytes: 1 << 20,
         large_reviews: 1,
@@ -17,8 +21,7 @@ async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
             min_rate: 1,
         },
     };
-    let inputs = RouterInputs::new(Inputs::default(), limits);
-    let service = webhook(inputs.app(), &limits);
+    let service = webhook(&inputs);
     // A body that never ends, as from a client that stalls and resets.
     let body = StreamBody::new(futures::stream::pending::<Result<Frame<Bytes>, Infallible>>());
     let req = Request::post("/mutate-pods")

@@ -70,22 +70,24 @@ fn no_memory_hierarchy_means_no_limit() {
     assert!(limit_dirs(mounts, V1_CGROUP).is_empty());
 }
 
+/// `serve`'s limits with these three asked for and 8 streams a connection.
 fn asked(
     max_connections: Option<usize>,
     max_buffered_bytes: Option<usize>,
     max_concurrent_requests: Option<usize>,
-) -> Asked {
-    Asked {
-        max_connections,
-        max_buffered_bytes,
-        max_concurrent_requests,
-        streams: 8,
-    }
+) -> LimitSettings {
+    let flags = ["--http2-max-concurrent-streams", "8"];
+    let settings = crate::server::settings::ServeSettings::try_parse_from(flags);
+    let mut limits = settings.expect("serve's defaults parse").limits;
+    limits.max_connections = max_connections;
+    limits.max_buffered_bytes = max_buffered_bytes;
+    limits.max_concurrent_requests = max_concurrent_requests;
+    limits
 }
 
 #[test]
 fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
-    let sized = size(Some(128 * MIB), Some(1 << 20), asked(None, None, None), 0);
+    let sized = size(Some(128 * MIB), Some(1 << 20), &asked(None, None, None), 0);
     let streams = 8;
     let worst = cost::BASE
         + cost::LARGEST_REVIEW * sized.large_reviews as u64
@@ -104,14 +106,14 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
         sized.max_connections * streams as usize
     );
 
-    let unlimited = size(None, Some(1 << 20), asked(None, None, None), 0);
+    let unlimited = size(None, Some(1 << 20), &asked(None, None, None), 0);
     assert_eq!(unlimited.max_connections, MAX_CONNECTIONS);
     assert_eq!(unlimited.max_buffered_bytes, MAX_BUFFERED_BYTES);
 
     let flags = size(
         Some(128 * MIB),
         Some(1 << 20),
-        asked(Some(7), Some(9 << 20), None),
+        &asked(Some(7), Some(9 << 20), None),
         0,
     );
     assert_eq!(
@@ -120,7 +122,7 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
     );
     assert_eq!(flags.max_concurrent_requests, 56);
 
-    let files = size(None, Some(256), asked(None, None, None), 0);
+    let files = size(None, Some(256), &asked(None, None, None), 0);
     assert_eq!(files.max_connections, 192);
 }
 
@@ -129,7 +131,7 @@ fn requests_given_apart_are_planned_apart() {
     let sized = size(
         Some(128 * MIB),
         Some(1 << 20),
-        asked(None, None, Some(512)),
+        &asked(None, None, Some(512)),
         0,
     );
     assert_eq!(sized.max_concurrent_requests, 512);
@@ -144,8 +146,8 @@ fn requests_given_apart_are_planned_apart() {
 #[test]
 fn with_lookups_the_caches_budget_comes_first_and_everything_still_fits() {
     let limit = Some(128 * MIB);
-    let caches = cache_budget(limit, asked(None, None, Some(512))).unwrap();
-    let sized = size(limit, Some(1 << 20), asked(None, None, Some(512)), caches);
+    let caches = cache_budget(limit, &asked(None, None, Some(512))).unwrap();
+    let sized = size(limit, Some(1 << 20), &asked(None, None, Some(512)), caches);
     let worst = cost::BASE
         + cost::LARGEST_REVIEW
         + 512 * cost::REQUEST
@@ -158,14 +160,14 @@ fn with_lookups_the_caches_budget_comes_first_and_everything_still_fits() {
     // 26.4 MiB left: 6.6 MiB of it clamped up to 7 MiB of byte budget,
     // the rest at 480 KiB a connection (8 streams of 16 KiB each).
     assert_eq!(sized.max_connections, 41, "{sized:?}");
-    assert_eq!(cache_budget(None, asked(None, None, Some(512))), None);
+    assert_eq!(cache_budget(None, &asked(None, None, Some(512))), None);
 }
 
 #[test]
 fn with_lookups_and_derived_requests_the_caches_come_first_and_everything_fits() {
     let limit = Some(128 * MIB);
-    let caches = cache_budget(limit, asked(None, None, None)).unwrap();
-    let sized = size(limit, Some(1 << 20), asked(None, None, None), caches);
+    let caches = cache_budget(limit, &asked(None, None, None)).unwrap();
+    let sized = size(limit, Some(1 << 20), &asked(None, None, None), caches);
     let worst = cost::BASE
         + cost::LARGEST_REVIEW
         + caches
