@@ -128,16 +128,26 @@ mod tests {
         )
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn an_entry_expires_after_the_ttl() {
+    /// An entry as if its GET had returned `ago` before now.
+    fn insert_fetched(c: &FetchCache<String, String>, key: &str, value: &str, ago: Duration) {
+        let entry = Entry {
+            fetched: Instant::now() - ago,
+            value: Some(value.into()),
+        };
+        locked(&c.entries).put(key.into(), entry);
+    }
+
+    #[test]
+    fn an_entry_expires_after_the_ttl() {
         let c = cache(30_000, 10);
-        let key = "ns/s".to_string();
-        c.insert(key.clone(), Some("v1".into()));
-        tokio::time::advance(Duration::from_millis(29_999)).await;
-        assert_eq!(c.fresh(&key), Some(Some("v1".into())));
-        tokio::time::advance(Duration::from_millis(1)).await;
-        assert_eq!(c.fresh(&key), None);
-        assert_eq!(c.len(), 0);
+        c.insert("ns/absent".into(), None);
+        assert_eq!(c.fresh(&"ns/absent".to_string()), Some(None));
+        // Fresh until the TTL (5 s to spare for this test's own run).
+        insert_fetched(&c, "ns/s", "v1", Duration::from_secs(25));
+        assert_eq!(c.fresh(&"ns/s".to_string()), Some(Some("v1".into())));
+        insert_fetched(&c, "ns/s", "v2", Duration::from_millis(30_000));
+        assert_eq!(c.fresh(&"ns/s".to_string()), None);
+        assert_eq!(c.len(), 1);
     }
 
     #[test]

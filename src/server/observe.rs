@@ -17,7 +17,7 @@ impl App {
     /// Metrics, the summary, and the per-request line at debug level.
     pub(crate) fn observe(&self, r: &Reviewed) {
         for (injector, outcome) in &r.outcomes {
-            self.inputs
+            self.router_inputs
                 .metrics
                 .record_injection(injector, outcome.as_str());
         }
@@ -87,7 +87,7 @@ impl App {
     /// Shadow mode allowed a pod this webhook would have denied: one line
     /// with the reason, counted as `injector="deny"`.
     fn shadow_denial(&self, r: &Reviewed, reason: &str) {
-        self.inputs
+        self.router_inputs
             .metrics
             .record_shadow_difference(super::metrics::SHADOW_DENY);
         info!(
