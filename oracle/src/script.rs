@@ -75,8 +75,18 @@ fn answer(doc: &mut impl Edit, call: &Call) -> String {
         Call::FirstImagePullSecret => format!("{:?}", doc.first_image_pull_secret()),
         Call::HasVolume(name) => doc.has_volume(name).to_string(),
         Call::Positions(list, name) => format!("{:?}", doc.positions(*list, name)),
-        Call::Containers(list) => json(&doc.containers(*list).as_ref()),
-        Call::Container(list, name) => json(&doc.container(*list, name).as_deref()),
+        // Names only: the view reads a container's lists only for the
+        // containers the injectors read them of (`crate::view`), which the
+        // container calls below compare.
+        Call::Containers(list) => {
+            let all = doc.containers(*list);
+            json(
+                &all.iter()
+                    .map(|c| c.name.as_ref().map(|n| n.as_str().to_string()))
+                    .collect::<Vec<_>>(),
+            )
+        }
+        Call::Container(list, name) => doc.container(*list, name).is_some().to_string(),
         Call::HasContainerNamed(name) => doc.has_container_named(name).to_string(),
         Call::SetAnnotation(key, value) => {
             doc.set_annotation(key, value);
@@ -349,10 +359,18 @@ fn volume() -> impl Strategy<Value = Volume> {
     })
 }
 
-fn target() -> impl Strategy<Value = Target> {
+/// A container call on a container whose lists the view reads: the ones
+/// the injectors edit (`view::LIST_READ_CONTAINERS`, and the storage
+/// initializer among init containers). The view leaves the others' lists
+/// unread by design, and no injector writes into them.
+fn on_container() -> impl Strategy<Value = Call> {
     prop_oneof![
-        3 => one_of(&CONTAINERS).prop_map(Target::Named),
-        1 => (0..4usize).prop_map(Target::At),
+        3 => (proptest::sample::select(&view::LIST_READ_CONTAINERS[..]), container_call())
+            .prop_map(|(n, c)| Call::On(List::Containers, Target::Named(n.to_string()), c)),
+        1 => container_call().prop_map(|c| {
+            let name = "storage-initializer".to_string();
+            Call::On(List::InitContainers, Target::Named(name), c)
+        }),
     ]
 }
 
@@ -392,7 +410,7 @@ fn call() -> impl Strategy<Value = Call> {
         2 => (list(), container()).prop_map(|(l, c)| Call::EnsureContainer(l, Box::new(c))),
         1 => (list(), container()).prop_map(|(l, c)| Call::EnsurePrewrittenContainer(l, Box::new(c))),
         1 => volume().prop_map(|v| Call::EnsureVolume(Box::new(v))),
-        8 => (list(), target(), container_call()).prop_map(|(l, t, c)| Call::On(l, t, c)),
+        8 => on_container(),
     ]
 }
 
