@@ -13,14 +13,21 @@ ones (`super::{a::X, b}`) included; comments and test files (tests.rs,
 *_tests.rs, test_support.rs, tests/) are left out, since tests may reach
 any layer.
 
+The crates of the workspace are layered too: the product is the root
+package and what it reaches through `[dependencies]`; a member with
+`publish = false` (the test oracle, kserve-injector-oracle) is beside the
+tests, reached only through `[dev-dependencies]`, and the check fails if a
+product crate depends on it.
+
     python3 .ci/layers.py              # check both crates
-    python3 .ci/layers.py --graph      # print each module's imports too
+    python3 .ci/layers.py --graph      # print the crates' and each module's imports too
     python3 .ci/layers.py OTHER        # check another checkout
 """
 
 import os
 import re
 import sys
+import tomllib
 
 TEST_FILE = re.compile(r"(^|/)(tests?|test_support|[a-z0-9_]+_tests)(\.rs$|/)")
 NAME = re.compile(r"\s*([a-z_][a-z0-9_]*)")
@@ -138,10 +145,59 @@ def levels(crate_src):
         yield folder, "::".join(["crate"] + parts)
 
 
+def manifest(folder):
+    with open(os.path.join(folder, "Cargo.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def workspace_deps(table, members):
+    """The workspace crates a dependency table names, by package name."""
+    found = set()
+    for key, spec in table.items():
+        name = spec.get("package", key) if isinstance(spec, dict) else key
+        if name in members:
+            found.add(name)
+    return found
+
+
+def crate_layers(root, show):
+    """Fails (returns False) if a crate the product depends on is not published."""
+    top = manifest(root)
+    members = {}
+    for member in top["workspace"]["members"]:
+        m = manifest(os.path.join(root, member))
+        members[m["package"]["name"]] = m
+    product, todo = set(), [top["package"]["name"]]
+    while todo:
+        name = todo.pop()
+        if name in product:
+            continue
+        product.add(name)
+        todo.extend(workspace_deps(members[name].get("dependencies", {}), members))
+    ok = True
+    for name in sorted(members):
+        m = members[name]
+        normal = sorted(workspace_deps(m.get("dependencies", {}), members))
+        dev = sorted(workspace_deps(m.get("dev-dependencies", {}), members) - set(normal))
+        published = m["package"].get("publish", True) is not False
+        layer = "product" if name in product else "beside the tests"
+        if show:
+            print(f"crates: {name} ({layer}) -> {' '.join(normal)}"
+                  + (f"; dev-only -> {' '.join(dev)}" if dev else ""))
+        if name in product and not published:
+            print(f"layers: {name} has publish = false (beside the tests) but the product "
+                  f"depends on it", file=sys.stderr)
+            ok = False
+    outside = sorted(set(members) - product)
+    return ok, sorted(product), outside
+
+
 def main(argv):
     root = next((a for a in argv if not a.startswith("--")),
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     failed, checked = False, 0
+    crates_ok, product, outside = crate_layers(root, "--graph" in argv)
+    failed |= not crates_ok
     for crate_src in (os.path.join(root, "core", "src"), os.path.join(root, "src")):
         for folder, parent_path in levels(crate_src):
             edges = graph(folder, parent_path)
@@ -158,7 +214,8 @@ def main(argv):
                 failed = True
     if failed:
         return 1
-    print(f"layers: {checked} module folders in core/src and src, no import cycle")
+    print(f"layers: {checked} module folders in core/src and src, no import cycle; "
+          f"the product is {', '.join(product)}; beside the tests: {', '.join(outside) or 'nothing'}")
     return 0
 
 

@@ -29,10 +29,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use kserve_injector_core::admission::review;
-use kserve_injector_core::injectors::run_all;
 use kserve_injector_core::mutation::edit;
-use kserve_injector_core::oracle::TreeDoc;
-use kserve_injector_core::pod::PodEdit;
 use kserve_injector_core::view::pod_from_str;
 use kserve_injector_core::{mutate, Inputs};
 use serde::de::IgnoredAny;
@@ -196,20 +193,6 @@ fn bench_steps(c: &mut Criterion) {
         b.iter_batched(
             || view.clone(),
             |view| edit(view, &input.namespace, true, &env).map(|e| e.ops.len()),
-            criterion::BatchSize::SmallInput,
-        )
-    });
-    // The test oracle's way, for comparison: the injectors on a clone of
-    // the whole pod as a JSON tree.
-    let whole: Value = serde_json::from_str(&raw).expect("typical pod is JSON");
-    group.bench_function("4-oracle-on-whole-tree", |b| {
-        b.iter_batched(
-            || whole.clone(),
-            |mut w| {
-                let mut doc = TreeDoc::in_namespace(&mut w, &input.namespace);
-                doc.set_namespace(&input.namespace);
-                run_all(&mut doc, &env).map(|_| doc.into_ops().len())
-            },
             criterion::BatchSize::SmallInput,
         )
     });

@@ -16,8 +16,6 @@ pub mod injectors;
 pub mod inputs;
 pub(crate) mod json_text;
 pub mod mutation;
-#[cfg(any(test, feature = "oracle"))]
-pub mod oracle;
 pub mod pod;
 pub mod pod_facts;
 pub(crate) mod quantity;

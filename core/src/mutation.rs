@@ -8,7 +8,7 @@
 use crate::constants::ISVC_LABEL;
 use crate::injectors::modelcar::{self, ShapeChoice};
 use crate::injectors::{self, InjectError, InjectorOutcome};
-use crate::pod::{apply_all, Op, PodEdit, WorkingSet};
+use crate::pod::{apply_all, Op, WorkingSet};
 use crate::view::{self, PodView, ViewError};
 use k8s_openapi::api::core::v1::PodSpec;
 use serde::Deserialize;
@@ -95,10 +95,10 @@ pub fn edit(
     if write_namespace && !namespace.is_empty() {
         doc.set_namespace(namespace);
     }
-    let modelcar_shape = modelcar::planned_shape(&doc, inputs);
+    let plan = modelcar::Plan::of(&doc, inputs);
     let unsupported = unsupported(&doc, inputs.config.release);
     let before = doc.changes();
-    let runs = injectors::run_steps(&mut doc, inputs)?;
+    let runs = injectors::run_steps(&mut doc, inputs, &plan)?;
     let mut ends = Vec::with_capacity(runs.len() + 1);
     ends.push((injectors::MUTATOR, before));
     ends.extend(runs.iter().map(|r| (r.name, r.changes_after)));
@@ -108,7 +108,7 @@ pub fn edit(
         ops,
         outcomes,
         sources,
-        modelcar_shape,
+        modelcar_shape: plan.shape(),
         unsupported,
     })
 }

@@ -21,12 +21,6 @@ pub(crate) struct OciUri<'a> {
     pub image: &'a str,
 }
 
-impl OciUri<'_> {
-    pub(crate) fn normalized(&self) -> String {
-        format!("{OCI_PREFIX}{}", self.image)
-    }
-}
-
 pub(crate) fn parse_oci(uri: &str) -> Option<OciUri<'_>> {
     if let Some(image) = uri.strip_prefix(OCI_PREFIX) {
         return Some(OciUri { mode: None, image });
@@ -105,7 +99,7 @@ mod tests {
         );
         let pinned = parse_oci("oci+native://r/m:v1").unwrap();
         assert_eq!(pinned.mode, Some("native"));
-        assert_eq!(pinned.normalized(), "oci://r/m:v1");
+        assert_eq!(pinned.image, "r/m:v1");
         assert_eq!(parse_oci("s3://bla"), None);
         assert_eq!(parse_oci("oci+native"), None);
     }

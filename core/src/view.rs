@@ -367,9 +367,10 @@ impl<'de> Visitor<'de> for Containers {
 }
 
 /// A container of a JSON tree read with every list, whatever its name: the
-/// test oracle's reads (`crate::oracle::TreeDoc`). Default when unreadable.
+/// test oracle's reads (the `kserve-injector-oracle` crate's tree editor,
+/// the only user of the `oracle` feature). Default when unreadable.
 #[cfg(any(test, feature = "oracle"))]
-pub(crate) fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
+pub fn container_from_value(value: &serde_json::Value) -> ContainerView<'_> {
     let all = |_: Option<&str>, _: usize| Lists {
         mounts: true,
         others: true,
@@ -763,9 +764,10 @@ pub fn pod_from_str(raw: &str) -> Result<PodView<'_>, ViewError> {
     }
 }
 
-/// The same view of a pod already held as a JSON tree (the tests' documents).
-#[cfg(test)]
-pub(crate) fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
+/// The same view of a pod already held as a JSON tree (the tests' documents,
+/// and the test oracle's: feature `oracle`).
+#[cfg(any(test, feature = "oracle"))]
+pub fn pod_from_value(pod: &serde_json::Value) -> Result<PodView<'_>, ViewError> {
     if !pod.is_object() {
         return Err(ViewError::ours("a Pod must be a JSON object".into()));
     }

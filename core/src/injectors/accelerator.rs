@@ -6,11 +6,11 @@ use crate::constants::{
     GKE_ACCELERATOR_ANNOTATION, GKE_ACCELERATOR_NODE_SELECTOR, NVIDIA_GPU_RESOURCE,
 };
 use crate::inputs::Inputs;
-use crate::pod::{List, PodEdit};
+use crate::pod::{List, WorkingSet};
 
 pub const NAME: &str = "accelerator";
 
-pub fn inject<P: PodEdit>(pod: &mut P, _env: &Inputs) -> Result<(), InjectError> {
+pub fn inject(pod: &mut WorkingSet<'_>, _env: &Inputs) -> Result<(), InjectError> {
     let Some(accelerator) = pod
         .annotation(GKE_ACCELERATOR_ANNOTATION)
         .map(str::to_string)
@@ -31,10 +31,8 @@ pub fn inject<P: PodEdit>(pod: &mut P, _env: &Inputs) -> Result<(), InjectError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::injectors::test_support::{inject_on_either, run};
+    use crate::injectors::test_support::run;
     use serde_json::json;
-
-    inject_on_either!(super::inject);
 
     #[test]
     fn ac1_gpu_limit_and_annotation_set_node_selector() {

@@ -11,7 +11,7 @@ use crate::constants::*;
 use crate::inputs::Inputs;
 use crate::json_text::go::probe::probe_json;
 use crate::pod::build::{empty_dir_volume, env_var, mount, resources};
-use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::pod::{List, WorkingSet};
 use crate::release::Behaviour;
 use crate::view::ContainerView;
 use k8s_openapi::api::core::v1::{
@@ -22,7 +22,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 pub const NAME: &str = "agent";
 
-pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
+pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
     let puller = pod.annotation(AGENT_ANNOTATION).is_some();
     let batcher = pod.annotation(BATCHER_ANNOTATION).is_some();
     let logger = pod.annotation(LOGGER_ANNOTATION).is_some();
@@ -153,7 +153,7 @@ fn logger_ca_bundle(inputs: &Inputs) -> Option<(Volume, VolumeMount)> {
 /// The pod's ServiceAccount credentials, then, for a logger with storage,
 /// the storage ServiceAccount's (`logger-sa` by default), as KServe does.
 fn add_credentials(
-    pod: &impl PodEdit,
+    pod: &WorkingSet<'_>,
     inputs: &Inputs,
     logger: Option<&LoggerConfig>,
     target: &mut CredentialTarget,
@@ -181,7 +181,7 @@ fn model_dir_mount() -> VolumeMount {
 }
 
 /// The puller's volumes; both annotations are required, with KServe's message.
-fn puller_config(pod: &impl PodEdit) -> Result<(Volume, Volume), InjectError> {
+fn puller_config(pod: &WorkingSet<'_>) -> Result<(Volume, Volume), InjectError> {
     let config_volume = pod.annotation(CONFIG_VOLUME_NAME_ANNOTATION);
     let model_dir = pod.annotation(MODEL_DIR_ANNOTATION);
     let (Some(config_volume), Some(_)) = (config_volume, model_dir) else {
@@ -202,20 +202,20 @@ fn puller_config(pod: &impl PodEdit) -> Result<(Volume, Volume), InjectError> {
     Ok((model_dir, model_config))
 }
 
-fn flag_if(pod: &impl PodEdit, flag: &str, annotation: &str) -> Vec<String> {
+fn flag_if(pod: &WorkingSet<'_>, flag: &str, annotation: &str) -> Vec<String> {
     pod.annotation(annotation)
         .map(|v| vec![flag.to_string(), v.to_string()])
         .unwrap_or_default()
 }
 
-fn puller_args(pod: &impl PodEdit) -> Vec<String> {
+fn puller_args(pod: &WorkingSet<'_>) -> Vec<String> {
     let mut args = vec!["--enable-puller".to_string()];
     args.extend(flag_if(pod, "--config-dir", CONFIG_MOUNT_PATH_ANNOTATION));
     args.extend(flag_if(pod, "--model-dir", MODEL_DIR_ANNOTATION));
     args
 }
 
-fn batcher_args(pod: &impl PodEdit) -> Vec<String> {
+fn batcher_args(pod: &WorkingSet<'_>) -> Vec<String> {
     let mut args = vec!["--enable-batcher".to_string()];
     args.extend(flag_if(
         pod,
@@ -230,7 +230,7 @@ fn batcher_args(pod: &impl PodEdit) -> Vec<String> {
     args
 }
 
-fn logger_args(pod: &impl PodEdit, config: &LoggerConfig, release: Behaviour) -> Vec<String> {
+fn logger_args(pod: &WorkingSet<'_>, config: &LoggerConfig, release: Behaviour) -> Vec<String> {
     let label = |key: &str| pod.label(key).unwrap_or_default().to_string();
     let url = pod
         .annotation(LOGGER_SINK_URL_ANNOTATION)
@@ -287,7 +287,7 @@ fn logger_args(pod: &impl PodEdit, config: &LoggerConfig, release: Behaviour) ->
 }
 
 /// `k=v` for each listed key that the pod carries, in listed order.
-fn metadata_annotations(pod: &impl PodEdit, keys: &str) -> String {
+fn metadata_annotations(pod: &WorkingSet<'_>, keys: &str) -> String {
     keys.split(',')
         .filter_map(|k| pod.annotation(k).map(|v| format!("{k}={v}")))
         .collect::<Vec<_>>()
@@ -304,7 +304,7 @@ fn first_port(c: &ContainerView) -> Option<String> {
 }
 
 /// The port the agent forwards to: the transformer's when there is one.
-fn component_port(pod: &mut impl PodEdit) -> String {
+fn component_port(pod: &mut WorkingSet<'_>) -> String {
     if let Some(transformer) = pod.container(List::Containers, TRANSFORMER_CONTAINER) {
         return first_port(&transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
     }
@@ -341,7 +341,7 @@ fn queue_proxy_env(queue_proxy: &ContainerView) -> Vec<EnvVar> {
 /// Without queue-proxy the agent itself checks the user's readiness; it can
 /// only run HTTP and TCP probes (KServe #3909), and it should be probed on
 /// the user's HTTP path (KServe #5341).
-fn readiness_from_user_probe(pod: &mut impl PodEdit) -> (Vec<EnvVar>, String) {
+fn readiness_from_user_probe(pod: &mut WorkingSet<'_>) -> (Vec<EnvVar>, String) {
     let probe = match pod.container(List::Containers, TRANSFORMER_CONTAINER) {
         Some(transformer) => transformer.readiness_probe.as_deref().cloned(),
         None => (pod.containers(List::Containers).first())
@@ -380,7 +380,7 @@ fn agent_probe(path: String) -> Probe {
 }
 
 /// queue-proxy now forwards to the agent instead of the model server.
-fn redirect_queue_proxy(pod: &mut impl PodEdit) {
+fn redirect_queue_proxy(pod: &mut WorkingSet<'_>) {
     let Some(mut qp) = pod.container_mut(List::Containers, QUEUE_PROXY_CONTAINER) else {
         return;
     };

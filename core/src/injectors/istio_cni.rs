@@ -7,12 +7,12 @@ use crate::constants::{
     ISTIO_STATUS_ANNOTATION, STORAGE_INITIALIZER_CONTAINER, STORAGE_INITIALIZER_UID_ANNOTATION,
 };
 use crate::inputs::Inputs;
-use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::pod::{List, WorkingSet};
 use serde_json::Value;
 
 pub const NAME: &str = "istio-cni";
 
-pub fn inject<P: PodEdit>(pod: &mut P, _env: &Inputs) -> Result<(), InjectError> {
+pub fn inject(pod: &mut WorkingSet<'_>, _env: &Inputs) -> Result<(), InjectError> {
     if pod
         .position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER)
         .is_none()
@@ -28,7 +28,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, _env: &Inputs) -> Result<(), InjectError>
     Ok(())
 }
 
-fn run_as_user(pod: &mut impl PodEdit) -> Result<Option<i64>, InjectError> {
+fn run_as_user(pod: &mut WorkingSet<'_>) -> Result<Option<i64>, InjectError> {
     if let Some(uid) = pod.annotation(STORAGE_INITIALIZER_UID_ANNOTATION) {
         // KServe ignores an unparsable override rather than failing the pod.
         return Ok(uid.parse::<i64>().ok());
@@ -89,10 +89,8 @@ fn sidecar_name(status: &str) -> Result<Option<String>, InjectError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::injectors::test_support::{inject_on_either, run};
+    use crate::injectors::test_support::run;
     use serde_json::{json, Value};
-
-    inject_on_either!(super::inject);
 
     fn pod(annotations: Value, sidecar: Value, init: Value) -> Value {
         json!({

@@ -4,13 +4,13 @@
 use super::InjectError;
 use crate::constants::*;
 use crate::inputs::Inputs;
-use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::pod::{List, WorkingSet};
 use k8s_openapi::api::core::v1::ContainerPort;
 
 pub const NAME: &str = "metrics-aggregator";
 
 /// Whether the annotation says "true"; written from config when absent.
-fn enabled(pod: &mut impl PodEdit, key: &str, default: &str) -> bool {
+fn enabled(pod: &mut WorkingSet<'_>, key: &str, default: &str) -> bool {
     match pod.annotation(key) {
         Some(v) => v == "true",
         None => {
@@ -20,7 +20,7 @@ fn enabled(pod: &mut impl PodEdit, key: &str, default: &str) -> bool {
     }
 }
 
-pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
+pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
     let config = &inputs.config.metrics_aggregator;
     let aggregate = enabled(
         pod,

@@ -11,7 +11,7 @@ pub mod security_profile;
 pub mod storage_initializer;
 
 use crate::inputs::Inputs;
-use crate::pod::{PodEdit, WorkingSet};
+use crate::pod::WorkingSet;
 use crate::shared_error::AnyError;
 
 /// An injector refused the pod; the message is KServe's wording.
@@ -73,87 +73,70 @@ impl InjectorOutcome {
     }
 }
 
-type Injector<P> = fn(&mut P, &Inputs) -> Result<(), InjectError>;
+/// An injector as the pipeline runs it: the pod, the inputs, and what the
+/// modelcar step was decided to do with this pod ([`modelcar::Plan`]).
+type Injector = fn(&mut WorkingSet<'_>, &Inputs, &modelcar::Plan) -> Result<(), InjectError>;
 
 /// One named step of the pipeline: its changes are reported under its name.
-pub(crate) struct Step<P> {
+pub(crate) struct Step {
     pub name: &'static str,
-    run: Injector<P>,
-    /// Whether the step is registered for this config.
-    enabled: fn(&Inputs) -> bool,
+    run: Injector,
+    /// Whether the step is registered for this pod's plan.
+    enabled: fn(&modelcar::Plan) -> bool,
 }
 
-fn always(_: &Inputs) -> bool {
+fn always(_: &modelcar::Plan) -> bool {
     true
-}
-
-/// Modelcar is registered only when an OCI mode is configured, as in KServe.
-fn oci_mode_configured(inputs: &Inputs) -> bool {
-    !inputs.config.storage_initializer.oci_mode().is_empty()
 }
 
 /// The Istio CNI step runs before a fetch-mode initializer exists, so
 /// KServe sets its UID only on a reinvocation; running the Istio CNI
 /// injector again after the modelcar reaches that state in one pass (it is
 /// idempotent, and a no-op unless a storage initializer is present).
-pub(crate) fn modelcar_step<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
-    modelcar::inject(pod, inputs)?;
+fn modelcar_step(
+    pod: &mut WorkingSet<'_>,
+    inputs: &Inputs,
+    plan: &modelcar::Plan,
+) -> Result<(), InjectError> {
+    modelcar::inject(pod, inputs, plan)?;
     istio_cni::inject(pod, inputs)
 }
 
-/// The pipeline for one kind of pod document. Generic rather than a table of
-/// `dyn` calls: the product instantiates it for the working set only, and the
-/// test oracle (feature `oracle`) for its JSON tree. `'p` is as long as the
-/// document type lives (a working set borrows the request body).
-pub(crate) struct Pipeline<'p, P>(std::marker::PhantomData<&'p P>);
-
-impl<'p, P: PodEdit + 'p> Pipeline<'p, P> {
-    /// KServe's injectors in KServe's order: the one list of the pipeline,
-    /// whose length every count of steps is taken from.
-    pub(crate) const STEPS: &'p [Step<P>] = &[
-        Step {
-            name: accelerator::NAME,
-            run: accelerator::inject::<P>,
-            enabled: always,
-        },
-        Step {
-            name: storage_initializer::NAME,
-            run: storage_initializer::inject::<P>,
-            enabled: always,
-        },
-        Step {
-            name: istio_cni::NAME,
-            run: istio_cni::inject::<P>,
-            enabled: always,
-        },
-        Step {
-            name: agent::NAME,
-            run: agent::inject::<P>,
-            enabled: always,
-        },
-        Step {
-            name: metrics_aggregator::NAME,
-            run: metrics_aggregator::inject::<P>,
-            enabled: always,
-        },
-        Step {
-            name: modelcar::NAME,
-            run: modelcar_step::<P>,
-            enabled: oci_mode_configured,
-        },
-    ];
-}
-
-/// The steps as the webhook and the CLI run them.
-pub(crate) const PIPELINE: &[Step<WorkingSet<'static>>] = Pipeline::<WorkingSet<'static>>::STEPS;
-
-pub fn run_all<P: PodEdit>(
-    pod: &mut P,
-    inputs: &Inputs,
-) -> Result<Vec<(&'static str, InjectorOutcome)>, InjectError> {
-    let runs = run_steps(pod, inputs)?;
-    Ok(runs.into_iter().map(|r| (r.name, r.outcome)).collect())
-}
+/// KServe's injectors in KServe's order (`Mutator.mutate`,
+/// pkg/webhook/admission/pod/mutator.go, v0.15.0 to v0.20.0): the one list
+/// of the pipeline, whose length every count of steps is taken from.
+pub(crate) const PIPELINE: &[Step] = &[
+    Step {
+        name: accelerator::NAME,
+        run: |pod, inputs, _| accelerator::inject(pod, inputs),
+        enabled: always,
+    },
+    Step {
+        name: storage_initializer::NAME,
+        run: |pod, inputs, _| storage_initializer::inject(pod, inputs),
+        enabled: always,
+    },
+    Step {
+        name: istio_cni::NAME,
+        run: |pod, inputs, _| istio_cni::inject(pod, inputs),
+        enabled: always,
+    },
+    Step {
+        name: agent::NAME,
+        run: |pod, inputs, _| agent::inject(pod, inputs),
+        enabled: always,
+    },
+    Step {
+        name: metrics_aggregator::NAME,
+        run: |pod, inputs, _| metrics_aggregator::inject(pod, inputs),
+        enabled: always,
+    },
+    Step {
+        name: modelcar::NAME,
+        run: modelcar_step,
+        enabled: modelcar::Plan::registered,
+    },
+];
 
 /// One step that ran: its outcome, and how many changes the pod had
 /// recorded once it was done, so each change can be traced to its step.
@@ -164,16 +147,17 @@ pub(crate) struct StepRun {
     pub changes_after: usize,
 }
 
-/// [`run_all`], with where each step's changes end.
-pub(crate) fn run_steps<P: PodEdit>(
-    pod: &mut P,
+/// The pipeline on `pod`, with the plan `pod` was given ([`modelcar::Plan::of`]
+/// on it): what each step did, and where each step's changes end.
+pub(crate) fn run_steps(
+    pod: &mut WorkingSet<'_>,
     inputs: &Inputs,
+    plan: &modelcar::Plan,
 ) -> Result<Vec<StepRun>, InjectError> {
-    let steps = Pipeline::<P>::STEPS;
-    let mut runs = Vec::with_capacity(steps.len());
-    for step in steps.iter().filter(|s| (s.enabled)(inputs)) {
+    let mut runs = Vec::with_capacity(PIPELINE.len());
+    for step in PIPELINE.iter().filter(|s| (s.enabled)(plan)) {
         let before = pod.changes();
-        (step.run)(pod, inputs)?;
+        (step.run)(pod, inputs, plan)?;
         let changes_after = pod.changes();
         let outcome = if changes_after > before {
             InjectorOutcome::Injected

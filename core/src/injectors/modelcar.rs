@@ -13,8 +13,8 @@ use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
-use crate::pod::{ContainerEdit, List, PodEdit};
-use crate::storage_uri::{oci_effective_mode, parse_oci_in, OciUri};
+use crate::pod::{List, WorkingSet};
+use crate::storage_uri::{oci_effective_mode, parse_oci_in, OCI_PREFIX};
 use crate::view::{MountView, Str};
 use k8s_openapi::api::core::v1::{
     Container, ExecAction, ImageVolumeSource, KeyToPath, Probe, SecretVolumeSource, Volume,
@@ -26,11 +26,91 @@ pub use shape::{ShapeChoice, ShapeReason};
 
 pub const NAME: &str = "modelcar";
 
-pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
-    let Some(src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
-        return Ok(());
-    };
-    let Some(oci) = parse_oci_in(&src, inputs.config.release) else {
+/// What the modelcar step does with one pod, decided once before the
+/// pipeline runs (no injector before it touches what it reads: the storage
+/// URI, the modelcar-mode annotation, containers named `modelcar` or
+/// `modelcar-init`) and handed to the step and to the adapters' logs.
+/// KServe's `Mutator.mutate` registers `InjectModelcar` only when an OCI
+/// mode is configured (`ResolveOciModelMode(config) != ""` in
+/// pkg/webhook/admission/pod/mutator.go, v0.20.0; `EnableOciImageSource`
+/// in v0.15.0), and `InjectModelcar` takes the URI's own mode before the
+/// configured one (pkg/webhook/admission/pod/storage_initializer_injector.go,
+/// v0.20.0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// The OCI gate: whether the modelcar step runs at all.
+    registered: bool,
+    /// The pod's OCI model; `None` without one (no storage URI, or one
+    /// this release does not read as OCI).
+    model: Option<Model>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Model {
+    /// The image reference, without any scheme.
+    image: String,
+    serving: Serving,
+}
+
+/// How the model is served: the URI's mode, else the configured one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Serving {
+    /// An ImageVolume.
+    Native,
+    /// Pulled by the storage initializer.
+    Fetch,
+    /// A modelcar sidecar, in the shape [`shape::choose`] gave (or its refusal).
+    Modelcar(Result<ShapeChoice, InjectError>),
+}
+
+impl Plan {
+    /// The one place the gate, the OCI mode and the modelcar's shape are decided.
+    pub(crate) fn of(pod: &WorkingSet<'_>, inputs: &Inputs) -> Plan {
+        let configured = inputs.config.storage_initializer.oci_mode();
+        let model = (pod.annotation(SOURCE_URI_ANNOTATION))
+            .and_then(|src| parse_oci_in(src, inputs.config.release))
+            .map(|oci| Model {
+                image: oci.image.to_string(),
+                serving: match oci_effective_mode(&oci, configured) {
+                    "native" => Serving::Native,
+                    // v0.20 parses `fetch` but has no branch for it: a modelcar.
+                    "fetch" if inputs.config.release.oci_fetch() => Serving::Fetch,
+                    // KServe treats every other mode, known or not, as modelcar.
+                    _ => Serving::Modelcar(shape::choose(pod, inputs)),
+                },
+            });
+        Plan {
+            registered: !configured.is_empty(),
+            model,
+        }
+    }
+
+    /// Whether the modelcar step is registered (KServe's OCI gate).
+    pub(crate) fn registered(&self) -> bool {
+        self.registered
+    }
+
+    /// The shape the step gives this pod's modelcar and why, for the
+    /// adapters' logs; `None` when it adds no modelcar (not an OCI URI,
+    /// another OCI mode, OCI support off) or would refuse the pod.
+    pub(crate) fn shape(&self) -> Option<ShapeChoice> {
+        match &self.model {
+            Some(Model {
+                serving: Serving::Modelcar(Ok(shape)),
+                ..
+            }) if self.registered => Some(*shape),
+            _ => None,
+        }
+    }
+}
+
+/// The step on `pod` as `plan` decided it ([`Plan::of`] on this pod).
+pub(crate) fn inject(
+    pod: &mut WorkingSet<'_>,
+    inputs: &Inputs,
+    plan: &Plan,
+) -> Result<(), InjectError> {
+    let Some(model) = &plan.model else {
         return Ok(());
     };
     if !inputs.config.release.modelcar_worker_fallback()
@@ -47,43 +127,21 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
             format!("Invalid configuration: cannot find container: {KSERVE_CONTAINER}"),
         )
     })?;
-    match oci_effective_mode(&oci, inputs.config.storage_initializer.oci_mode()) {
-        "native" => inject_image_volume(pod, &oci, &containers),
-        // v0.20 parses `fetch` but has no branch for it: a modelcar.
-        "fetch" if inputs.config.release.oci_fetch() => {
-            inject_fetch(pod, inputs, &oci, &containers)
+    let image = model.image.as_str();
+    match &model.serving {
+        Serving::Native => inject_image_volume(pod, image, &containers),
+        Serving::Fetch => inject_fetch(pod, inputs, image, &containers),
+        Serving::Modelcar(shape) => {
+            let shape = shape.as_ref().map_err(InjectError::clone)?;
+            inject_modelcar(pod, inputs, image, &containers, shape.mode)
         }
-        // KServe treats every other mode, known or not, as modelcar.
-        _ => {
-            let shape = shape::choose(pod, inputs)?;
-            inject_modelcar(pod, inputs, &oci, &containers, shape.mode)
-        }
-    }
-}
-
-/// The shape [`inject`] gives this pod's modelcar and why, for the
-/// adapters' logs; `None` when it adds no modelcar (not an OCI URI, another
-/// OCI mode, OCI support off) or would refuse the pod. Read before the
-/// pipeline runs: no injector before the modelcar's touches what it reads.
-pub(crate) fn planned_shape<P: PodEdit>(pod: &P, inputs: &Inputs) -> Option<ShapeChoice> {
-    if inputs.config.storage_initializer.oci_mode().is_empty() {
-        return None;
-    }
-    let oci = parse_oci_in(
-        pod.annotation(SOURCE_URI_ANNOTATION)?,
-        inputs.config.release,
-    )?;
-    match oci_effective_mode(&oci, inputs.config.storage_initializer.oci_mode()) {
-        "native" => None,
-        "fetch" if inputs.config.release.oci_fetch() => None,
-        _ => shape::choose(pod, inputs).ok(),
     }
 }
 
 fn inject_modelcar(
-    pod: &mut impl PodEdit,
+    pod: &mut WorkingSet<'_>,
     inputs: &Inputs,
-    oci: &OciUri,
+    image: &str,
     containers: &[&str],
     mode: ModelcarMode,
 ) -> Result<(), InjectError> {
@@ -106,7 +164,7 @@ fn inject_modelcar(
         }
     }
     if !pod.has_container_named(MODELCAR_CONTAINER) {
-        add_modelcar(pod, inputs, oci.image, profile, mode)?;
+        add_modelcar(pod, inputs, image, profile, mode)?;
     }
     // The model server reaches the model through /proc/<modelcar pid>/root,
     // so both shapes need the shared process namespace.
@@ -117,7 +175,7 @@ fn inject_modelcar(
 /// The modelcar (with `modelcar-init` in the classic shape) in `mode`'s
 /// shape, hardened as `profile` says.
 fn add_modelcar(
-    pod: &mut impl PodEdit,
+    pod: &mut WorkingSet<'_>,
     inputs: &Inputs,
     image: &str,
     profile: SecurityProfile,
@@ -126,12 +184,10 @@ fn add_modelcar(
     let key = PairKey::of(&inputs.config.storage_initializer);
     let classic = profile == SecurityProfile::Baseline && mode == ModelcarMode::Classic;
     if let Some(text) = inputs.modelcar_pair().filter(|_| classic) {
-        // Built only by the test oracle, which takes typed containers.
-        let typed = || modelcar_pair::containers(&key, image);
         let (list, name) = (List::Containers, MODELCAR_CONTAINER);
-        pod.ensure_prewritten_container(list, name, text.sidecar(image), || typed().0);
+        pod.ensure_prewritten_container(list, name, text.sidecar(image));
         let (list, name) = (List::InitContainers, MODELCAR_INIT_CONTAINER);
-        pod.ensure_prewritten_container(list, name, text.init(image), || typed().1);
+        pod.ensure_prewritten_container(list, name, text.init(image));
         return Ok(());
     }
     let (mut sidecar, mut init) = modelcar_pair::containers(&key, image);
@@ -201,8 +257,8 @@ fn path_volume_name(path: &str) -> String {
 }
 
 fn inject_image_volume(
-    pod: &mut impl PodEdit,
-    oci: &OciUri,
+    pod: &mut WorkingSet<'_>,
+    image: &str,
     containers: &[&str],
 ) -> Result<(), InjectError> {
     let name = path_volume_name(DEFAULT_MODEL_LOCAL_MOUNT_PATH);
@@ -229,7 +285,7 @@ fn inject_image_volume(
     pod.ensure_volume(&Volume {
         name: name.clone(),
         image: Some(ImageVolumeSource {
-            reference: Some(oci.image.to_string()),
+            reference: Some(image.to_string()),
             pull_policy: Some("IfNotPresent".to_string()),
         }),
         ..Default::default()
@@ -250,12 +306,12 @@ fn inject_image_volume(
 }
 
 fn inject_fetch(
-    pod: &mut impl PodEdit,
+    pod: &mut WorkingSet<'_>,
     inputs: &Inputs,
-    oci: &OciUri,
+    image: &str,
     containers: &[&str],
 ) -> Result<(), InjectError> {
-    let uri = oci.normalized();
+    let uri = format!("{OCI_PREFIX}{image}");
     match pod.position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER) {
         Some(position) => add_fetch_pair(pod, position, &uri),
         None => add_fetch_init_container(pod, inputs, &uri)?,
@@ -281,7 +337,7 @@ fn inject_fetch(
 }
 
 /// An existing initializer also downloads this model, unless it already does.
-fn add_fetch_pair(pod: &mut impl PodEdit, position: usize, uri: &str) {
+fn add_fetch_pair(pod: &mut WorkingSet<'_>, position: usize, uri: &str) {
     let Some(mut init) = pod.container_at(List::InitContainers, position) else {
         return;
     };
@@ -295,7 +351,7 @@ fn add_fetch_pair(pod: &mut impl PodEdit, position: usize, uri: &str) {
 /// configured CA bundle and the insecure-registry switch. Like KServe, a
 /// credential whose volume name is already taken is left out.
 fn add_fetch_init_container(
-    pod: &mut impl PodEdit,
+    pod: &mut WorkingSet<'_>,
     inputs: &Inputs,
     uri: &str,
 ) -> Result<(), InjectError> {

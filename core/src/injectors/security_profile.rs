@@ -11,13 +11,13 @@
 use super::InjectError;
 use crate::constants::{KSERVE_CONTAINER, SECURITY_PROFILE_ANNOTATION};
 use crate::inputs::{Inputs, SecurityProfile};
-use crate::pod::{List, PodEdit};
+use crate::pod::{List, WorkingSet};
 use k8s_openapi::api::core::v1::{Capabilities, Container, SeccompProfile, SecurityContext};
 
 /// The profile for this pod: its annotation, else the flag. A value that
 /// is neither spelling is denied.
 pub(crate) fn choose(
-    pod: &impl PodEdit,
+    pod: &WorkingSet<'_>,
     inputs: &Inputs,
     injector: &'static str,
 ) -> Result<SecurityProfile, InjectError> {
@@ -43,7 +43,7 @@ pub(crate) fn choose(
 /// to a process of the same UID and GID, so the two must match; without a
 /// UID to share the pod is denied.
 pub(crate) fn modelcar_identity(
-    pod: &mut impl PodEdit,
+    pod: &mut WorkingSet<'_>,
     inputs: &Inputs,
     injector: &'static str,
 ) -> Result<(i64, Option<i64>), InjectError> {

@@ -22,7 +22,7 @@ use crate::inputs::SecurityProfile;
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
-use crate::pod::{ContainerEdit, List, PodEdit};
+use crate::pod::{List, WorkingSet};
 use crate::release::Behaviour;
 use crate::storage_uri::{
     local_model_uri, local_model_uri_in, oci_effective_mode, parse_oci_in, parse_pvc,
@@ -42,7 +42,7 @@ fn refused(source: impl std::error::Error + Send + Sync + 'static) -> InjectErro
     InjectError::from_source(NAME, source)
 }
 
-pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectError> {
+pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -202,7 +202,7 @@ pub fn inject<P: PodEdit>(pod: &mut P, inputs: &Inputs) -> Result<(), InjectErro
 /// the pod has the claim's volume: without it that pod mounts a volume it
 /// lacks (rejected), and HEAD's mounts and volume are given instead.
 fn v0_15_direct_mount_stop(
-    pod: &mut impl PodEdit,
+    pod: &mut WorkingSet<'_>,
     release: Behaviour,
     user_containers: &[&str],
 ) -> Option<usize> {
@@ -219,7 +219,7 @@ const PVC_COPY_MOUNT_PATH: &str = "/mnt/pvc";
 
 /// The model puller (agent) downloads models itself, and an OCI URI with
 /// a mode is the modelcar step's.
-fn skipped(pod: &impl PodEdit, inputs: &Inputs, src: &str) -> bool {
+fn skipped(pod: &WorkingSet<'_>, inputs: &Inputs, src: &str) -> bool {
     if pod.annotation(AGENT_ANNOTATION).is_some() {
         return true;
     }
@@ -231,7 +231,12 @@ fn skipped(pod: &impl PodEdit, inputs: &Inputs, src: &str) -> bool {
 /// The URI the init container is given: `src` with a storage-spec
 /// placeholder resolved. Errors are left to the real build, which reports
 /// them.
-fn init_uri(pod: &impl PodEdit, inputs: &Inputs, src: &str, spec: Option<&StorageSpec>) -> String {
+fn init_uri(
+    pod: &WorkingSet<'_>,
+    inputs: &Inputs,
+    src: &str,
+    spec: Option<&StorageSpec>,
+) -> String {
     let mut args = vec![src.to_string(), DEFAULT_MODEL_LOCAL_MOUNT_PATH.to_string()];
     if let Some(spec) = spec {
         let config = &inputs.config.credentials;
@@ -276,7 +281,7 @@ fn pvc_volume(claim: &str, sub_path: &str, read_only: bool) -> (Volume, VolumeMo
 }
 
 /// The server reads the model from the mount, not from the remote URI.
-fn rewrite_storage_uri(pod: &mut impl PodEdit, target: &str) {
+fn rewrite_storage_uri(pod: &mut WorkingSet<'_>, target: &str) {
     let Some(mut c) = pod.container_mut(List::Containers, target) else {
         return;
     };
@@ -304,7 +309,7 @@ impl InitPlan<'_> {
     /// and the default env added where the merge left them absent.
     fn build(
         &self,
-        pod: &impl PodEdit,
+        pod: &WorkingSet<'_>,
         inputs: &Inputs,
     ) -> Result<(Container, Vec<Volume>), InjectError> {
         let mut args = vec![
@@ -402,7 +407,7 @@ fn set_var(vars: &mut Vec<EnvVar>, name: &str, value: &str) {
     }
 }
 
-fn apply_confidential(pod: &impl PodEdit, vars: &mut Vec<EnvVar>) {
+fn apply_confidential(pod: &WorkingSet<'_>, vars: &mut Vec<EnvVar>) {
     if pod.annotation(CONFIDENTIAL_ENABLED_ANNOTATION) != Some("true") {
         return;
     }

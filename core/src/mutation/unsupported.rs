@@ -6,7 +6,7 @@ use crate::constants::{
     CONFIDENTIAL_ENABLED_ANNOTATION, LOGGER_ANNOTATION, LOGGER_METADATA_ANNOTATIONS_ANNOTATION,
     SOURCE_URI_ANNOTATION,
 };
-use crate::pod::PodEdit;
+use crate::pod::WorkingSet;
 use crate::release::{Behaviour, Release};
 use std::fmt;
 
@@ -33,7 +33,7 @@ impl fmt::Display for Unsupported {
 
 /// What `pod` asks for that `release` lacks (empty at HEAD). Read before
 /// the pipeline, from the same annotations the injectors read.
-pub fn unsupported<P: PodEdit>(pod: &P, release: impl Into<Behaviour>) -> Vec<Unsupported> {
+pub fn unsupported(pod: &WorkingSet<'_>, release: impl Into<Behaviour>) -> Vec<Unsupported> {
     let (release, mut out): (Behaviour, _) = (release.into(), Vec::new());
     let mut note = |asked: String, instead: &'static str| {
         out.push(Unsupported {

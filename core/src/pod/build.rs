@@ -1,7 +1,7 @@
 //! Builders for what the injectors add, shared between them: typed
 //! k8s-openapi values, serialised into the pod by the ensure helpers.
 
-use super::{List, PodEdit};
+use super::{List, WorkingSet};
 use crate::config::Resources;
 use crate::constants::{
     DEFAULT_STORAGE_INITIALIZER_IMAGE, KSERVE_CONTAINER, TRANSFORMER_CONTAINER, WORKER_CONTAINER,
@@ -74,7 +74,7 @@ pub(crate) fn initializer_image(inputs: &Inputs) -> String {
 /// The containers that read the model: the server (`kserve-container`, else
 /// `worker-container`) first, then `transformer-container` when present.
 /// `None` when the pod has no server container.
-pub(crate) fn model_containers(pod: &impl PodEdit) -> Option<Vec<&'static str>> {
+pub(crate) fn model_containers(pod: &WorkingSet<'_>) -> Option<Vec<&'static str>> {
     let present = |name: &str| pod.position(List::Containers, name).is_some();
     let server = [KSERVE_CONTAINER, WORKER_CONTAINER]
         .into_iter()

@@ -6,10 +6,10 @@
 //! The view keeps every list the injectors write whole (all
 //! entries, at their indices) and every object on a written path exactly
 //! when the pod has it, so indices and "create the list" decisions are the
-//! pod's own; the oracle (the test oracle's `TreeDoc`) checks that on every test pod.
+//! pod's own; the test oracle (the kserve-injector-oracle crate) checks that.
 
 use super::recorded::{apply_at, array_of, json, number, object, quoted, written, Op, OpKind};
-use super::{child, Annotations, ContainerEdit, List, PodEdit};
+use super::{child, Annotations, List};
 use crate::json_text::k8s;
 use crate::view::{
     Capped, ContainerView, EnvView, MetaView, MountView, Named, PodView, PortView, ResourcesView,
@@ -35,7 +35,7 @@ pub struct WorkingSet<'a> {
 }
 
 /// An added container not read since: typed, or as the JSON text it was
-/// added as ([`PodEdit::ensure_prewritten_container`]).
+/// added as ([`WorkingSet::ensure_prewritten_container`]).
 enum Pending {
     Typed(Box<Container>),
     Written(String),
@@ -264,27 +264,28 @@ impl<'a> WorkingSet<'a> {
 
 impl Annotations for WorkingSet<'_> {
     fn annotation(&self, key: &str) -> Option<&str> {
-        self.pod.metadata.as_ref()?.annotations.as_ref()?.get(key)
+        WorkingSet::annotation(self, key)
     }
 }
 
-impl<'a> PodEdit for WorkingSet<'a> {
-    type Container<'c>
-        = TypedContainer<'c, 'a>
-    where
-        Self: 'c;
+/// What the injectors read and write on a pod.
+impl<'a> WorkingSet<'a> {
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.pod.metadata.as_ref()?.annotations.as_ref()?.get(key)
+    }
 
-    fn label(&self, key: &str) -> Option<&str> {
+    pub fn label(&self, key: &str) -> Option<&str> {
         self.pod.label(key)
     }
 
-    fn name(&self) -> &str {
+    pub fn name(&self) -> &str {
         (self.pod.metadata.as_ref().and_then(|m| m.name.as_ref()))
             .map(Str::as_str)
             .unwrap_or_default()
     }
 
-    fn namespace(&self) -> &str {
+    /// The namespace the pod is created in.
+    pub fn namespace(&self) -> &str {
         if let Some(ns) = &self.namespace {
             return ns;
         }
@@ -297,30 +298,34 @@ impl<'a> PodEdit for WorkingSet<'a> {
         .unwrap_or_default()
     }
 
-    fn service_account_name(&self) -> &str {
+    /// `spec.serviceAccountName`; empty means `default`.
+    pub fn service_account_name(&self) -> &str {
         (self.pod.spec.as_ref())
             .and_then(|s| s.service_account_name.as_ref())
             .map(Str::as_str)
             .unwrap_or_default()
     }
 
-    fn first_image_pull_secret(&self) -> Option<&str> {
+    /// The name of `spec.imagePullSecrets[0]`.
+    pub fn first_image_pull_secret(&self) -> Option<&str> {
         let secrets = self.pod.spec.as_ref()?.image_pull_secrets.as_ref()?;
         secrets.0.first()?.name.as_ref().map(Str::as_str)
     }
 
-    fn has_volume(&self, name: &str) -> bool {
+    pub fn has_volume(&self, name: &str) -> bool {
         (self.pod.spec.as_ref().and_then(|s| s.volumes.as_ref())).is_some_and(|v| {
             v.0.iter()
                 .any(|v| v.name.as_ref().map(Str::as_str) == Some(name))
         })
     }
 
-    fn changes(&self) -> usize {
+    /// How many writes changed the pod so far.
+    pub fn changes(&self) -> usize {
         self.ops.len()
     }
 
-    fn positions(&self, list: List, name: &str) -> Vec<usize> {
+    /// The indices of the entries named `name`.
+    pub fn positions(&self, list: List, name: &str) -> Vec<usize> {
         let named = |(i, c): (usize, &ContainerView)| {
             (c.name.as_ref().map(Str::as_str) == Some(name)).then_some(i)
         };
@@ -331,11 +336,16 @@ impl<'a> PodEdit for WorkingSet<'a> {
             .collect()
     }
 
-    fn position(&self, list: List, name: &str) -> Option<usize> {
+    /// The index of the first entry named `name`.
+    pub fn position(&self, list: List, name: &str) -> Option<usize> {
         (self.list(list).iter()).position(|c| c.name.as_ref().map(Str::as_str) == Some(name))
     }
 
-    fn containers(&mut self, list: List) -> Cow<'_, [ContainerView<'_>]> {
+    /// The entries as the injectors read them: every list for containers
+    /// the webhook adds, the listed ones for others ([`crate::view`]).
+    /// `&mut` because added containers kept as their name only are
+    /// written out when something reads them.
+    pub fn containers(&mut self, list: List) -> &[ContainerView<'a>] {
         let pending: Vec<usize> = (self.stubs.iter())
             .filter(|s| s.0 == list)
             .map(|s| s.1)
@@ -343,16 +353,17 @@ impl<'a> PodEdit for WorkingSet<'a> {
         for index in pending {
             self.materialize(list, index);
         }
-        Cow::Borrowed(self.list(list))
+        self.list(list)
     }
 
-    fn container(&mut self, list: List, name: &str) -> Option<Cow<'_, ContainerView<'_>>> {
+    /// The first entry named `name`.
+    pub fn container(&mut self, list: List, name: &str) -> Option<&ContainerView<'a>> {
         let index = self.position(list, name)?;
         self.materialize(list, index);
-        self.list(list).get(index).map(Cow::Borrowed)
+        self.list(list).get(index)
     }
 
-    fn set_annotation(&mut self, key: &str, value: &str) {
+    pub fn set_annotation(&mut self, key: &str, value: &str) {
         let (meta, ops, created) = self.metadata_for("annotations", || object(key, &quoted(value)));
         let ops = (!created).then_some(ops);
         set_entry(
@@ -364,7 +375,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         );
     }
 
-    fn set_namespace(&mut self, namespace: &str) {
+    pub fn set_namespace(&mut self, namespace: &str) {
         let (meta, ops, created) = self.metadata_for("namespace", || quoted(namespace));
         let path = || "/metadata/namespace".to_string();
         match &meta.namespace {
@@ -376,7 +387,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         meta.namespace = Some(owned(namespace));
     }
 
-    fn set_node_selector(&mut self, key: &str, value: &str) {
+    pub fn set_node_selector(&mut self, key: &str, value: &str) {
         let (spec, ops, created) = self.spec_for("nodeSelector", || object(key, &quoted(value)));
         let ops = (!created).then_some(ops);
         set_entry(
@@ -388,7 +399,7 @@ impl<'a> PodEdit for WorkingSet<'a> {
         );
     }
 
-    fn set_share_process_namespace(&mut self, on: bool) {
+    pub fn set_share_process_namespace(&mut self, on: bool) {
         let (spec, ops, created) = self.spec_for("shareProcessNamespace", || on.to_string());
         let path = || "/spec/shareProcessNamespace".to_string();
         match spec.share_process_namespace {
@@ -400,7 +411,8 @@ impl<'a> PodEdit for WorkingSet<'a> {
         spec.share_process_namespace = Some(on);
     }
 
-    fn ensure_container(&mut self, list: List, container: Container) -> bool {
+    /// Appends the container unless any container or init container has its name.
+    pub fn ensure_container(&mut self, list: List, container: Container) -> bool {
         if self.has_container_named(&container.name) {
             return false;
         }
@@ -410,13 +422,10 @@ impl<'a> PodEdit for WorkingSet<'a> {
         true
     }
 
-    fn ensure_prewritten_container(
-        &mut self,
-        list: List,
-        name: &str,
-        json: String,
-        _typed: impl FnOnce() -> Container,
-    ) -> bool {
+    /// [`Self::ensure_container`] for a container whose JSON is already
+    /// written: `json` is the text of a container named `name`, recorded as
+    /// it is.
+    pub fn ensure_prewritten_container(&mut self, list: List, name: &str, json: String) -> bool {
         if self.has_container_named(name) {
             return false;
         }
@@ -425,7 +434,8 @@ impl<'a> PodEdit for WorkingSet<'a> {
         true
     }
 
-    fn ensure_volume(&mut self, volume: &Volume) -> bool {
+    /// Appends the volume unless a volume of that name exists.
+    pub fn ensure_volume(&mut self, volume: &Volume) -> bool {
         if self.has_volume(&volume.name) {
             return false;
         }
@@ -445,7 +455,8 @@ impl<'a> PodEdit for WorkingSet<'a> {
         true
     }
 
-    fn container_at(&mut self, list: List, index: usize) -> Option<Self::Container<'_>> {
+    /// A writable container; `None` if there is no entry at `index`.
+    pub fn container_at(&mut self, list: List, index: usize) -> Option<TypedContainer<'_, 'a>> {
         self.materialize(list, index);
         let spec = self.pod.spec.as_mut()?;
         let items = match list {
@@ -459,6 +470,18 @@ impl<'a> PodEdit for WorkingSet<'a> {
             index,
             ops: &mut self.ops,
         })
+    }
+
+    /// The first entry named `name`, writable.
+    pub fn container_mut(&mut self, list: List, name: &str) -> Option<TypedContainer<'_, 'a>> {
+        let index = self.position(list, name)?;
+        self.container_at(list, index)
+    }
+
+    /// Container names are unique across containers and init containers.
+    pub fn has_container_named(&self, name: &str) -> bool {
+        self.position(List::Containers, name).is_some()
+            || self.position(List::InitContainers, name).is_some()
     }
 }
 
@@ -572,33 +595,40 @@ impl TypedContainer<'_, '_> {
     }
 }
 
-impl ContainerEdit for TypedContainer<'_, '_> {
-    fn has_mount(&self, name: &str) -> bool {
+/// One container's reads and name-keyed ensure helpers.
+impl TypedContainer<'_, '_> {
+    pub fn has_mount(&self, name: &str) -> bool {
         named(&self.c.volume_mounts, name, |m| m.name.as_ref())
     }
 
-    fn has_env(&self, name: &str) -> bool {
+    pub fn has_env(&self, name: &str) -> bool {
         self.env(name).is_some()
     }
 
-    fn env_value(&self, name: &str) -> Option<&str> {
+    /// The value of the first variable named `name`.
+    pub fn env_value(&self, name: &str) -> Option<&str> {
         self.env(name)?.value.as_ref().map(Str::as_str)
     }
 
-    fn args(&self) -> Vec<&str> {
+    pub fn args(&self) -> Vec<&str> {
         (self.c.args.iter().flat_map(|l| l.0.iter()))
             .map(Str::as_str)
             .collect()
     }
 
-    fn ensure_mount(&mut self, mount: &VolumeMount) -> bool {
+    /// Appends the mount unless the container already mounts a volume of that name.
+    pub fn ensure_mount(&mut self, mount: &VolumeMount) -> bool {
         if self.has_mount(&mount.name) {
             return false;
         }
         self.append_mount(mount)
     }
 
-    fn ensure_mount_at(&mut self, mount: &VolumeMount) -> bool {
+    /// Appends the mount unless the container already mounts that volume at
+    /// that path: a second mount of a volume elsewhere is added, as KServe
+    /// v0.15 adds it; a second one at the same path, which the API server
+    /// refuses, is not.
+    pub fn ensure_mount_at(&mut self, mount: &VolumeMount) -> bool {
         let same = |m: &MountView<'_>| {
             m.name.as_ref().map(Str::as_str) == Some(mount.name.as_str())
                 && m.mount_path.as_ref().map(Str::as_str) == Some(mount.mount_path.as_str())
@@ -609,7 +639,8 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         self.append_mount(mount)
     }
 
-    fn ensure_env(&mut self, var: &EnvVar) -> bool {
+    /// Appends the variable unless one of that name exists.
+    pub fn ensure_env(&mut self, var: &EnvVar) -> bool {
         if self.has_env(&var.name) {
             return false;
         }
@@ -629,7 +660,10 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         true
     }
 
-    fn set_env(&mut self, name: &str, value: &str) {
+    /// KServe's add-or-replace: every entry of that name gets the value; a
+    /// variable the user sources from `valueFrom` is left alone, since giving
+    /// it a value too would make the pod invalid.
+    pub fn set_env(&mut self, name: &str, value: &str) {
         let mut found = false;
         for (index, entry) in (self.c.env.iter_mut().flat_map(|l| l.0.iter_mut())).enumerate() {
             if entry.name.as_ref().map(Str::as_str) != Some(name) {
@@ -672,7 +706,8 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         }
     }
 
-    fn ensure_port(&mut self, port: &ContainerPort) -> bool {
+    /// Appends the port unless a port of that name exists.
+    pub fn ensure_port(&mut self, port: &ContainerPort) -> bool {
         if let Some(name) = &port.name {
             if named(&self.c.ports, name, |p| p.name.as_ref()) {
                 return false;
@@ -693,7 +728,8 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         true
     }
 
-    fn set_run_as_user(&mut self, uid: i64) {
+    /// Sets `securityContext.runAsUser`, keeping every other field.
+    pub fn set_run_as_user(&mut self, uid: i64) {
         let (list, index) = (self.list.key(), self.index);
         let path = |key: &'static str| {
             let steps = [
@@ -722,7 +758,8 @@ impl ContainerEdit for TypedContainer<'_, '_> {
         ctx.run_as_user = Some(uid);
     }
 
-    fn push_args(&mut self, args: &[&str]) {
+    /// Appends arguments; callers check first that they are not there yet.
+    pub fn push_args(&mut self, args: &[&str]) {
         let path = self.at("args");
         for arg in args {
             push_entry(

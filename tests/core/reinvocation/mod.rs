@@ -19,11 +19,13 @@
 //!   puts back is identical; it may also leave the removal alone, as the
 //!   "already injected" guards do), keeps (a), (b), (d), (e), and the pass
 //!   after it is empty.
-//! * every pass of the properties above is also held against (g) the
-//!   oracle: an independent editor of the whole pod: the pod cloned into a
-//!   JSON tree, the injectors run on it, and its tree
-//!   compared: `mutate`'s pod (the input plus the recorded patch) must be
-//!   exactly the oracle's, or both must refuse with the same message.
+//! * `the_working_set_edits_as_the_oracle_does` (`editors.rs`): (g) the
+//!   test oracle (the `kserve-injector-oracle` crate), an independent
+//!   editor of the whole pod as a JSON tree, and the working set the
+//!   injectors edit run the same random script of the injectors' calls on
+//!   each generated pod and on what a pass made of it: every read answers
+//!   alike, and the pod plus the working set's patch is exactly the
+//!   oracle's pod, with the same operations.
 //! * `restricted_profile_passes_the_checker` (`restricted.rs`): under
 //!   `--security-profile restricted` no container a pass adds violates the
 //!   restricted Pod Security Standard, and under `baseline` every pass that
@@ -47,7 +49,7 @@
 //! generated pods carry the `kserve-injector.io/modelcar-mode` annotation
 //! (either mode, or a value naming none), a modelcar already present in
 //! either shape, and other webhooks that set the annotation after the
-//! modelcar is in. Besides (a) to (g), each pass that adds a modelcar adds it
+//! modelcar is in. Besides (a) to (f), each pass that adds a modelcar adds it
 //! in the shape the rule gives ([`check_modelcar_shape`]).
 //!
 //! Runs are deterministic: each property uses proptest's XorShift RNG seeded
@@ -66,8 +68,7 @@ use kserve_injector_core::cluster::Secret;
 use kserve_injector_core::constants::*;
 use kserve_injector_core::injectors::InjectorOutcome;
 use kserve_injector_core::inputs::ModelcarMode;
-use kserve_injector_core::oracle::TreeDoc;
-use kserve_injector_core::pod::{Op, OpKind, PodEdit};
+use kserve_injector_core::pod::{Op, OpKind};
 use kserve_injector_core::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -335,6 +336,7 @@ fn classic_envs(release: Release) -> Vec<Inputs> {
 }
 
 mod checks;
+mod editors;
 mod gen_containers;
 mod gen_pods;
 mod model_volume;

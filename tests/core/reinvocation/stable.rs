@@ -1,4 +1,4 @@
-//! `reinvocation_is_stable`: properties (a) to (e) and (g) over a pass, a
+//! `reinvocation_is_stable`: properties (a) to (e) over a pass, a
 //! pass on our own output, and passes after other webhooks.
 
 use super::*;

@@ -1,11 +1,8 @@
 use super::*;
 use crate::config::{Config, ConfigError};
-use crate::injectors::test_support::{env_with, inject_on_either, run, run_idempotent, run_with};
-use crate::oracle::{EitherDoc, TreeDoc};
+use crate::injectors::test_support::{env_with, run, run_idempotent, run_with};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-inject_on_either!(super::inject);
 
 const TCP_JSON: &str = r#"{"tcpSocket":{"port":8080},"timeoutSeconds":1,"periodSeconds":10,"successThreshold":1,"failureThreshold":3}"#;
 
@@ -826,12 +823,11 @@ fn pod_template_namespace_comes_from_the_doc_context() {
         .as_object_mut()
         .unwrap()
         .remove("namespace");
+    let view = crate::view::pod_from_value(&input).expect("a pod the view reads");
+    let mut doc = crate::pod::WorkingSet::in_namespace(view, "models");
+    inject(&mut doc, &ag_env()).unwrap();
     let mut out = input.clone();
-    inject(
-        &mut EitherDoc::Tree(&mut TreeDoc::in_namespace(&mut out, "models")),
-        &ag_env(),
-    )
-    .unwrap();
+    crate::pod::apply_all(&doc.into_patch(), &mut out).expect("recorded ops apply");
     let args = agent_args(&out);
     let at = args.iter().position(|a| *a == "--namespace").unwrap();
     assert_eq!(args[at + 1], "models");

@@ -1,8 +1,6 @@
 use super::*;
-use crate::injectors::test_support::{env_with, inject_on_either, run, run_idempotent, run_with};
+use crate::injectors::test_support::{env_with, run, run_idempotent, run_with};
 use serde_json::{json, Value};
-
-inject_on_either!(super::inject);
 
 const AGG: &str = "serving.kserve.io/enable-metric-aggregation";
 const PROM: &str = "serving.kserve.io/enable-prometheus-scraping";

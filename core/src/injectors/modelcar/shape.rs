@@ -7,7 +7,7 @@ use super::NAME;
 use crate::constants::{MODELCAR_CONTAINER, MODELCAR_INIT_CONTAINER, MODELCAR_MODE_ANNOTATION};
 use crate::injectors::InjectError;
 use crate::inputs::{Inputs, ModelcarMode};
-use crate::pod::{List, PodEdit};
+use crate::pod::{List, WorkingSet};
 
 /// Why a pod's modelcar has its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl std::fmt::Display for ShapeChoice {
 
 /// The shape: one already present wins; else the annotation, else the flag.
 /// An annotation naming no mode is refused, but only when it would decide.
-pub(crate) fn choose<P: PodEdit>(pod: &P, inputs: &Inputs) -> Result<ShapeChoice, InjectError> {
+pub(crate) fn choose(pod: &WorkingSet<'_>, inputs: &Inputs) -> Result<ShapeChoice, InjectError> {
     let present = |mode| ShapeChoice {
         mode,
         reason: ShapeReason::Present,

@@ -1,9 +1,13 @@
 use super::*;
-use crate::injectors::test_support::{env_with, inject_on_either, run_idempotent, run_with};
-use crate::oracle::EitherDoc;
+use crate::injectors::test_support::{env_with, run_idempotent, run_with};
+use crate::pod::WorkingSet;
 use serde_json::{json, Value};
 
-inject_on_either!(super::inject);
+/// The step as the pipeline runs it, with the plan made for this pod.
+fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
+    let plan = Plan::of(pod, inputs);
+    super::inject(pod, inputs, &plan)
+}
 
 const PROBE_ARGS: &str = "echo 'Pre-fetching modelcar myrepo/mymodelimage: ' && [ -d /models ] && [ \"$$(ls -A /models)\" ] && echo 'OK ... Prefetched and valid (/models exists)' || (echo 'NOK ... Prefetched but modelcar is invalid (/models does not exist or is empty)' && exit 1)";
 
@@ -498,8 +502,9 @@ fn fetch_mode_adds_its_source_to_an_existing_initializer() {
 
 /// The pipeline's modelcar step (`injectors::PIPELINE`): modelcar, then
 /// Istio CNI again.
-fn modelcar_step(pod: &mut EitherDoc<'_, '_>, inputs: &Inputs) -> Result<(), InjectError> {
-    crate::injectors::modelcar_step(pod, inputs)
+fn modelcar_step(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
+    inject(pod, inputs)?;
+    crate::injectors::istio_cni::inject(pod, inputs)
 }
 
 #[test]
@@ -639,11 +644,11 @@ fn an_annotation_naming_no_mode_is_refused_only_when_it_decides() {
 }
 
 #[test]
-fn planned_shape_says_why() {
+fn the_plan_s_shape_says_why() {
     let p = pod("oci://myrepo/mymodelimage");
     let plan = |pod: &Value, inputs: &Inputs| {
-        let mut pod = pod.clone();
-        planned_shape(&crate::oracle::TreeDoc::new(&mut pod), inputs)
+        let view = crate::view::pod_from_value(pod).expect("a pod the view reads");
+        Plan::of(&WorkingSet::new(view), inputs).shape()
     };
     let env = env_with(|_| {});
     let flag = plan(&p, &native_mode(env.clone()));

@@ -9,7 +9,7 @@ use crate::constants::{
     INIT_MEMORY_REQUEST_ANNOTATION,
 };
 use crate::injectors::InjectError;
-use crate::pod::PodEdit;
+use crate::pod::WorkingSet;
 use crate::quantity;
 use k8s_openapi::api::core::v1::Container;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -49,7 +49,7 @@ impl InitResources {
     /// Reads and validates the annotations; a bad quantity is denied with
     /// the annotation's name and the accepted form.
     pub(crate) fn from_pod(
-        pod: &impl PodEdit,
+        pod: &WorkingSet<'_>,
         injector: &'static str,
     ) -> Result<Self, InjectError> {
         let read = |annotation: &str| -> Result<Option<String>, InjectError> {

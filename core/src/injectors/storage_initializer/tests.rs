@@ -1,8 +1,6 @@
 use super::*;
-use crate::injectors::test_support::{env_with, inject_on_either, run_idempotent, run_with};
+use crate::injectors::test_support::{env_with, run_idempotent, run_with};
 use serde_json::{json, Value};
-
-inject_on_either!(super::inject);
 
 const SPEC: &str = "internal.serving.kserve.io/storage-spec";
 const SPEC_PARAM: &str = "internal.serving.kserve.io/storage-spec-param";

@@ -1,7 +1,7 @@
 use super::*;
 use crate::constants::{MODELCAR_CONTAINER, MODELCAR_INIT_CONTAINER};
 use crate::pod::recorded::written;
-use crate::pod::{List, PodEdit, WorkingSet};
+use crate::pod::{List, WorkingSet};
 use crate::view::pod_from_value;
 use crate::{Config, Inputs};
 use serde_json::{json, Value};
@@ -127,20 +127,13 @@ fn a_prewritten_container_reads_back_as_the_typed_one() {
     typed.ensure_container(List::InitContainers, init.clone());
     let mut text = WorkingSet::new(pod_from_value(&pod).expect("view"));
     let json = prewritten.sidecar(image);
-    assert!(
-        text.ensure_prewritten_container(List::Containers, MODELCAR_CONTAINER, json, || {
-            sidecar.clone()
-        })
-    );
+    assert!(text.ensure_prewritten_container(List::Containers, MODELCAR_CONTAINER, json));
     let json = prewritten.init(image);
     let init_name = MODELCAR_INIT_CONTAINER;
-    assert!(text
-        .ensure_prewritten_container(List::InitContainers, init_name, json, || { init.clone() }));
+    assert!(text.ensure_prewritten_container(List::InitContainers, init_name, json));
     let again = prewritten.sidecar(image);
     assert!(
-        !text.ensure_prewritten_container(List::Containers, MODELCAR_CONTAINER, again, || {
-            sidecar.clone()
-        }),
+        !text.ensure_prewritten_container(List::Containers, MODELCAR_CONTAINER, again),
         "keyed by name"
     );
 

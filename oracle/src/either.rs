@@ -1,11 +1,11 @@
-//! One test closure, two documents: the injectors are generic over
-//! [`PodEdit`], so a test that runs the same steps on the working set and on
-//! the oracle takes this enum, which forwards each call to the one it holds.
+//! One test closure, two documents: a test that runs the same calls on the
+//! working set and on the oracle takes this enum, which forwards each call
+//! to the one it holds.
 
-use super::{TreeContainer, TreeDoc};
-use crate::pod::{Annotations, ContainerEdit, List, PodEdit, TypedContainer, WorkingSet};
-use crate::view::ContainerView;
+use crate::{Edit, EditContainer, TreeContainer, TreeDoc};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
+use kserve_injector_core::pod::{Annotations, List, TypedContainer, WorkingSet};
+use kserve_injector_core::view::ContainerView;
 use std::borrow::Cow;
 
 /// The working set or the oracle, borrowed.
@@ -35,7 +35,7 @@ impl Annotations for EitherDoc<'_, '_> {
     }
 }
 
-impl<'a> PodEdit for EitherDoc<'_, 'a> {
+impl<'a> Edit for EitherDoc<'_, 'a> {
     type Container<'c>
         = EitherContainer<'c, 'a>
     where
@@ -66,7 +66,7 @@ impl<'a> PodEdit for EitherDoc<'_, 'a> {
         forward!(self, d => d.positions(list, name))
     }
     fn containers(&mut self, list: List) -> Cow<'_, [ContainerView<'_>]> {
-        forward!(self, d => d.containers(list))
+        forward!(self, d => Edit::containers(&mut **d, list))
     }
     fn set_annotation(&mut self, key: &str, value: &str) {
         forward!(self, d => d.set_annotation(key, value))
@@ -83,14 +83,8 @@ impl<'a> PodEdit for EitherDoc<'_, 'a> {
     fn ensure_container(&mut self, list: List, container: Container) -> bool {
         forward!(self, d => d.ensure_container(list, container))
     }
-    fn ensure_prewritten_container(
-        &mut self,
-        list: List,
-        name: &str,
-        json: String,
-        typed: impl FnOnce() -> Container,
-    ) -> bool {
-        forward!(self, d => d.ensure_prewritten_container(list, name, json, typed))
+    fn ensure_prewritten_container(&mut self, list: List, name: &str, json: String) -> bool {
+        forward!(self, d => d.ensure_prewritten_container(list, name, json))
     }
     fn ensure_volume(&mut self, volume: &Volume) -> bool {
         forward!(self, d => d.ensure_volume(volume))
@@ -103,7 +97,7 @@ impl<'a> PodEdit for EitherDoc<'_, 'a> {
     }
 }
 
-impl ContainerEdit for EitherContainer<'_, '_> {
+impl EditContainer for EitherContainer<'_, '_> {
     fn has_mount(&self, name: &str) -> bool {
         forward!(self, c => c.has_mount(name))
     }
