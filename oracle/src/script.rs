@@ -44,7 +44,7 @@ pub enum Call {
     /// The container's text as serde_json writes it, added as text.
     EnsurePrewrittenContainer(List, Box<Container>),
     EnsureVolume(Box<Volume>),
-    On(List, Target, ContainerCall),
+    On(List, Target, Box<ContainerCall>),
 }
 
 /// One call of [`EditContainer`]'s.
@@ -366,10 +366,10 @@ fn volume() -> impl Strategy<Value = Volume> {
 fn on_container() -> impl Strategy<Value = Call> {
     prop_oneof![
         3 => (proptest::sample::select(&view::LIST_READ_CONTAINERS[..]), container_call())
-            .prop_map(|(n, c)| Call::On(List::Containers, Target::Named(n.to_string()), c)),
+            .prop_map(|(n, c)| Call::On(List::Containers, Target::Named(n.to_string()), Box::new(c))),
         1 => container_call().prop_map(|c| {
             let name = "storage-initializer".to_string();
-            Call::On(List::InitContainers, Target::Named(name), c)
+            Call::On(List::InitContainers, Target::Named(name), Box::new(c))
         }),
     ]
 }

@@ -934,7 +934,7 @@ fn an_added_container_is_found_by_name_and_written_whole_into_the_patch() {
     assert_eq!(ws.positions(List::Containers, "agent"), [1]);
     assert_eq!(ws.containers(List::Containers).len(), 2);
     let read = ws.container(List::Containers, "agent").expect("agent");
-    assert_eq!(json_of(&read), json!({"name": "agent"}));
+    assert_eq!(json_of(read), json!({"name": "agent"}));
     assert!(ws.container_at(List::Containers, 1).is_some());
     assert_eq!(ws.changes(), 1);
     let ops = ws.into_patch();

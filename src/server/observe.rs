@@ -66,7 +66,9 @@ impl App {
         injectors.sort_unstable();
         injectors.dedup();
         for injector in &injectors {
-            self.router_inputs.metrics.record_shadow_difference(injector);
+            self.router_inputs
+                .metrics
+                .record_shadow_difference(injector);
         }
         let changes: Vec<String> = (r.withheld.iter())
             .map(|w| format!("{} {} ({})", w.op, w.path, w.injector))

@@ -40,8 +40,9 @@ where
         let message =
             format!("content type {content_type:?} is not supported: send application/json");
         let refused = ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, message);
-        return refused
-            .answer_with(drained(version, body, arrival, &app.router_inputs.limits.body_pace).await);
+        return refused.answer_with(
+            drained(version, body, arrival, &app.router_inputs.limits.body_pace).await,
+        );
     }
     let reviewed = match reviewed(app, body, arrival).await {
         Ok(reviewed) => reviewed,
@@ -69,11 +70,24 @@ where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: Into<BoxError>,
 {
-    let (body, _held) = read_body(&app.budget, arrival, &app.router_inputs.limits.body_pace, body).await?;
+    let (body, _held) = read_body(
+        &app.budget,
+        arrival,
+        &app.router_inputs.limits.body_pace,
+        body,
+    )
+    .await?;
     let inputs = app.router_inputs.inputs.load_full();
     let mode = app.router_inputs.mode;
     let reviewed = if body.len() <= INLINE_REVIEW_BYTES {
-        review(&body, &inputs, &app.router_inputs.objects, mode, app.max_patch).await
+        review(
+            &body,
+            &inputs,
+            &app.router_inputs.objects,
+            mode,
+            app.max_patch,
+        )
+        .await
     } else {
         // Their working memory is the largest a review has: one at a time
         // under a memory limit (docs/operations.md, "Memory").

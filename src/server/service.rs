@@ -223,12 +223,24 @@ where
     let path = parts.uri.path();
     if path != "/mutate-pods" && path != "/mutate" {
         let message = "not found: the webhook path is /mutate-pods";
-        let headers = drained(parts.version, body, arrival, &app.router_inputs.limits.body_pace).await;
+        let headers = drained(
+            parts.version,
+            body,
+            arrival,
+            &app.router_inputs.limits.body_pace,
+        )
+        .await;
         return ApiError::new(StatusCode::NOT_FOUND, message).answer_with(headers);
     }
     if parts.method != Method::POST {
         let message = "method not allowed: admission requests are POSTed";
-        let mut headers = drained(parts.version, body, arrival, &app.router_inputs.limits.body_pace).await;
+        let mut headers = drained(
+            parts.version,
+            body,
+            arrival,
+            &app.router_inputs.limits.body_pace,
+        )
+        .await;
         headers.insert(ALLOW, HeaderValue::from_static("POST"));
         return ApiError::new(StatusCode::METHOD_NOT_ALLOWED, message).answer_with(headers);
     }

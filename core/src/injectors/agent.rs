@@ -66,7 +66,7 @@ pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectErr
 
     let queue_proxy = pod
         .container(List::Containers, QUEUE_PROXY_CONTAINER)
-        .map(|qp| queue_proxy_env(&qp));
+        .map(|qp| queue_proxy_env(qp));
     let has_queue_proxy = queue_proxy.is_some();
     let (agent_env, probe_path) = match queue_proxy {
         Some(env) => (env, "/".to_string()),
@@ -306,10 +306,10 @@ fn first_port(c: &ContainerView) -> Option<String> {
 /// The port the agent forwards to: the transformer's when there is one.
 fn component_port(pod: &mut WorkingSet<'_>) -> String {
     if let Some(transformer) = pod.container(List::Containers, TRANSFORMER_CONTAINER) {
-        return first_port(&transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
+        return first_port(transformer).unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string());
     }
     pod.container(List::Containers, KSERVE_CONTAINER)
-        .and_then(|c| first_port(&c))
+        .and_then(|c| first_port(c))
         .unwrap_or_else(|| DEFAULT_COMPONENT_PORT.to_string())
 }
 

@@ -103,7 +103,7 @@ pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectErr
         select(&inputs.cluster, &uri, None)
     };
     let csc_name = (selected.as_ref().ok().copied().flatten()).map(|c| c.container.name.as_str());
-    if storage_initializer_injected(&pod.containers(List::InitContainers), csc_name) {
+    if storage_initializer_injected(pod.containers(List::InitContainers), csc_name) {
         return Ok(());
     }
     let csc = selected.map_err(refused)?;

@@ -145,7 +145,7 @@ fn a_prewritten_container_reads_back_as_the_typed_one() {
             let c = ws
                 .container(list, name)
                 .unwrap_or_else(|| panic!("{what} has {name}"));
-            serde_json::to_value(&*c).expect("a view serialises")
+            serde_json::to_value(c).expect("a view serialises")
         };
         let from_text = read(&mut text, "text");
         assert!(from_text["resources"]["limits"].is_object(), "{from_text}");
