@@ -23,9 +23,12 @@ RUN cargo install --locked cargo-auditable@0.7.7
 # [[bench]] in Cargo.toml needs a file for cargo to read the manifest.
 COPY Cargo.toml Cargo.lock ./
 COPY core/Cargo.toml ./core/Cargo.toml
-RUN mkdir -p src benches core/src \
+# The test oracle is a workspace member and a dev-dependency: cargo reads
+# its manifest, never builds it for the binary, so an empty library stands in.
+COPY oracle/Cargo.toml ./oracle/Cargo.toml
+RUN mkdir -p src benches core/src oracle/src \
  && echo 'fn main() {}' > src/main.rs \
- && touch src/lib.rs core/src/lib.rs \
+ && touch src/lib.rs core/src/lib.rs oracle/src/lib.rs \
  && sed -n '/^\[\[bench\]\]/,/^name/s/^name *= *"\(.*\)"/\1/p' Cargo.toml \
     | while read -r b; do echo 'fn main() {}' > "benches/$b.rs"; done \
  && cargo auditable build --release --locked --bin kserve-injector \

@@ -25,7 +25,7 @@ def project_copy(tmp, dockerfile=None, ignore=None):
     for name in ("Cargo.toml", "Cargo.lock", ".dockerignore", "Dockerfile"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, root / name)
-    for name in ("src", "core", "benches"):
+    for name in ("src", "core", "oracle", "benches"):
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("target"))
     if dockerfile is not None:
         (root / "Dockerfile").write_text(dockerfile)
