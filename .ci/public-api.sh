@@ -12,6 +12,12 @@
 # needed), in a target directory of its own so the flag does not rebuild
 # the main one. cargo-public-api is pinned to the rustdoc JSON format it
 # reads; it is installed once (cargo install, kept in ~/.cargo/bin).
+#
+# Before the listing, .ci/public_unused.py fails on a public item that is
+# reachable by two paths, on a public module with no public item, and on
+# an item named nowhere outside the core (src/, tests/, benches/,
+# fuzz/fuzz_targets/, examples/, oracle/): the listing says what the
+# surface is, that check says each item has a user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=0.52.0
@@ -22,11 +28,23 @@ if [ "$(cargo public-api --version 2>/dev/null)" != "cargo-public-api $version" 
 fi
 echo "== the core's public API (cargo public-api, against $listing)"
 target=${CARGO_TARGET_DIR:-target}/public-api
-RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$target cargo rustdoc --locked --quiet -p kserve-injector-core --lib \
-  -- -Z unstable-options --output-format json
+json=$target/doc/kserve_injector_core.json
+rustdoc_json() {
+  RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=$target cargo rustdoc --locked --quiet -p kserve-injector-core --lib "$@" \
+    -- -Z unstable-options --output-format json
+}
+# Each public item has a user, by one path: checked with the `oracle`
+# feature on, so that `internals` (the test oracle's, the tests' and the
+# benches' items) is checked too.
+rustdoc_json --features oracle
+python3 .ci/public_unused.py "$json"
+# The listing is the surface as it ships: without the feature.
+rustdoc_json
 # -ss: without blanket and auto-trait impls, which follow from the rest and
 # change with the toolchain (a new auto trait in std), not with the core.
-listed=$(cargo public-api --color never -ss --rustdoc-json "$target/doc/kserve_injector_core.json")
+# Derived impls (Clone, Debug, PartialEq, serde's) stay listed: removing
+# one breaks a caller as surely as removing a method.
+listed=$(cargo public-api --color never -ss --rustdoc-json "$json")
 if [ "${UPDATE:-0}" = 1 ]; then
   printf '%s\n' "$listed" >"$listing"
   echo "wrote $listing ($(wc -l <"$listing") items)"

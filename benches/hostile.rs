@@ -1,6 +1,6 @@
 //! Hostile bodies (issue 6): a pod with 300,000 or 1,000,000 empty
 //! containers (`{}`), as a 0.9 / 3 MB AdmissionReview through
-//! `admission::review` and as a JSON tree through `mutate`. Each case runs in
+//! `admission::prepare` then `answer` and as a JSON tree through `mutate`. Each case runs in
 //! its own process (this binary re-executed with the case's name), so its
 //! peak RSS (`VmHWM`) is its own; the table gives the wall time of the call,
 //! the peak RSS before the call (input built) and after it.
@@ -21,12 +21,18 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kserve_injector_core::admission::review;
+use kserve_injector_core::admission::{prepare, Mode, ReviewError, Reviewed};
 use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// One body answered as the webhook answers it: prepared, then answered in
+/// mutate mode.
+fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body, Mode::Mutate)?.answer(inputs)
+}
 
 const CASES: [(&str, usize, bool); 6] = [
     ("review 300k {} labelled", 300_000, true),

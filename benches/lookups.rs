@@ -17,12 +17,12 @@ use k8s_openapi::api::core::v1 as api;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
 use kserve_injector::lookups::{LookupMetrics, LookupOptions, Lookups};
-use kserve_injector_core::cluster::keys::needed_keys;
-use kserve_injector_core::cluster::storage_container::select;
+use kserve_injector_core::cluster::needed_keys;
+use kserve_injector_core::cluster::select_storage_container;
 use kserve_injector_core::cluster::{ClusterSnapshot, Secret, ServiceAccount, StorageContainers};
+use kserve_injector_core::config::Config;
 use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
-use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::Config;
+use kserve_injector_core::PodFacts;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -278,13 +278,19 @@ fn bench(c: &mut Criterion) {
         let uri = pod.annotations[SOURCE_URI_ANNOTATION].clone();
         let got = warm_snapshot(&lookups, &pod, &config);
         let want = format!("registry.example.com/initializer-{}:1.0", n / 2 + 1);
-        let chosen = select(&got, &uri, None).unwrap().unwrap();
+        let chosen = select_storage_container(&got, &uri, None).unwrap().unwrap();
         assert_eq!(chosen.container.image.as_deref(), Some(want.as_str()));
         group.bench_function(format!("snapshot_warm/{n}"), |b| {
             b.iter(|| black_box(warm_snapshot(&lookups, &pod, &config)))
         });
         group.bench_function(format!("select/{n}"), |b| {
-            b.iter(|| black_box(select(&got, &uri, None).unwrap().map(|c| c.name.len())))
+            b.iter(|| {
+                black_box(
+                    select_storage_container(&got, &uri, None)
+                        .unwrap()
+                        .map(|c| c.name.len()),
+                )
+            })
         });
     }
     group.finish();

@@ -1,5 +1,5 @@
 //! The webhook's hot path: a serialized AdmissionReview in, the serialized
-//! response out (`admission::review`), on the pods in `benches/inputs/`:
+//! response out (`admission::prepare` then `answer`), on the pods in `benches/inputs/`:
 //!
 //! * `minimal-oci`: fixtures/m3-modelcar-oci (one container, oci:// source);
 //! * `typical`: Knative + Istio pod (kserve-container, queue-proxy,
@@ -28,15 +28,20 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use kserve_injector_core::admission::review;
-use kserve_injector_core::mutation::edit;
-use kserve_injector_core::view::pod_from_str;
+use kserve_injector_core::admission::{prepare, Mode, ReviewError, Reviewed};
+use kserve_injector_core::internals::{edit, pod_from_str};
 use kserve_injector_core::{mutate, Inputs};
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
+
+/// One body answered as the webhook answers it: prepared, then answered in
+/// mutate mode.
+fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body, Mode::Mutate)?.answer(inputs)
+}
 
 const PODS: [&str; 5] = [
     "minimal-oci",
@@ -171,7 +176,8 @@ struct Request<'a> {
     object: &'a RawValue,
 }
 
-/// The stages of `review` on the typical pod, each on its own.
+/// The stages of a review on the typical pod, each on its own: the
+/// envelope alone, the pod's view, and the injectors' edits on it.
 fn bench_steps(c: &mut Criterion) {
     let env = Inputs::default();
     let input = load("typical");

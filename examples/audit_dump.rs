@@ -15,8 +15,8 @@
 //! one YAML document per object instead of a JSON List.
 
 use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
-use kserve_injector_core::mutation::mutate_template;
-use kserve_injector_core::{Config, Inputs};
+use kserve_injector_core::mutate_template;
+use kserve_injector_core::{config::Config, Inputs};
 use serde_json::{json, Value};
 use std::io::{BufWriter, Write};
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! `admission::review` in a loop over one of `benches/inputs/`, for
+//! `admission::prepare` then `answer` in a loop over one of `benches/inputs/`, for
 //! instruction counts, which unlike wall time do not swing with the
 //! machine's load:
 //!
@@ -15,12 +15,18 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kserve_injector_core::admission::review;
+use kserve_injector_core::admission::{prepare, Mode, ReviewError, Reviewed};
 use kserve_injector_core::Inputs;
 use serde::de::IgnoredAny;
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// One body answered as the webhook answers it: prepared, then answered in
+/// mutate mode.
+fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body, Mode::Mutate)?.answer(inputs)
+}
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

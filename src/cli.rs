@@ -9,10 +9,10 @@ use kserve_injector_core::admission;
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
 use kserve_injector_core::constants::ISVC_LABEL;
-use kserve_injector_core::mutation::{mutate, mutate_template, Inputs, MutationError};
-use kserve_injector_core::pod::{apply_all, Op};
-use kserve_injector_core::pod_facts::PodFacts;
 use kserve_injector_core::reader;
+use kserve_injector_core::PodFacts;
+use kserve_injector_core::{apply_all, Op};
+use kserve_injector_core::{mutate, mutate_template, Inputs, MutationError};
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
@@ -29,7 +29,7 @@ pub use mutate_args::{MutateArgs, MutateOutput};
 /// objects of `--objects` are a [`ClusterSnapshot`]; a live cluster
 /// (`--kubeconfig`) is read by the binary's own source.
 pub trait MutateSource {
-    /// The objects `facts` needs (see [`kserve_injector_core::cluster::keys::needed_keys`]);
+    /// The objects `facts` needs (see [`kserve_injector_core::cluster::needed_keys`]);
     /// an error is a lookup that could not be answered.
     fn snapshot(
         &mut self,
@@ -118,7 +118,7 @@ enum Processed {
 }
 
 /// What the object asked for that the selected KServe release lacks.
-fn log_unsupported(label: &str, lacks: &[kserve_injector_core::mutation::Unsupported]) {
+fn log_unsupported(label: &str, lacks: &[kserve_injector_core::Unsupported]) {
     for lack in lacks {
         let (object, lack_text) = (bounded(label), bounded(lack));
         tracing::debug!(%object, kserve_version = %lack.release, "{lack_text}");
@@ -208,8 +208,9 @@ fn process(
             let pod = doc.pointer("/request/object").unwrap_or(&Value::Null);
             let ns = doc.pointer("/request/namespace").and_then(Value::as_str);
             let pod_inputs = pod_inputs(pod, ns.unwrap_or_default(), inputs, cluster, &label)?;
-            let reviewed =
-                admission::review(&body, &pod_inputs).map_err(|source| InputError::Review {
+            let reviewed = admission::prepare(&body, admission::Mode::Mutate)
+                .and_then(|prepared| prepared.answer(&pod_inputs))
+                .map_err(|source| InputError::Review {
                     label: label.clone(),
                     source,
                 })?;

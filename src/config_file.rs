@@ -11,8 +11,8 @@ pub use open::{check_pipe_delivered, open, Accept};
 
 use kserve_injector_core::config::{Config, ConfigError, ConfigMapData, Resources};
 use kserve_injector_core::release::Release;
-use kserve_injector_core::settings::{Settings, SettingsError};
 use kserve_injector_core::{AnyError, SharedError};
+use kserve_injector_core::{Settings, SettingsError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

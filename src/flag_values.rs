@@ -2,8 +2,8 @@
 //! `server::settings`, the others' in `cli`), a module of its own so that
 //! the server's settings never import the CLI for them.
 
-use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::release::Release;
+use kserve_injector_core::{ModelcarMode, SecurityProfile};
 use std::time::Duration;
 
 /// A flag's value that its parser refuses; clap prints it after the

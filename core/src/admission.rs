@@ -1,14 +1,15 @@
 //! AdmissionReview in, AdmissionReview out (admission.k8s.io/v1 and v1beta1).
-//! Pure: the HTTP server hands the request body to [`prepare_in`] and, after
-//! the cluster lookups the prepared review asks for, answers it
-//! ([`Prepared::answer`], or [`Prepared::deny`], [`Prepared::refuse`],
-//! [`Prepared::untouched`]); the CLI hands it to [`review`], which does both
-//! in one call.
+//! Pure: the HTTP server and the CLI both hand the request body to
+//! [`prepare`], with the [`Mode`] to answer in, and answer the [`Prepared`]
+//! request ([`Prepared::answer`]). Between the two the server looks up the
+//! cluster objects the prepared review asks for, and may answer otherwise
+//! ([`Prepared::deny`], [`Prepared::refuse`], [`Prepared::untouched`]); the
+//! CLI answers at once.
 //!
 //! One pass over the body: the envelope is decoded into borrowed fields and
 //! the pod is kept as raw JSON text (`RawValue`, checked to be valid JSON but
 //! not decoded); only a CREATE of a Pod then decodes the pod's view (the
-//! fields the injectors read, [`crate::view`]). The answer is written
+//! fields the injectors read, `crate::view`). The answer is written
 //! straight into one buffer, with the patch serialised and base64-encoded in
 //! place.
 
@@ -334,19 +335,8 @@ impl<'a> Answer<'a> {
     }
 }
 
-/// Answers one AdmissionReview request body, with the cluster objects in
-/// `env.cluster`.
-pub fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
-    prepare(body)?.answer(inputs)
-}
-
-/// [`review`], answering as `mode` says.
-pub fn review_in(body: &[u8], inputs: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
-    prepare_in(body, mode)?.answer(inputs)
-}
-
 /// A request decoded in one pass and not yet answered. Between
-/// `prepare` and [`Prepared::answer`] an adapter may fetch the cluster
+/// [`prepare`] and [`Prepared::answer`] an adapter may fetch the cluster
 /// objects the pod needs ([`Prepared::lookup_facts`]); the core stays pure.
 pub struct Prepared<'a> {
     api_version: Str<'a>,
@@ -361,18 +351,13 @@ pub struct Prepared<'a> {
     max_patch: usize,
 }
 
-/// Decodes a request body: the envelope, and for a CREATE of a Pod the
-/// view of the pod. A body that is not an AdmissionReview is an error
-/// (HTTP 400); everything else gets an answer.
-pub(crate) fn prepare(body: &[u8]) -> Result<Prepared<'_>, ReviewError> {
-    prepare_in(body, Mode::Mutate)
-}
-
-/// `prepare`, for an answer in `mode`: every answer of a shadow-mode
-/// request, a denial included, is `allowed` without a patch. Only a body
-/// that is not an AdmissionReview (not JSON, another kind, no request) is
-/// an error in both modes: it cannot be answered, having no uid to answer.
-pub fn prepare_in(body: &[u8], mode: Mode) -> Result<Prepared<'_>, ReviewError> {
+/// Decodes a request body, to be answered in `mode`: the envelope, and for
+/// a CREATE of a Pod the view of the pod. A body that is not an
+/// AdmissionReview (not JSON, another kind, no request) is an error (HTTP
+/// 400) in both modes: it cannot be answered, having no uid to answer.
+/// Everything else gets an answer; in shadow mode every answer, a denial
+/// included, is `allowed` without a patch.
+pub fn prepare(body: &[u8], mode: Mode) -> Result<Prepared<'_>, ReviewError> {
     let body = utf8(body)?;
     let review = match inline::parse(body) {
         Some(review) => review,
@@ -532,12 +517,6 @@ impl Prepared<'_> {
             None => Answer::allow(uid),
         };
         finish(self.api_version.as_str(), out, answer, self.mode)
-    }
-
-    /// Answers as `mode` says, whatever mode the request was prepared in.
-    pub fn answer_in(mut self, inputs: &Inputs, mode: Mode) -> Result<Reviewed, ReviewError> {
-        self.mode = mode;
-        self.answer(inputs)
     }
 
     /// Denies the request (HTTP 200, `allowed: false`, code 500): a cluster

@@ -1,7 +1,7 @@
 //! `kserve-injector audit`: for each running InferenceService pod, the pod
 //! as it was before admission (its ReplicaSet's pod template) is mutated
 //! again with today's config and cluster objects, and the result compared
-//! with the running pod ([`compare`]). Pure: the adapters list the objects
+//! with the running pod (`compare`). Pure: the adapters list the objects
 //! (from a cluster or a file) into an [`Inventory`] and print the
 //! [`Report`].
 //!
@@ -10,10 +10,10 @@
 //! thousand pods then take tens of MiB, not the hundreds their parsed trees
 //! would.
 
-pub mod compare;
-pub mod credentials;
-pub mod report;
-pub mod upgrade;
+pub(crate) mod compare;
+pub(crate) mod credentials;
+pub(crate) mod report;
+pub(crate) mod upgrade;
 
 use crate::cluster::{LoadedSnapshot, ObjectsLoadError};
 use crate::config::Config;
@@ -22,11 +22,14 @@ use crate::inputs::Inputs;
 use crate::mutation::{mutate_template, MutationError};
 use crate::pod_facts::PodFacts;
 pub use compare::{DiffKind, Difference, Rules};
+pub use credentials::CredentialReport;
 pub use report::{Report, Row, Status};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use upgrade::{Form, PodRow, Upgrade, UpgradeReport};
+pub use upgrade::{
+    Causes, Change, ChangeKind, Form, PodRow, Side, Upgrade, UpgradeError, UpgradeReport,
+};
 
 /// The ConfigMap KServe's mutator reads, in the controller's namespace.
 pub const CONFIG_MAP_NAME: &str = "inferenceservice-config";
@@ -66,7 +69,7 @@ pub struct Inventory {
     /// ClusterStorageContainers, InferenceServices), and the kinds passed over.
     pub objects: LoadedSnapshot,
     /// `audit --credentials`: every live pod is scanned as it is added,
-    /// whatever its labels ([`credentials`]).
+    /// whatever its labels (`credentials`).
     pub credentials: Option<credentials::CredentialReport>,
 }
 

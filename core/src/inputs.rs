@@ -39,7 +39,7 @@ pub struct Inputs {
 
 /// How hardened the containers we add are: `baseline`, KServe's containers
 /// as they are, or `restricted`, each meeting the restricted Pod Security
-/// Standard ([`crate::injectors::security_profile`]).
+/// Standard (`crate::injectors::security_profile`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum SecurityProfile {
     #[default]

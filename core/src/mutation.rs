@@ -15,8 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub use crate::cluster::ClusterSnapshot;
-pub use crate::inputs::Inputs;
+pub(crate) use crate::inputs::Inputs;
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum MutationError {
@@ -45,6 +44,7 @@ impl From<ViewError> for MutationError {
 
 /// What the injectors did to one pod.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))] // `internals` (lib.rs).
 pub struct Edits {
     /// RFC 6902 operations on the pod, in the order they apply, each value
     /// already JSON text.
@@ -66,12 +66,13 @@ pub struct Edits {
 /// refuse it after admission anyway, and the injectors copy annotations
 /// (the storage URI into the modelcar and its init container) into the
 /// patch, so a review's memory stays bounded whatever the pod.
-pub const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
 /// without the InferenceService label gets no edits, before any other work.
 /// `write_namespace` is false for a workload's pod template, which does not
 /// get a `metadata.namespace` (the injectors still see the namespace).
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))] // `internals` (lib.rs).
 pub fn edit(
     pod: PodView<'_>,
     namespace: &str,
@@ -220,7 +221,8 @@ fn mutate_inner(
 mod api_decoding;
 mod unsupported;
 
-pub use unsupported::{unsupported, Unsupported};
+pub(crate) use unsupported::unsupported;
+pub use unsupported::Unsupported;
 
 #[cfg(test)]
 mod tests;

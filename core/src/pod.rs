@@ -15,7 +15,7 @@
 //! editor of the whole pod as a JSON tree, held to the same results on every
 //! call the injectors can make.
 
-pub use crate::pod_facts::Annotations;
+pub(crate) use crate::pod_facts::Annotations;
 
 /// `spec.containers` or `spec.initContainers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,12 +95,14 @@ fn push_token(text: &mut String, key: &str) {
     text.push_str(&key[start..]);
 }
 
-pub mod build;
+pub(crate) mod build;
 pub(crate) mod recorded;
 mod working;
 
-pub use recorded::{apply_all, ApplyError, NotApplied, Op, OpKind};
-pub use working::{TypedContainer, WorkingSet};
+pub use recorded::{apply_all, ApplyError, Op, OpKind};
+#[cfg(feature = "oracle")]
+pub use working::TypedContainer;
+pub use working::WorkingSet;
 
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 /// A pod's annotations as the lookup rules read them, one key at a time, so
 /// that a caller holding the pod in any form lends it without copying
 /// (`kubectl.kubernetes.io/last-applied-configuration` can be megabytes).
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))] // `internals` (lib.rs).
 pub trait Annotations {
     fn annotation(&self, key: &str) -> Option<&str>;
 }

@@ -15,7 +15,7 @@
 //! - Numbers are `serde_json::Number`s holding their text (serde_json's
 //!   `arbitrary_precision`), and both writers print that text.
 //!
-//! Both grammars are read within one [`Budget`] (see [`budget`]): bytes
+//! Both grammars are read within one [`Budget`] (see `budget`): bytes
 //! of source text, nodes and bytes of scalar text per document (an alias
 //! charged each time it is used), nesting depth, and nodes and text per
 //! input, all charged as the values are produced.
@@ -31,7 +31,7 @@ pub use yaml::{YamlError, YamlProblem};
 /// Deepest nesting accepted by default (mappings + sequences). A Pod, even
 /// with `managedFields`, nests about 15 levels; 64 keeps the recursive
 /// deserialisation well inside a 2 MiB thread stack even in debug builds.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Which grammar the input was read with, decided by its first byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -362,7 +362,7 @@ impl<W: std::fmt::Write> std::fmt::Write for PlaceholderAware<'_, W> {
     }
 }
 
-pub mod budget;
+pub(crate) mod budget;
 mod json;
 mod yaml;
 

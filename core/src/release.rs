@@ -39,7 +39,7 @@
 //!   adds, adds none);
 //! - under v0.15.x, a pod that already has the model volume keeps one, and a
 //!   direct PVC mount that stops early still gets the claim's volume where
-//!   the pod lacks it ([`Release::model_mounts_by_name`]).
+//!   the pod lacks it (`Release::model_mounts_by_name`).
 //!
 //! Each switch names the Go function it follows and the release that
 //! changed it (`git diff vX.Y.0 <HEAD>` of `pkg/webhook/admission/pod`,
@@ -138,7 +138,7 @@ impl Release {
     /// (` v0.17`, `V0.17`, `v0.17.3`, `0.17.00`): a value that reads as a
     /// release it does not name would reproduce the wrong mutator without a
     /// word.
-    pub fn parse_any(text: &str) -> Result<Release, ReleaseError> {
+    pub(crate) fn parse_any(text: &str) -> Result<Release, ReleaseError> {
         if text == "head" || text == "HEAD" {
             return Ok(Release::Head);
         }
@@ -159,7 +159,7 @@ impl Release {
     /// release manifests and Helm chart pin the agent and
     /// storage-initializer images to the release. `None` for `latest`, a
     /// digest, or a tag that is not `v<major>.<minor>.<patch>`.
-    pub fn of_image(image: &str) -> Option<ImageRelease> {
+    pub(crate) fn of_image(image: &str) -> Option<ImageRelease> {
         let without_digest = image.split('@').next().unwrap_or(image);
         let name_start = without_digest.rfind('/').map_or(0, |i| i + 1);
         let (_, tag) = without_digest[name_start..].split_once(':')?;
@@ -203,7 +203,7 @@ impl Release {
     /// Whether images of `tag` belong to this release. KServe's chart at
     /// HEAD still renders `v0.20.0`, so HEAD accepts that tag and any of a
     /// newer line.
-    pub fn matches_image(self, tag: ImageRelease) -> bool {
+    pub(crate) fn matches_image(self, tag: ImageRelease) -> bool {
         match self.tag() {
             Some(own) => own == tag,
             None => {
@@ -217,7 +217,7 @@ impl Release {
     /// LocalModel sub-path `models/<sha256(sourceUri)[:16]>` since v0.18;
     /// before, `models/<LocalModelCache name>` (the pod's localmodel label)
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.17.0).
-    pub fn local_model_by_hash(self) -> bool {
+    pub(crate) fn local_model_by_hash(self) -> bool {
         self >= Release::V0_18_0
     }
 
@@ -225,7 +225,7 @@ impl Release {
     /// it into the emptyDir through the storage-initializer unless
     /// `storageInitializer.enableDirectPvcVolumeMount` is true
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
-    pub fn direct_pvc_always(self) -> bool {
+    pub(crate) fn direct_pvc_always(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -236,7 +236,7 @@ impl Release {
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
     /// Where that gives a pod the API server rejects (a second volume of one
     /// name, two mounts at one path), the pod gets HEAD's mounts instead.
-    pub fn model_mounts_by_name(self) -> bool {
+    pub(crate) fn model_mounts_by_name(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -245,7 +245,7 @@ impl Release {
     /// container that already mounts the claim (only where the pod has the
     /// claim's volume: [`Release::model_mounts_by_name`])
     /// (`StorageInitializerInjector.InjectStorageInitializer` @v0.15.0).
-    pub fn direct_pvc_mount_completes(self) -> bool {
+    pub(crate) fn direct_pvc_mount_completes(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -257,7 +257,7 @@ impl Release {
     /// missing-container error with the container's name
     /// (`StorageInitializerInjector.InjectStorageInitializer`,
     /// `GetContainerSpecForStorageUri` @v0.15.0).
-    pub fn storage_container_lookup_first(self) -> bool {
+    pub(crate) fn storage_container_lookup_first(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -265,40 +265,40 @@ impl Release {
     /// merge, where it left them absent, since v0.16; v0.15 appends them
     /// before the merge (`StorageInitializerInjector.InjectStorageInitializer`
     /// @v0.15.0).
-    pub fn ca_bundle_after_merge(self) -> bool {
+    pub(crate) fn ca_bundle_after_merge(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// The default Hugging Face env on every storage-initializer
     /// (`utils.AddDefaultHuggingFaceEnvVars`) since v0.16; v0.15 has none.
-    pub fn hf_default_env(self) -> bool {
+    pub(crate) fn hf_default_env(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// An HF Secret gives the token alone since v0.16; v0.15's gives
     /// `HF_HUB_ENABLE_HF_TRANSFER=1` after it (`hf.BuildSecretEnvs` @v0.15.0).
-    pub fn hf_secret_token_only(self) -> bool {
+    pub(crate) fn hf_secret_token_only(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// S3 settings are read from the S3 Secret's data (between annotation
     /// and config) since v0.16; v0.15 reads annotation, else config, and
     /// has its own endpoint rules (`s3.BuildS3EnvVars` @v0.15.0).
-    pub fn s3_secret_data(self) -> bool {
+    pub(crate) fn s3_secret_data(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// The S3 endpoint env comes from the resolved settings (annotation,
     /// Secret data, config) since v0.16; v0.15 has its own endpoint rules
     /// (`s3.BuildS3EnvVars` @v0.15.0).
-    pub fn s3_endpoint_resolved(self) -> bool {
+    pub(crate) fn s3_endpoint_resolved(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// The Azure access-token Secret kind (a Secret with
     /// `AZURE_ACCESS_TOKEN` and no client id is an Azure Secret) since v0.16
     /// (`CredentialBuilder.mountSecretCredential` @v0.15.0 skips it).
-    pub fn azure_access_token(self) -> bool {
+    pub(crate) fn azure_access_token(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -308,32 +308,32 @@ impl Release {
     /// has its key (the tenant always); v0.15 refers to five, and leaves out
     /// only an absent client secret or storage key (`azure.BuildSecretEnvs`
     /// @v0.15.0).
-    pub fn azure_env_of_present_keys(self) -> bool {
+    pub(crate) fn azure_env_of_present_keys(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// `internal.serving.kserve.io/storage-container-name` picks the
     /// ClusterStorageContainer since v0.20; before, it is ignored and the
     /// URI picks one (`GetStorageContainerSpec` @v0.19.0).
-    pub fn explicit_storage_container(self) -> bool {
+    pub(crate) fn explicit_storage_container(self) -> bool {
         self >= Release::V0_20_0
     }
 
     /// Confidential serving env (`applyConfidentialConfig`) since v0.20.
-    pub fn confidential_env(self) -> bool {
+    pub(crate) fn confidential_env(self) -> bool {
         self >= Release::V0_20_0
     }
 
     /// A Secret with `MODELSCOPE_API_TOKEN` is a credential at HEAD only
     /// (`CredentialBuilder.mountSecretCredential` @v0.20.0 skips it).
-    pub fn modelscope_credentials(self) -> bool {
+    pub(crate) fn modelscope_credentials(self) -> bool {
         self >= Release::Head
     }
 
     /// S3 endpoint env since v0.17: trimmed, its scheme read, and
     /// `S3_USE_HTTPS` only beside an endpoint; before, `S3_USE_HTTPS`
     /// whenever set and the endpoint verbatim (`s3.BuildS3EnvVars` @v0.16.0).
-    pub fn s3_endpoint_scheme(self) -> bool {
+    pub(crate) fn s3_endpoint_scheme(self) -> bool {
         self >= Release::V0_17_0
     }
 
@@ -341,39 +341,39 @@ impl Release {
 
     /// `oci+<mode>://` URIs (`ParseOciScheme`) since v0.20; before, only
     /// `oci://` is OCI and the rest is a plain storage URI.
-    pub fn oci_mode_schemes(self) -> bool {
+    pub(crate) fn oci_mode_schemes(self) -> bool {
         self >= Release::V0_20_0
     }
 
     /// `ociModelMode` and `enableOciModelSupport` are read (and the mode
     /// validated) since v0.20; before, only `enableModelcar` turns OCI on
     /// (`Mutator.mutate` @v0.19.0).
-    pub fn oci_mode_keys(self) -> bool {
+    pub(crate) fn oci_mode_keys(self) -> bool {
         self >= Release::V0_20_0
     }
 
     /// An `ociModelMode` other than `modelcar`, `native`, `fetch` refuses
     /// the ConfigMap since v0.20 (`GetStorageInitializerConfigs` @v0.20.0).
-    pub fn oci_model_mode_validated(self) -> bool {
+    pub(crate) fn oci_model_mode_validated(self) -> bool {
         self >= Release::V0_20_0
     }
 
     /// The mode `fetch` is implemented at HEAD only; v0.20 parses it and
     /// injects a modelcar (`StorageInitializerInjector.InjectModelcar` @v0.20.0).
-    pub fn oci_fetch(self) -> bool {
+    pub(crate) fn oci_fetch(self) -> bool {
         self >= Release::Head
     }
 
     /// `storageInitializer.ociInsecureRegistry` is read at HEAD only
     /// (`types.StorageInitializerConfig` @v0.20.0 has no such key).
-    pub fn oci_insecure_registry_key(self) -> bool {
+    pub(crate) fn oci_insecure_registry_key(self) -> bool {
         self >= Release::Head
     }
 
     /// The modelcar targets `worker-container` when there is no
     /// `kserve-container` since v0.17; before, the pod is denied
     /// (`StorageInitializerInjector.InjectModelcar` @v0.16.0).
-    pub fn modelcar_worker_fallback(self) -> bool {
+    pub(crate) fn modelcar_worker_fallback(self) -> bool {
         self >= Release::V0_17_0
     }
 
@@ -381,14 +381,14 @@ impl Release {
     /// v0.16, which parses them always, so an absent one is a config error
     /// (`GetStorageInitializerConfigs` @v0.16.0); v0.15 falls back to
     /// `10m`/`15Mi` (`createModelContainer` @v0.15.0).
-    pub fn modelcar_quantities_optional(self) -> bool {
+    pub(crate) fn modelcar_quantities_optional(self) -> bool {
         self != Release::V0_16_0
     }
 
     /// The transformer gets `MODEL_INIT_MODE` and `uidModelcar` as the model
     /// server does since v0.16; v0.15 gives it only the mount
     /// (`StorageInitializerInjector.InjectModelcar` @v0.15.0).
-    pub fn modelcar_transformer_env(self) -> bool {
+    pub(crate) fn modelcar_transformer_env(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -396,7 +396,7 @@ impl Release {
     /// v0.15 writes `Failed to parse resource configuration for
     /// "storageInitializer": "<error>"` (`getStorageInitializerConfigs`
     /// @v0.15.0).
-    pub fn storage_initializer_error_names_key(self) -> bool {
+    pub(crate) fn storage_initializer_error_names_key(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -408,13 +408,13 @@ impl Release {
     /// ServiceAccount's credentials, since v0.16; v0.15 neither reads the key
     /// nor fetches the InferenceService (`getLoggerConfigs`,
     /// `AgentInjector.InjectAgent`, `Mutator.Handle` @v0.15.0).
-    pub fn logger_storage(self) -> bool {
+    pub(crate) fn logger_storage(self) -> bool {
         self >= Release::V0_16_0
     }
 
     /// The logger storage ServiceAccount's credentials on the agent since
     /// v0.16 (`AgentInjector.InjectAgent` @v0.15.0 adds only the pod's).
-    pub fn logger_storage_credentials(self) -> bool {
+    pub(crate) fn logger_storage_credentials(self) -> bool {
         self >= Release::V0_16_0
     }
 
@@ -423,13 +423,13 @@ impl Release {
     /// v0.15.1 (kserve#4325: `AgentInjector.InjectAgent` @v0.15.1, the same
     /// code up to HEAD; @v0.15.0 there is no such flag, and the v0.15.0
     /// agent binary exits on it).
-    pub fn logger_metadata_annotations(self) -> bool {
+    pub(crate) fn logger_metadata_annotations(self) -> bool {
         self >= Release::V0_15_1
     }
 
     /// The logger's `marshallerUrl`, `batchSize`, `batchInterval` (config
     /// and InferenceService) since v0.17.
-    pub fn logger_marshaller(self) -> bool {
+    pub(crate) fn logger_marshaller(self) -> bool {
         self >= Release::V0_17_0
     }
 }

@@ -95,7 +95,7 @@ pub enum SettingsError {
 pub struct Settings {
     /// Storage-initializer requests and limits, canonical quantities, empty
     /// where unset: they fill the keys KServe's ConfigMap leaves out
-    /// ([`crate::Config::from_data_with`]).
+    /// ([`crate::config::Config::from_data_with`]).
     pub storage_initializer: Resources,
     /// The `kserve-provision-location` volume the storage-initializer
     /// downloads into, instead of KServe's `emptyDir` (named already).

@@ -620,7 +620,7 @@ impl ContainerView<'_> {
 impl PodView<'_> {
     /// The bytes of the pod's annotations, keys and values, as the API
     /// server counts them against its limit.
-    pub fn annotation_bytes(&self) -> usize {
+    pub(crate) fn annotation_bytes(&self) -> usize {
         let annotations = self.metadata.as_ref().and_then(|m| m.annotations.as_ref());
         annotations.map_or(0, |m| {
             m.0.iter()
@@ -658,7 +658,7 @@ impl PodView<'_> {
     }
 
     /// What the cluster-lookup rules read of this pod, created in `namespace`.
-    pub fn facts(&self, namespace: &str, config: &Config) -> PodFacts {
+    pub(crate) fn facts(&self, namespace: &str, config: &Config) -> PodFacts {
         fn pairs<'m>(m: Option<&'m StrMap<'_>>) -> impl Iterator<Item = (&'m str, &'m str)> {
             (m.into_iter().flat_map(|m| m.0.iter())).map(|(k, v)| (k.as_str(), v.as_str()))
         }
@@ -675,7 +675,7 @@ impl PodView<'_> {
     }
 
     /// The name, or the generateName while the name is not set yet.
-    pub fn display_name(&self) -> Option<&str> {
+    pub(crate) fn display_name(&self) -> Option<&str> {
         let meta = self.metadata.as_ref()?;
         meta.name
             .as_ref()
@@ -735,7 +735,7 @@ pub(crate) fn message_of(e: &serde_json::Error) -> String {
 }
 
 /// Refuses a view past `MAX_TOTAL_ENTRIES`.
-pub fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
+pub(crate) fn within_budget(view: PodView<'_>) -> Result<PodView<'_>, ViewError> {
     let entries = view.entries();
     if entries > MAX_TOTAL_ENTRIES {
         return Err(ViewError::ours(format!(

@@ -6,7 +6,7 @@
 #![no_main]
 
 use kserve_injector::config_file;
-use kserve_injector_core::Config;
+use kserve_injector_core::config::Config;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,15 +1,21 @@
-//! Bytes → `admission::review`. Never panics; when the answer carries a
+//! Bytes → `admission::prepare` then `answer`. Never panics; when the answer carries a
 //! patch, the patch applies to the request's object, and reviewing the
 //! patched object again yields no patch (the webhook is idempotent under
 //! `reinvocationPolicy: IfNeeded`).
 #![no_main]
 
 use base64::Engine;
-use kserve_injector_core::admission::review;
+use kserve_injector_core::admission::{prepare, Mode, ReviewError, Reviewed};
 use kserve_injector_core::Inputs;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::sync::OnceLock;
+
+/// One body answered as the webhook answers it: prepared, then answered in
+/// mutate mode.
+fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body, Mode::Mutate)?.answer(inputs)
+}
 
 fn env() -> &'static Inputs {
     static ENV: OnceLock<Inputs> = OnceLock::new();

@@ -1,11 +1,11 @@
-//! Bytes → `admission::review_in` in shadow mode. Every body the normal
+//! Bytes → `admission::prepare` and `answer` in shadow mode. Every body the normal
 //! mode answers, shadow mode answers too (its only errors are bodies that
 //! are not an AdmissionReview), and each of its answers is `allowed: true`
 //! with status 200 and no patch, whatever the pod holds: an injector's
 //! refusal, a pod that cannot be decoded and a pod past the caps included.
 #![no_main]
 
-use kserve_injector_core::admission::{review_in, Mode};
+use kserve_injector_core::admission::{prepare, Mode};
 use kserve_injector_core::Inputs;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -17,8 +17,8 @@ fn env() -> &'static Inputs {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let shadow = review_in(data, env(), Mode::Shadow { warnings: true });
-    let normal = review_in(data, env(), Mode::Mutate);
+    let shadow = prepare(data, Mode::Shadow { warnings: true }).and_then(|p| p.answer(env()));
+    let normal = prepare(data, Mode::Mutate).and_then(|p| p.answer(env()));
     assert_eq!(
         shadow.is_ok(),
         normal.is_ok(),

@@ -3,8 +3,9 @@
 //! its JSON edits.
 
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
-use kserve_injector_core::pod::{Annotations, List, TypedContainer, WorkingSet};
-use kserve_injector_core::view::ContainerView;
+use kserve_injector_core::internals::{
+    Annotations, ContainerView, List, TypedContainer, WorkingSet,
+};
 use std::borrow::Cow;
 
 /// A pod's reads and name-keyed writes ([`WorkingSet`]'s methods).

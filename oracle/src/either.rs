@@ -4,8 +4,9 @@
 
 use crate::{Edit, EditContainer, TreeContainer, TreeDoc};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
-use kserve_injector_core::pod::{Annotations, List, TypedContainer, WorkingSet};
-use kserve_injector_core::view::ContainerView;
+use kserve_injector_core::internals::{
+    Annotations, ContainerView, List, TypedContainer, WorkingSet,
+};
 use std::borrow::Cow;
 
 /// The working set or the oracle, borrowed.

@@ -13,7 +13,7 @@
 //! made for it. [`Edit`] is the calls both editors answer, so one test
 //! closure runs on either ([`EitherDoc`]).
 //!
-//! [`WorkingSet`]: kserve_injector_core::pod::WorkingSet
+//! [`WorkingSet`]: kserve_injector_core::internals::WorkingSet
 
 mod edit;
 mod either;

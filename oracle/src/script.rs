@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector, SecurityContext, Volume,
     VolumeMount,
 };
-use kserve_injector_core::pod::{apply_all, List, Op, WorkingSet};
-use kserve_injector_core::view;
+use kserve_injector_core::internals::{self as view, List, WorkingSet};
+use kserve_injector_core::{apply_all, Op};
 use proptest::prelude::*;
 use serde_json::Value;
 

@@ -7,8 +7,8 @@
 use crate::{Edit, EditContainer};
 use jsonptr::PointerBuf;
 use k8s_openapi::api::core::v1::{Container, ContainerPort, EnvVar, Volume, VolumeMount};
-use kserve_injector_core::pod::{Annotations, List, Op, OpKind};
-use kserve_injector_core::view::{self, ContainerView};
+use kserve_injector_core::internals::{self as view, Annotations, ContainerView, List};
+use kserve_injector_core::{Op, OpKind};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;

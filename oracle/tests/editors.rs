@@ -5,8 +5,10 @@
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, ObjectFieldSelector, Volume, VolumeMount,
 };
-use kserve_injector_core::pod::{apply_all, Annotations, List, Op, OpKind, WorkingSet};
-use kserve_injector_core::view::{pod_from_value, ContainerView};
+use kserve_injector_core::internals::{
+    pod_from_value, Annotations, ContainerView, List, WorkingSet,
+};
+use kserve_injector_core::{apply_all, Op, OpKind};
 use kserve_injector_oracle::{Edit, EditContainer, EitherDoc, TreeDoc};
 use serde_json::json;
 use serde_json::Value;

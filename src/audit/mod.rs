@@ -2,7 +2,7 @@
 //! objects come from a dump ([`dump`]) or a cluster ([`cluster`]); the
 //! comparison and the report are the core's ([`kserve_injector_core::audit`]).
 
-pub use kserve_injector_core::audit::credentials::CredentialReport;
+pub use kserve_injector_core::audit::CredentialReport;
 pub use kserve_injector_core::audit::*;
 
 pub mod cluster;
@@ -13,7 +13,7 @@ pub use upgrade_to::run_upgrade;
 
 use crate::config_file;
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
-use kserve_injector_core::{Config, Inputs};
+use kserve_injector_core::{config::Config, Inputs};
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -32,9 +32,9 @@ pub struct AuditSettings {
     pub controller_namespace: String,
     pub config: Option<PathBuf>,
     pub config_file: Option<PathBuf>,
-    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
+    pub modelcar_mode: kserve_injector_core::ModelcarMode,
     pub kserve_version: Option<kserve_injector_core::release::Release>,
-    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
+    pub security_profile: kserve_injector_core::SecurityProfile,
     /// List literal credentials in env instead of comparing.
     pub credentials: bool,
     /// Compare each pod under the current release and this one instead.
@@ -77,7 +77,7 @@ pub enum RunError {
     /// `--upgrade-to`: the current ConfigMap as the current release reads it.
     #[error("the current ConfigMap, as KServe {release} reads it: {source}")]
     AsRelease {
-        release: kserve_injector_core::Release,
+        release: kserve_injector_core::release::Release,
         source: kserve_injector_core::config::ConfigError,
     },
     /// `--upgrade-to` without a release named, and none told by the ConfigMap.

@@ -5,7 +5,7 @@
 use super::UnknownRelease;
 use super::{cluster_config, dump_namespace, read_objects, AuditSettings, Inventory, RunError};
 use crate::config_file;
-use kserve_injector_core::audit::upgrade::{Side, Upgrade, UpgradeReport};
+use kserve_injector_core::audit::{Side, Upgrade, UpgradeReport};
 use kserve_injector_core::config::ConfigMapData;
 use kserve_injector_core::config::{release_of_images, Config};
 use kserve_injector_core::release::Release;

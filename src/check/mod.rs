@@ -29,7 +29,7 @@ use k8s_openapi::api::authorization::v1::{
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kserve_injector_core::settings::Settings;
+use kserve_injector_core::Settings;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::{Api, Client};
 use rustls_pki_types::UnixTime;

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kserve_injector_core::config::{image_mismatches, release_of_images, Config, ConfigMapData};
 use kserve_injector_core::release::Release;
-use kserve_injector_core::settings::Settings;
+use kserve_injector_core::Settings;
 use kube::core::{Selector, SelectorExt};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

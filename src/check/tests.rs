@@ -363,7 +363,7 @@ fn a_budget_must_select_the_pods() {
 fn the_release_must_match_the_images_and_the_config_must_parse_under_it() {
     use kserve_injector_core::release::Release;
     let v17: Release = "v0.17".parse().unwrap();
-    let manifest = kserve_injector_core::Config::shipped_manifest(v17);
+    let manifest = kserve_injector_core::config::Config::shipped_manifest(v17);
     let mut data = kserve_injector_core::config::manifest_data(manifest).unwrap();
     for value in data.values_mut() {
         *value = value.replace(":latest", ":v0.17.1");

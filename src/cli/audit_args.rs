@@ -72,7 +72,7 @@ pub struct AuditArgs {
     /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
     #[arg(long, value_name = "MODE", default_value = "classic",
           value_parser = crate::flag_values::modelcar_mode())]
-    pub modelcar_mode: kserve_injector_core::inputs::ModelcarMode,
+    pub modelcar_mode: kserve_injector_core::ModelcarMode,
     /// The KServe release whose pod mutator the webhook reproduces (its
     /// `--kserve-version`): a tag from v0.15.0 to v0.20.0, or head; a minor
     /// alone is its last patch release. Default: the --config-file's
@@ -86,7 +86,7 @@ pub struct AuditArgs {
     /// baseline or restricted. Example: --security-profile restricted
     #[arg(long, value_name = "PROFILE", default_value = "baseline",
           value_parser = crate::flag_values::security_profile())]
-    pub security_profile: kserve_injector_core::inputs::SecurityProfile,
+    pub security_profile: kserve_injector_core::SecurityProfile,
     /// Instead of comparing, list every live pod (any label) whose
     /// containers carry a literal value in an env variable KServe fills from
     /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),

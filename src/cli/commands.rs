@@ -8,7 +8,7 @@ use super::{
 use crate::config_file::Accept;
 use crate::log_text::bounded;
 use crate::lookups::load_objects_within;
-use kserve_injector_core::{ClusterSnapshot, Inputs};
+use kserve_injector_core::{cluster::ClusterSnapshot, Inputs};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::process::ExitCode;
@@ -55,7 +55,9 @@ pub fn write_stdout(text: &str) -> ExitCode {
 /// Prints the shipped ConfigMap of the release asked for, HEAD's by default.
 pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
     let release = args.kserve_version.unwrap_or_default();
-    write_stdout(kserve_injector_core::Config::shipped_manifest(release))
+    write_stdout(kserve_injector_core::config::Config::shipped_manifest(
+        release,
+    ))
 }
 
 /// Prints why the command failed: a denial as `denied: ` and KServe's
@@ -230,8 +232,8 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
 
 /// `mutate --compare-to`: each pod under `--kserve-version`'s release and
 /// `target`, both reading `--config`, else each its shipped ConfigMap.
-fn compare(args: &MutateArgs, target: kserve_injector_core::Release) -> ExitCode {
-    use kserve_injector_core::audit::upgrade::{Side, Upgrade};
+fn compare(args: &MutateArgs, target: kserve_injector_core::release::Release) -> ExitCode {
+    use kserve_injector_core::audit::{Side, Upgrade};
     let output = match MutateOutput::difference(args.output) {
         Ok(output) => output,
         Err(e) => return fail(&CliError::from(InputError::OutputChoice(e))),

@@ -3,7 +3,7 @@
 //! [`Upgrade`], into the report `audit --upgrade-to` prints.
 
 use super::{describe, template_pointer, CliError, InputError, MutateSource};
-use kserve_injector_core::audit::upgrade::{Form, PodRow, Upgrade, UpgradeError, UpgradeReport};
+use kserve_injector_core::audit::{Form, PodRow, Upgrade, UpgradeError, UpgradeReport};
 use kserve_injector_core::reader;
 use serde_json::Value;
 use std::io::BufRead;

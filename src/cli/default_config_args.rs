@@ -1,6 +1,6 @@
 //! `default-config`'s flags.
 
-use kserve_injector_core::Release;
+use kserve_injector_core::release::Release;
 
 /// Which release's shipped inferenceservice-config to print.
 #[derive(Debug, Clone, clap::Args)]

@@ -2,10 +2,10 @@
 
 use crate::lookups::{LookupError, LookupModeError, ObjectsFileError};
 use kserve_injector_core::admission::ReviewError;
-use kserve_injector_core::injectors::InjectError;
-use kserve_injector_core::mutation::MutationError;
-use kserve_injector_core::pod::ApplyError;
 use kserve_injector_core::reader;
+use kserve_injector_core::ApplyError;
+use kserve_injector_core::InjectError;
+use kserve_injector_core::MutationError;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +108,7 @@ pub enum InputError {
     /// `--compare-to`: the ConfigMap as one of the two releases reads it.
     #[error("the ConfigMap, as KServe {release} reads it: {source}")]
     AsRelease {
-        release: kserve_injector_core::Release,
+        release: kserve_injector_core::release::Release,
         source: kserve_injector_core::config::ConfigError,
     },
     #[error("{label}: --compare-to reads Pods and workloads, not AdmissionReviews")]

@@ -5,8 +5,8 @@ use super::{CliError, InputError, MutateSource};
 use crate::lookups::{
     resolve_client, KubeEnvironment, LookupError, LookupMode, Lookups, DEFAULT_GET_TIMEOUT,
 };
-use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::{ClusterSnapshot, Config};
+use kserve_injector_core::PodFacts;
+use kserve_injector_core::{cluster::ClusterSnapshot, config::Config};
 use std::path::Path;
 
 /// `mutate --kubeconfig`: the objects each pod needs, read from a live

@@ -3,7 +3,7 @@
 //! `--watch-kinds` names them), Secrets fetched when a pod needs them and
 //! kept for a TTL (`fetched`), and [`Lookups::snapshot`], which fills a
 //! [`ClusterSnapshot`] for exactly the keys
-//! [`kserve_injector_core::cluster::keys::needed_keys`] names.
+//! [`kserve_injector_core::cluster::needed_keys`] names.
 //!
 //! A key a synced cache holds costs no API call. A key it does not hold (an
 //! object created a moment before the pod, a cache not synced yet, a kind

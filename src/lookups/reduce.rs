@@ -2,7 +2,7 @@
 
 pub use super::cache::Reduce;
 use k8s_openapi::api::core::v1 as api;
-use kserve_injector_core::cluster::load::{
+use kserve_injector_core::cluster::{
     inference_service, storage_container, StorageContainerLoadError,
 };
 use kserve_injector_core::cluster::{

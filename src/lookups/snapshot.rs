@@ -6,12 +6,12 @@ use super::view::StorageView;
 use super::watch::CacheOf;
 use super::{Kind, LookupError, Lookups};
 use k8s_openapi::api::core::v1 as api;
-use kserve_injector_core::cluster::keys::{needed_keys, ObjectKey};
+use kserve_injector_core::cluster::{needed_keys, ObjectKey};
 use kserve_injector_core::cluster::{
     ClusterSnapshot, ClusterStorageContainer, ObjectRef, Secret, ServiceAccount,
 };
 use kserve_injector_core::config::Config;
-use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::PodFacts;
 use kube::api::{DynamicObject, ListParams};
 use kube::{Api, Client};
 use std::collections::{BTreeMap, BTreeSet};

@@ -7,7 +7,7 @@ use super::{LookupModeError, LookupOptions, Lookups, OutsideNamespaces};
 use crate::log_text::bounded;
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::Config;
-use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::PodFacts;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tracing::{info, warn};

@@ -1,8 +1,8 @@
 use super::*;
-use kserve_injector_core::cluster::keys::ObjectKey;
+use kserve_injector_core::cluster::ObjectKey;
 use kserve_injector_core::config::Config;
 use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
-use kserve_injector_core::pod_facts::PodFacts;
+use kserve_injector_core::PodFacts;
 
 fn s3_pod(sa: &str) -> PodFacts {
     PodFacts {
@@ -119,7 +119,7 @@ async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
         c.insert(
             "bad".into(),
             Err(
-                kserve_injector_core::cluster::load::StorageContainerLoadError::Disabled {
+                kserve_injector_core::cluster::StorageContainerLoadError::Disabled {
                     name: "bad".into(),
                 }
                 .into(),

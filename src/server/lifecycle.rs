@@ -19,7 +19,7 @@ use crate::reload::{Source, Trigger};
 use crate::server::settings::LimitSettings;
 use crate::server::settings::{ConfigSettings, ServeSettings};
 use arc_swap::ArcSwap;
-use kserve_injector_core::{Config, Inputs};
+use kserve_injector_core::{config::Config, Inputs};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! per series.
 
 use crate::reload::ReloadCounters;
-use kserve_injector_core::injectors::{INJECTOR_NAMES, MUTATOR};
+use kserve_injector_core::{INJECTOR_NAMES, MUTATOR};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

@@ -5,7 +5,7 @@
 //! `Init`. So `serve` refuses to start instead. Without cluster lookups
 //! there is no API server to ask and the flag is trusted.
 
-use kserve_injector_core::inputs::ModelcarMode;
+use kserve_injector_core::ModelcarMode;
 use std::time::Duration;
 
 /// How long the version request may take; the lookups' own probe has just

@@ -131,7 +131,7 @@ async fn review(
     max_patch: usize,
 ) -> Result<Reviewed, admission::ReviewError> {
     // In shadow mode every answer below is an allowance, a denial included.
-    let prepared = admission::prepare_in(body, mode)?.answer_at_most(max_patch);
+    let prepared = admission::prepare(body, mode)?.answer_at_most(max_patch);
     // With lookups off the pod's facts are not even gathered.
     let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&inputs.config));
     let Some(facts) = facts.flatten() else {

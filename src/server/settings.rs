@@ -22,8 +22,8 @@ use crate::lookups::{
     Kind, LookupMode, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
 use clap::{ArgAction, Parser};
-use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::release::Release;
+use kserve_injector_core::{ModelcarMode, SecurityProfile};
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::num::NonZeroUsize;

@@ -44,8 +44,8 @@
 
 use base64::Engine;
 use kserve_injector::config_file;
-use kserve_injector_core::settings::Settings;
-use kserve_injector_core::{admission, reader, Config, Inputs, Release};
+use kserve_injector_core::Settings;
+use kserve_injector_core::{admission, config::Config, reader, release::Release, Inputs};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -269,8 +269,9 @@ fn review_request(pod: &Value, api_version: &str) -> Vec<u8> {
 
 /// Runs the AdmissionReview path and applies the returned patch to `pod`.
 fn run_review(pod: &Value, inputs: &Inputs, api_version: &str) -> Outcome {
-    let reviewed =
-        admission::review(&review_request(pod, api_version), inputs).expect("valid review");
+    let reviewed = admission::prepare(&review_request(pod, api_version), admission::Mode::Mutate)
+        .and_then(|prepared| prepared.answer(inputs))
+        .expect("valid review");
     let response: Value = serde_json::from_slice(&reviewed.body).expect("JSON response");
     assert_eq!(response["apiVersion"], api_version);
     assert_eq!(

@@ -166,7 +166,7 @@ fn the_settings_key_selects_the_release_and_the_flag_wins() {
 fn a_kserve_version_key_in_the_configmap_is_ignored() {
     // KServe's ConfigMap holds KServe's keys only; KServe ignores this one.
     let dir = tempfile::tempdir().expect("temp dir");
-    let manifest = kserve_injector_core::Config::default_manifest().replacen(
+    let manifest = kserve_injector_core::config::Config::default_manifest().replacen(
         "\ndata:\n",
         "\ndata:\n  kserveVersion: v0.17.0\n",
         1,
@@ -214,7 +214,7 @@ fn what_the_release_lacks_is_logged_at_debug_on_stderr() {
 
 #[test]
 fn default_config_prints_each_releases_shipped_configmap() {
-    use kserve_injector_core::{Config, Release};
+    use kserve_injector_core::{config::Config, release::Release};
     for release in Release::SUPPORTED {
         let out = crate::run_bin(
             &["default-config", "--kserve-version", release.as_str()],
@@ -371,7 +371,7 @@ fn the_logger_gets_metadata_annotations_from_v0_15_1_on() {
 /// Every spelling worth trying: each release's tag with and without the
 /// `v`, each minor alone, and near misses.
 fn spellings() -> Vec<String> {
-    use kserve_injector_core::Release;
+    use kserve_injector_core::release::Release;
     let mut out: Vec<String> = ["head", "HEAD", "Head", "latest", "", " v0.15", "V0.15.2"]
         .map(String::from)
         .to_vec();
@@ -387,7 +387,7 @@ fn spellings() -> Vec<String> {
 
 #[test]
 fn the_charts_schema_accepts_exactly_the_spellings_the_server_does() {
-    use kserve_injector_core::Release;
+    use kserve_injector_core::release::Release;
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/kserve-injector/values.schema.json");
     let schema: serde_json::Value =
@@ -411,7 +411,7 @@ fn the_charts_schema_accepts_exactly_the_spellings_the_server_does() {
 /// set for it: one release this build models, by its exact tag.
 #[test]
 fn the_kserve_the_docs_install_is_a_release_and_the_docs_name_it() {
-    use kserve_injector_core::Release;
+    use kserve_injector_core::release::Release;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let files = [
         "docs/install.md",

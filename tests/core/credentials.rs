@@ -23,7 +23,7 @@
 //! and mounts overlap the credential, CA and Hugging Face ones, and CA
 //! settings from the ConfigMap, annotations and Secret data together.
 
-use kserve_injector_core::{mutate, ClusterSnapshot, Config, Inputs};
+use kserve_injector_core::{cluster::ClusterSnapshot, config::Config, mutate, Inputs};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Map, Value};

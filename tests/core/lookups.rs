@@ -20,8 +20,10 @@
 //! or got credentials, so a generator that stops reaching them shows.
 
 use base64::Engine;
-use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::{admission, mutate, ClusterSnapshot, Config, Inputs, MutationError};
+use kserve_injector_core::PodFacts;
+use kserve_injector_core::{
+    admission, cluster::ClusterSnapshot, config::Config, mutate, Inputs, MutationError,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{json, Value};
@@ -419,7 +421,9 @@ fn via_review(pod: &Value, namespace: &str, inputs: &Inputs) -> Result<Value, St
                     "namespace": namespace, "operation": "CREATE", "userInfo": {},
                     "object": pod}}))
     .map_err(|e| e.to_string())?;
-    let reviewed = admission::review(&body, inputs).map_err(|e| e.to_string())?;
+    let reviewed = admission::prepare(&body, admission::Mode::Mutate)
+        .and_then(|prepared| prepared.answer(inputs))
+        .map_err(|e| e.to_string())?;
     let response: Value = serde_json::from_slice(&reviewed.body).map_err(|e| e.to_string())?;
     if response["response"]["allowed"] != true {
         return Err(response["response"]["status"]["message"]

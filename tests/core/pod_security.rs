@@ -10,8 +10,8 @@
 
 use kserve_injector::config_file;
 use kserve_injector_core::constants::SECURITY_PROFILE_ANNOTATION;
-use kserve_injector_core::inputs::{ModelcarMode, SecurityProfile};
 use kserve_injector_core::{mutate, Inputs};
+use kserve_injector_core::{ModelcarMode, SecurityProfile};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

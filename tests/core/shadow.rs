@@ -14,7 +14,7 @@
 //! - a body whose envelope was left intact (only the pod edited) is always
 //!   answered.
 
-use kserve_injector_core::admission::{review_in, Mode};
+use kserve_injector_core::admission::{prepare, Mode};
 use kserve_injector_core::Inputs;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -256,8 +256,8 @@ fn body(case: &Case, seeds: &[Value], tokens: &[String]) -> Vec<u8> {
 fn check(case: &Case, seeds: &[Value], tokens: &[String]) -> Result<(), String> {
     let inputs = Inputs::default();
     let body = body(case, seeds, tokens);
-    let shadow = review_in(&body, &inputs, Mode::Shadow { warnings: true });
-    let normal = review_in(&body, &inputs, Mode::Mutate);
+    let shadow = prepare(&body, Mode::Shadow { warnings: true }).and_then(|p| p.answer(&inputs));
+    let normal = prepare(&body, Mode::Mutate).and_then(|p| p.answer(&inputs));
     let shown = || String::from_utf8_lossy(&body[..body.len().min(600)]).into_owned();
     if shadow.is_ok() != normal.is_ok() {
         return Err(format!(

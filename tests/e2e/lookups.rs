@@ -12,11 +12,11 @@ use k8s_openapi::api::core::v1::Secret as ApiSecret;
 use kserve_injector::lookups::{
     fetch_once, Kind, LookupError, LookupMetrics, LookupOptions, Lookups,
 };
-use kserve_injector_core::cluster::objects::NOT_A_STORAGE_SPEC;
 use kserve_injector_core::cluster::ClusterSnapshot;
+use kserve_injector_core::cluster::NOT_A_STORAGE_SPEC;
+use kserve_injector_core::config::Config;
 use kserve_injector_core::constants::{ISVC_LABEL, LOGGER_ANNOTATION, SOURCE_URI_ANNOTATION};
-use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::Config;
+use kserve_injector_core::PodFacts;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
 use prometheus_client::registry::Registry;

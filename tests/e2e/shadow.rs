@@ -12,7 +12,7 @@ use crate::ports;
 use crate::webhook::{create, pod, Injector, OBJECTS, URI};
 use base64::Engine;
 use k8s_openapi::api::core::v1::Pod;
-use kserve_injector_core::injectors::{INJECTOR_NAMES, MUTATOR};
+use kserve_injector_core::{INJECTOR_NAMES, MUTATOR};
 use kube::api::{Api, ListParams};
 use std::path::Path;
 use std::time::Duration;

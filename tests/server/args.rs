@@ -133,7 +133,7 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
 
 #[test]
 fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), clap::Error> {
-    use kserve_injector_core::inputs::ModelcarMode;
+    use kserve_injector_core::ModelcarMode;
     let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.modelcar_mode,
@@ -158,7 +158,7 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
 #[test]
 fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Result<(), clap::Error>
 {
-    use kserve_injector_core::Release;
+    use kserve_injector_core::release::Release;
     let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(default.inference_config.kserve_version, None);
     let v0_17 = ServeSettings::try_parse_from(["--kserve-version", "v0.17.0"])?;
@@ -200,7 +200,7 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
 #[test]
 fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
 {
-    use kserve_injector_core::inputs::SecurityProfile;
+    use kserve_injector_core::SecurityProfile;
     let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.security_profile,

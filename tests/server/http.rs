@@ -5,7 +5,7 @@
 use crate::support::*;
 use hyper::body::Bytes;
 use hyper::StatusCode;
-use kserve_injector_core::Config;
+use kserve_injector_core::config::Config;
 use serde_json::Value;
 use std::time::Duration;
 

@@ -70,7 +70,7 @@ fn image_warnings(events: &[Value]) -> Vec<&Value> {
 
 #[test]
 fn serve_warns_once_when_an_image_names_another_release() {
-    let default = kserve_injector_core::Config::default_manifest();
+    let default = kserve_injector_core::config::Config::default_manifest();
     // The last agent image of KServe's ConfigMap is the `agent` key's.
     let at = default
         .rfind("kserve/agent:latest")
@@ -117,7 +117,7 @@ fn serve_takes_the_release_from_the_settings_file_unless_the_flag_names_one() {
     let settings = dir.path().join("settings.yaml");
     std::fs::write(&settings, "kserveVersion: v0.18\n").expect("settings written");
     let settings = settings.to_string_lossy().into_owned();
-    let default = kserve_injector_core::Config::default_manifest();
+    let default = kserve_injector_core::config::Config::default_manifest();
     let events = startup_log(default, &["--config-file", &settings]);
     assert_eq!(
         loaded_release(&events),

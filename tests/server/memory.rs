@@ -106,7 +106,10 @@ fn aliased_config() -> String {
 fn a_reload_refused_by_the_budget_gives_its_memory_back() -> TestResult {
     let tmp = tempfile::tempdir()?;
     let config = tmp.path().join("inferenceservice-config.yaml");
-    std::fs::write(&config, kserve_injector_core::Config::default_manifest())?;
+    std::fs::write(
+        &config,
+        kserve_injector_core::config::Config::default_manifest(),
+    )?;
     let config_flag = config.to_string_lossy().into_owned();
     let served = Served::spawn(&["--config", &config_flag, "--config-poll-interval", "100ms"])?;
     // Settled: the start-up allocations are done once metrics answer.
@@ -171,7 +174,7 @@ fn counted(served: &Served, series: &str, at_least: f64) -> TestResult {
 fn a_reload_of_nested_anchors_stays_within_the_budget() -> TestResult {
     let tmp = tempfile::tempdir()?;
     let config = tmp.path().join("inferenceservice-config.yaml");
-    let manifest = kserve_injector_core::Config::default_manifest();
+    let manifest = kserve_injector_core::config::Config::default_manifest();
     std::fs::write(&config, manifest)?;
     let config_flag = config.to_string_lossy().into_owned();
     let served = Served::spawn(&["--config", &config_flag, "--config-poll-interval", "100ms"])?;

@@ -8,7 +8,7 @@
 use crate::support::process::Serve;
 use crate::support::*;
 use hyper::StatusCode;
-use kserve_injector_core::Config;
+use kserve_injector_core::config::Config;
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -18,7 +18,7 @@ use kserve_injector::limits::MAX_BODY_BYTES;
 use kserve_injector::lookups::SnapshotSource;
 use kserve_injector::server::settings::ServeSettings;
 use kserve_injector::server::RouterInputs;
-use kserve_injector_core::{Config, Inputs};
+use kserve_injector_core::{config::Config, Inputs};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::Ordering;

@@ -6,6 +6,11 @@ use serde_json::{json, Value};
 
 const UID: &str = "705ab4f5-6393-11e8-b7cc-42010a800002";
 
+/// A body answered in mutate mode, as the webhook answers it.
+fn review(body: &[u8], inputs: &Inputs) -> Result<Reviewed, ReviewError> {
+    prepare(body, Mode::Mutate)?.answer(inputs)
+}
+
 fn review_body(api_version: &str, request: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
         "apiVersion": api_version,
@@ -551,10 +556,8 @@ fn storage_pod() -> Value {
 
 fn shadow_answer(pod: Value, warnings: bool) -> (Reviewed, Value) {
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod));
-    let prepared = prepare(&body).expect("a review");
-    let reviewed = prepared
-        .answer_in(&Inputs::default(), Mode::Shadow { warnings })
-        .expect("an answer");
+    let prepared = prepare(&body, Mode::Shadow { warnings }).expect("a review");
+    let reviewed = prepared.answer(&Inputs::default()).expect("an answer");
     let response = serde_json::from_slice(&reviewed.body).expect("JSON body");
     (reviewed, response)
 }
@@ -636,7 +639,8 @@ fn a_long_shadow_warning_ends_with_the_count_left_out() {
 
 #[test]
 fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
-    use crate::injectors::modelcar::{ShapeChoice, ShapeReason};
+    use crate::injectors::modelcar::shape::ShapeReason;
+    use crate::injectors::modelcar::ShapeChoice;
     use crate::inputs::ModelcarMode;
     let mut pod = isvc_pod();
     pod["metadata"]["annotations"] = json!({
@@ -670,10 +674,10 @@ fn the_modelcar_shape_and_its_reason_reach_the_review_record() {
 fn in_shadow_mode_a_refusal_or_lookup_denial_is_an_allowance_with_the_reason_withheld() {
     let shadow = Mode::Shadow { warnings: true };
     let body = review_body("admission.k8s.io/v1", request("Pod", "CREATE", isvc_pod()));
-    let refused = prepare_in(&body, shadow)
+    let refused = prepare(&body, shadow)
         .unwrap()
         .refuse(403, "outside --namespaces");
-    let denied = prepare_in(&body, shadow).unwrap().deny("lookup timed out");
+    let denied = prepare(&body, shadow).unwrap().deny("lookup timed out");
     for (reviewed, code, reason) in [
         (refused.unwrap(), 403, "outside --namespaces"),
         (denied.unwrap(), 500, "lookup timed out"),
@@ -688,7 +692,7 @@ fn in_shadow_mode_a_refusal_or_lookup_denial_is_an_allowance_with_the_reason_wit
         assert!(reviewed.allowed && reviewed.denial.is_none());
         assert_eq!(reviewed.withheld_denial.as_deref(), Some(reason));
     }
-    let plain = prepare(&body)
+    let plain = prepare(&body, Mode::Mutate)
         .unwrap()
         .refuse(403, "outside --namespaces")
         .unwrap();
@@ -797,14 +801,14 @@ fn a_patch_over_the_answer_bound_is_denied_before_it_is_written() {
     let encoded = response["response"]["patch"].as_str().unwrap().len();
 
     // The exact bound: a patch of exactly that many bytes fits.
-    let fits = prepare_in(&body, Mode::Mutate)
+    let fits = prepare(&body, Mode::Mutate)
         .unwrap()
         .answer_at_most(encoded);
     let fits = fits.answer(&Inputs::default()).unwrap();
     assert!(fits.allowed);
     assert_eq!(fits.body, whole.body);
 
-    let over = prepare_in(&body, Mode::Mutate)
+    let over = prepare(&body, Mode::Mutate)
         .unwrap()
         .answer_at_most(encoded - 1);
     let over = over.answer(&Inputs::default()).unwrap();

@@ -126,7 +126,7 @@ pub struct Difference {
 
 /// The differences between `want` (the template with our patch applied)
 /// and `got` (the running pod): their labels, annotations and spec.
-pub fn compare(want: &Value, got: &Value, rules: &Rules) -> Vec<Difference> {
+pub(crate) fn compare(want: &Value, got: &Value, rules: &Rules) -> Vec<Difference> {
     let mut walk = Walk {
         rules,
         sidecar_volumes: sidecar_volumes(got.get("spec"), rules),

@@ -108,18 +108,19 @@ fn another_config_makes_every_pod_differ_at_the_same_path() {
         pod("a", Some(("ReplicaSet", "rs1"))),
         pod("b", Some(("ReplicaSet", "rs1"))),
     ]);
-    let manifest = crate::reader::documents(&mut crate::Config::default_manifest().as_bytes())
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
+    let manifest =
+        crate::reader::documents(&mut crate::config::Config::default_manifest().as_bytes())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
     let mut data: BTreeMap<String, String> =
         serde_json::from_value(manifest["data"].clone()).unwrap();
     data.insert(
         "storageInitializer".into(),
         data["storageInitializer"].replace("kserve/storage-initializer", "example.com/other"),
     );
-    let inputs = Inputs::new(crate::Config::from_data(&data).unwrap());
+    let inputs = Inputs::new(crate::config::Config::from_data(&data).unwrap());
     let report = inv.audit(&inputs, &Rules::default());
     assert_eq!(report.totals.differs, 2);
     assert_eq!(report.differences.len(), 1, "{:?}", report.differences);

@@ -36,9 +36,9 @@
 //! per waypoint and two per move.
 
 mod attribute;
-pub mod changes;
-pub mod keys;
-pub mod report;
+pub(crate) mod changes;
+pub(crate) mod keys;
+pub(crate) mod report;
 mod table;
 mod walk;
 
@@ -50,8 +50,9 @@ use crate::pod_facts::PodFacts;
 use crate::release::Release;
 use attribute::{Found, Outcome};
 pub use changes::{Causes, Change, ChangeKind};
-pub use keys::KeyReading;
-pub use report::{Admission, PodRow, UpgradeReport, UpgradeStatus};
+pub(crate) use keys::KeyReading;
+pub(crate) use report::Admission;
+pub use report::{PodRow, UpgradeReport};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use walk::Mover;

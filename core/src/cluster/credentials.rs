@@ -18,8 +18,6 @@ use super::{Annotations, ClusterSnapshot};
 use crate::config::CredentialConfig;
 use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
 
-pub use super::secret_kinds::{GCS_MOUNT_PATH, GCS_VOLUME, HDFS_MOUNT_PATH, HDFS_VOLUME};
-
 /// The ServiceAccount annotation that turns on IAM-role (IRSA) S3 settings.
 pub(crate) const IRSA_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
 pub(crate) const DEFAULT_SERVICE_ACCOUNT: &str = "default";
@@ -118,7 +116,7 @@ pub(crate) fn add_service_account_credentials(
 }
 
 /// The Secret named by the pod annotation the config designates, if any.
-pub fn annotated_secret<'a>(
+pub(crate) fn annotated_secret<'a>(
     config: &CredentialConfig,
     pod_annotations: &'a dyn Annotations,
 ) -> Option<&'a str> {

@@ -112,7 +112,7 @@ impl StorageContainers {
     /// The CSCs an implicit selection for `uri` must look at, in name
     /// order: every eligible CSC (enabled, `initContainer`) whose formats
     /// can match `uri` or fail on it. See the module comment.
-    pub fn candidates<'a>(
+    pub(crate) fn candidates<'a>(
         &'a self,
         uri: &str,
     ) -> impl Iterator<Item = &'a ClusterStorageContainer> + 'a {

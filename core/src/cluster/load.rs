@@ -139,7 +139,7 @@ impl ClusterSnapshot {
 
 impl LoadedSnapshot {
     /// Adds one document (a List's items one by one); `at` names it in errors.
-    pub fn add_document(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
+    pub(crate) fn add_document(&mut self, doc: &Value, at: &str) -> Result<(), ObjectsLoadError> {
         let fail = |problem: ObjectProblem| ObjectsLoadError {
             at: at.to_string(),
             problem,

@@ -1,39 +1,44 @@
 //! What KServe's pod mutator reads from the API server, as a plain snapshot
 //! ([`ClusterSnapshot`]) and pure functions over it: which objects a pod needs
-//! ([`keys`]), the credentials a ServiceAccount's Secrets give a container
-//! ([`credentials`]), the ClusterStorageContainer for a storage URI and its
-//! merge into the init container ([`storage_container`], [`container_merge`]),
-//! the storage-spec Secret's entry ([`storage_spec`]), and the logger
-//! storage an InferenceService configures ([`logger`]).
+//! (`keys`), the credentials a ServiceAccount's Secrets give a container
+//! (`credentials`), the ClusterStorageContainer for a storage URI and its
+//! merge into the init container (`storage_container`, `container_merge`),
+//! the storage-spec Secret's entry (`storage_spec`), and the logger
+//! storage an InferenceService configures (`logger`).
 //!
 //! No I/O happens here: adapters (the CLI's `--objects` file via
 //! [`ClusterSnapshot::from_documents`], server caches) fill the snapshot with
 //! the objects [`keys::needed_keys`] names. An absent object is "not found",
 //! exactly as a failed GET is for KServe.
 
-pub mod container_merge;
-pub mod credentials;
+pub(crate) mod container_merge;
+pub(crate) mod credentials;
 mod csc_index;
-pub mod keys;
-pub mod load;
-pub mod logger;
-pub mod objects;
+pub(crate) mod keys;
+pub(crate) mod load;
+pub(crate) mod logger;
+pub(crate) mod objects;
 mod s3;
 mod secret_kinds;
-pub mod storage_container;
-pub mod storage_spec;
+pub(crate) mod storage_container;
+pub(crate) mod storage_spec;
 
 pub use csc_index::StorageContainers;
-pub use load::{LoadedSnapshot, ObjectsLoadError};
-pub use objects::{
-    ClusterStorageContainer, InferenceService, IsvcLogger, Secret, ServiceAccount, UriFormat,
-    KEPT_SECRET_VALUE_KEYS,
+pub use keys::{needed_keys, ObjectKey};
+pub use load::{
+    inference_service, storage_container, LoadedSnapshot, ObjectProblem, ObjectsLoadError,
+    StorageContainerLoadError,
 };
-pub use secret_kinds::secret_env_names;
+pub use objects::{
+    ClusterStorageContainer, InferenceService, Secret, ServiceAccount, NOT_A_STORAGE_SPEC,
+};
+pub(crate) use secret_kinds::secret_env_names;
+#[cfg(any(test, feature = "oracle"))]
+pub use storage_container::select as select_storage_container;
 
 use std::collections::BTreeMap;
 
-pub use crate::pod_facts::Annotations;
+pub(crate) use crate::pod_facts::Annotations;
 
 /// A namespaced object's identity.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -58,7 +63,7 @@ impl std::fmt::Display for ObjectRef {
 }
 
 /// The cluster objects a mutation may read, already reduced to what the
-/// injectors use (see [`objects`]). Whatever is absent behaves as "not found".
+/// injectors use (see `objects`). Whatever is absent behaves as "not found".
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterSnapshot {
     pub service_accounts: BTreeMap<ObjectRef, ServiceAccount>,
@@ -72,7 +77,7 @@ pub struct ClusterSnapshot {
 
 impl ClusterSnapshot {
     /// The kept part of a Secret: `get(key)` gives the values the storage-spec
-    /// and credential code read (see [`KEPT_SECRET_VALUE_KEYS`]).
+    /// and credential code read (see `KEPT_SECRET_VALUE_KEYS`).
     pub fn secret(&self, namespace: &str, name: &str) -> Option<&Secret> {
         self.secrets.get(&ObjectRef::new(namespace, name))
     }

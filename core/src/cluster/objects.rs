@@ -17,7 +17,7 @@ use zeroize::Zeroizing;
 /// ever referenced by name (`secretKeyRef`, secret volumes), so their values
 /// are never held. Every other value is replaced by its storage-spec
 /// projection, see [`Secret::get`].
-pub const KEPT_SECRET_VALUE_KEYS: [&str; 11] = [
+pub(crate) const KEPT_SECRET_VALUE_KEYS: [&str; 11] = [
     "S3_USE_HTTPS",
     "S3_ENDPOINT",
     "S3_VERIFY_SSL",
@@ -52,7 +52,7 @@ pub struct ServiceAccount {
 }
 
 impl ServiceAccount {
-    pub fn object_ref(&self) -> ObjectRef {
+    pub(crate) fn object_ref(&self) -> ObjectRef {
         ObjectRef::new(&self.namespace, &self.name)
     }
 
@@ -118,19 +118,20 @@ impl Secret {
         out
     }
 
-    pub fn with_annotation(mut self, key: &str, value: &str) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_annotation(mut self, key: &str, value: &str) -> Self {
         self.annotations.insert(key.to_string(), value.to_string());
         self
     }
 
     /// Adds a data entry, keeping only what [`Secret::get`] documents.
-    pub fn with_data(mut self, key: &str, value: &str) -> Self {
+    pub(crate) fn with_data(mut self, key: &str, value: &str) -> Self {
         self.values
             .insert(key.to_string(), reduce_value(key, value));
         self
     }
 
-    pub fn object_ref(&self) -> ObjectRef {
+    pub(crate) fn object_ref(&self) -> ObjectRef {
         ObjectRef::new(&self.namespace, &self.name)
     }
 
@@ -162,7 +163,7 @@ impl Secret {
         reduced
     }
 
-    pub fn has_key(&self, key: &str) -> bool {
+    pub(crate) fn has_key(&self, key: &str) -> bool {
         self.values.contains_key(key)
     }
 
@@ -171,7 +172,7 @@ impl Secret {
         self.values.keys().map(String::as_str)
     }
 
-    /// `Some` exactly when the key exists. For [`KEPT_SECRET_VALUE_KEYS`] the
+    /// `Some` exactly when the key exists. For `KEPT_SECRET_VALUE_KEYS` the
     /// value itself; for any other key its storage-spec projection: the
     /// `type`, `bucket` and `cabundle_configmap` members when the value is a
     /// JSON object of strings (re-serialised, so a storage-spec entry parses
@@ -289,7 +290,7 @@ pub struct InferenceService {
 }
 
 impl InferenceService {
-    pub fn object_ref(&self) -> ObjectRef {
+    pub(crate) fn object_ref(&self) -> ObjectRef {
         ObjectRef::new(&self.namespace, &self.name)
     }
 }

@@ -11,11 +11,11 @@ use k8s_openapi::api::core::v1::{
 pub(super) const DEFAULT_S3_ACCESS_KEY_ID_NAME: &str = "awsAccessKeyID";
 pub(super) const DEFAULT_S3_SECRET_ACCESS_KEY_NAME: &str = "awsSecretAccessKey";
 pub(super) const DEFAULT_GCS_CREDENTIAL_FILE_NAME: &str = "gcloud-application-credentials.json";
-pub const GCS_VOLUME: &str = "user-gcp-sa";
-pub const GCS_MOUNT_PATH: &str = "/var/secrets/";
+pub(super) const GCS_VOLUME: &str = "user-gcp-sa";
+pub(super) const GCS_MOUNT_PATH: &str = "/var/secrets/";
 pub(crate) const GCS_CREDENTIALS_ENV: &str = "GOOGLE_APPLICATION_CREDENTIALS";
-pub const HDFS_VOLUME: &str = "hdfs-secrets";
-pub const HDFS_MOUNT_PATH: &str = "/var/secrets/kserve-hdfscreds";
+pub(super) const HDFS_VOLUME: &str = "hdfs-secrets";
+pub(super) const HDFS_MOUNT_PATH: &str = "/var/secrets/kserve-hdfscreds";
 const HDFS_NAMENODE: &str = "HDFS_NAMENODE";
 const HF_TOKEN: &str = "HF_TOKEN";
 const HF_TRANSFER: &str = "HF_HUB_ENABLE_HF_TRANSFER";
@@ -44,7 +44,7 @@ const AZURE_ENV: [(&str, Option<&str>); 9] = [
 /// storage key, Hugging Face's and ModelScope's tokens, and the
 /// storage-spec `STORAGE_CONFIG`. A container carrying one of these as a
 /// literal `value` holds what should have stayed in the Secret.
-pub fn secret_env_names() -> Vec<&'static str> {
+pub(crate) fn secret_env_names() -> Vec<&'static str> {
     let mut names = vec!["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"];
     names.extend(AZURE_ENV.iter().map(|(env, _)| *env));
     names.extend([

@@ -15,6 +15,7 @@ pub(crate) const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
 
 /// KServe's messages; each denies the pod.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[cfg_attr(not(any(test, feature = "oracle")), allow(unreachable_pub))] // What `select` returns.
 pub enum StorageContainerError {
     #[error("ClusterStorageContainer {0:?} not found")]
     NotFound(String),
@@ -32,7 +33,7 @@ pub enum StorageContainerError {
 impl ClusterStorageContainer {
     /// KServe's `IsStorageUriSupported`: formats in order, prefix by string
     /// prefix, regex unanchored; an invalid regex is an error when reached.
-    pub fn supports(&self, uri: &str) -> Result<bool, StorageContainerError> {
+    pub(crate) fn supports(&self, uri: &str) -> Result<bool, StorageContainerError> {
         for format in &self.supported_uri_formats {
             let matched = match format {
                 UriFormat::Prefix(p) => uri.starts_with(p.as_str()),
@@ -61,6 +62,7 @@ impl ClusterStorageContainer {
 /// CSC, which must exist, be enabled, be an `initContainer` one and support
 /// the URI. Without: the first CSC by name that is enabled, of workload type
 /// `initContainer`, and supports the URI; `None` if there is none.
+#[cfg_attr(not(any(test, feature = "oracle")), allow(unreachable_pub))] // Public to the benches (lib.rs).
 pub fn select<'a>(
     cluster: &'a ClusterSnapshot,
     uri: &str,

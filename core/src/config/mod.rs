@@ -1,7 +1,7 @@
 //! The `inferenceservice-config` ConfigMap: parsed and validated once, at load.
 //! Pure: text or a key→value map in, a [`Config`] or a [`ConfigError`] out.
 
-pub mod bounds;
+pub(crate) mod bounds;
 mod fields;
 mod release;
 mod shipped;
@@ -68,7 +68,7 @@ pub enum ConfigError {
     #[error("the ConfigMap's {keys} hold {bytes} bytes, more than the {MAX_CONFIGMAP_BYTES} the API server stores in a whole ConfigMap")]
     TooLarge { keys: String, bytes: usize },
     /// A value KServe loads that every pod made with it would carry
-    /// ([`bounds`]).
+    /// (`bounds`).
     #[error("invalid {section:?} configuration: {key:?}: {source}; every {container} container would be made with it")]
     OutOfRange {
         section: &'static str,
@@ -124,13 +124,13 @@ pub struct StorageInitializerConfig {
     pub oci_insecure_registry: bool,
     /// v0.15 only: `enableDirectPvcVolumeMount` false or absent, so a
     /// `pvc://` model is copied into the emptyDir by the storage-initializer
-    /// ([`Release::direct_pvc_always`]); always false under other releases.
+    /// (`Release::direct_pvc_always`); always false under other releases.
     pub pvc_copy_mode: bool,
 }
 
 impl StorageInitializerConfig {
     /// KServe's `resolveMode`: the explicit mode wins, either legacy switch means modelcar.
-    pub fn oci_mode(&self) -> &str {
+    pub(crate) fn oci_mode(&self) -> &str {
         if !self.oci_model_mode.is_empty() {
             &self.oci_model_mode
         } else if self.enable_modelcar || self.enable_oci_model_support {
@@ -246,7 +246,7 @@ impl Config {
     /// [`Self::from_manifest`], with `defaults` for the storage-initializer
     /// resource keys the ConfigMap leaves out or empty, read as `release`
     /// reads it (see [`Self::from_data_with`]).
-    pub fn from_manifest_with(
+    pub(crate) fn from_manifest_with(
         text: &str,
         defaults: &Resources,
         release: Release,
@@ -262,7 +262,7 @@ impl Config {
 
     /// [`Self::from_data`], where a storage-initializer resource key that the
     /// ConfigMap leaves out or empty takes its value from `defaults` (our own
-    /// settings file, [`crate::settings`]); a key the ConfigMap sets wins.
+    /// settings file, `crate::settings`); a key the ConfigMap sets wins.
     /// An empty default changes nothing: the key is KServe's error as before.
     /// The data is read as `release` reads it (`--kserve-version`, else the
     /// settings file's `kserveVersion`, [`crate::settings::Settings::release`]).
@@ -276,7 +276,7 @@ impl Config {
 
     /// [`Self::from_data_with`], read as `release` (a release's switches,
     /// some perhaps flipped) reads it.
-    pub fn from_data_as(
+    pub(crate) fn from_data_as(
         data: &BTreeMap<String, String>,
         defaults: &Resources,
         release: Behaviour,
@@ -338,14 +338,14 @@ pub type ConfigMapData = BTreeMap<String, String>;
 
 /// The API server's limit on a ConfigMap's data (`MaxSecretSize`, which
 /// `ValidateConfigMap` applies to ConfigMaps too).
-pub const MAX_CONFIGMAP_BYTES: usize = 1 << 20;
+pub(crate) const MAX_CONFIGMAP_BYTES: usize = 1 << 20;
 
 /// What reading a ConfigMap manifest may cost: its text, aliases expanded,
 /// at most the 4 MiB a file `serve` reads may hold (four times what the API
 /// server stores), in at most 100,000 nodes (the shipped manifest has a few
 /// dozen). Smaller than the reader's default, which is sized for pods and
 /// lists: a reload then costs the server a few MiB at most.
-pub const MANIFEST_BUDGET: crate::reader::Budget = crate::reader::Budget {
+pub(crate) const MANIFEST_BUDGET: crate::reader::Budget = crate::reader::Budget {
     document_bytes: 4 << 20,
     document_nodes: 100_000,
     depth: crate::reader::MAX_DEPTH,
@@ -355,7 +355,7 @@ pub const MANIFEST_BUDGET: crate::reader::Budget = crate::reader::Budget {
 
 /// The `data` of a ConfigMap manifest (YAML or JSON), read as the CLI reads
 /// it: JSON as JSON, YAML the way kubectl reads it, within
-/// [`MANIFEST_BUDGET`].
+/// `MANIFEST_BUDGET`.
 pub fn manifest_data(text: &str) -> Result<ConfigMapData, ConfigError> {
     let read = |e: ReadError| ConfigError::Manifest(ManifestError::Read(e.into()));
     let mut bytes = text.as_bytes();

@@ -21,7 +21,7 @@ impl Config {
     }
 
     /// [`Self::for_release`] for a release's switches, some perhaps flipped.
-    pub fn for_behaviour(mut self, release: Behaviour) -> Self {
+    pub(crate) fn for_behaviour(mut self, release: Behaviour) -> Self {
         self.release = release;
         let storage = &mut self.storage_initializer;
         if !release.oci_mode_keys() {

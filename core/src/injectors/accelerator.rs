@@ -8,9 +8,9 @@ use crate::constants::{
 use crate::inputs::Inputs;
 use crate::pod::{List, WorkingSet};
 
-pub const NAME: &str = "accelerator";
+pub(crate) const NAME: &str = "accelerator";
 
-pub fn inject(pod: &mut WorkingSet<'_>, _env: &Inputs) -> Result<(), InjectError> {
+pub(crate) fn inject(pod: &mut WorkingSet<'_>, _env: &Inputs) -> Result<(), InjectError> {
     let Some(accelerator) = pod
         .annotation(GKE_ACCELERATOR_ANNOTATION)
         .map(str::to_string)

@@ -20,9 +20,9 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-pub const NAME: &str = "agent";
+pub(crate) const NAME: &str = "agent";
 
-pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
+pub(crate) fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
     let puller = pod.annotation(AGENT_ANNOTATION).is_some();
     let batcher = pod.annotation(BATCHER_ANNOTATION).is_some();
     let logger = pod.annotation(LOGGER_ANNOTATION).is_some();

@@ -10,9 +10,9 @@ use crate::inputs::Inputs;
 use crate::pod::{List, WorkingSet};
 use serde_json::Value;
 
-pub const NAME: &str = "istio-cni";
+pub(crate) const NAME: &str = "istio-cni";
 
-pub fn inject(pod: &mut WorkingSet<'_>, _env: &Inputs) -> Result<(), InjectError> {
+pub(crate) fn inject(pod: &mut WorkingSet<'_>, _env: &Inputs) -> Result<(), InjectError> {
     if pod
         .position(List::InitContainers, STORAGE_INITIALIZER_CONTAINER)
         .is_none()

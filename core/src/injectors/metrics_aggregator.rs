@@ -7,7 +7,7 @@ use crate::inputs::Inputs;
 use crate::pod::{List, WorkingSet};
 use k8s_openapi::api::core::v1::ContainerPort;
 
-pub const NAME: &str = "metrics-aggregator";
+pub(crate) const NAME: &str = "metrics-aggregator";
 
 /// Whether the annotation says "true"; written from config when absent.
 fn enabled(pod: &mut WorkingSet<'_>, key: &str, default: &str) -> bool {
@@ -20,7 +20,7 @@ fn enabled(pod: &mut WorkingSet<'_>, key: &str, default: &str) -> bool {
     }
 }
 
-pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
+pub(crate) fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
     let config = &inputs.config.metrics_aggregator;
     let aggregate = enabled(
         pod,

@@ -1,14 +1,14 @@
 //! KServe's injectors, one file each, run in KServe's order. Each is a pure
 //! function of the pod and the [`Inputs`]; each is idempotent on its own.
 
-pub mod accelerator;
-pub mod agent;
-pub mod ca_bundle;
-pub mod istio_cni;
-pub mod metrics_aggregator;
-pub mod modelcar;
-pub mod security_profile;
-pub mod storage_initializer;
+pub(crate) mod accelerator;
+pub(crate) mod agent;
+pub(crate) mod ca_bundle;
+pub(crate) mod istio_cni;
+pub(crate) mod metrics_aggregator;
+pub(crate) mod modelcar;
+pub(crate) mod security_profile;
+pub(crate) mod storage_initializer;
 
 use crate::inputs::Inputs;
 use crate::pod::WorkingSet;
@@ -35,7 +35,7 @@ impl InjectError {
     }
 
     /// `source`, worded as `message` (which may quote it).
-    pub fn caused_by(
+    pub(crate) fn caused_by(
         injector: &'static str,
         message: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
@@ -48,7 +48,7 @@ impl InjectError {
     }
 
     /// `source`, in its own words.
-    pub fn from_source(
+    pub(crate) fn from_source(
         injector: &'static str,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {

@@ -21,10 +21,10 @@ use k8s_openapi::api::core::v1::{
     VolumeMount,
 };
 
-pub mod shape;
-pub use shape::{ShapeChoice, ShapeReason};
+pub(crate) mod shape;
+pub(crate) use shape::ShapeChoice;
 
-pub const NAME: &str = "modelcar";
+pub(crate) const NAME: &str = "modelcar";
 
 /// What the modelcar step does with one pod, decided once before the
 /// pipeline runs (no injector before it touches what it reads: the storage

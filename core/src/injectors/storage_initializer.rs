@@ -32,7 +32,7 @@ use k8s_openapi::api::core::v1::{
 };
 use overrides::InitResources;
 
-pub const NAME: &str = "storage-initializer";
+pub(crate) const NAME: &str = "storage-initializer";
 
 fn error(message: impl Into<String>) -> InjectError {
     InjectError::new(NAME, message)
@@ -42,7 +42,7 @@ fn refused(source: impl std::error::Error + Send + Sync + 'static) -> InjectErro
     InjectError::from_source(NAME, source)
 }
 
-pub fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
+pub(crate) fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), InjectError> {
     let Some(mut src) = pod.annotation(SOURCE_URI_ANNOTATION).map(str::to_string) else {
         return Ok(());
     };
@@ -420,7 +420,7 @@ fn apply_confidential(pod: &WorkingSet<'_>, vars: &mut Vec<EnvVar>) {
     }
 }
 
-pub mod overrides;
+pub(crate) mod overrides;
 
 #[cfg(test)]
 mod tests;

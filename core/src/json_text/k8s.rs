@@ -50,6 +50,7 @@ fn room_for(c: &Container) -> usize {
 }
 
 /// The JSON text of `var`.
+#[cfg(any(test, feature = "oracle"))] // Only the tests and the oracle call it.
 pub(crate) fn env_var(var: &EnvVar) -> std::result::Result<String, serde_json::Error> {
     let mut out = String::with_capacity(32 + var.name.len());
     write_env_var(&mut out, var)?;

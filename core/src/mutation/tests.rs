@@ -1,4 +1,5 @@
 use super::*;
+use crate::cluster::ClusterSnapshot;
 use crate::config::Config;
 use serde_json::json;
 

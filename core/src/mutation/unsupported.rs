@@ -33,7 +33,7 @@ impl fmt::Display for Unsupported {
 
 /// What `pod` asks for that `release` lacks (empty at HEAD). Read before
 /// the pipeline, from the same annotations the injectors read.
-pub fn unsupported(pod: &WorkingSet<'_>, release: impl Into<Behaviour>) -> Vec<Unsupported> {
+pub(crate) fn unsupported(pod: &WorkingSet<'_>, release: impl Into<Behaviour>) -> Vec<Unsupported> {
     let (release, mut out): (Behaviour, _) = (release.into(), Vec::new());
     let mut note = |asked: String, instead: &'static str| {
         out.push(Unsupported {

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use std::collections::BTreeMap;
 
 /// A literal variable; an empty value is left out, as Go's `omitempty` does.
-pub fn env_var(name: &str, value: &str) -> EnvVar {
+pub(crate) fn env_var(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
         value: (!value.is_empty()).then(|| value.to_string()),
@@ -28,7 +28,7 @@ pub(crate) fn push_env_if_absent(env: &mut Vec<EnvVar>, var: EnvVar) {
 }
 
 /// A mount of `name` at `path`; `readOnly` is written only when true.
-pub fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+pub(crate) fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
     VolumeMount {
         name: name.to_string(),
         mount_path: path.to_string(),
@@ -38,7 +38,7 @@ pub fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
 }
 
 /// Limits and requests of cpu and memory from a config block.
-pub fn resources(r: &Resources) -> ResourceRequirements {
+pub(crate) fn resources(r: &Resources) -> ResourceRequirements {
     let pair = |cpu: &str, memory: &str| {
         BTreeMap::from([
             ("cpu".to_string(), Quantity(cpu.to_string())),

@@ -76,7 +76,7 @@ impl Op {
     }
 
     /// Applies the operation to `doc` as RFC 6902 says.
-    pub fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
+    pub(crate) fn apply(&self, doc: &mut Value) -> Result<(), ApplyError> {
         let value = serde_json::from_str(&self.value).map_err(|e| ApplyError {
             op: self.name(),
             path: self.path.clone(),

@@ -143,6 +143,7 @@ impl<'a> WorkingSet<'a> {
     /// and a path written twice keeps one operation with the last value, so
     /// whatever we create arrives whole in one `add`, as a diff would send
     /// it (and as the test oracle's `TreeDoc` sends it).
+    #[cfg(any(test, feature = "oracle"))] // Only the tests and the oracle call it.
     pub fn into_patch(self) -> Vec<Op> {
         let mut out: Vec<Op> = Vec::with_capacity(self.ops.len());
         for op in self.ops {
@@ -157,7 +158,7 @@ impl<'a> WorkingSet<'a> {
     /// the first range of `ends` (change counts, ascending) that holds the
     /// change which created it. A change folded into an earlier `add` keeps
     /// that add's source; a change past the last range is `ends`' last label.
-    pub fn into_sourced_patch(
+    pub(crate) fn into_sourced_patch(
         self,
         ends: &[(&'static str, usize)],
     ) -> (Vec<Op>, Vec<&'static str>) {
@@ -342,7 +343,7 @@ impl<'a> WorkingSet<'a> {
     }
 
     /// The entries as the injectors read them: every list for containers
-    /// the webhook adds, the listed ones for others ([`crate::view`]).
+    /// the webhook adds, the listed ones for others (`view.rs`).
     /// `&mut` because added containers kept as their name only are
     /// written out when something reads them.
     pub fn containers(&mut self, list: List) -> &[ContainerView<'a>] {
@@ -640,6 +641,7 @@ impl TypedContainer<'_, '_> {
     }
 
     /// Appends the variable unless one of that name exists.
+    #[cfg(feature = "oracle")] // Only the oracle calls it.
     pub fn ensure_env(&mut self, var: &EnvVar) -> bool {
         if self.has_env(&var.name) {
             return false;

@@ -135,7 +135,7 @@ impl Meter {
     }
 
     /// A collection opens at `depth` (1 for the root).
-    pub fn depth(&self, depth: usize) -> Result<(), OverBudget> {
+    pub(crate) fn depth(&self, depth: usize) -> Result<(), OverBudget> {
         if depth > self.budget.depth {
             return Err(self.refuse(OverBudget::Depth(self.budget.depth)));
         }
@@ -143,7 +143,7 @@ impl Meter {
     }
 
     /// Why a charge was refused, if one was.
-    pub fn refusal(&self) -> Option<OverBudget> {
+    pub(crate) fn refusal(&self) -> Option<OverBudget> {
         *self.refusal.borrow()
     }
 
@@ -169,7 +169,7 @@ impl Meter {
 }
 
 /// `bytes` as people write it: `64 MiB` when it is whole mebibytes.
-pub fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {

@@ -51,7 +51,7 @@ macro_rules! switches {
         impl Behaviour {
             $(
                 #[doc = concat!("[`Release::", stringify!($method), "`], unless flipped.")]
-                pub fn $method(self) -> bool {
+                pub(crate) fn $method(self) -> bool {
                     self.get(Switch::$variant)
                 }
             )+
@@ -135,7 +135,7 @@ impl Behaviour {
     }
 
     /// The switches flipped from the release's own values.
-    pub fn flipped(self) -> impl Iterator<Item = Switch> {
+    pub(crate) fn flipped(self) -> impl Iterator<Item = Switch> {
         (Switch::ALL.iter().copied()).filter(move |s| self.flipped & bit(*s) != 0)
     }
 }

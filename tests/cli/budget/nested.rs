@@ -93,7 +93,7 @@ fn nested_anchors_in_a_config_or_a_settings_file_are_refused_at_the_budget() {
     // 100 KB of ConfigMap: a reload of 101 KB of it once killed a server
     // held to 128 MiB.
     let nested = Nested::sized(100_000, 29, None, true);
-    let data = data_block(kserve_injector_core::Config::default_manifest());
+    let data = data_block(kserve_injector_core::config::Config::default_manifest());
     let config = file(&dir, "config.yaml", &nested.config_map(&data));
     let args = ["mutate", "--config", config.as_str(), "-"];
     let done = run(&args, fed(POD_HEAD.to_string()));
@@ -128,7 +128,7 @@ fn a_nested_anchor_fitting_the_budget_is_read_from_a_config_within_the_bound() {
     let dir = tempfile::tempdir().unwrap();
     let nested = Nested::expanding(100_000, 29, None, false, 3 << 20);
     assert!(nested.expands_to() > 2 << 20 && nested.expands_to() < 4 << 20);
-    let data = data_block(kserve_injector_core::Config::default_manifest());
+    let data = data_block(kserve_injector_core::config::Config::default_manifest());
     let config = file(&dir, "config.yaml", &nested.config_map(&data));
     let args = ["mutate", "--config", config.as_str(), "-"];
     let done = run(&args, fed(POD_HEAD.to_string()));

@@ -34,7 +34,7 @@
 //!   `modelVolume` source configured, the storage-initializer's volume is
 //!   that source, a pod's own volume of that name is kept, `pvc://` mounts
 //!   its claim, and reinvocation changes nothing.
-//! * `review_agrees_with_mutate`: (f) `admission::review` never panics, on
+//! * `review_agrees_with_mutate`: (f) `admission::prepare` and `answer` never panic, on
 //!   valid and on schema-invalid pods, and answers exactly what `mutate` says.
 //! * `upgrading_to_the_running_release_changes_nothing` and
 //!   `the_changes_are_the_difference_and_each_has_a_row` (`upgrade.rs`):
@@ -66,10 +66,10 @@
 use base64::Engine;
 use kserve_injector_core::cluster::Secret;
 use kserve_injector_core::constants::*;
-use kserve_injector_core::injectors::InjectorOutcome;
-use kserve_injector_core::inputs::ModelcarMode;
-use kserve_injector_core::pod::{Op, OpKind};
-use kserve_injector_core::{admission, mutate, Config, Inputs, Mutation, MutationError, Release};
+use kserve_injector_core::{
+    admission, config::Config, mutate, release::Release, Inputs, Mutation, MutationError,
+};
+use kserve_injector_core::{InjectorOutcome, ModelcarMode, Op, OpKind};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{

@@ -7,7 +7,7 @@
 //! no violation in restricted mode shows the checker could have.
 
 use super::*;
-use kserve_injector_core::inputs::SecurityProfile;
+use kserve_injector_core::SecurityProfile;
 
 fn restricted_env(index: usize, profile: SecurityProfile) -> Inputs {
     let mut env = envs()[index].clone();

@@ -1,4 +1,4 @@
-//! `review_agrees_with_mutate`: (f) `admission::review` never panics and
+//! `review_agrees_with_mutate`: (f) `admission::prepare` and `answer` never panic and
 //! answers exactly what `mutate` says.
 
 use super::*;
@@ -146,7 +146,8 @@ pub(super) fn review_agrees(rc: &ReviewCase, stats: &Stats) -> Result<(), String
     let env = &envs()[rc.case.env];
     let namespace = rc.case.namespace;
     let body = review_body(&pod, namespace, rc.api_version, rc.operation, rc.kind);
-    let reviewed = admission::review(&body, env)
+    let reviewed = admission::prepare(&body, admission::Mode::Mutate)
+        .and_then(|prepared| prepared.answer(env))
         .map_err(|e| format!("(f) review refused a valid envelope: {e}"))?;
     let response: Value = serde_json::from_slice(&reviewed.body)
         .map_err(|e| format!("(f) response is not JSON: {e}"))?;

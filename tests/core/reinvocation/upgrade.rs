@@ -29,10 +29,10 @@
 use super::upgrade_checks::{check_causes, check_difference};
 use super::*;
 use crate::lookups;
-use kserve_injector_core::audit::upgrade::{Causes, Form, Side, Upgrade};
+use kserve_injector_core::audit::{Causes, Form, Side, Upgrade};
+use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::config::{manifest_data, ConfigError, Resources};
-use kserve_injector_core::pod_facts::PodFacts;
-use kserve_injector_core::ClusterSnapshot;
+use kserve_injector_core::PodFacts;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};

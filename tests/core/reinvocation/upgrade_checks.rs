@@ -3,7 +3,7 @@
 //! rows of docs/compatibility.md, read here.
 
 use super::*;
-use kserve_injector_core::audit::upgrade::{Causes, Change, ChangeKind};
+use kserve_injector_core::audit::{Causes, Change, ChangeKind};
 use kserve_injector_core::release::Switch;
 
 /// Rows of docs/compatibility.md's tables (`| 15.4 | …`, `| 15.0.1 | …`).

@@ -299,7 +299,7 @@ fn zero_config_uses_kserve_default_key_names() {
     let t = run(&cluster, &CredentialConfig::default(), "", &BTreeMap::new()).unwrap();
     assert_eq!(env_summary(&t.env)[0].1, "s3-secret/awsAccessKeyID");
     // The shipped ConfigMap names the AWS_* keys instead: no S3 match then.
-    let shipped = crate::Config::default().credentials;
+    let shipped = crate::config::Config::default().credentials;
     assert_eq!(shipped.s3.secret_access_key_name, "AWS_SECRET_ACCESS_KEY");
     let t = run(&cluster, &shipped, "", &BTreeMap::new()).unwrap();
     assert!(t.env.is_empty());

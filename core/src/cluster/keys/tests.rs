@@ -1,5 +1,6 @@
 use super::*;
-use crate::cluster::{InferenceService, IsvcLogger, Secret, ServiceAccount};
+use crate::cluster::objects::IsvcLogger;
+use crate::cluster::{InferenceService, Secret, ServiceAccount};
 use crate::config::LoggerStorage;
 use std::collections::BTreeMap;
 

@@ -1,3 +1,4 @@
+use super::shape::ShapeReason;
 use super::*;
 use crate::injectors::test_support::{env_with, run_idempotent, run_with};
 use crate::pod::WorkingSet;

@@ -1,9 +1,10 @@
 use super::*;
+use crate::config::Config;
 use crate::constants::{MODELCAR_CONTAINER, MODELCAR_INIT_CONTAINER};
 use crate::pod::recorded::written;
 use crate::pod::{List, WorkingSet};
 use crate::view::pod_from_value;
-use crate::{Config, Inputs};
+use crate::Inputs;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
