@@ -50,11 +50,12 @@ pub use shared_error::{AnyError, SharedError};
 
 /// What the test oracle (the `kserve-injector-oracle` crate), the tests and
 /// the benches reach and nothing that ships calls: the working set the
-/// injectors edit, the pod's view it is built from, and a review's stages
-/// one by one. Public under the `oracle` feature only, which only that
+/// injectors edit, the pod's view it is built from, a review's stages one
+/// by one, and the ClusterStorageContainer choice the lookups bench times. Public under the `oracle` feature only, which only that
 /// crate turns on (a dev-dependency of `kserve-injector`).
 #[cfg(feature = "oracle")]
 pub mod internals {
+    pub use crate::cluster::storage_container::select as select_storage_container;
     pub use crate::mutation::{edit, Edits};
     pub use crate::pod::{List, TypedContainer, WorkingSet};
     pub use crate::pod_facts::Annotations;

@@ -33,8 +33,6 @@ pub use objects::{
     ClusterStorageContainer, InferenceService, Secret, ServiceAccount, NOT_A_STORAGE_SPEC,
 };
 pub(crate) use secret_kinds::secret_env_names;
-#[cfg(any(test, feature = "oracle"))]
-pub use storage_container::select as select_storage_container;
 
 use std::collections::BTreeMap;
 

@@ -15,7 +15,7 @@ pub(crate) const STORAGE_CONTAINER_NAME_ANNOTATION: &str =
 
 /// KServe's messages; each denies the pod.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[cfg_attr(not(any(test, feature = "oracle")), allow(unreachable_pub))] // What `select` returns.
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))] // What `select` returns.
 pub enum StorageContainerError {
     #[error("ClusterStorageContainer {0:?} not found")]
     NotFound(String),
@@ -62,7 +62,7 @@ impl ClusterStorageContainer {
 /// CSC, which must exist, be enabled, be an `initContainer` one and support
 /// the URI. Without: the first CSC by name that is enabled, of workload type
 /// `initContainer`, and supports the URI; `None` if there is none.
-#[cfg_attr(not(any(test, feature = "oracle")), allow(unreachable_pub))] // Public to the benches (lib.rs).
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))] // `internals` (lib.rs), for the lookups bench.
 pub fn select<'a>(
     cluster: &'a ClusterSnapshot,
     uri: &str,
