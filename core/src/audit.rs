@@ -73,7 +73,7 @@ pub struct Inventory {
     pub credentials: Option<credentials::CredentialReport>,
 }
 
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     /// An object of the dump or the cluster that has no JSON form.
     #[error("{at}: {source}")]

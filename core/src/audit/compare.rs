@@ -80,7 +80,7 @@ const DEFAULT_TOLERATIONS: [&str; 2] = [
 ];
 
 /// What the comparison passes over besides the defaults.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Rules {
     /// Containers (and init containers) other webhooks add.
     pub sidecars: BTreeSet<String>,
@@ -118,7 +118,7 @@ impl DiffKind {
 /// One field that differs. `path` names list entries by their name
 /// (`spec.containers[kserve-container].env[STORAGE_URI].value`), so the
 /// same difference has the same path across pods.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Difference {
     pub path: String,
     pub kind: DiffKind,

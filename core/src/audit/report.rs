@@ -6,7 +6,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(test, derive(PartialEq))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Same,
@@ -24,7 +25,7 @@ impl Status {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Row {
     pub namespace: String,
     pub pod: String,
@@ -66,7 +67,7 @@ pub struct Totals {
     pub skipped: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Report {
     pub totals: Totals,
     pub differences: Vec<PathCount>,

@@ -58,7 +58,7 @@ use std::collections::BTreeMap;
 use walk::Mover;
 
 /// One end of the upgrade: a release and the ConfigMap it reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Side {
     pub release: Release,
     /// `inferenceservice-config`'s data.
@@ -98,7 +98,7 @@ fn shipped_data(release: Release) -> BTreeMap<String, String> {
 
 /// Whether the object is a pod, or a workload's pod template (which gets
 /// no `metadata.namespace`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Form {
     Pod,
     Template,

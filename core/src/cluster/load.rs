@@ -26,7 +26,7 @@ const SUPPORTED: &str =
 
 /// What an objects file held: the snapshot, and how many documents of each
 /// other kind were passed over.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct LoadedSnapshot {
     pub data: ClusterSnapshot,
     pub ignored: BTreeMap<String, usize>,
@@ -44,7 +44,7 @@ impl LoadedSnapshot {
 
 /// A document that cannot be used; `at` names it ("document 2", "document
 /// 2, item 5").
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("{at}: {problem}")]
 pub struct ObjectsLoadError {
     pub at: String,
@@ -53,7 +53,7 @@ pub struct ObjectsLoadError {
 }
 
 /// What is wrong with a document of cluster objects.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ObjectProblem {
     #[error("{kind} has no items array")]
     NoItems { kind: String },
@@ -84,7 +84,7 @@ pub enum ObjectProblem {
 
 /// A ClusterStorageContainer that cannot be used (at load, or when the
 /// server's watch reduces it).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub enum StorageContainerLoadError {
     #[error("invalid ClusterStorageContainer {name:?}: spec: {source}")]
     Spec {

@@ -40,7 +40,7 @@ const STORAGE_SPEC_MEMBERS: [&str; 3] = ["type", "bucket", "cabundle_configmap"]
 pub const NOT_A_STORAGE_SPEC: &str = "<not a JSON object of strings>";
 
 /// A ServiceAccount: what the credential lookup reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServiceAccount {
     pub namespace: String,
     pub name: String,
@@ -86,7 +86,7 @@ impl std::fmt::Debug for SecretValue {
 /// A Secret: name, namespace, annotations, the names of its data keys and,
 /// per key, only what an injector reads of the value (see [`Secret::get`]).
 /// `Debug` shows the key names, never the values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Secret {
     pub namespace: String,
     pub name: String,
@@ -256,7 +256,7 @@ impl UriFormat {
 pub(crate) const INIT_CONTAINER_WORKLOAD: &str = "initContainer";
 
 /// A `ClusterStorageContainer` (`serving.kserve.io/v1alpha1`, cluster-scoped).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq, Clone)]
 pub struct ClusterStorageContainer {
     pub name: String,
     /// The overlay merged into the init container; quantities canonical,
@@ -282,7 +282,7 @@ pub struct IsvcLogger {
 
 /// An `InferenceService` (`serving.kserve.io/v1beta1`): only what the
 /// agent's logger storage needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct InferenceService {
     pub namespace: String,
     pub name: String,

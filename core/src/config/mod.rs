@@ -25,7 +25,7 @@ pub(crate) const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
 
 const DEFAULT_CONFIGMAP: &str = shipped::manifest(Release::Head);
 
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub enum ConfigError {
     #[error("invalid JSON in {key:?}: {source}")]
     Json {
@@ -80,7 +80,7 @@ pub enum ConfigError {
 }
 
 /// Why a ConfigMap manifest could not be read.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub enum ManifestError {
     #[error(transparent)]
     Read(SharedError<ReadError>),
@@ -101,7 +101,7 @@ fn article(word: &str) -> &'static str {
 }
 
 /// Requests and limits, already in Kubernetes' canonical quantity form.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Resources {
     pub cpu_request: String,
     pub cpu_limit: String,
@@ -109,7 +109,8 @@ pub struct Resources {
     pub memory_limit: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Default))]
 pub struct StorageInitializerConfig {
     pub image: String,
     pub resources: Resources,
@@ -141,7 +142,7 @@ impl StorageInitializerConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct S3Config {
     pub access_key_id_name: String,
     pub secret_access_key_name: String,
@@ -156,7 +157,8 @@ pub struct S3Config {
     pub ca_bundle: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Default))]
 pub struct CredentialConfig {
     pub storage_spec_secret_name: String,
     pub storage_secret_name_annotation: String,
@@ -172,7 +174,8 @@ pub struct LoggerStorage {
     pub service_account_name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Default))]
 pub struct LoggerConfig {
     pub image: String,
     pub resources: Resources,
@@ -186,7 +189,7 @@ pub struct LoggerConfig {
     pub batch_interval: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BatcherConfig {
     pub image: String,
     pub resources: Resources,
@@ -194,20 +197,21 @@ pub struct BatcherConfig {
     pub max_latency: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     pub image: String,
     pub resources: Resources,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(test, derive(Default))]
 pub struct MetricsAggregatorConfig {
     pub enable_metric_aggregation: String,
     pub enable_prometheus_scraping: String,
 }
 
 /// Everything the injectors read from `inferenceservice-config`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub storage_initializer: StorageInitializerConfig,
     pub credentials: CredentialConfig,

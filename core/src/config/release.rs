@@ -50,7 +50,7 @@ impl Config {
 }
 
 /// One image of the config that names another release than the selected one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct ImageMismatch {
     /// The config key (`agent`, `storageInitializer`).
     pub key: &'static str,
@@ -59,7 +59,8 @@ pub struct ImageMismatch {
 }
 
 /// Why the agent and storage-initializer images name no release.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(test, derive(PartialEq))]
 pub enum ReleaseOfImagesError {
     /// Not the same `v<major>.<minor>.<patch>` tag on both (`latest`, a
     /// digest, two releases).

@@ -56,7 +56,7 @@ impl InjectError {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Copy)]
 pub enum InjectorOutcome {
     /// The injector changed the pod.
     Injected,

@@ -10,7 +10,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OpKind {
     Add,
     Replace,
@@ -28,7 +28,7 @@ pub struct Op {
 }
 
 /// An operation that does not apply to the document it was given.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 #[error("{op} at {path:?}: {reason}")]
 pub struct ApplyError {
     pub op: &'static str,

@@ -16,7 +16,7 @@ macro_rules! switches {
     ($($variant:ident => $method:ident [$($row:literal),+];)+) => {
         /// One behaviour of KServe's pod mutator that changed between
         /// releases: on is HEAD's behaviour, off the older one.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
         pub enum Switch {
             $($variant,)+
         }
@@ -100,7 +100,8 @@ switches! {
 /// The switch values a mutation runs with: a release's, with any switch
 /// flipped to the other value. Read by the injectors and the config
 /// parser in place of the release.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(test, derive(Default))]
 pub struct Behaviour {
     release: Release,
     /// Bit `i`: [`Switch::ALL`]`[i]` has the other value than in `release`.

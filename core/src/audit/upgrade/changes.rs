@@ -21,7 +21,7 @@ pub(super) enum Seg {
     Entry(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     /// Only the target release's pod has it.
@@ -48,7 +48,7 @@ impl ChangeKind {
 
 /// Why a change happens: the docs/compatibility.md rows of the behaviours
 /// that cause it, the ConfigMap keys that differ, or neither (a bug of ours).
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Causes {
     pub rows: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]

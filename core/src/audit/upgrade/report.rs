@@ -56,7 +56,7 @@ impl UpgradeStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct PodRow {
     pub namespace: String,
     pub pod: String,
@@ -167,7 +167,7 @@ fn release_name<S: Serializer>(release: &Release, s: S) -> Result<S::Ok, S::Erro
     s.serialize_str(release.as_str())
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct UpgradeReport {
     #[serde(serialize_with = "release_name")]
     pub from: Release,
