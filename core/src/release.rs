@@ -452,9 +452,9 @@ impl std::str::FromStr for Release {
 /// The `0.17.1` an image tag names.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
 pub struct ImageRelease {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: u32,
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
+    pub(crate) patch: u32,
 }
 
 impl fmt::Display for ImageRelease {

@@ -96,7 +96,7 @@ impl Default for Rules {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DiffKind {
+pub(crate) enum DiffKind {
     /// We would set it; the running pod does not have it.
     Missing,
     /// The running pod has it; we would not set it.
@@ -106,7 +106,7 @@ pub enum DiffKind {
 }
 
 impl DiffKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DiffKind::Missing => "missing",
             DiffKind::Extra => "extra",
@@ -119,9 +119,9 @@ impl DiffKind {
 /// (`spec.containers[kserve-container].env[STORAGE_URI].value`), so the
 /// same difference has the same path across pods.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Difference {
-    pub path: String,
-    pub kind: DiffKind,
+pub(crate) struct Difference {
+    pub(crate) path: String,
+    pub(crate) kind: DiffKind,
 }
 
 /// The differences between `want` (the template with our patch applied)

@@ -28,14 +28,14 @@ impl Status {
 #[derive(Debug, Serialize)]
 pub struct Row {
     pub namespace: String,
-    pub pod: String,
+    pub(crate) pod: String,
     /// `Kind/name` of the workload the template came from; empty without one.
-    pub owner: String,
-    pub status: Status,
+    pub(crate) owner: String,
+    pub(crate) status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub differences: Vec<Difference>,
+    pub(crate) differences: Vec<Difference>,
 }
 
 impl Row {
@@ -53,14 +53,14 @@ impl Row {
 
 /// One path that differs, and on how many pods.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PathCount {
+pub(crate) struct PathCount {
     pub path: String,
     pub kind: DiffKind,
     pub pods: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct Totals {
+pub(crate) struct Totals {
     pub pods: usize,
     pub same: usize,
     pub differs: usize,
@@ -69,8 +69,8 @@ pub struct Totals {
 
 #[derive(Debug, Serialize)]
 pub struct Report {
-    pub totals: Totals,
-    pub differences: Vec<PathCount>,
+    pub(crate) totals: Totals,
+    pub(crate) differences: Vec<PathCount>,
     pub pods: Vec<Row>,
 }
 

@@ -66,7 +66,7 @@ pub struct Side {
     /// Whether `data` is the release's shipped ConfigMap (no `--config`):
     /// a difference between two shipped ConfigMaps is then the row that
     /// names it.
-    pub shipped: bool,
+    pub(crate) shipped: bool,
 }
 
 impl Side {

@@ -29,7 +29,7 @@ const SUPPORTED: &str =
 #[derive(Debug, Default)]
 pub struct LoadedSnapshot {
     pub data: ClusterSnapshot,
-    pub ignored: BTreeMap<String, usize>,
+    pub(crate) ignored: BTreeMap<String, usize>,
 }
 
 impl LoadedSnapshot {
@@ -47,14 +47,14 @@ impl LoadedSnapshot {
 #[derive(Debug, thiserror::Error)]
 #[error("{at}: {problem}")]
 pub struct ObjectsLoadError {
-    pub at: String,
+    pub(crate) at: String,
     #[source]
-    pub problem: ObjectProblem,
+    pub(crate) problem: ObjectProblem,
 }
 
 /// What is wrong with a document of cluster objects.
 #[derive(Debug, thiserror::Error)]
-pub enum ObjectProblem {
+pub(crate) enum ObjectProblem {
     #[error("{kind} has no items array")]
     NoItems { kind: String },
     #[error("no kind; expected {SUPPORTED}")]
@@ -119,7 +119,7 @@ impl ClusterSnapshot {
     /// Loads ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices (or Lists of them); documents are numbered from 1.
     /// Empty documents (`null`) are skipped, documents of other kinds are
-    /// counted in [`LoadedSnapshot::ignored`]. A document without a kind, a
+    /// counted in [`LoadedSnapshot::ignored_lines`]. A document without a kind, a
     /// kind we read with a wrong apiVersion, a wrong type inside it, a
     /// missing name or namespace, or the same object twice is an error
     /// naming the document. Secrets are reduced on load.

@@ -26,7 +26,7 @@ pub(crate) mod storage_spec;
 pub use csc_index::StorageContainers;
 pub use keys::{needed_keys, ObjectKey};
 pub use load::{
-    inference_service, storage_container, LoadedSnapshot, ObjectProblem, ObjectsLoadError,
+    inference_service, storage_container, LoadedSnapshot, ObjectsLoadError,
     StorageContainerLoadError,
 };
 pub use objects::{

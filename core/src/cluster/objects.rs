@@ -88,8 +88,8 @@ impl std::fmt::Debug for SecretValue {
 /// `Debug` shows the key names, never the values.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Secret {
-    pub namespace: String,
-    pub name: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
     pub annotations: BTreeMap<String, String>,
     /// One entry per data key; the value is verbatim for
     /// [`KEPT_SECRET_VALUE_KEYS`] and the storage-spec projection otherwise.
@@ -213,7 +213,7 @@ fn projection(key: &str, value: &str) -> String {
 /// compile error is kept and reported when KServe would report it (the
 /// first time a lookup reaches this entry).
 #[derive(Debug, Clone)]
-pub enum UriFormat {
+pub(crate) enum UriFormat {
     Prefix(String),
     Regex {
         source: String,
@@ -236,7 +236,7 @@ impl PartialEq for UriFormat {
 
 impl UriFormat {
     /// KServe's rule: a non-empty prefix wins; else a non-empty regex.
-    pub fn new(prefix: Option<&str>, regex: Option<&str>) -> Self {
+    pub(crate) fn new(prefix: Option<&str>, regex: Option<&str>) -> Self {
         match (
             prefix.filter(|p| !p.is_empty()),
             regex.filter(|r| !r.is_empty()),
@@ -262,12 +262,12 @@ pub struct ClusterStorageContainer {
     /// The overlay merged into the init container; quantities canonical,
     /// `name` empty when the object gives none.
     pub container: Container,
-    pub supported_uri_formats: Vec<UriFormat>,
+    pub(crate) supported_uri_formats: Vec<UriFormat>,
     /// `spec.workloadType`, defaulted to `initContainer` as the CRD does.
-    pub workload_type: String,
+    pub(crate) workload_type: String,
     /// Top-level `disabled` (not under `spec`).
-    pub disabled: bool,
-    pub supports_multi_model_download: bool,
+    pub(crate) disabled: bool,
+    pub(crate) supports_multi_model_download: bool,
 }
 
 /// What KServe reads of `spec.predictor.logger` (the values that override
@@ -284,8 +284,8 @@ pub struct IsvcLogger {
 /// agent's logger storage needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InferenceService {
-    pub namespace: String,
-    pub name: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
     pub predictor_logger: Option<IsvcLogger>,
 }
 

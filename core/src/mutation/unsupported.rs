@@ -16,9 +16,9 @@ use std::fmt;
 pub struct Unsupported {
     pub release: Release,
     /// What the pod asks for (an annotation, a URI scheme).
-    pub asked: String,
+    pub(crate) asked: String,
     /// What the release does instead.
-    pub instead: &'static str,
+    pub(crate) instead: &'static str,
 }
 
 impl fmt::Display for Unsupported {

@@ -31,15 +31,15 @@ pub struct Op {
 #[derive(Debug, thiserror::Error)]
 #[error("{op} at {path:?}: {reason}")]
 pub struct ApplyError {
-    pub op: &'static str,
-    pub path: String,
+    pub(crate) op: &'static str,
+    pub(crate) path: String,
     #[source]
-    pub reason: NotApplied,
+    pub(crate) reason: NotApplied,
 }
 
 /// Why an operation does not apply (RFC 6902's conditions).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum NotApplied {
+pub(crate) enum NotApplied {
     #[error("the value is not JSON: {0}")]
     Value(#[source] SharedError<serde_json::Error>),
     #[error(transparent)]

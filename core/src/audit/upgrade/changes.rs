@@ -78,13 +78,13 @@ pub struct Change {
     pub path: String,
     /// The container the field is in; `None` for the pod's own fields.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub container: Option<String>,
+    pub(crate) container: Option<String>,
     /// Whether that container is an init container.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub init: bool,
+    pub(crate) init: bool,
     /// The field inside the container (`env[HF_TOKEN]`), empty for the
     /// container itself; for the pod's own fields, the path without `spec.`.
-    pub field: String,
+    pub(crate) field: String,
     pub kind: ChangeKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old: Option<Value>,
