@@ -48,8 +48,10 @@
 
 use std::fmt;
 
-mod behaviour;
-pub use behaviour::{Behaviour, Switch};
+// `Switch` is public to the tests (`internals`, feature `oracle`).
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))]
+pub(crate) mod behaviour;
+pub(crate) use behaviour::{Behaviour, Switch};
 
 /// A KServe release tag whose pod mutator we reproduce. Ordered by age, so
 /// a switch reads as "since" (`release >= Release::V0_18_0`). Two tags

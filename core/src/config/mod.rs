@@ -222,7 +222,7 @@ pub struct Config {
     /// The KServe release whose mutator is reproduced (its switches, as
     /// `--kserve-version` gives them, or some flipped by `audit
     /// --upgrade-to`); the config is read as that release reads it.
-    pub release: Behaviour,
+    pub(crate) release: Behaviour,
 }
 
 impl Default for Config {

@@ -5,6 +5,12 @@ use super::{Config, AGENT_KEY, STORAGE_INITIALIZER_KEY};
 use crate::release::{Behaviour, ImageRelease, Release};
 
 impl Config {
+    /// The KServe release whose mutator this config is read for
+    /// (`--kserve-version`).
+    pub fn release(&self) -> Release {
+        self.release.release()
+    }
+
     /// This config as `release` reads its ConfigMap: the keys that release
     /// does not know are cleared (Go's JSON decoding ignores unknown keys),
     /// so every injector sees what that release's mutator sees.
