@@ -40,7 +40,7 @@ pub struct Inputs {
 /// How hardened the containers we add are: `baseline`, KServe's containers
 /// as they are, or `restricted`, each meeting the restricted Pod Security
 /// Standard (`crate::injectors::security_profile`).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub enum SecurityProfile {
     #[default]
     Baseline,
@@ -78,7 +78,7 @@ impl std::str::FromStr for SecurityProfile {
 /// How the modelcar joins a pod: KServe's regular sidecar container, or a
 /// native sidecar (an init container with `restartPolicy: Always`, which
 /// Kubernetes starts, and probes, before the containers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ModelcarMode {
     #[default]
     Classic,

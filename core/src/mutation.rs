@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 pub(crate) use crate::inputs::Inputs;
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum MutationError {
     /// The object is not a decodable Pod; `path` names the offending field.
     #[error("cannot decode pod: {path}: {message}")]

@@ -23,8 +23,8 @@ impl Annotations for BTreeMap<String, String> {
 }
 
 /// What the rules read of a pod; any pod representation can fill it.
-#[derive(Debug, Default)]
-#[cfg_attr(test, derive(Clone, PartialEq))]
+#[derive(Debug)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Clone, Default, PartialEq))]
 pub struct PodFacts {
     /// The request namespace (pods arrive without one).
     pub namespace: String,

@@ -35,7 +35,7 @@ pub(crate) const MAX_DEPTH: usize = 64;
 
 /// Which grammar the input was read with, decided by its first byte.
 #[derive(Debug)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum Syntax {
     Json,
     Yaml,

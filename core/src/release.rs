@@ -58,7 +58,8 @@ pub(crate) use behaviour::{Behaviour, Switch};
 /// whose pod mutator sources are the same (v0.17.0 and v0.17.1) have the
 /// same switch values; only their shipped ConfigMaps may tell them apart
 /// (v0.15.1 and v0.15.2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, PartialOrd, Eq, Ord, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Hash))]
 pub enum Release {
     V0_15_0,
     V0_15_1,
@@ -92,7 +93,7 @@ pub const ALL: [Release; 11] = [
 
 /// A spelling that names no release.
 #[derive(Debug, thiserror::Error)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum ReleaseError {
     #[error("{0:?} is not a KServe version: expected one of {list} (also spelled without the v; a minor alone, such as v0.15, names the last patch release of that line, v0.15.2, and v0.15.0 the first)", list = supported_list())]
     Unknown(String),
@@ -452,7 +453,7 @@ impl std::str::FromStr for Release {
 }
 
 /// The `0.17.1` an image tag names.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ImageRelease {
     pub(crate) major: u32,
     pub(crate) minor: u32,

@@ -31,7 +31,7 @@ pub(crate) const RESOURCE_KEYS: [&str; 4] =
 
 /// Why the settings file cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum SettingsError {
     #[error("not UTF-8 text")]
     NotUtf8(#[source] std::str::Utf8Error),
@@ -93,7 +93,7 @@ pub enum SettingsError {
 
 /// The parsed settings; the default is an empty file (nothing changes).
 #[derive(Debug, Default)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Settings {
     /// Storage-initializer requests and limits, canonical quantities, empty
     /// where unset: they fill the keys KServe's ConfigMap leaves out

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 #[derive(Debug, Clone, Copy, Serialize)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Same,

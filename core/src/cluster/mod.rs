@@ -39,7 +39,7 @@ use std::collections::BTreeMap;
 pub(crate) use crate::pod_facts::Annotations;
 
 /// A namespaced object's identity.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Clone, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectRef {
     pub namespace: String,
     pub name: String,
@@ -62,7 +62,8 @@ impl std::fmt::Display for ObjectRef {
 
 /// The cluster objects a mutation may read, already reduced to what the
 /// injectors use (see `objects`). Whatever is absent behaves as "not found".
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct ClusterSnapshot {
     pub service_accounts: BTreeMap<ObjectRef, ServiceAccount>,
     pub secrets: BTreeMap<ObjectRef, Secret>,

@@ -40,7 +40,8 @@ const STORAGE_SPEC_MEMBERS: [&str; 3] = ["type", "bucket", "cabundle_configmap"]
 pub const NOT_A_STORAGE_SPEC: &str = "<not a JSON object of strings>";
 
 /// A ServiceAccount: what the credential lookup reads.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
 pub struct ServiceAccount {
     pub namespace: String,
     pub name: String,
@@ -86,7 +87,8 @@ impl std::fmt::Debug for SecretValue {
 /// A Secret: name, namespace, annotations, the names of its data keys and,
 /// per key, only what an injector reads of the value (see [`Secret::get`]).
 /// `Debug` shows the key names, never the values.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Secret {
     pub(crate) namespace: String,
     pub(crate) name: String,
@@ -256,7 +258,7 @@ impl UriFormat {
 pub(crate) const INIT_CONTAINER_WORKLOAD: &str = "initContainer";
 
 /// A `ClusterStorageContainer` (`serving.kserve.io/v1alpha1`, cluster-scoped).
-#[derive(Debug, PartialEq, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClusterStorageContainer {
     pub name: String,
     /// The overlay merged into the init container; quantities canonical,
@@ -282,7 +284,8 @@ pub struct IsvcLogger {
 
 /// An `InferenceService` (`serving.kserve.io/v1beta1`): only what the
 /// agent's logger storage needs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct InferenceService {
     pub(crate) namespace: String,
     pub(crate) name: String,

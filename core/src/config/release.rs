@@ -66,7 +66,7 @@ pub struct ImageMismatch {
 
 /// Why the agent and storage-initializer images name no release.
 #[derive(Debug, thiserror::Error)]
-#[cfg_attr(test, derive(PartialEq))]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum ReleaseOfImagesError {
     /// Not the same `v<major>.<minor>.<patch>` tag on both (`latest`, a
     /// digest, two releases).

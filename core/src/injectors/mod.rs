@@ -56,7 +56,7 @@ impl InjectError {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InjectorOutcome {
     /// The injector changed the pod.
     Injected,
