@@ -49,7 +49,7 @@ impl PodFacts {
     /// Keeps, of the pod's annotations and labels, only those the rules read
     /// (a pod's other annotations can be megabytes, e.g. kubectl's
     /// last-applied-configuration).
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         namespace: &str,
         service_account_name: &str,
         annotations: impl IntoIterator<Item = (&'a str, &'a str)>,

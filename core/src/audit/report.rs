@@ -16,7 +16,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Same => "same",
             Status::Differs => "differs",
@@ -39,7 +39,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn new(namespace: &str, pod: &str) -> Self {
+    pub(crate) fn new(namespace: &str, pod: &str) -> Self {
         Self {
             namespace: namespace.to_string(),
             pod: pod.to_string(),

@@ -99,7 +99,7 @@ pub struct Secret {
 }
 
 impl Secret {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub(crate) fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
             name: name.into(),
@@ -170,7 +170,8 @@ impl Secret {
     }
 
     /// The data key names, sorted.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.values.keys().map(String::as_str)
     }
 

@@ -26,7 +26,7 @@ pub struct InjectError {
 }
 
 impl InjectError {
-    pub fn new(injector: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(injector: &'static str, message: impl Into<String>) -> Self {
         Self {
             injector,
             message: message.into(),

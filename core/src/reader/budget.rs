@@ -103,7 +103,7 @@ impl Meter {
     }
 
     /// `n` more bytes of source text were read.
-    pub fn read(&self, n: usize) -> Result<(), OverBudget> {
+    pub(crate) fn read(&self, n: usize) -> Result<(), OverBudget> {
         let limit = self.budget.document_bytes;
         self.add(
             &self.document_source,

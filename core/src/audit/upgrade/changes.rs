@@ -36,7 +36,7 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ChangeKind::Added => "added",
             ChangeKind::Removed => "removed",
@@ -59,7 +59,7 @@ pub struct Causes {
 
 impl Causes {
     /// `17.1, 15.4`, the keys after the rows, or `unexplained`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut parts: Vec<String> = self.rows.iter().map(|r| r.to_string()).collect();
         parts.extend(self.keys.iter().map(|k| format!("ConfigMap {k}")));
         if self.unexplained {
