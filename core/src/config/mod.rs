@@ -109,8 +109,8 @@ pub struct Resources {
     pub(crate) memory_limit: String,
 }
 
-#[derive(Debug, Clone)]
-#[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct StorageInitializerConfig {
     pub image: String,
     pub(crate) resources: Resources,
@@ -142,8 +142,7 @@ impl StorageInitializerConfig {
     }
 }
 
-#[derive(Debug, Clone, Default)]
-#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct S3Config {
     pub(crate) access_key_id_name: String,
     pub(crate) secret_access_key_name: String,
@@ -158,8 +157,8 @@ pub struct S3Config {
     pub ca_bundle: String,
 }
 
-#[derive(Debug, Clone)]
-#[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct CredentialConfig {
     pub(crate) storage_spec_secret_name: String,
     pub storage_secret_name_annotation: String,
@@ -176,15 +175,10 @@ pub struct LoggerStorage {
     pub service_account_name: String,
 }
 
-#[derive(Debug, Clone)]
-#[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct LoggerConfig {
-    // Read and checked as KServe reads them (a bad quantity is refused);
-    // the pod mutator injects no logger image, so only comparisons of
-    // whole configs (the tests') read them back.
-    #[allow(dead_code)]
     pub(crate) image: String,
-    #[allow(dead_code)]
     pub(crate) resources: Resources,
     pub(crate) default_url: String,
     pub ca_bundle: String,
@@ -204,30 +198,25 @@ pub(crate) struct BatcherConfig {
     pub(crate) max_latency: String,
 }
 
-#[derive(Debug, Clone)]
-#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     pub image: String,
     pub(crate) resources: Resources,
 }
 
-#[derive(Debug, Clone)]
-#[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct MetricsAggregatorConfig {
     pub enable_metric_aggregation: String,
     pub enable_prometheus_scraping: String,
 }
 
 /// Everything the injectors read from `inferenceservice-config`.
-#[derive(Debug, Clone)]
-#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub storage_initializer: StorageInitializerConfig,
     pub credentials: CredentialConfig,
     pub logger: LoggerConfig,
-    // Read and checked as KServe reads it; the pod mutator injects no
-    // batcher, so only comparisons of whole configs (the tests') read it back.
-    #[allow(dead_code)]
     pub(crate) batcher: BatcherConfig,
     pub agent: AgentConfig,
     pub metrics_aggregator: MetricsAggregatorConfig,
