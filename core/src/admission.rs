@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 const API_VERSIONS: [&str; 2] = ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"];
 
 /// Why a body could not be answered with an AdmissionReview (HTTP 400).
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     #[error("request body is not valid JSON: {0}")]
     Json(#[source] NotJson),
@@ -39,7 +39,7 @@ pub enum ReviewError {
 }
 
 /// Why a body is not JSON.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum NotJson {
     #[error("invalid UTF-8: {0}")]
     Utf8(#[source] std::str::Utf8Error),
@@ -48,7 +48,7 @@ pub enum NotJson {
 }
 
 /// Why a JSON body is not an AdmissionReview.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum NotAReview {
     /// A field of the wrong type, at its path in the body.
     #[error("{path}: {source}")]
@@ -65,7 +65,8 @@ pub enum NotAReview {
 }
 
 /// What happened, for logs and metrics; the wire answer is `body`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Reviewed {
     /// The AdmissionReview response, serialised.
     pub body: Vec<u8>,
@@ -96,7 +97,8 @@ pub struct Reviewed {
 }
 
 /// One operation shadow mode computed and did not send.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Withheld {
     pub op: &'static str,
     pub path: String,
@@ -105,7 +107,8 @@ pub struct Withheld {
 }
 
 /// How a [`Prepared`] request is answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum Mode {
     /// Allowed with the patch, or denied: the webhook's job.
     #[default]

@@ -21,7 +21,8 @@ use crate::constants::ISVC_LABEL;
 use crate::inputs::Inputs;
 use crate::mutation::{mutate_template, MutationError};
 use crate::pod_facts::PodFacts;
-pub use compare::{DiffKind, Difference, Rules};
+pub use compare::Rules;
+pub(crate) use compare::{DiffKind, Difference};
 pub use credentials::CredentialReport;
 pub use report::{Report, Row, Status};
 use serde_json::value::RawValue;
@@ -73,7 +74,7 @@ pub struct Inventory {
     pub credentials: Option<credentials::CredentialReport>,
 }
 
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum AuditError {
     /// An object of the dump or the cluster that has no JSON form.
     #[error("{at}: {source}")]

@@ -40,7 +40,7 @@ pub struct Inputs {
 /// How hardened the containers we add are: `baseline`, KServe's containers
 /// as they are, or `restricted`, each meeting the restricted Pod Security
 /// Standard (`crate::injectors::security_profile`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub enum SecurityProfile {
     #[default]
     Baseline,
@@ -52,7 +52,7 @@ impl SecurityProfile {
     /// The spellings of the flag and of the annotation, in [`Self::ALL`]'s order.
     pub const NAMES: [&'static str; 2] = ["baseline", "restricted"];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SecurityProfile::Baseline => Self::NAMES[0],
             SecurityProfile::Restricted => Self::NAMES[1],
@@ -78,7 +78,7 @@ impl std::str::FromStr for SecurityProfile {
 /// How the modelcar joins a pod: KServe's regular sidecar container, or a
 /// native sidecar (an init container with `restartPolicy: Always`, which
 /// Kubernetes starts, and probes, before the containers).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ModelcarMode {
     #[default]
     Classic,
@@ -93,7 +93,7 @@ impl ModelcarMode {
     /// 1.33); an older API server drops `restartPolicy` from init containers.
     pub const NATIVE_SIDECAR_MIN_VERSION: (u32, u32) = (1, 29);
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ModelcarMode::Classic => Self::NAMES[0],
             ModelcarMode::NativeSidecar => Self::NAMES[1],

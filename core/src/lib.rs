@@ -59,6 +59,7 @@ pub mod internals {
     pub use crate::mutation::{edit, Edits};
     pub use crate::pod::{List, TypedContainer, WorkingSet};
     pub use crate::pod_facts::Annotations;
+    pub use crate::release::behaviour::Switch;
     pub use crate::view::{
         container_from_value, pod_from_str, pod_from_value, ContainerView, PodView, ViewError,
         LIST_READ_CONTAINERS,

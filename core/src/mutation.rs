@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 pub(crate) use crate::inputs::Inputs;
 
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum MutationError {
     /// The object is not a decodable Pod; `path` names the offending field.
     #[error("cannot decode pod: {path}: {message}")]
@@ -114,7 +115,7 @@ pub fn edit(
     })
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Mutation {
     pub pod: Value,
     /// RFC 6902 operations, in the order they apply.

@@ -23,7 +23,8 @@ impl Annotations for BTreeMap<String, String> {
 }
 
 /// What the rules read of a pod; any pod representation can fill it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Clone, Default, PartialEq))]
 pub struct PodFacts {
     /// The request namespace (pods arrive without one).
     pub namespace: String,
@@ -48,7 +49,7 @@ impl PodFacts {
     /// Keeps, of the pod's annotations and labels, only those the rules read
     /// (a pod's other annotations can be megabytes, e.g. kubectl's
     /// last-applied-configuration).
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         namespace: &str,
         service_account_name: &str,
         annotations: impl IntoIterator<Item = (&'a str, &'a str)>,

@@ -48,15 +48,18 @@
 
 use std::fmt;
 
-mod behaviour;
-pub use behaviour::{Behaviour, Switch};
+// `Switch` is public to the tests (`internals`, feature `oracle`).
+#[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))]
+pub(crate) mod behaviour;
+pub(crate) use behaviour::{Behaviour, Switch};
 
 /// A KServe release tag whose pod mutator we reproduce. Ordered by age, so
 /// a switch reads as "since" (`release >= Release::V0_18_0`). Two tags
 /// whose pod mutator sources are the same (v0.17.0 and v0.17.1) have the
 /// same switch values; only their shipped ConfigMaps may tell them apart
 /// (v0.15.1 and v0.15.2).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Hash))]
 pub enum Release {
     V0_15_0,
     V0_15_1,
@@ -89,7 +92,8 @@ pub const ALL: [Release; 11] = [
 ];
 
 /// A spelling that names no release.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum ReleaseError {
     #[error("{0:?} is not a KServe version: expected one of {list} (also spelled without the v; a minor alone, such as v0.15, names the last patch release of that line, v0.15.2, and v0.15.0 the first)", list = supported_list())]
     Unknown(String),
@@ -451,9 +455,9 @@ impl std::str::FromStr for Release {
 /// The `0.17.1` an image tag names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ImageRelease {
-    pub major: u32,
-    pub minor: u32,
-    pub patch: u32,
+    pub(crate) major: u32,
+    pub(crate) minor: u32,
+    pub(crate) patch: u32,
 }
 
 impl fmt::Display for ImageRelease {

@@ -30,7 +30,8 @@ pub(crate) const RESOURCE_KEYS: [&str; 4] =
     ["cpuRequest", "cpuLimit", "memoryRequest", "memoryLimit"];
 
 /// Why the settings file cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum SettingsError {
     #[error("not UTF-8 text")]
     NotUtf8(#[source] std::str::Utf8Error),
@@ -91,7 +92,8 @@ pub enum SettingsError {
 }
 
 /// The parsed settings; the default is an empty file (nothing changes).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Settings {
     /// Storage-initializer requests and limits, canonical quantities, empty
     /// where unset: they fill the keys KServe's ConfigMap leaves out

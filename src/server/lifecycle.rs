@@ -148,7 +148,7 @@ fn load_config(
     let shown = path.display().to_string();
     let parse = move |snap: &Snapshot| config_file::parse_with(&path, snap, &defaults, release);
     let (config, loaded) = source.load(parse)?;
-    info!(config = shown, kserve_version = %config.release, "inferenceservice-config loaded");
+    info!(config = shown, kserve_version = %config.release(), "inferenceservice-config loaded");
     warn_image_release(&config);
     let inputs = Arc::new(ArcSwap::new(make_inputs(config)));
     let (target, metrics) = (inputs.clone(), metrics.clone());
@@ -163,13 +163,13 @@ fn load_config(
 /// Once, at startup: the agent or storage-initializer image of the config
 /// is tagged for another KServe release than the one reproduced.
 fn warn_image_release(config: &Config) {
-    for m in kserve_injector_core::config::image_mismatches(config, config.release) {
+    for m in kserve_injector_core::config::image_mismatches(config, config.release()) {
         warn!(
             key = m.key,
             image = %bounded(m.image),
-            kserve_version = %config.release,
+            kserve_version = %config.release(),
             "the {} image names KServe {}, but --kserve-version is {}: set --kserve-version to the release the cluster runs",
-            m.key, bounded(&m.names), config.release
+            m.key, bounded(&m.names), config.release()
         );
     }
 }

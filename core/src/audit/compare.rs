@@ -80,7 +80,7 @@ const DEFAULT_TOLERATIONS: [&str; 2] = [
 ];
 
 /// What the comparison passes over besides the defaults.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Rules {
     /// Containers (and init containers) other webhooks add.
     pub sidecars: BTreeSet<String>,
@@ -96,7 +96,7 @@ impl Default for Rules {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum DiffKind {
+pub(crate) enum DiffKind {
     /// We would set it; the running pod does not have it.
     Missing,
     /// The running pod has it; we would not set it.
@@ -106,7 +106,7 @@ pub enum DiffKind {
 }
 
 impl DiffKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             DiffKind::Missing => "missing",
             DiffKind::Extra => "extra",
@@ -118,10 +118,10 @@ impl DiffKind {
 /// One field that differs. `path` names list entries by their name
 /// (`spec.containers[kserve-container].env[STORAGE_URI].value`), so the
 /// same difference has the same path across pods.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Difference {
-    pub path: String,
-    pub kind: DiffKind,
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub(crate) struct Difference {
+    pub(crate) path: String,
+    pub(crate) kind: DiffKind,
 }
 
 /// The differences between `want` (the template with our patch applied)

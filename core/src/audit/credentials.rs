@@ -23,7 +23,8 @@ pub struct Finding {
 }
 
 /// What the scan saw and found, in namespace, pod, container order.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Default, Serialize)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 #[serde(rename_all = "camelCase")]
 pub struct CredentialReport {
     pub pods_scanned: usize,

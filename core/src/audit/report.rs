@@ -6,7 +6,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Same,
@@ -15,7 +16,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Same => "same",
             Status::Differs => "differs",
@@ -24,21 +25,21 @@ impl Status {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Row {
     pub namespace: String,
-    pub pod: String,
+    pub(crate) pod: String,
     /// `Kind/name` of the workload the template came from; empty without one.
-    pub owner: String,
-    pub status: Status,
+    pub(crate) owner: String,
+    pub(crate) status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub differences: Vec<Difference>,
+    pub(crate) differences: Vec<Difference>,
 }
 
 impl Row {
-    pub fn new(namespace: &str, pod: &str) -> Self {
+    pub(crate) fn new(namespace: &str, pod: &str) -> Self {
         Self {
             namespace: namespace.to_string(),
             pod: pod.to_string(),
@@ -52,24 +53,24 @@ impl Row {
 
 /// One path that differs, and on how many pods.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PathCount {
+pub(crate) struct PathCount {
     pub path: String,
     pub kind: DiffKind,
     pub pods: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct Totals {
+pub(crate) struct Totals {
     pub pods: usize,
     pub same: usize,
     pub differs: usize,
     pub skipped: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Report {
-    pub totals: Totals,
-    pub differences: Vec<PathCount>,
+    pub(crate) totals: Totals,
+    pub(crate) differences: Vec<PathCount>,
     pub pods: Vec<Row>,
 }
 

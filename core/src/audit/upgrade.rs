@@ -58,7 +58,7 @@ use std::collections::BTreeMap;
 use walk::Mover;
 
 /// One end of the upgrade: a release and the ConfigMap it reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Side {
     pub release: Release,
     /// `inferenceservice-config`'s data.
@@ -66,7 +66,7 @@ pub struct Side {
     /// Whether `data` is the release's shipped ConfigMap (no `--config`):
     /// a difference between two shipped ConfigMaps is then the row that
     /// names it.
-    pub shipped: bool,
+    pub(crate) shipped: bool,
 }
 
 impl Side {
@@ -98,7 +98,7 @@ fn shipped_data(release: Release) -> BTreeMap<String, String> {
 
 /// Whether the object is a pod, or a workload's pod template (which gets
 /// no `metadata.namespace`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Form {
     Pod,
     Template,

@@ -71,12 +71,12 @@ struct Index {
 }
 
 impl StorageContainers {
-    pub fn get(&self, name: &str) -> Option<&ClusterStorageContainer> {
+    pub(crate) fn get(&self, name: &str) -> Option<&ClusterStorageContainer> {
         self.shared.by_name.get(name).map(|c| &**c)
     }
 
     /// Adds or replaces one; returns whether the name was held before.
-    pub fn insert(&mut self, csc: ClusterStorageContainer) -> bool {
+    pub(crate) fn insert(&mut self, csc: ClusterStorageContainer) -> bool {
         let held = Arc::make_mut(&mut self.shared);
         held.index = OnceLock::new();
         held.by_name

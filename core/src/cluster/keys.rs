@@ -19,7 +19,7 @@ use crate::pod_facts::PodFacts;
 use crate::storage_uri::{oci_effective_mode, parse_oci_in, parse_pvc};
 use std::collections::BTreeSet;
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ObjectKey {
     ServiceAccount(ObjectRef),
     Secret(ObjectRef),

@@ -26,10 +26,10 @@ const SUPPORTED: &str =
 
 /// What an objects file held: the snapshot, and how many documents of each
 /// other kind were passed over.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Default)]
 pub struct LoadedSnapshot {
     pub data: ClusterSnapshot,
-    pub ignored: BTreeMap<String, usize>,
+    pub(crate) ignored: BTreeMap<String, usize>,
 }
 
 impl LoadedSnapshot {
@@ -44,17 +44,17 @@ impl LoadedSnapshot {
 
 /// A document that cannot be used; `at` names it ("document 2", "document
 /// 2, item 5").
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[error("{at}: {problem}")]
 pub struct ObjectsLoadError {
-    pub at: String,
+    pub(crate) at: String,
     #[source]
-    pub problem: ObjectProblem,
+    pub(crate) problem: ObjectProblem,
 }
 
 /// What is wrong with a document of cluster objects.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ObjectProblem {
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ObjectProblem {
     #[error("{kind} has no items array")]
     NoItems { kind: String },
     #[error("no kind; expected {SUPPORTED}")]
@@ -84,7 +84,7 @@ pub enum ObjectProblem {
 
 /// A ClusterStorageContainer that cannot be used (at load, or when the
 /// server's watch reduces it).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub enum StorageContainerLoadError {
     #[error("invalid ClusterStorageContainer {name:?}: spec: {source}")]
     Spec {
@@ -119,7 +119,7 @@ impl ClusterSnapshot {
     /// Loads ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices (or Lists of them); documents are numbered from 1.
     /// Empty documents (`null`) are skipped, documents of other kinds are
-    /// counted in [`LoadedSnapshot::ignored`]. A document without a kind, a
+    /// counted in [`LoadedSnapshot::ignored_lines`]. A document without a kind, a
     /// kind we read with a wrong apiVersion, a wrong type inside it, a
     /// missing name or namespace, or the same object twice is an error
     /// naming the document. Secrets are reduced on load.

@@ -26,7 +26,7 @@ pub(crate) mod storage_spec;
 pub use csc_index::StorageContainers;
 pub use keys::{needed_keys, ObjectKey};
 pub use load::{
-    inference_service, storage_container, LoadedSnapshot, ObjectProblem, ObjectsLoadError,
+    inference_service, storage_container, LoadedSnapshot, ObjectsLoadError,
     StorageContainerLoadError,
 };
 pub use objects::{
@@ -62,7 +62,8 @@ impl std::fmt::Display for ObjectRef {
 
 /// The cluster objects a mutation may read, already reduced to what the
 /// injectors use (see `objects`). Whatever is absent behaves as "not found".
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct ClusterSnapshot {
     pub service_accounts: BTreeMap<ObjectRef, ServiceAccount>,
     pub secrets: BTreeMap<ObjectRef, Secret>,

@@ -40,7 +40,8 @@ const STORAGE_SPEC_MEMBERS: [&str; 3] = ["type", "bucket", "cabundle_configmap"]
 pub const NOT_A_STORAGE_SPEC: &str = "<not a JSON object of strings>";
 
 /// A ServiceAccount: what the credential lookup reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
 pub struct ServiceAccount {
     pub namespace: String,
     pub name: String,
@@ -86,10 +87,11 @@ impl std::fmt::Debug for SecretValue {
 /// A Secret: name, namespace, annotations, the names of its data keys and,
 /// per key, only what an injector reads of the value (see [`Secret::get`]).
 /// `Debug` shows the key names, never the values.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Secret {
-    pub namespace: String,
-    pub name: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
     pub annotations: BTreeMap<String, String>,
     /// One entry per data key; the value is verbatim for
     /// [`KEPT_SECRET_VALUE_KEYS`] and the storage-spec projection otherwise.
@@ -97,7 +99,7 @@ pub struct Secret {
 }
 
 impl Secret {
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub(crate) fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
             name: name.into(),
@@ -168,7 +170,8 @@ impl Secret {
     }
 
     /// The data key names, sorted.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
+    #[cfg(test)]
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
         self.values.keys().map(String::as_str)
     }
 
@@ -213,7 +216,7 @@ fn projection(key: &str, value: &str) -> String {
 /// compile error is kept and reported when KServe would report it (the
 /// first time a lookup reaches this entry).
 #[derive(Debug, Clone)]
-pub enum UriFormat {
+pub(crate) enum UriFormat {
     Prefix(String),
     Regex {
         source: String,
@@ -236,7 +239,7 @@ impl PartialEq for UriFormat {
 
 impl UriFormat {
     /// KServe's rule: a non-empty prefix wins; else a non-empty regex.
-    pub fn new(prefix: Option<&str>, regex: Option<&str>) -> Self {
+    pub(crate) fn new(prefix: Option<&str>, regex: Option<&str>) -> Self {
         match (
             prefix.filter(|p| !p.is_empty()),
             regex.filter(|r| !r.is_empty()),
@@ -262,12 +265,12 @@ pub struct ClusterStorageContainer {
     /// The overlay merged into the init container; quantities canonical,
     /// `name` empty when the object gives none.
     pub container: Container,
-    pub supported_uri_formats: Vec<UriFormat>,
+    pub(crate) supported_uri_formats: Vec<UriFormat>,
     /// `spec.workloadType`, defaulted to `initContainer` as the CRD does.
-    pub workload_type: String,
+    pub(crate) workload_type: String,
     /// Top-level `disabled` (not under `spec`).
-    pub disabled: bool,
-    pub supports_multi_model_download: bool,
+    pub(crate) disabled: bool,
+    pub(crate) supports_multi_model_download: bool,
 }
 
 /// What KServe reads of `spec.predictor.logger` (the values that override
@@ -282,10 +285,11 @@ pub struct IsvcLogger {
 
 /// An `InferenceService` (`serving.kserve.io/v1beta1`): only what the
 /// agent's logger storage needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct InferenceService {
-    pub namespace: String,
-    pub name: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
     pub predictor_logger: Option<IsvcLogger>,
 }
 

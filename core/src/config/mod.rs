@@ -25,7 +25,7 @@ pub(crate) const METRICS_AGGREGATOR_KEY: &str = "metricsAggregator";
 
 const DEFAULT_CONFIGMAP: &str = shipped::manifest(Release::Head);
 
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub enum ConfigError {
     #[error("invalid JSON in {key:?}: {source}")]
     Json {
@@ -80,7 +80,7 @@ pub enum ConfigError {
 }
 
 /// Why a ConfigMap manifest could not be read.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, Clone)]
 pub enum ManifestError {
     #[error(transparent)]
     Read(SharedError<ReadError>),
@@ -101,25 +101,26 @@ fn article(word: &str) -> &'static str {
 }
 
 /// Requests and limits, already in Kubernetes' canonical quantity form.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Resources {
-    pub cpu_request: String,
-    pub cpu_limit: String,
-    pub memory_request: String,
-    pub memory_limit: String,
+    pub(crate) cpu_request: String,
+    pub(crate) cpu_limit: String,
+    pub(crate) memory_request: String,
+    pub(crate) memory_limit: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct StorageInitializerConfig {
     pub image: String,
-    pub resources: Resources,
+    pub(crate) resources: Resources,
     pub ca_bundle_config_map_name: String,
     pub ca_bundle_volume_mount_path: String,
     pub enable_modelcar: bool,
     pub enable_oci_model_support: bool,
     pub oci_model_mode: String,
-    pub cpu_modelcar: String,
-    pub memory_modelcar: String,
+    pub(crate) cpu_modelcar: String,
+    pub(crate) memory_modelcar: String,
     pub uid_modelcar: Option<i64>,
     pub oci_insecure_registry: bool,
     /// v0.15 only: `enableDirectPvcVolumeMount` false or absent, so a
@@ -141,30 +142,32 @@ impl StorageInitializerConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct S3Config {
-    pub access_key_id_name: String,
-    pub secret_access_key_name: String,
+    pub(crate) access_key_id_name: String,
+    pub(crate) secret_access_key_name: String,
     pub endpoint: String,
     pub use_https: String,
-    pub region: String,
-    pub verify_ssl: String,
-    pub use_virtual_bucket: String,
-    pub use_accelerate: String,
-    pub use_anonymous_credential: String,
+    pub(crate) region: String,
+    pub(crate) verify_ssl: String,
+    pub(crate) use_virtual_bucket: String,
+    pub(crate) use_accelerate: String,
+    pub(crate) use_anonymous_credential: String,
     pub ca_bundle_config_map: String,
     pub ca_bundle: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct CredentialConfig {
-    pub storage_spec_secret_name: String,
+    pub(crate) storage_spec_secret_name: String,
     pub storage_secret_name_annotation: String,
-    pub gcs_credential_file_name: String,
+    pub(crate) gcs_credential_file_name: String,
     pub s3: S3Config,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct LoggerStorage {
     pub path: String,
     pub parameters: Option<BTreeMap<String, String>>,
@@ -172,53 +175,55 @@ pub struct LoggerStorage {
     pub service_account_name: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct LoggerConfig {
-    pub image: String,
-    pub resources: Resources,
-    pub default_url: String,
+    pub(crate) image: String,
+    pub(crate) resources: Resources,
+    pub(crate) default_url: String,
     pub ca_bundle: String,
-    pub ca_cert_file: String,
-    pub tls_skip_verify: bool,
+    pub(crate) ca_cert_file: String,
+    pub(crate) tls_skip_verify: bool,
     pub storage: Option<LoggerStorage>,
-    pub marshaller_url: String,
-    pub batch_size: i64,
-    pub batch_interval: String,
+    pub(crate) marshaller_url: String,
+    pub(crate) batch_size: i64,
+    pub(crate) batch_interval: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BatcherConfig {
-    pub image: String,
-    pub resources: Resources,
-    pub max_batch_size: String,
-    pub max_latency: String,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BatcherConfig {
+    pub(crate) image: String,
+    pub(crate) resources: Resources,
+    pub(crate) max_batch_size: String,
+    pub(crate) max_latency: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentConfig {
     pub image: String,
-    pub resources: Resources,
+    pub(crate) resources: Resources,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(any(test, feature = "oracle"), derive(Default))]
 pub struct MetricsAggregatorConfig {
     pub enable_metric_aggregation: String,
     pub enable_prometheus_scraping: String,
 }
 
 /// Everything the injectors read from `inferenceservice-config`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub storage_initializer: StorageInitializerConfig,
     pub credentials: CredentialConfig,
     pub logger: LoggerConfig,
-    pub batcher: BatcherConfig,
+    pub(crate) batcher: BatcherConfig,
     pub agent: AgentConfig,
     pub metrics_aggregator: MetricsAggregatorConfig,
     /// The KServe release whose mutator is reproduced (its switches, as
     /// `--kserve-version` gives them, or some flipped by `audit
     /// --upgrade-to`); the config is read as that release reads it.
-    pub release: Behaviour,
+    pub(crate) release: Behaviour,
 }
 
 impl Default for Config {

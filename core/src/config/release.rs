@@ -5,6 +5,12 @@ use super::{Config, AGENT_KEY, STORAGE_INITIALIZER_KEY};
 use crate::release::{Behaviour, ImageRelease, Release};
 
 impl Config {
+    /// The KServe release whose mutator this config is read for
+    /// (`--kserve-version`).
+    pub fn release(&self) -> Release {
+        self.release.release()
+    }
+
     /// This config as `release` reads its ConfigMap: the keys that release
     /// does not know are cleared (Go's JSON decoding ignores unknown keys),
     /// so every injector sees what that release's mutator sees.
@@ -50,7 +56,7 @@ impl Config {
 }
 
 /// One image of the config that names another release than the selected one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct ImageMismatch {
     /// The config key (`agent`, `storageInitializer`).
     pub key: &'static str,
@@ -59,7 +65,8 @@ pub struct ImageMismatch {
 }
 
 /// Why the agent and storage-initializer images name no release.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub enum ReleaseOfImagesError {
     /// Not the same `v<major>.<minor>.<patch>` tag on both (`latest`, a
     /// digest, two releases).

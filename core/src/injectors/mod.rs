@@ -18,15 +18,15 @@ use crate::shared_error::AnyError;
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[error("{message}")]
 pub struct InjectError {
-    pub injector: &'static str,
+    pub(crate) injector: &'static str,
     pub message: String,
     /// The error the message was worded from, when there is one.
     #[source]
-    pub source: Option<AnyError>,
+    pub(crate) source: Option<AnyError>,
 }
 
 impl InjectError {
-    pub fn new(injector: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(injector: &'static str, message: impl Into<String>) -> Self {
         Self {
             injector,
             message: message.into(),

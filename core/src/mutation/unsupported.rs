@@ -12,13 +12,13 @@ use std::fmt;
 
 /// Something the pod asks for that the selected release did not have, and
 /// what that release does instead; for the adapters' debug logs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Unsupported {
     pub release: Release,
     /// What the pod asks for (an annotation, a URI scheme).
-    pub asked: String,
+    pub(crate) asked: String,
     /// What the release does instead.
-    pub instead: &'static str,
+    pub(crate) instead: &'static str,
 }
 
 impl fmt::Display for Unsupported {

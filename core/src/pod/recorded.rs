@@ -10,7 +10,7 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OpKind {
     Add,
     Replace,
@@ -28,18 +28,18 @@ pub struct Op {
 }
 
 /// An operation that does not apply to the document it was given.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 #[error("{op} at {path:?}: {reason}")]
 pub struct ApplyError {
-    pub op: &'static str,
-    pub path: String,
+    pub(crate) op: &'static str,
+    pub(crate) path: String,
     #[source]
-    pub reason: NotApplied,
+    pub(crate) reason: NotApplied,
 }
 
 /// Why an operation does not apply (RFC 6902's conditions).
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum NotApplied {
+pub(crate) enum NotApplied {
     #[error("the value is not JSON: {0}")]
     Value(#[source] SharedError<serde_json::Error>),
     #[error(transparent)]

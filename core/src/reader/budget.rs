@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell};
 
 /// The limits of one read. [`Budget::default`] is far above any real
 /// cluster object (etcd stores at most 1.5 MiB per object).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Budget {
     /// Bytes of source text in one document, and bytes of scalar text it
     /// produces (mapping keys and alias expansions included).
@@ -103,7 +103,7 @@ impl Meter {
     }
 
     /// `n` more bytes of source text were read.
-    pub fn read(&self, n: usize) -> Result<(), OverBudget> {
+    pub(crate) fn read(&self, n: usize) -> Result<(), OverBudget> {
         let limit = self.budget.document_bytes;
         self.add(
             &self.document_source,

@@ -16,7 +16,7 @@ macro_rules! switches {
     ($($variant:ident => $method:ident [$($row:literal),+];)+) => {
         /// One behaviour of KServe's pod mutator that changed between
         /// releases: on is HEAD's behaviour, off the older one.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
         pub enum Switch {
             $($variant,)+
         }
@@ -100,8 +100,9 @@ switches! {
 /// The switch values a mutation runs with: a release's, with any switch
 /// flipped to the other value. Read by the injectors and the config
 /// parser in place of the release.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct Behaviour {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(test, derive(Default))]
+pub(crate) struct Behaviour {
     release: Release,
     /// Bit `i`: [`Switch::ALL`]`[i]` has the other value than in `release`.
     flipped: u32,
@@ -115,17 +116,17 @@ fn bit(switch: Switch) -> u32 {
 
 impl Behaviour {
     /// The release whose switches these are, before any flip.
-    pub fn release(self) -> Release {
+    pub(crate) fn release(self) -> Release {
         self.release
     }
 
     /// The value of `switch`.
-    pub fn get(self, switch: Switch) -> bool {
+    pub(crate) fn get(self, switch: Switch) -> bool {
         switch.in_release(self.release) != (self.flipped & bit(switch) != 0)
     }
 
     /// This behaviour with `switch` set to `on`.
-    pub fn with(mut self, switch: Switch, on: bool) -> Self {
+    pub(crate) fn with(mut self, switch: Switch, on: bool) -> Self {
         if on == switch.in_release(self.release) {
             self.flipped &= !bit(switch);
         } else {

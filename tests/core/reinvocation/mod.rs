@@ -279,7 +279,7 @@ fn env_name(index: usize) -> String {
     format!(
         "{}, --kserve-version {} --modelcar-mode {}",
         ENV_NAMES[index % ENV_NAMES.len()],
-        env.config.release,
+        env.config.release(),
         env.modelcar_mode
     )
 }

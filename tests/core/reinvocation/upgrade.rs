@@ -323,7 +323,7 @@ fn data() -> impl Strategy<Value = Data> {
 /// says) gives every pair the pods its predecessor gives, so sampling it
 /// too would spend the case budget on no new comparison.
 fn distinct_releases() -> Vec<Release> {
-    use kserve_injector_core::release::Switch;
+    use kserve_injector_core::internals::Switch;
     let same = |a: Release, b: Release| {
         Switch::ALL
             .iter()

@@ -4,7 +4,7 @@
 
 use super::*;
 use kserve_injector_core::audit::{Causes, Change, ChangeKind};
-use kserve_injector_core::release::Switch;
+use kserve_injector_core::internals::Switch;
 
 /// Rows of docs/compatibility.md's tables (`| 15.4 | …`, `| 15.0.1 | …`).
 pub(super) fn compatibility_rows() -> &'static BTreeSet<String> {

@@ -21,7 +21,7 @@ pub(super) enum Seg {
     Entry(String),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     /// Only the target release's pod has it.
@@ -36,7 +36,7 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ChangeKind::Added => "added",
             ChangeKind::Removed => "removed",
@@ -48,7 +48,7 @@ impl ChangeKind {
 
 /// Why a change happens: the docs/compatibility.md rows of the behaviours
 /// that cause it, the ConfigMap keys that differ, or neither (a bug of ours).
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Causes {
     pub rows: Vec<&'static str>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -59,7 +59,7 @@ pub struct Causes {
 
 impl Causes {
     /// `17.1, 15.4`, the keys after the rows, or `unexplained`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut parts: Vec<String> = self.rows.iter().map(|r| r.to_string()).collect();
         parts.extend(self.keys.iter().map(|k| format!("ConfigMap {k}")));
         if self.unexplained {
@@ -78,13 +78,13 @@ pub struct Change {
     pub path: String,
     /// The container the field is in; `None` for the pod's own fields.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub container: Option<String>,
+    pub(crate) container: Option<String>,
     /// Whether that container is an init container.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub init: bool,
+    pub(crate) init: bool,
     /// The field inside the container (`env[HF_TOKEN]`), empty for the
     /// container itself; for the pod's own fields, the path without `spec.`.
-    pub field: String,
+    pub(crate) field: String,
     pub kind: ChangeKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub old: Option<Value>,

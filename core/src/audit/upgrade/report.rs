@@ -34,7 +34,7 @@ impl Admission {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum UpgradeStatus {
+pub(crate) enum UpgradeStatus {
     Same,
     Changes,
     /// The target release denies the pod.
@@ -45,7 +45,7 @@ pub enum UpgradeStatus {
 }
 
 impl UpgradeStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             UpgradeStatus::Same => "same",
             UpgradeStatus::Changes => "changes",
@@ -56,20 +56,20 @@ impl UpgradeStatus {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct PodRow {
     pub namespace: String,
-    pub pod: String,
+    pub(crate) pod: String,
     /// `Kind/name` of the workload the template came from.
-    pub owner: String,
-    pub status: UpgradeStatus,
+    pub(crate) owner: String,
+    pub(crate) status: UpgradeStatus,
     /// Why the pod was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub admission: Option<Admission>,
+    pub(crate) admission: Option<Admission>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<Change>,
+    pub(crate) changes: Vec<Change>,
 }
 
 impl PodRow {
@@ -133,7 +133,7 @@ impl PodRow {
 
 /// One kind of change, and on how many pods.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ChangeCount {
+pub(crate) struct ChangeCount {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -146,13 +146,13 @@ pub struct ChangeCount {
 
 /// A compatibility row, and how many pods it changes (or denies).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RowCount {
+pub(crate) struct RowCount {
     pub row: &'static str,
     pub pods: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct UpgradeTotals {
+pub(crate) struct UpgradeTotals {
     pub pods: usize,
     pub same: usize,
     pub changes: usize,
@@ -167,16 +167,16 @@ fn release_name<S: Serializer>(release: &Release, s: S) -> Result<S::Ok, S::Erro
     s.serialize_str(release.as_str())
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct UpgradeReport {
     #[serde(serialize_with = "release_name")]
     pub from: Release,
     #[serde(serialize_with = "release_name")]
     pub to: Release,
-    pub totals: UpgradeTotals,
+    pub(crate) totals: UpgradeTotals,
     pub config: Vec<KeyReading>,
-    pub rows: Vec<RowCount>,
-    pub changes: Vec<ChangeCount>,
+    pub(crate) rows: Vec<RowCount>,
+    pub(crate) changes: Vec<ChangeCount>,
     pub pods: Vec<PodRow>,
 }
 
