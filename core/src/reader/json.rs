@@ -67,7 +67,7 @@ pub struct ValueSeed<'m> {
 }
 
 impl<'m> ValueSeed<'m> {
-    pub fn new(meter: &'m Meter) -> Self {
+    pub(crate) fn new(meter: &'m Meter) -> Self {
         Self { meter, depth: 0 }
     }
 
@@ -98,11 +98,15 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Value, D::Error> {
-        de.deserialize_any(self)
+        de.deserialize_any(ValueVisitor(self))
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed<'_> {
+/// The seed's visitor, kept out of the core's public surface: callers
+/// hand a [`ValueSeed`] to serde, never a visitor.
+struct ValueVisitor<'m>(ValueSeed<'m>);
+
+impl<'de> Visitor<'de> for ValueVisitor<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -110,71 +114,71 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        self.scalar(0)?;
+        self.0.scalar(0)?;
         Ok(Value::Null)
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-        self.scalar(0)?;
+        self.0.scalar(0)?;
         Ok(Value::Bool(v))
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-        self.scalar(0)?;
+        self.0.scalar(0)?;
         Ok(Value::from(v))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        self.scalar(0)?;
+        self.0.scalar(0)?;
         Ok(Value::from(v))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        self.scalar(0)?;
+        self.0.scalar(0)?;
         Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        self.scalar(v.len())?;
+        self.0.scalar(v.len())?;
         Ok(Value::String(v.to_string()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        self.scalar(v.len())?;
+        self.0.scalar(v.len())?;
         Ok(Value::String(v))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        self.open()?;
+        self.0.open()?;
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(self.child())? {
+        while let Some(item) = seq.next_element_seed(self.0.child())? {
             items.push(item);
         }
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let Some(first) = map.next_key_seed(KeySeed(self.meter))? else {
-            self.open()?;
+        let Some(first) = map.next_key_seed(KeySeed(self.0.meter))? else {
+            self.0.open()?;
             return Ok(Value::Object(Map::new()));
         };
         if first == NUMBER_TOKEN {
             let text: String = map.next_value()?;
             let number = text.parse::<Number>().map_err(de::Error::custom)?;
-            self.scalar(text.len())?;
+            self.0.scalar(text.len())?;
             return Ok(Value::Number(number));
         }
-        self.open()?;
+        self.0.open()?;
         let mut out = Map::new();
-        out.insert(first, map.next_value_seed(self.child())?);
-        while let Some(key) = map.next_key_seed(KeySeed(self.meter))? {
+        out.insert(first, map.next_value_seed(self.0.child())?);
+        while let Some(key) = map.next_key_seed(KeySeed(self.0.meter))? {
             // As in YAML: a later key would silently win over the first.
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format!(
                     "mapping key {key:?} already defined"
                 )));
             }
-            let value = map.next_value_seed(self.child())?;
+            let value = map.next_value_seed(self.0.child())?;
             out.insert(key, value);
         }
         Ok(Value::Object(out))
