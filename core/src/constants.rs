@@ -19,12 +19,12 @@ pub(crate) const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 pub const STORAGE_INITIALIZER_CONTAINER: &str = "storage-initializer";
 pub const MODELCAR_CONTAINER: &str = "modelcar";
-/// Our own annotations (not KServe's): the storage-initializer's requests
-/// and limits for this pod, applied over the ClusterStorageContainer and
-/// the ConfigMap.
 /// Our own annotation: `baseline` or `restricted`, the security profile of
 /// the containers we add to this pod, over `--security-profile`.
 pub const SECURITY_PROFILE_ANNOTATION: &str = "kserve-injector.io/security-profile";
+/// Our own annotations (not KServe's): the storage-initializer's requests
+/// and limits for this pod, applied over the ClusterStorageContainer and
+/// the ConfigMap.
 pub(crate) const INIT_CPU_REQUEST_ANNOTATION: &str =
     "kserve-injector.io/storage-initializer-cpu-request";
 pub(crate) const INIT_CPU_LIMIT_ANNOTATION: &str =
