@@ -28,9 +28,12 @@ pub use report::{Report, Row, Status};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
-pub use upgrade::{
-    Causes, Change, ChangeKind, Form, PodRow, Side, Upgrade, UpgradeError, UpgradeReport,
-};
+pub use upgrade::{Form, PodRow, Side, Upgrade, UpgradeError, UpgradeReport};
+// What one pod's comparison found, named only by tests/core's upgrade checks:
+// outside the oracle feature a caller passes `Upgrade::pod`'s result to
+// `PodRow::compared` whole.
+#[cfg(feature = "oracle")]
+pub use upgrade::{Causes, Change, ChangeKind};
 
 /// The ConfigMap KServe's mutator reads, in the controller's namespace.
 pub const CONFIG_MAP_NAME: &str = "inferenceservice-config";
@@ -289,7 +292,7 @@ impl Inventory {
                     Ok::<_, std::convert::Infallible>(self.objects.data.restrict(facts, config))
                 };
                 match upgrade.pod(&template, Form::Template, ns, lookup) {
-                    Ok(found) => PodRow::compared(ns, name, owner, found.admission, found.changes),
+                    Ok(found) => PodRow::compared(ns, name, owner, found),
                     Err(e) => PodRow::skipped(ns, name, owner, format!("template: {e}")),
                 }
             })

@@ -92,13 +92,7 @@ fn compare_object(
     };
     let lookup = |facts: &_, config: &_| cluster.snapshot(facts, config);
     match upgrade.pod(object, form, ns, lookup) {
-        Ok(found) => Ok(PodRow::compared(
-            ns,
-            name,
-            owner,
-            found.admission,
-            found.changes,
-        )),
+        Ok(found) => Ok(PodRow::compared(ns, name, owner, found)),
         Err(UpgradeError::Decode(source)) => Err(CliError::from(InputError::Decode {
             label: label.to_string(),
             source,

@@ -5,6 +5,7 @@
 
 use super::changes::{Causes, Change, ChangeKind};
 use super::keys::KeyReading;
+use super::PodChanges;
 use crate::release::Release;
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -74,13 +75,8 @@ pub struct PodRow {
 
 impl PodRow {
     /// A row for a compared pod, its status from what changed.
-    pub fn compared(
-        namespace: &str,
-        pod: &str,
-        owner: String,
-        admission: Option<Admission>,
-        changes: Vec<Change>,
-    ) -> Self {
+    pub fn compared(namespace: &str, pod: &str, owner: String, found: PodChanges) -> Self {
+        let PodChanges { changes, admission } = found;
         let status = match &admission {
             Some(a) if a.target.is_some() => UpgradeStatus::Denied,
             Some(_) => UpgradeStatus::Admitted,
