@@ -44,7 +44,8 @@ impl From<ViewError> for MutationError {
 }
 
 /// What the injectors did to one pod.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 #[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))] // `internals` (lib.rs).
 pub struct Edits {
     /// RFC 6902 operations on the pod, in the order they apply, each value

@@ -12,7 +12,8 @@ use std::fmt;
 
 /// Something the pod asks for that the selected release did not have, and
 /// what that release does instead; for the adapters' debug logs.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Unsupported {
     pub release: Release,
     /// What the pod asks for (an annotation, a URI scheme).

@@ -18,7 +18,8 @@ pub enum OpKind {
 
 /// The one patch operation type: what the webhook encodes, what the CLI
 /// prints and applies. It serialises as RFC 6902 (`{"op","path","value"}`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
+#[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct Op {
     pub kind: OpKind,
     /// RFC 6901 text, built from escaped tokens (see `pod::child`).
