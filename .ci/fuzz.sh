@@ -6,6 +6,7 @@
 #   RUNS=10000000 bash .ci/fuzz.sh 0 review    # an execution count instead
 #   bash .ci/fuzz.sh 60 review config          # only these targets
 #   JOBS=2 MAX_LEN=8192 bash .ci/fuzz.sh 3600  # two processes, smaller inputs
+#   PARALLEL=1 bash .ci/fuzz.sh                # one target at a time
 #
 # Needs a nightly toolchain (skipped with a note when there is none) and
 # cargo-fuzz (installed when missing). Committed crash reproducers in
@@ -27,6 +28,9 @@ JOBS=${JOBS:-1}
 RSS_LIMIT_MB=${RSS_LIMIT_MB:-2048}
 MALLOC_LIMIT_MB=${MALLOC_LIMIT_MB:-1024}
 MAX_LEN=${MAX_LEN:-0}    # 0: libFuzzer's default (the largest seed)
+# Targets fuzzed at once: the cores over the processes each one forks.
+PARALLEL=${PARALLEL:-$(( $(nproc) / JOBS > 0 ? $(nproc) / JOBS : 1 ))}
+limits=(-rss_limit_mb="$RSS_LIMIT_MB" -malloc_limit_mb="$MALLOC_LIMIT_MB" -timeout=10)
 
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
   echo "fuzz: no nightly toolchain; skipped (rustup toolchain install nightly to run it)"
@@ -78,41 +82,58 @@ seed_reader() {
 }
 
 status=0
+# Seeds and regression replays first, one target after another.
 for target in "${TARGETS[@]}"; do
   corpus=fuzz/corpus/$target
   mkdir -p "$corpus" "fuzz/artifacts/$target"
   "seed_$target" "$corpus"
   cp fuzz/seeds/"$target"/* "$corpus/" 2>/dev/null || true
-  dict=()
-  [ -f "fuzz/dicts/$target.dict" ] && dict=(-dict="fuzz/dicts/$target.dict")
-  limits=(-rss_limit_mb="$RSS_LIMIT_MB" -malloc_limit_mb="$MALLOC_LIMIT_MB" -timeout=10)
-
   regressions=(fuzz/regressions/"$target"/*)
   if [ -e "${regressions[0]}" ]; then
     echo "== $target: replaying ${#regressions[@]} regression inputs"
     fuzz run --sanitizer none "$target" "${regressions[@]}" -- \
       "${limits[@]}" -runs=1 2>&1 | tail -2 || status=1
   fi
+done
 
-  echo "== $target: fuzzing (${SECONDS_PER_TARGET}s, runs cap ${RUNS}, jobs ${JOBS})"
-  log=fuzz/artifacts/$target/last-run.log
-  started=$(date +%s)
+# Then the fuzzing itself, PARALLEL targets at a time: a libFuzzer process
+# uses one core, so on CI's two cores two targets run side by side, each for
+# its full time, and the step takes half as long as running them in turn.
+fuzz_target() { # target -> its run's log, exit status and seconds beside the log
+  local target=$1 corpus=fuzz/corpus/$1 log=fuzz/artifacts/$1/last-run.log started=$SECONDS
+  local dict=() args
+  [ -f "fuzz/dicts/$target.dict" ] && dict=(-dict="fuzz/dicts/$target.dict")
   args=("${limits[@]}" "${dict[@]}" -artifact_prefix="fuzz/artifacts/$target/" -print_final_stats=1)
   [ "$SECONDS_PER_TARGET" -gt 0 ] && args+=(-max_total_time="$SECONDS_PER_TARGET")
   [ "$RUNS" -gt 0 ] && args+=(-runs="$RUNS")
   [ "$MAX_LEN" -gt 0 ] && args+=(-max_len="$MAX_LEN")
   if [ "$JOBS" -gt 1 ]; then args+=(-fork="$JOBS" -ignore_crashes=0); fi
-  if fuzz run --sanitizer none "$target" "$corpus" -- "${args[@]}" >"$log" 2>&1; then
-    result=ok
-  else
-    result=CRASH
-    status=1
+  local rc=0
+  fuzz run --sanitizer none "$target" "$corpus" -- "${args[@]}" >"$log" 2>&1 || rc=$?
+  echo "$rc $((SECONDS - started))" >"$log.status"
+}
+running=0
+for target in "${TARGETS[@]}"; do
+  if [ "$running" -ge "$PARALLEL" ]; then
+    wait -n || true
+    running=$((running - 1))
   fi
+  echo "== $target: fuzzing (${SECONDS_PER_TARGET}s, runs cap ${RUNS}, jobs ${JOBS})"
+  rm -f "fuzz/artifacts/$target/last-run.log.status"
+  fuzz_target "$target" &
+  running=$((running + 1))
+done
+wait
+
+for target in "${TARGETS[@]}"; do
+  log=fuzz/artifacts/$target/last-run.log
+  if [ -f "$log.status" ]; then read -r rc took <"$log.status"; else rc=unfinished took=0; fi
+  if [ "$rc" = 0 ]; then result=ok; else result=CRASH; status=1; fi
   execs=$(awk '/stat::number_of_executed_units:/ { s += $2 } END { print s + 0 }' "$log")
   if [ "$execs" -eq 0 ]; then
     execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
   fi
-  echo "fuzz: $target: $result, ${execs:-0} executions in $(( $(date +%s) - started )) s, corpus $(ls "$corpus" | wc -l) inputs"
+  echo "fuzz: $target: $result, ${execs:-0} executions in $took s, corpus $(ls "fuzz/corpus/$target" | wc -l) inputs"
   if [ "$result" = CRASH ]; then
     grep -E 'panicked|ERROR|SUMMARY|Test unit written' "$log" | head -10 >&2 || true
   fi
