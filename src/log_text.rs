@@ -12,6 +12,9 @@
 
 use std::fmt::{self, Display, Write};
 
+mod escaped;
+pub(crate) use escaped::EscapedFields;
+
 /// The most bytes of one string a log line (or a CLI message on stderr)
 /// carries, marker aside: its first [`HEAD`] and its last [`TAIL`].
 const MAX: usize = HEAD + TAIL;

@@ -93,6 +93,7 @@ pub fn stderr_logs_from_env() {
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .with_ansi(false)
+            .fmt_fields(crate::log_text::EscapedFields::default())
             .try_init();
     }
 }

@@ -97,3 +97,63 @@ fn a_text_just_over_the_head_in_multi_byte_characters_is_whole() {
     assert!(text.len() <= MAX);
     assert_eq!(bounded(&text).to_string(), text);
 }
+
+fn escaped(text: &str) -> String {
+    let mut out = String::new();
+    escaped::write_escaped(&mut out, text).expect("a String takes any text");
+    out
+}
+
+#[test]
+fn line_breaks_and_control_characters_are_escaped_in_text_logs() {
+    assert_eq!(escaped("plain text, a\ttab"), "plain text, a\ttab");
+    assert_eq!(escaped("a\nb\r\nc"), "a\\nb\\r\\nc");
+    assert_eq!(escaped("\u{1b}[31mred\u{7f}"), "\\u{1b}[31mred\\u{7f}");
+    assert_eq!(
+        escaped("é\u{2028}ü\u{2029}\u{85}"),
+        "é\\u{2028}ü\\u{2029}\\u{85}"
+    );
+    assert_eq!(escaped("\n"), "\\n");
+}
+
+/// A subscriber as `--log-format text` builds it: one event is one line,
+/// whatever its fields and its span's fields hold.
+#[test]
+fn an_event_with_a_line_break_in_its_fields_is_one_line() {
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .expect("not poisoned")
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .fmt_fields(EscapedFields::default())
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("review", pod = %"web\nFORGED span");
+        let _in = span.enter();
+        tracing::info!(reason = %bounded("bad\nFORGED event"), "admission reviewed\nFORGED message");
+    });
+    let text = String::from_utf8(lines.0.lock().expect("not poisoned").clone()).expect("UTF-8");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    for part in [
+        "web\\nFORGED span",
+        "bad\\nFORGED event",
+        "reviewed\\nFORGED message",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+}

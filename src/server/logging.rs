@@ -25,7 +25,9 @@ pub fn init(logging: &LoggingSettings) -> Result<(), ServeError> {
             .with_current_span(true)
             .with_span_list(false)
             .try_init(),
-        LogFormat::Text => builder.with_ansi(false).try_init(),
+        LogFormat::Text => (builder.with_ansi(false))
+            .fmt_fields(crate::log_text::EscapedFields::default())
+            .try_init(),
     };
     installed.map_err(ServeError::Logging)
 }

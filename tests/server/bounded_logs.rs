@@ -82,3 +82,127 @@ async fn a_denial_quoting_a_250000_character_annotation_makes_bounded_log_lines(
         format!("a log line of {longest:?} bytes")
     })
 }
+
+/// `serve`, killed when dropped, and its stdout's lines as they come.
+struct TextServe {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl TextServe {
+    fn spawn(flags: &[&str]) -> Result<Self, Error> {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
+            .args([
+                "serve",
+                "--cluster-lookups",
+                "off",
+                "--shutdown-delay",
+                "0s",
+            ])
+            .args(["--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+            .args(flags)
+            .env_remove("RUST_LOG")
+            .env_remove("KSERVE_INJECTOR_LOG")
+            .env_remove("KSERVE_INJECTOR_LOG_FORMAT")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or_else(|| fail("no stdout"))?;
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        })
+    }
+
+    /// The first line from now that holds `needle`.
+    fn wait_for(&mut self, needle: &str) -> Result<String, Error> {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = self.lines.recv_timeout(left).map_err(|_| {
+                fail(format!(
+                    "no line with {needle:?}; the log:\n{}",
+                    self.seen.join("\n")
+                ))
+            })?;
+            self.seen.push(line.clone());
+            if line.contains(needle) {
+                return Ok(line);
+            }
+        }
+    }
+}
+
+impl Drop for TextServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `--log-format text`: a review whose uid holds line breaks is still one
+/// line per event, the breaks written as `\n`, so no one who can reach the
+/// port can add a line that reads as the webhook's own. (JSON logs escape
+/// them already; the denial's reason quotes an annotation escaped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_logs_keep_each_event_on_one_line_whatever_a_request_holds() -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    let ca_file = tmp.path().join("ca.crt").display().to_string();
+    let mut serve = TextServe::spawn(&[
+        "--self-signed",
+        "--self-signed-ca-file",
+        &ca_file,
+        "--log-format",
+        "text",
+        "--log",
+        "kserve_injector=debug",
+    ])?;
+    let listening = serve.wait_for(" listening ")?;
+    let addr = (listening.split_whitespace())
+        .find_map(|field| field.strip_prefix("addr="))
+        .ok_or_else(|| fail(format!("no addr= in {listening}")))?
+        .parse()?;
+    let ca = std::fs::read_to_string(&ca_file)?;
+
+    let pod = yaml(&repo_path(
+        "fixtures/r08-security-profile-annotation-invalid/input.yaml",
+    ))?;
+    let forged = "2026-01-01T00:00:00.000000Z ERROR kserve_injector: FORGED";
+    let uid = format!("uid\n{forged}\r\n{forged}\u{1b}[2K");
+    let body = review_request(&pod, "admission.k8s.io/v1", &uid)?;
+    let (status, answer) = Client::open(addr, &ca, Http::H2)
+        .await?
+        .post_json("/mutate-pods", body)
+        .await?;
+    ensure(status == StatusCode::OK, || format!("review: {status}"))?;
+    let answer: Value = serde_json::from_slice(&answer)?;
+    ensure(answer["response"]["uid"] == uid.as_str(), || {
+        format!("{answer}")
+    })?;
+
+    let reviewed = serve.wait_for("admission reviewed")?;
+    ensure(
+        reviewed.contains("uid\\n2026-01-01T00:00:00.000000Z ERROR")
+            && reviewed.contains("FORGED\\r\\n2026")
+            && reviewed.contains("FORGED\\u{1b}[2K"),
+        || format!("the uid's breaks and ESC are not escaped in: {reviewed}"),
+    )?;
+    let forged_lines: Vec<&String> = (serve.seen.iter())
+        .filter(|l| l.contains("FORGED") && !l.contains("admission reviewed"))
+        .collect();
+    ensure(forged_lines.is_empty(), || {
+        format!("lines the request wrote: {forged_lines:?}")
+    })
+}
