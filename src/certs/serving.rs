@@ -4,8 +4,8 @@
 //! files besides the CA that `curl --cacert` reads.
 //!
 //! A chain is checked in the order a failure would show: every block is a
-//! whole certificate with only whitespace around it (`pem`), the leaf is
-//! inside its validity window, each certificate whose issuer is the next
+//! whole certificate with only whitespace around it (`pem`), the leaf and
+//! each intermediate are inside their validity windows, each certificate whose issuer is the next
 //! one verifies with that one's key (`chain`), and the key is the leaf's.
 //! The TLS configuration made of it is then proven by a handshake before
 //! it serves (`handshake`, called where the configuration is built).
@@ -54,17 +54,24 @@ pub enum ServingCertError {
         key: PathBuf,
         source: rustls::Error,
     },
-    #[error("{path}: the certificate is valid from {not_before} to {not_after}, not now ({now}); refusing it")]
+    #[error(
+        "{path}: {which} is valid from {not_before} to {not_after}, not now ({now}); refusing it"
+    )]
     OutsideValidity {
         path: PathBuf,
+        /// "the certificate" (the leaf), or which certificate of the chain.
+        which: String,
         not_before: String,
         not_after: String,
         now: String,
     },
     /// Not valid yet: the same files load from `valid_from` (Unix seconds).
-    #[error("{path}: the certificate is valid from {not_before} to {not_after}, not now ({now}); refusing it")]
+    #[error(
+        "{path}: {which} is valid from {not_before} to {not_after}, not now ({now}); refusing it"
+    )]
     NotYetValid {
         path: PathBuf,
+        which: String,
         not_before: String,
         not_after: String,
         now: String,
@@ -84,7 +91,8 @@ pub fn provider() -> Arc<CryptoProvider> {
 #[derive(Debug, Clone)]
 pub struct ServingPair {
     pub key: Arc<CertifiedKey>,
-    /// The leaf's notAfter, Unix seconds.
+    /// The earliest notAfter in the chain below its root (the leaf's, unless
+    /// an intermediate expires first), Unix seconds.
     pub not_after: i64,
 }
 
@@ -95,30 +103,53 @@ fn x509_error(path: &Path, e: impl std::error::Error + Send + Sync + 'static) ->
     }
 }
 
-/// The certificate's notAfter (Unix seconds). With `check`, also that now
-/// lies inside its validity window: an expired or not-yet-valid serving
-/// certificate fails every handshake, so loading one is an error.
-fn validity(der: &[u8], path: &Path, check: bool) -> Result<i64, ServingCertError> {
+/// Which certificate of a chain a validity check is about.
+#[derive(Clone, Copy)]
+enum Checked {
+    /// A client CA bundle's: its notAfter read, its window not checked.
+    NotChecked,
+    /// The serving chain's certificate at this index (0: the leaf).
+    Served(usize),
+}
+
+/// The certificate's notAfter (Unix seconds). For a served certificate,
+/// also that now lies inside its validity window: an expired or
+/// not-yet-valid serving certificate, or intermediate under it, fails every
+/// handshake (a client checks each certificate of the chain it builds), so
+/// loading one is an error. A self-issued certificate (a root sent along)
+/// is not checked: a client verifies up to the root it trusts, which may be
+/// a renewed one under the same name and key.
+fn validity(der: &[u8], path: &Path, checked: Checked) -> Result<i64, ServingCertError> {
     let (_, cert) = x509_parser::parse_x509_certificate(der).map_err(|e| x509_error(path, e))?;
     let (validity, now) = (cert.validity(), x509_parser::time::ASN1Time::now());
+    let which = match checked {
+        Checked::NotChecked => return Ok(validity.not_after.timestamp()),
+        Checked::Served(0) => "the certificate".to_string(),
+        Checked::Served(_) if cert.subject().as_raw() == cert.issuer().as_raw() => {
+            return Ok(i64::MAX)
+        }
+        Checked::Served(n) => format!("certificate {} of the chain ({})", n + 1, cert.subject()),
+    };
     let (path, not_before, not_after) = (
         path.to_path_buf(),
         validity.not_before.to_string(),
         validity.not_after.to_string(),
     );
-    if check && now > validity.not_after {
+    if now > validity.not_after {
         let now = now.to_string();
         return Err(ServingCertError::OutsideValidity {
             path,
+            which,
             not_before,
             not_after,
             now,
         });
     }
-    if check && now < validity.not_before {
+    if now < validity.not_before {
         let (now, valid_from) = (now.to_string(), validity.not_before.timestamp());
         return Err(ServingCertError::NotYetValid {
             path,
+            which,
             not_before,
             not_after,
             now,
@@ -149,8 +180,9 @@ fn certs(snap: &Snapshot, path: &Path) -> Result<Vec<CertificateDer<'static>>, S
     })
 }
 
-/// Parses a PEM chain and key, checks the leaf's validity window, the
-/// chain's signatures and that the key matches the leaf.
+/// Parses a PEM chain and key, checks the validity window of the leaf and
+/// of each intermediate, the chain's signatures and that the key matches
+/// the leaf.
 pub fn load_pair(
     snap: &Snapshot,
     cert_path: &Path,
@@ -164,7 +196,12 @@ pub fn load_pair(
         rustls_pki_types::pem::Error::NoItemsFound => ServingCertError::NoKey { path },
         source => ServingCertError::Key { path, source },
     })?;
-    let not_after = validity(&chain[0], cert_path, true)?;
+    // The chain serves until its first certificate expires; one not valid
+    // yet is the first refusal, as for the leaf (its notBefore, a retry).
+    let mut not_after = i64::MAX;
+    for (n, cert) in chain.iter().enumerate() {
+        not_after = not_after.min(validity(cert, cert_path, Checked::Served(n))?);
+    }
     check_signatures(&chain).map_err(|source| ServingCertError::Chain {
         path: cert_path.to_path_buf(),
         source,
@@ -191,7 +228,7 @@ pub fn client_verifier(
     let mut earliest = i64::MAX;
     let mut roots = RootCertStore::empty();
     for cert in certs(snap, path)? {
-        earliest = earliest.min(validity(&cert, path, false)?);
+        earliest = earliest.min(validity(&cert, path, Checked::NotChecked)?);
         roots.add(cert).map_err(|e| x509_error(path, e))?;
     }
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
@@ -275,4 +312,85 @@ mod tests {
     }
 
     use rustls::client::danger::ServerCertVerifier;
+
+    /// A CA, an intermediate valid from `from` to `to` under it, and a leaf
+    /// valid for a year under that, written as `tls.crt` (leaf,
+    /// intermediate, then the CA when `with_root`) and `tls.key`, then
+    /// loaded as `serve` loads them.
+    fn load_with_intermediate(
+        from: OffsetDateTime,
+        to: OffsetDateTime,
+        with_root: Option<(OffsetDateTime, OffsetDateTime)>,
+    ) -> Result<ServingPair, ServingCertError> {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+        let ca_params = |cn: &str, window: (OffsetDateTime, OffsetDateTime)| {
+            let mut params = CertificateParams::new(Vec::<String>::new()).expect("no names");
+            params.distinguished_name.push(DnType::CommonName, cn);
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            (params.not_before, params.not_after) = window;
+            params
+        };
+        let now = OffsetDateTime::now_utc();
+        let year = (
+            now - time::Duration::days(1),
+            now + time::Duration::days(365),
+        );
+        let root_window = with_root.unwrap_or(year);
+        let root = CertifiedIssuer::self_signed(
+            ca_params("test root", root_window),
+            KeyPair::generate()?,
+        )?;
+        let key = KeyPair::generate()?;
+        let middle = CertifiedIssuer::signed_by(
+            ca_params("test intermediate", (from, to)),
+            KeyPair::generate()?,
+            &root,
+        )?;
+        let mut leaf = CertificateParams::new(vec!["localhost".to_string()])?;
+        (leaf.not_before, leaf.not_after) = year;
+        let leaf = leaf.signed_by(&key, &middle)?;
+        let mut chain = leaf.pem() + &middle.pem();
+        if with_root.is_some() {
+            chain += &root.pem();
+        }
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let (cert_path, key_path) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+        std::fs::write(&cert_path, chain).expect("written");
+        std::fs::write(&key_path, key.serialize_pem()).expect("written");
+        let snap = Snapshot::read(
+            &[cert_path.clone(), key_path.clone()],
+            crate::config_file::Accept::RegularFile,
+        );
+        load_pair(&snap, &cert_path, &key_path, &provider())
+    }
+
+    #[test]
+    fn an_intermediate_outside_its_validity_is_refused_like_the_leaf() {
+        let now = OffsetDateTime::now_utc();
+        let day = time::Duration::days(1);
+        let expired = load_with_intermediate(now - 30 * day, now - day, None).unwrap_err();
+        assert!(
+            matches!(expired, ServingCertError::OutsideValidity { .. })
+                && expired
+                    .to_string()
+                    .contains("certificate 2 of the chain (CN=test intermediate) is valid from"),
+            "{expired}"
+        );
+        let ahead = now + day;
+        let pending = load_with_intermediate(ahead, now + 30 * day, None).unwrap_err();
+        // Time cures it: the reloader loads the same files at its notBefore.
+        assert_eq!(
+            crate::reload::Refusal::valid_from(&pending),
+            Some(ahead.unix_timestamp()),
+            "{pending}"
+        );
+        // The chain serves until its intermediate expires, before the leaf.
+        let soon = now + 10 * day;
+        let pair = load_with_intermediate(now - day, soon, None).expect("a valid chain");
+        assert_eq!(pair.not_after, soon.unix_timestamp());
+        // A root sent along is not the client's trust anchor: not checked.
+        let old_root = Some((now - 30 * day, now - day));
+        let pair = load_with_intermediate(now - day, soon, old_root).expect("the root is skipped");
+        assert_eq!(pair.not_after, soon.unix_timestamp());
+    }
 }
