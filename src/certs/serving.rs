@@ -59,8 +59,9 @@ pub enum ServingCertError {
     )]
     OutsideValidity {
         path: PathBuf,
-        /// "the certificate" (the leaf), or which certificate of the chain.
-        which: String,
+        /// "the certificate" (the leaf), or which certificate of the chain
+        /// (boxed: the error stays within clippy's size for a `Result`).
+        which: Box<str>,
         not_before: String,
         not_after: String,
         now: String,
@@ -71,7 +72,7 @@ pub enum ServingCertError {
     )]
     NotYetValid {
         path: PathBuf,
-        which: String,
+        which: Box<str>,
         not_before: String,
         not_after: String,
         now: String,
@@ -124,11 +125,13 @@ fn validity(der: &[u8], path: &Path, checked: Checked) -> Result<i64, ServingCer
     let (validity, now) = (cert.validity(), x509_parser::time::ASN1Time::now());
     let which = match checked {
         Checked::NotChecked => return Ok(validity.not_after.timestamp()),
-        Checked::Served(0) => "the certificate".to_string(),
+        Checked::Served(0) => Box::from("the certificate"),
         Checked::Served(_) if cert.subject().as_raw() == cert.issuer().as_raw() => {
             return Ok(i64::MAX)
         }
-        Checked::Served(n) => format!("certificate {} of the chain ({})", n + 1, cert.subject()),
+        Checked::Served(n) => {
+            format!("certificate {} of the chain ({})", n + 1, cert.subject()).into()
+        }
     };
     let (path, not_before, not_after) = (
         path.to_path_buf(),
