@@ -5,8 +5,9 @@
 //!
 //! A chain is checked in the order a failure would show: every block is a
 //! whole certificate with only whitespace around it (`pem`), the leaf and
-//! each intermediate are inside their validity windows, each certificate whose issuer is the next
-//! one verifies with that one's key (`chain`), and the key is the leaf's.
+//! each intermediate are inside their validity windows, each certificate
+//! whose issuer is the next one verifies with that one's key (`chain`), and
+//! the key is the leaf's.
 //! The TLS configuration made of it is then proven by a handshake before
 //! it serves (`handshake`, called where the configuration is built).
 
