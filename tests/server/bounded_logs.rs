@@ -93,19 +93,8 @@ struct TextServe {
 impl TextServe {
     fn spawn(flags: &[&str]) -> Result<Self, Error> {
         use std::io::BufRead;
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
-            .args([
-                "serve",
-                "--cluster-lookups",
-                "off",
-                "--shutdown-delay",
-                "0s",
-            ])
-            .args(["--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
-            .args(flags)
-            .env_remove("RUST_LOG")
-            .env_remove("KSERVE_INJECTOR_LOG")
-            .env_remove("KSERVE_INJECTOR_LOG_FORMAT")
+        let mut child = crate::support::process::command(flags)
+            .args(["--shutdown-delay", "0s"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .spawn()?;

@@ -17,7 +17,8 @@ pub struct Serve {
     seen: Vec<Value>,
 }
 
-fn command(flags: &[&str]) -> Command {
+/// `serve` on loopback ports the kernel picks, lookups off, `flags` after.
+pub fn command(flags: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_kserve-injector"));
     command
         .args([
