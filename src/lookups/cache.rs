@@ -1,20 +1,19 @@
-//! One watch cache: kube-runtime's `watcher` (list, then watch from the
-//! list's resourceVersion; no streaming list) feeding a map of
-//! already-reduced objects. kube-runtime's `Store` would hold the API
-//! objects themselves (for Secrets: their data); converting at the event
-//! keeps only what the core reads, and the map is keyed by the core's own
-//! key types so a lookup borrows the key it was given.
+//! One watch cache: a LIST then a WATCH from its resourceVersion
+//! (`stream.rs`, each object decoded on its own into what the core reads,
+//! `wire.rs`) feeding a map of reduced objects, keyed by the core's own key
+//! types so a lookup borrows the key it was given. What the map holds is
+//! charged in bytes (each value's `Decode::weight`) against the kind's share
+//! of the caches' budget, as the objects arrive.
 
 use super::metrics::KindMetrics;
-use futures::StreamExt;
-use kube::runtime::watcher::{self, Event};
-use kube::{Api, Resource};
-use serde::de::DeserializeOwned;
+use super::stream::{self, Change, Collection, StreamError};
+use super::wire::Decode;
+use kube::Client;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 /// After any watch error the watch is dropped and rebuilt from a fresh LIST.
@@ -66,8 +65,12 @@ pub struct Cache<K, T> {
     /// Bumped by every change, under the map's write lock.
     generation: AtomicU64,
     unlisted: AtomicUsize,
-    /// At most this many objects (the kind's share of the caches' budget).
-    cap: Option<usize>,
+    /// At most this many bytes held (the kind's share of the caches'
+    /// budget), as `weigh` counts them.
+    cap: Option<u64>,
+    /// Bytes held now.
+    bytes: AtomicU64,
+    weigh: fn(&K, &T) -> usize,
     /// Set once the cap was reached: the cache is empty for good and the
     /// kind is read as an unwatched one.
     over_budget: AtomicBool,
@@ -77,15 +80,23 @@ pub struct Cache<K, T> {
 impl<K: Hash + Eq, T> Cache<K, T> {
     #[cfg(test)]
     pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
-        Self::capped(metrics, scopes, None)
+        Self::capped(metrics, scopes, None, |_, _| 0)
     }
 
-    /// A cache that gives up beyond `cap` objects.
-    pub fn capped(metrics: KindMetrics, scopes: usize, cap: Option<usize>) -> Self {
+    /// A cache that gives up beyond `cap` bytes, each value weighing what
+    /// `weigh` says.
+    pub fn capped(
+        metrics: KindMetrics,
+        scopes: usize,
+        cap: Option<u64>,
+        weigh: fn(&K, &T) -> usize,
+    ) -> Self {
         // Not listed yet: not in sync with the API server.
         metrics.stale.set(scopes as i64);
         Self {
             cap,
+            bytes: AtomicU64::new(0),
+            weigh,
             over_budget: AtomicBool::new(false),
             map: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
@@ -105,9 +116,20 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.over_budget.load(Ordering::Acquire)
     }
 
-    /// Whether `held` objects are more than the cap allows.
-    fn beyond_cap(&self, held: usize) -> bool {
-        self.cap.is_some_and(|cap| held > cap)
+    /// Whether the bytes held are more than the cap allows.
+    fn beyond_cap(&self) -> bool {
+        (self.cap).is_some_and(|cap| self.bytes.load(Ordering::Acquire) > cap)
+    }
+
+    /// Bytes held now, as the values' weights add up.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    fn held(&self, key: &K, added: Option<&T>, removed: Option<&T>) {
+        let weight = |v: Option<&T>| v.map_or(0, |v| (self.weigh)(key, v) as u64);
+        self.bytes.fetch_add(weight(added), Ordering::AcqRel);
+        self.bytes.fetch_sub(weight(removed), Ordering::AcqRel);
     }
 
     /// Drops every object and stops caching for good (see `budget.rs`).
@@ -116,6 +138,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
             return;
         }
         *self.write() = HashMap::new();
+        self.bytes.store(0, Ordering::Release);
         self.metrics.objects.set(0);
         self.metrics.over_budget.set(1);
         self.metrics.stale.set(0);
@@ -123,7 +146,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.unlisted.store(0, Ordering::Release);
         tracing::error!(
             kind,
-            cap = self.cap,
+            cap_bytes = self.cap,
             "the watch cache reached its share of the memory limit: it is dropped, and this kind is read from the API server for each admission that needs it"
         );
     }
@@ -150,21 +173,36 @@ impl<K: Hash + Eq, T> Cache<K, T> {
 
     /// Adds or replaces one object (a watch `Apply`).
     pub fn insert(&self, key: K, value: T) {
+        use std::collections::hash_map::Entry;
         let mut map = self.write();
-        map.insert(key, value);
+        match map.entry(key) {
+            Entry::Occupied(mut e) => {
+                self.held(e.key(), Some(&value), Some(e.get()));
+                e.insert(value);
+            }
+            Entry::Vacant(e) => {
+                self.held(e.key(), Some(&value), None);
+                e.insert(value);
+            }
+        }
         self.metrics.objects.set(map.len() as i64);
     }
 
     pub fn remove(&self, key: &K) {
         let mut map = self.write();
-        map.remove(key);
+        let old = map.remove(key);
+        self.held(key, None, old.as_ref());
         self.metrics.objects.set(map.len() as i64);
     }
 
     /// Replaces everything with a complete listing and marks the cache synced.
     pub fn replace_all(&self, listed: HashMap<K, T>) {
         let len = listed.len();
-        *self.write() = listed;
+        let bytes: u64 = listed.iter().map(|(k, v)| (self.weigh)(k, v) as u64).sum();
+        let mut map = self.write();
+        *map = listed;
+        self.bytes.store(bytes, Ordering::Release);
+        drop(map);
         self.metrics.objects.set(len as i64);
         self.metrics.stale.set(0);
         self.unlisted.store(0, Ordering::Release);
@@ -177,9 +215,15 @@ impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
     /// name (deleted meanwhile); `first` counts the scope as listed.
     fn listed_scope(&self, scope: Option<&str>, listed: &HashSet<K>, first: bool) {
         let mut map = self.write();
-        map.retain(|k, _| match scope {
-            None => listed.contains(k),
-            Some(ns) => k.namespace() != Some(ns) || listed.contains(k),
+        map.retain(|k, v| {
+            let keep = match scope {
+                None => listed.contains(k),
+                Some(ns) => k.namespace() != Some(ns) || listed.contains(k),
+            };
+            if !keep {
+                self.held(k, None, Some(v));
+            }
+            keep
         });
         self.metrics.objects.set(map.len() as i64);
         if first {
@@ -188,100 +232,92 @@ impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
     }
 }
 
-/// How a watched API object becomes a cache entry.
-pub trait Reduce<O>: Send + Sync + 'static {
-    /// The resource, for logs.
-    const KIND: &'static str;
-    type Key: Hash + Eq + Clone + Scoped + Send + Sync + 'static;
-    type Value: Send + Sync + 'static;
-    fn key(&self, object: &O) -> Self::Key;
-    fn value(&self, object: &O) -> Self::Value;
-    /// [`value`](Self::value) of an object no longer needed after it.
-    fn value_owned(&self, object: O) -> Self::Value {
-        self.value(&object)
-    }
-}
-
-/// Runs the watch for `api` (the whole of `scope`: a namespace, or the
+/// Runs the watch of `at` (the whole of `scope`: a namespace, or the
 /// cluster for `None`) into `cache` until the task is aborted.
-pub async fn run<O, R>(
-    api: Api<O>,
+pub async fn run<D: Decode>(
+    client: Client,
+    at: Collection,
     scope: Option<String>,
-    config: watcher::Config,
-    reduce: R,
-    cache: std::sync::Arc<Cache<R::Key, R::Value>>,
-) where
-    O: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    R: Reduce<O>,
-{
-    let kind = R::KIND;
+    bounds: super::wire::Bounds,
+    cache: Arc<Cache<D::Key, D::Value>>,
+) {
+    let kind = D::KIND.label();
     let namespace = scope.as_deref().unwrap_or("(all)");
     let mut pause = RELIST_PAUSE;
     let mut listed_once = false;
     // Counted in the kind's `stale` gauge from `Cache::new` until listed.
     let mut in_sync = false;
     loop {
-        let stream = watcher::watcher(api.clone(), config.clone());
-        let mut stream = std::pin::pin!(stream);
-        // A LIST is applied in place as its pages arrive, so a relist
-        // holds the objects once (and the keys seen), not twice; until it
-        // is done the cache mixes the old and the new state of objects.
-        let mut listed: HashSet<R::Key> = HashSet::new();
         let mut listed_at = None;
-        while let Some(item) = stream.next().await {
-            if cache.over_budget() {
-                return;
+        // A LIST is applied in place as its items arrive, so a relist holds
+        // the objects once (and the keys seen), not twice; until it is done
+        // the cache mixes the old and the new state of objects.
+        let listed = Arc::new(std::sync::Mutex::new(HashSet::<D::Key>::new()));
+        let (filling, keys) = (cache.clone(), listed.clone());
+        let listing = stream::list(&client, &at, move |head, text| {
+            let key = D::key(head);
+            filling.insert(key.clone(), D::value(head, text, bounds));
+            keys.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
+            if filling.beyond_cap() {
+                filling.give_up(kind);
+                return Err(StreamError::OverBudget);
             }
-            match item {
-                Ok(event) => match event {
-                    Event::Init => listed = HashSet::new(),
-                    Event::InitApply(o) => {
-                        let k = reduce.key(&o);
-                        let v = reduce.value_owned(o);
-                        cache.insert(k.clone(), v);
-                        listed.insert(k);
-                        if cache.beyond_cap(cache.len()) {
-                            cache.give_up(kind);
-                        }
-                    }
-                    Event::InitDone => {
-                        cache.listed_scope(scope.as_deref(), &listed, !listed_once);
-                        listed = HashSet::new();
-                        listed_once = true;
-                        listed_at = Some(tokio::time::Instant::now());
-                        if !in_sync {
-                            in_sync = true;
-                            cache.metrics.stale.dec();
-                        }
-                        tracing::debug!(
-                            kind,
-                            namespace,
-                            objects = cache.len(),
-                            "watch cache listed"
-                        );
-                    }
-                    Event::Apply(o) => {
-                        cache.insert(reduce.key(&o), reduce.value_owned(o));
-                        if cache.beyond_cap(cache.len()) {
-                            cache.give_up(kind);
-                        }
-                    }
-                    Event::Delete(o) => cache.remove(&reduce.key(&o)),
-                },
-                Err(error) if cache.over_budget() => {
-                    let _ = error;
-                    break;
+            Ok(())
+        })
+        .await;
+        let listed = std::mem::take(&mut *listed.lock().unwrap_or_else(|e| e.into_inner()));
+        let ended = match listing {
+            Ok(mut version) => {
+                cache.listed_scope(scope.as_deref(), &listed, !listed_once);
+                drop(listed);
+                listed_once = true;
+                listed_at = Some(tokio::time::Instant::now());
+                if !in_sync {
+                    in_sync = true;
+                    cache.metrics.stale.dec();
                 }
-                Err(error) => {
-                    cache.metrics.watch_errors.inc();
-                    let error = crate::log_text::bounded(&error);
-                    tracing::warn!(kind, namespace, %error, "cluster watch error");
-                    break;
+                tracing::debug!(
+                    kind,
+                    namespace,
+                    objects = cache.len(),
+                    bytes = cache.bytes(),
+                    "watch cache listed"
+                );
+                loop {
+                    let started = tokio::time::Instant::now();
+                    let watched = stream::watch(&client, &at, &mut version, |change| {
+                        match change {
+                            Change::Apply(head, text) => {
+                                cache.insert(D::key(head), D::value(head, text, bounds));
+                                if cache.beyond_cap() {
+                                    cache.give_up(kind);
+                                    return Err(StreamError::OverBudget);
+                                }
+                            }
+                            Change::Delete(head) => cache.remove(&D::key(head)),
+                        }
+                        Ok(())
+                    })
+                    .await;
+                    // A watch the server closed at its timeout: resume (not
+                    // at once if it closed at once, so that cannot spin).
+                    if let Err(e) = watched {
+                        break e;
+                    }
+                    if started.elapsed() < Duration::from_secs(1) {
+                        tokio::time::sleep(RELIST_PAUSE).await;
+                    }
                 }
             }
-        }
+            Err(e) => e,
+        };
         if cache.over_budget() {
             return;
+        }
+        if !matches!(ended, StreamError::Gone) {
+            cache.metrics.watch_errors.inc();
+            let error = crate::log_text::bounded(&ended);
+            tracing::warn!(kind, namespace, %error, "cluster watch error");
         }
         // Admissions keep reading what the cache holds; the gauge says it
         // may be behind until the next LIST is applied.
@@ -289,7 +325,7 @@ pub async fn run<O, R>(
             in_sync = false;
             cache.metrics.stale.inc();
         }
-        if listed_at.is_some_and(|at| at.elapsed() >= HEALTHY_AFTER) {
+        if listed_at.is_some_and(|at: tokio::time::Instant| at.elapsed() >= HEALTHY_AFTER) {
             pause = RELIST_PAUSE;
         }
         tracing::info!(
@@ -336,13 +372,17 @@ mod tests {
     #[test]
     fn a_cache_past_its_cap_gives_up_and_counts_as_listed() {
         let metrics = KindMetrics::default();
-        let cache = Cache::capped(metrics.clone(), 1, Some(2));
+        // Each object weighs its value, in bytes.
+        let cache = Cache::capped(metrics.clone(), 1, Some(20), |_, v: &u8| *v as usize);
         for n in ["x", "y"] {
-            cache.insert(ObjectRef::new("a", n), 0u8);
+            cache.insert(ObjectRef::new("a", n), 10u8);
         }
-        assert!(!cache.beyond_cap(cache.len()));
-        cache.insert(ObjectRef::new("a", "z"), 0);
-        assert!(cache.beyond_cap(cache.len()));
+        assert!(!cache.beyond_cap());
+        // A replaced object gives its old bytes back.
+        cache.insert(ObjectRef::new("a", "y"), 5);
+        assert_eq!(cache.bytes(), 15);
+        cache.insert(ObjectRef::new("a", "z"), 6);
+        assert!(cache.beyond_cap());
         cache.give_up("serviceaccounts");
         assert!(cache.over_budget() && cache.synced());
         assert_eq!(

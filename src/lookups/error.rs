@@ -24,6 +24,19 @@ pub enum LookupError {
         kind: &'static str,
         source: super::reduce::InvalidObject,
     },
+    /// The pod's namespace already has its share of lookups in flight.
+    #[error(transparent)]
+    Shed(#[from] super::Shed),
+    /// A GET's body did not fit in what the admission may hold.
+    #[error("cluster lookup of {kind} {key}: {source}")]
+    OverBytes {
+        kind: &'static str,
+        key: String,
+        #[source]
+        source: super::shares::OverBytes,
+    },
+    #[error("cluster lookup of every {kind} failed: {error}")]
+    List { kind: &'static str, error: String },
     /// The error of a GET that several admissions waited for.
     #[error(transparent)]
     Shared(Arc<LookupError>),

@@ -2,7 +2,8 @@
 //! the Secrets' default (`--watch-kinds` without `secrets`). Each entry
 //! expires `ttl` after its GET, so a Secret changed, created or deleted is
 //! seen by the first admission after that; the cache holds at most
-//! `capacity` entries, least recently used first out. An absent object is
+//! `capacity` entries and at most its byte cap (each entry charged what its
+//! value weighs), least recently used first out. An absent object is
 //! kept too ("not found" for `ttl`), so a pod naming a missing Secret does
 //! not cost a GET per admission.
 //!
@@ -30,9 +31,44 @@ type Outcome<V> = Result<Option<V>, Arc<LookupError>>;
 
 pub struct FetchCache<K, V> {
     ttl: Duration,
-    entries: Mutex<LruCache<K, Entry<V>>>,
+    entries: Mutex<Held<K, V>>,
     flights: Mutex<HashMap<K, Arc<OnceCell<Outcome<V>>>>>,
     metrics: KindMetrics,
+}
+
+/// The entries and the bytes they weigh.
+struct Held<K, V> {
+    lru: LruCache<K, Entry<V>>,
+    bytes: u64,
+    cap: Option<u64>,
+    weigh: fn(&K, &V) -> usize,
+}
+
+impl<K: Hash + Eq, V> Held<K, V> {
+    fn weight(&self, key: &K, entry: &Entry<V>) -> u64 {
+        entry
+            .value
+            .as_ref()
+            .map_or(0, |v| (self.weigh)(key, v) as u64)
+    }
+    fn pop(&mut self, key: &K) {
+        if let Some(entry) = self.lru.pop(key) {
+            self.bytes -= self.weight(key, &entry);
+        }
+    }
+    fn put(&mut self, key: K, entry: Entry<V>) {
+        self.pop(&key);
+        self.bytes += self.weight(&key, &entry);
+        if let Some((k, old)) = self.lru.push(key, entry) {
+            self.bytes -= self.weight(&k, &old);
+        }
+        while self.cap.is_some_and(|cap| self.bytes > cap) {
+            match self.lru.pop_lru() {
+                Some((k, old)) => self.bytes -= self.weight(&k, &old),
+                None => break,
+            }
+        }
+    }
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -40,10 +76,22 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
-    pub fn new(ttl: Duration, capacity: NonZeroUsize, metrics: KindMetrics) -> Self {
+    pub fn new(
+        ttl: Duration,
+        capacity: NonZeroUsize,
+        cap: Option<u64>,
+        weigh: fn(&K, &V) -> usize,
+        metrics: KindMetrics,
+    ) -> Self {
+        let lru = LruCache::new(capacity);
         Self {
             ttl,
-            entries: Mutex::new(LruCache::new(capacity)),
+            entries: Mutex::new(Held {
+                lru,
+                bytes: 0,
+                cap,
+                weigh,
+            }),
             flights: Mutex::new(HashMap::new()),
             metrics,
         }
@@ -53,12 +101,12 @@ impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
     /// `Some(None)` is a fresh "not found".
     pub fn fresh(&self, key: &K) -> Option<Option<V>> {
         let mut entries = locked(&self.entries);
-        let entry = entries.get(key)?;
+        let entry = entries.lru.get(key)?;
         if entry.fetched.elapsed() < self.ttl {
             return Some(entry.value.clone());
         }
         entries.pop(key);
-        self.metrics.objects.set(entries.len() as i64);
+        self.metrics.objects.set(entries.lru.len() as i64);
         None
     }
 
@@ -66,11 +114,17 @@ impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
         let mut entries = locked(&self.entries);
         let fetched = Instant::now();
         entries.put(key, Entry { fetched, value });
-        self.metrics.objects.set(entries.len() as i64);
+        self.metrics.objects.set(entries.lru.len() as i64);
     }
 
     pub fn len(&self) -> usize {
-        locked(&self.entries).len()
+        locked(&self.entries).lru.len()
+    }
+
+    /// Bytes the kept entries weigh.
+    #[cfg(test)]
+    pub fn bytes(&self) -> u64 {
+        locked(&self.entries).bytes
     }
 
     /// The fresh entry, else the result of `fetch`, run once for all the
@@ -124,6 +178,8 @@ mod tests {
         FetchCache::new(
             Duration::from_millis(ttl_ms),
             capacity,
+            None,
+            |_, v| v.len(),
             KindMetrics::default(),
         )
     }
@@ -135,6 +191,29 @@ mod tests {
             value: Some(value.into()),
         };
         locked(&c.entries).put(key.into(), entry);
+    }
+
+    #[test]
+    fn entries_go_least_recently_used_first_beyond_the_byte_cap() {
+        let c = FetchCache::new(
+            Duration::from_secs(30),
+            NonZeroUsize::new(100).unwrap(),
+            Some(10),
+            |_: &String, v: &String| v.len(),
+            KindMetrics::default(),
+        );
+        c.insert("a".into(), Some("1234".into()));
+        c.insert("b".into(), Some("1234".into()));
+        c.insert("absent".into(), None);
+        assert_eq!((c.len(), c.bytes()), (3, 8));
+        c.insert("c".into(), Some("123456".into()));
+        // 4 + 4 + 6 is over 10: "a", the least recently used, went.
+        assert_eq!(c.fresh(&"a".to_string()), None);
+        assert_eq!(c.fresh(&"b".to_string()), Some(Some("1234".into())));
+        assert_eq!(c.bytes(), 10);
+        // A replaced entry gives its bytes back.
+        c.insert("c".into(), Some("12".into()));
+        assert_eq!(c.bytes(), 6);
     }
 
     #[test]
@@ -191,7 +270,10 @@ mod tests {
             let boom = serde_json::from_str::<serde_json::Value>("boom").unwrap_err();
             Err(LookupError::Invalid {
                 kind: "secrets",
-                source: crate::lookups::reduce::InvalidObject::Json(boom.into()),
+                source: crate::lookups::reduce::InvalidObject::Decode {
+                    at: "x".into(),
+                    source: boom.into(),
+                },
             })
         };
         let err = c.get_or_fetch(&"x".to_string(), failing).await.unwrap_err();

@@ -35,6 +35,9 @@ pub struct KindMetrics {
     /// 1 once the cache reached its share of the memory limit and was
     /// dropped (the kind is then read from the API server).
     pub over_budget: Gauge,
+    /// Admissions denied because an object they need keeps more than
+    /// `--max-lookup-object-bytes` of what KServe reads.
+    pub too_large: Counter,
 }
 
 /// Metrics for every [`Kind`], indexed by the kind's position.
@@ -52,13 +55,14 @@ impl LookupMetrics {
     /// Registers the families (`cluster_cache_objects`, `cluster_cache_stale`,
     /// `cluster_cache_over_budget`,
     /// `cluster_cache_hits`, `cluster_cache_misses`, `cluster_fallback_gets`,
-    /// `cluster_lookup_errors`, `cluster_watch_errors`, label `kind`) on
+    /// `cluster_lookup_errors`, `cluster_watch_errors`,
+    /// `cluster_objects_too_large`, label `kind`) on
     /// `registry` (its prefix applies) and resolves every handle.
     pub fn register(registry: &mut Registry) -> Self {
         let objects = Family::<KindLabels, Gauge>::default();
         let stale = Family::<KindLabels, Gauge>::default();
         let over_budget = Family::<KindLabels, Gauge>::default();
-        let families: [(&str, &str, Family<KindLabels, Counter>); 5] = [
+        let families: [(&str, &str, Family<KindLabels, Counter>); 6] = [
             (
                 "cluster_cache_hits",
                 "Cluster object keys answered from a synced watch cache",
@@ -82,6 +86,11 @@ impl LookupMetrics {
             (
                 "cluster_watch_errors",
                 "Errors reported by the watches (each rebuilds the watch from a fresh list after a growing pause)",
+                Family::default(),
+            ),
+            (
+                "cluster_objects_too_large",
+                "Admissions denied because an object they need keeps more than --max-lookup-object-bytes of what KServe reads",
                 Family::default(),
             ),
         ];
@@ -113,6 +122,7 @@ impl LookupMetrics {
                 fallback_gets: counter(2),
                 lookup_errors: counter(3),
                 watch_errors: counter(4),
+                too_large: counter(5),
                 stale: stale.get_or_create(&labels).clone(),
                 over_budget: over_budget.get_or_create(&labels).clone(),
             }

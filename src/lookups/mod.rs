@@ -22,52 +22,59 @@ pub mod mode;
 mod objects_file;
 mod options;
 mod reduce;
+mod shares;
 mod snapshot;
 mod source;
+mod stream;
 mod view;
 mod watch;
+mod wire;
 
 pub use error::LookupError;
 pub use metrics::{KindMetrics, LookupMetrics};
 pub use mode::{resolve_client, KubeConfigSource, KubeEnvironment, LookupMode, LookupModeError};
 pub use objects_file::{load_objects, load_objects_within, ObjectsFileError};
 pub use options::{
-    Kind, LookupOptions, OutsideNamespaces, DEFAULT_GET_TIMEOUT, DEFAULT_SECRET_CACHE_ENTRIES,
-    DEFAULT_SECRET_TTL, DEFAULT_WATCHED,
+    Kind, LookupOptions, OutsideNamespaces, DEFAULT_GET_TIMEOUT, DEFAULT_MAX_SA_SECRETS,
+    DEFAULT_SECRET_CACHE_ENTRIES, DEFAULT_SECRET_TTL, DEFAULT_WATCHED,
 };
 pub use reduce::{inference_service_resource, storage_container_resource, InvalidObject};
+pub use shares::{Shed, DEFAULT_LOOKUP_BYTES, DEFAULT_NAMESPACE_ADMISSIONS};
 pub use snapshot::fetch_once;
 pub use source::{SnapshotSource, SnapshotSourceError};
-pub use watch::SECRET_FIELD_SELECTOR;
+pub use wire::DEFAULT_MAX_OBJECT_BYTES;
 
 use cache::Cache;
 use fetched::FetchCache;
-use k8s_openapi::api::core::v1 as api;
 use kserve_injector_core::cluster::{
     ClusterSnapshot, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
 };
-use kube::{Api, Client};
+use kube::Client;
 use reduce::Parsed;
 use std::collections::BTreeSet;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
-use watch::{preload, spawn_watch, watch_all, watch_secrets, CacheOf, CacheState};
+use watch::{preload, spawn_watch, CacheOf, CacheState};
 
 /// The caches and the client for fallback GETs. Dropping it stops the watches.
 pub struct Lookups {
     client: Client,
     metrics: LookupMetrics,
     get_timeout: Duration,
-    service_accounts: CacheOf<ObjectRef, ServiceAccount>,
-    secrets: CacheOf<ObjectRef, Secret>,
+    /// What one object may keep.
+    bounds: wire::Bounds,
+    service_accounts: CacheOf<ObjectRef, Parsed<Arc<ServiceAccount>>>,
+    secrets: CacheOf<ObjectRef, Parsed<Arc<Secret>>>,
     /// When Secrets are not watched, or their cache went over its budget:
     /// the ones fetched lately.
-    fetched_secrets: FetchCache<ObjectRef, Secret>,
+    fetched_secrets: FetchCache<ObjectRef, Parsed<Arc<Secret>>>,
     storage_containers: CacheOf<String, Parsed<Arc<ClusterStorageContainer>>>,
     /// The storage containers' shared set, rebuilt once per change.
     storage_view: view::StorageView,
-    inference_services: CacheOf<ObjectRef, Parsed<InferenceService>>,
+    inference_services: CacheOf<ObjectRef, Parsed<Arc<InferenceService>>>,
+    /// What admissions' lookups hold, shared out between namespaces.
+    shares: shares::Shares,
     namespaces: BTreeSet<String>,
     outside: OutsideNamespaces,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -83,34 +90,48 @@ impl Drop for Lookups {
 
 impl Lookups {
     fn unstarted(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
-        fn cache<K: std::hash::Hash + Eq, T>(
+        fn cache<D: wire::Decode>(
             m: &LookupMetrics,
             o: &LookupOptions,
-            kind: Kind,
-        ) -> CacheOf<K, T> {
+        ) -> CacheOf<D::Key, D::Value> {
+            let kind = D::KIND;
             let handles = m.kind(kind).clone();
             let scopes = match kind {
                 Kind::StorageContainers => 1,
                 _ => o.scopes().len(),
             };
-            let cap = budget::object_caps(o.cache_budget, &o.watched)[kind.index()];
+            let cap = budget::byte_caps(o.cache_budget, &o.watched)[kind.index()];
             o.watched
                 .contains(&kind)
-                .then(|| Arc::new(Cache::capped(handles, scopes, cap)))
+                .then(|| Arc::new(Cache::capped(handles, scopes, cap, D::weight)))
         }
+        // Secrets not watched: their share of the budget goes to the fetched ones.
+        let fetched_cap =
+            budget::byte_caps(options.cache_budget, &[Kind::Secrets])[Kind::Secrets.index()];
         Self {
-            service_accounts: cache(&metrics, options, Kind::ServiceAccounts),
-            secrets: cache(&metrics, options, Kind::Secrets),
+            service_accounts: cache::<wire::ServiceAccounts>(&metrics, options),
+            secrets: cache::<wire::Secrets>(&metrics, options),
             fetched_secrets: {
                 let handles = metrics.kind(Kind::Secrets).clone();
-                FetchCache::new(options.secret_ttl, options.secret_cache_entries, handles)
+                FetchCache::new(
+                    options.secret_ttl,
+                    options.secret_cache_entries,
+                    fetched_cap,
+                    <wire::Secrets as wire::Decode>::weight,
+                    handles,
+                )
             },
-            storage_containers: cache(&metrics, options, Kind::StorageContainers),
+            storage_containers: cache::<wire::StorageContainers>(&metrics, options),
             storage_view: view::StorageView::default(),
-            inference_services: cache(&metrics, options, Kind::InferenceServices),
+            inference_services: cache::<wire::InferenceServices>(&metrics, options),
+            shares: shares::Shares::new(options.lookup_bytes, options.namespace_admissions),
             client,
             metrics,
             get_timeout: options.get_timeout,
+            bounds: wire::Bounds {
+                object: options.max_object_bytes,
+                sa_secrets: options.max_sa_secrets,
+            },
             namespaces: options.namespaces.clone(),
             outside: options.outside,
             tasks: Vec::new(),
@@ -122,47 +143,12 @@ impl Lookups {
     /// Tokio runtime.
     pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
         let mut this = Self::unstarted(client, metrics, options);
-        let c = &this.client;
-        let scopes = options.scopes();
-        let isvc = reduce::inference_service_resource();
+        let (c, scopes, max) = (&this.client, options.scopes(), this.bounds);
         let tasks = [
-            spawn_watch(
-                &this.service_accounts,
-                &scopes,
-                |s| match s {
-                    Some(ns) => Api::<api::ServiceAccount>::namespaced(c.clone(), ns),
-                    None => Api::all(c.clone()),
-                },
-                watch_all(),
-                reduce::ServiceAccounts,
-            ),
-            spawn_watch(
-                &this.secrets,
-                &scopes,
-                |s| match s {
-                    Some(ns) => Api::<api::Secret>::namespaced(c.clone(), ns),
-                    None => Api::all(c.clone()),
-                },
-                watch_secrets(),
-                reduce::Secrets,
-            ),
-            spawn_watch(
-                &this.storage_containers,
-                &[None],
-                |_| Api::all_with(c.clone(), &reduce::storage_container_resource()),
-                watch_all(),
-                reduce::StorageContainers,
-            ),
-            spawn_watch(
-                &this.inference_services,
-                &scopes,
-                |s| match s {
-                    Some(ns) => Api::namespaced_with(c.clone(), ns, &isvc),
-                    None => Api::all_with(c.clone(), &isvc),
-                },
-                watch_all(),
-                reduce::InferenceServices,
-            ),
+            spawn_watch::<wire::ServiceAccounts>(c, &this.service_accounts, &scopes, max),
+            spawn_watch::<wire::Secrets>(c, &this.secrets, &scopes, max),
+            spawn_watch::<wire::StorageContainers>(c, &this.storage_containers, &[None], max),
+            spawn_watch::<wire::InferenceServices>(c, &this.inference_services, &scopes, max),
         ];
         this.tasks.extend(tasks.into_iter().flatten());
         this
@@ -203,14 +189,17 @@ impl Lookups {
         data: ClusterSnapshot,
     ) -> Self {
         let this = Self::unstarted(client, metrics, options);
-        preload(&this.service_accounts, data.service_accounts);
-        match this.secrets_fetched() {
-            true => (data.secrets.into_iter())
-                .for_each(|(k, v)| this.fetched_secrets.insert(k, Some(v))),
-            false => preload(&this.secrets, data.secrets),
-        }
         fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
             (k, Ok(v))
+        }
+        preload(
+            &this.service_accounts,
+            data.service_accounts.into_iter().map(parsed),
+        );
+        match this.secrets_fetched() {
+            true => (data.secrets.into_iter())
+                .for_each(|(k, v)| this.fetched_secrets.insert(k, Some(Ok(v)))),
+            false => preload(&this.secrets, data.secrets.into_iter().map(parsed)),
         }
         let containers = data.storage_containers.iter();
         preload(
@@ -219,7 +208,7 @@ impl Lookups {
         );
         preload(
             &this.inference_services,
-            data.inference_services.into_iter().map(parsed),
+            (data.inference_services.into_iter()).map(|(k, v)| (k, Ok(Arc::new(v)))),
         );
         this
     }
@@ -266,6 +255,11 @@ impl Lookups {
             true => self.fetched_secrets.len(),
             false => self.cache_state(kind).map_or(0, |c| c.objects()),
         }
+    }
+
+    /// Bytes a watched cache holds now (`None`: not watched).
+    pub fn cached_bytes(&self, kind: Kind) -> Option<u64> {
+        self.cache_state(kind).map(|c| c.held_bytes())
     }
 
     /// Whether Secrets are fetched (and kept for the TTL) rather than

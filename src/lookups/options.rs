@@ -52,6 +52,11 @@ pub const DEFAULT_SECRET_TTL: Duration = Duration::from_secs(30);
 /// Default for `--secret-cache-entries`.
 pub const DEFAULT_SECRET_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1000).unwrap();
 
+/// Default for `--max-service-account-secrets`: KServe's users list a
+/// handful; a ServiceAccount listing more gets its pods denied before any
+/// of them is read.
+pub const DEFAULT_MAX_SA_SECRETS: usize = 64;
+
 /// The kinds watched by default: none of them holds a credential. Secrets
 /// are fetched when a pod needs them and kept for [`DEFAULT_SECRET_TTL`].
 pub const DEFAULT_WATCHED: [Kind; 3] = [
@@ -92,6 +97,16 @@ pub struct LookupOptions {
     /// Bytes the watch caches may hold together (`None`: no limit); each
     /// watched kind gets a share, see `budget.rs`.
     pub cache_budget: Option<u64>,
+    /// `--max-lookup-object-bytes`: what one object may keep of what
+    /// KServe reads; a larger one is not held and its pods are denied.
+    pub max_object_bytes: usize,
+    /// `--max-service-account-secrets`.
+    pub max_sa_secrets: usize,
+    /// The bytes admissions' GETs may hold at once, all namespaces together
+    /// (`shares.rs`).
+    pub lookup_bytes: usize,
+    /// Admissions of one namespace reading the API server at once.
+    pub namespace_admissions: usize,
 }
 
 impl Default for LookupOptions {
@@ -104,6 +119,10 @@ impl Default for LookupOptions {
             namespaces: BTreeSet::new(),
             outside: OutsideNamespaces::Deny,
             cache_budget: None,
+            max_object_bytes: super::wire::DEFAULT_MAX_OBJECT_BYTES,
+            max_sa_secrets: DEFAULT_MAX_SA_SECRETS,
+            lookup_bytes: super::shares::DEFAULT_LOOKUP_BYTES,
+            namespace_admissions: super::shares::DEFAULT_NAMESPACE_ADMISSIONS,
         }
     }
 }

@@ -1,40 +1,52 @@
-//! API objects to the core's reduced objects, at the watch and after a GET.
+//! What a cached or fetched object is when it cannot be used, and where
+//! each kind is read from.
 
-pub use super::cache::Reduce;
-use k8s_openapi::api::core::v1 as api;
-use kserve_injector_core::cluster::{
-    inference_service, storage_container, StorageContainerLoadError,
-};
-use kserve_injector_core::cluster::{
-    ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
-};
+use super::stream::Collection;
+use super::Kind;
+use kserve_injector_core::cluster::{ObjectRef, StorageContainerLoadError};
 use kserve_injector_core::SharedError;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::ResourceExt;
-use std::sync::Arc;
+use kube::api::{ApiResource, GroupVersionKind};
 
-/// A cached custom object, or why it cannot be used (reported by the lookup
-/// that needs it, as KServe's typed decode would fail that lookup).
+/// A cached object, or why it cannot be used (reported by the lookup that
+/// needs it, as KServe's typed decode would fail that lookup).
 pub type Parsed<T> = Result<T, InvalidObject>;
 
-/// Why a watched or fetched custom object cannot be used; cloned out of the
-/// cache with it.
+/// Why a watched or fetched object cannot be used; cloned out of the cache
+/// with it.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum InvalidObject {
-    /// The API object does not serialise as JSON.
-    #[error(transparent)]
-    Json(SharedError<serde_json::Error>),
+    /// The object's JSON does not decode as its kind.
+    #[error("{at} does not decode: {source}")]
+    Decode {
+        at: String,
+        #[source]
+        source: SharedError<serde_json::Error>,
+    },
     #[error(transparent)]
     StorageContainer(#[from] StorageContainerLoadError),
     #[error("invalid InferenceService {at}: {source}")]
     InferenceService {
         at: ObjectRef,
+        #[source]
         source: SharedError<serde_json::Error>,
     },
-}
-
-fn to_json(o: &DynamicObject) -> Result<serde_json::Value, InvalidObject> {
-    serde_json::to_value(o).map_err(|e| InvalidObject::Json(e.into()))
+    /// A ServiceAccount listing more Secrets than
+    /// `--max-service-account-secrets`: its pods are denied before any of
+    /// them is read.
+    #[error("ServiceAccount {at} lists {listed} Secrets, more than the {limit} kserve-injector reads for one pod (--max-service-account-secrets); list only the Secrets its pods need, or name one with the storage secret annotation")]
+    TooManySecrets {
+        at: String,
+        listed: usize,
+        limit: usize,
+    },
+    /// What KServe's rules read of it is over `--max-lookup-object-bytes`.
+    #[error("{kind} {at} is too large for kserve-injector: what KServe reads of it takes {bytes} bytes, more than the {limit} one object may hold (--max-lookup-object-bytes); trim its annotations, Secret list or data")]
+    TooLarge {
+        kind: &'static str,
+        at: String,
+        bytes: usize,
+        limit: usize,
+    },
 }
 
 pub fn storage_container_resource() -> ApiResource {
@@ -47,82 +59,63 @@ pub fn inference_service_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(&gvk, "inferenceservices")
 }
 
-fn object_ref<O: ResourceExt>(o: &O) -> ObjectRef {
-    ObjectRef::new(o.namespace().unwrap_or_default(), o.name_any())
+/// Helm's release records (often hundreds of KiB each, never a credential)
+/// are left out of the Secrets' watch; should a pod ever name one it is
+/// fetched by the fallback GET.
+pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
+
+/// The collection of `kind` in `namespace` (`None`: every namespace; the
+/// cluster-scoped ClusterStorageContainers ignore it).
+pub(super) fn collection(kind: Kind, namespace: Option<&str>) -> Collection {
+    let scoped = |prefix: &str, plural: &str| match namespace {
+        Some(ns) => format!("{prefix}/namespaces/{ns}/{plural}"),
+        None => format!("{prefix}/{plural}"),
+    };
+    let (url, fields) = match kind {
+        Kind::ServiceAccounts => (scoped("/api/v1", "serviceaccounts"), None),
+        Kind::Secrets => (scoped("/api/v1", "secrets"), Some(SECRET_FIELD_SELECTOR)),
+        Kind::StorageContainers => (
+            "/apis/serving.kserve.io/v1alpha1/clusterstoragecontainers".to_string(),
+            None,
+        ),
+        Kind::InferenceServices => (
+            scoped("/apis/serving.kserve.io/v1beta1", "inferenceservices"),
+            None,
+        ),
+    };
+    Collection { url, fields }
 }
 
-#[derive(Clone, Copy)]
-pub struct ServiceAccounts;
-
-impl Reduce<api::ServiceAccount> for ServiceAccounts {
-    const KIND: &'static str = "serviceaccounts";
-    type Key = ObjectRef;
-    type Value = ServiceAccount;
-    fn key(&self, o: &api::ServiceAccount) -> ObjectRef {
-        object_ref(o)
-    }
-    fn value(&self, o: &api::ServiceAccount) -> ServiceAccount {
-        ServiceAccount::from_api(o, o.metadata.namespace.as_deref().unwrap_or_default())
-    }
+/// Whether `name` can name an object at all (a DNS subdomain, RFC 1123):
+/// a name from a ServiceAccount's `secrets` list is not validated by the
+/// API server, and anything else (`..`, `/`, `?`) must never reach a URL.
+/// KServe's cached client finds no such object.
+pub(super) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && (name.bytes())
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
-/// Keeps what [`Secret::from_api`] keeps: names, annotations, data key
-/// names and only the values listed in `KEPT_SECRET_VALUE_KEYS` (others are
-/// reduced to their storage-spec projection). The API object's values are
-/// overwritten with zeros right after.
-#[derive(Clone, Copy)]
-pub struct Secrets;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl Reduce<api::Secret> for Secrets {
-    const KIND: &'static str = "secrets";
-    type Key = ObjectRef;
-    type Value = Secret;
-    fn key(&self, o: &api::Secret) -> ObjectRef {
-        object_ref(o)
-    }
-    fn value(&self, o: &api::Secret) -> Secret {
-        Secret::from_api(o, o.metadata.namespace.as_deref().unwrap_or_default())
-    }
-    fn value_owned(&self, o: api::Secret) -> Secret {
-        let namespace = o.metadata.namespace.clone().unwrap_or_default();
-        Secret::from_api_owned(o, &namespace)
-    }
-}
-
-#[derive(Clone, Copy)]
-pub struct StorageContainers;
-
-impl Reduce<DynamicObject> for StorageContainers {
-    const KIND: &'static str = "clusterstoragecontainers";
-    type Key = String;
-    type Value = Parsed<Arc<ClusterStorageContainer>>;
-    fn key(&self, o: &DynamicObject) -> String {
-        o.name_any()
-    }
-    fn value(&self, o: &DynamicObject) -> Parsed<Arc<ClusterStorageContainer>> {
-        let doc = to_json(o)?;
-        Ok(Arc::new(storage_container(&doc, &o.name_any())?))
-    }
-}
-
-#[derive(Clone, Copy)]
-pub struct InferenceServices;
-
-impl Reduce<DynamicObject> for InferenceServices {
-    const KIND: &'static str = "inferenceservices";
-    type Key = ObjectRef;
-    type Value = Parsed<InferenceService>;
-    fn key(&self, o: &DynamicObject) -> ObjectRef {
-        object_ref(o)
-    }
-    fn value(&self, o: &DynamicObject) -> Parsed<InferenceService> {
-        let r = object_ref(o);
-        let doc = to_json(o)?;
-        inference_service(&doc, &r.namespace, &r.name).map_err(|e| {
-            InvalidObject::InferenceService {
-                at: r.clone(),
-                source: e.into(),
-            }
-        })
+    #[test]
+    fn only_object_names_reach_a_url() {
+        assert!(valid_name("s3-secret.v1"));
+        for bad in [
+            "",
+            "../kube-system/secrets/x",
+            "a/b",
+            "a?watch=1",
+            "UPPER",
+            &"a".repeat(254),
+        ] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+        let c = collection(Kind::Secrets, Some("team"));
+        assert_eq!(c.url, "/api/v1/namespaces/team/secrets");
+        assert_eq!(c.fields, Some(SECRET_FIELD_SELECTOR));
     }
 }

@@ -1,5 +1,4 @@
 use super::*;
-use kserve_injector_core::cluster::ObjectKey;
 use kserve_injector_core::config::Config;
 use kserve_injector_core::constants::{ISVC_LABEL, SOURCE_URI_ANNOTATION};
 use kserve_injector_core::PodFacts;
@@ -164,8 +163,19 @@ async fn a_fetched_secret_that_cannot_be_read_is_an_error_naming_it() {
     lookups.get_timeout = Duration::from_millis(200);
     let mut known = data();
     known.secrets.clear();
-    let key = ObjectKey::Secret(ObjectRef::new("ns", "creds"));
-    let err = lookups.fill(&key, &mut known).await.unwrap_err();
+    lookups = Lookups::preloaded(
+        lookups.client.clone(),
+        LookupMetrics::unregistered(),
+        &LookupOptions {
+            get_timeout: Duration::from_millis(200),
+            ..LookupOptions::default()
+        },
+        known,
+    );
+    let err = lookups
+        .snapshot(&s3_pod("sa"), &Config::default())
+        .await
+        .unwrap_err();
     assert!(matches!(err, LookupError::Timeout { .. }), "{err}");
     assert!(err.to_string().contains("secrets ns/creds"), "{err}");
     let m = lookups.metrics().kind(Kind::Secrets);

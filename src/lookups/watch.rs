@@ -1,28 +1,11 @@
 //! The watches that fill the caches, and what every cache can report.
 
 use super::cache::Cache;
-use super::reduce::Reduce;
-use kube::runtime::watcher;
-use kube::Api;
+use super::reduce::collection;
+use super::wire::Decode;
+use kube::Client;
 use std::hash::Hash;
 use std::sync::Arc;
-
-pub(super) fn watch_all() -> watcher::Config {
-    watcher::Config::default()
-}
-
-/// Secrets: Helm's release records (often hundreds of KiB each, never a
-/// credential) are left out of the cache, should a pod ever name one it is
-/// fetched by the fallback GET; and LIST pages are kept small, because a page
-/// is held whole (unreduced) until its objects are reduced.
-pub(super) fn watch_secrets() -> watcher::Config {
-    watcher::Config::default()
-        .fields(SECRET_FIELD_SELECTOR)
-        .page_size(SECRET_PAGE_SIZE)
-}
-
-pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
-const SECRET_PAGE_SIZE: u32 = 100;
 
 pub(super) type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
 
@@ -30,6 +13,7 @@ pub(super) type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
 pub(super) trait CacheState {
     fn is_synced(&self) -> bool;
     fn objects(&self) -> usize;
+    fn held_bytes(&self) -> u64;
 }
 
 impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
@@ -39,32 +23,25 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
     fn objects(&self) -> usize {
         self.len()
     }
+    fn held_bytes(&self) -> u64 {
+        self.bytes()
+    }
 }
 
-/// Spawns the watches filling `cache`, one per scope, when the kind is
-/// watched (`cache` is `Some`).
-pub(super) fn spawn_watch<O, R>(
-    cache: &CacheOf<R::Key, R::Value>,
+/// Spawns the watches filling `cache` of kind `D`, one per scope, when the
+/// kind is watched (`cache` is `Some`).
+pub(super) fn spawn_watch<D: Decode>(
+    client: &Client,
+    cache: &CacheOf<D::Key, D::Value>,
     scopes: &[Option<String>],
-    api: impl Fn(&Option<String>) -> Api<O>,
-    config: watcher::Config,
-    reduce: R,
-) -> Vec<tokio::task::JoinHandle<()>>
-where
-    O: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    R: Reduce<O> + Clone,
-{
+    bounds: super::wire::Bounds,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let Some(cache) = cache.as_ref() else {
         return Vec::new();
     };
     let watch = |scope: &Option<String>| {
-        let run = super::cache::run(
-            api(scope),
-            scope.clone(),
-            config.clone(),
-            reduce.clone(),
-            cache.clone(),
-        );
+        let at = collection(D::KIND, scope.as_deref());
+        let run = super::cache::run::<D>(client.clone(), at, scope.clone(), bounds, cache.clone());
         tokio::spawn(run)
     };
     scopes.iter().map(watch).collect()

@@ -7,7 +7,7 @@ use super::api_error::{json_body, Answer, ApiError};
 use super::app::App;
 use super::body::{drained, read_body, Arrival, BoxError};
 use super::share::{Budget, Full};
-use crate::lookups::{OutsideNamespaces, SnapshotSource};
+use crate::lookups::{LookupError, OutsideNamespaces, Shed, SnapshotSource};
 use axum::body::Bytes;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode, Version};
@@ -117,25 +117,29 @@ where
         app.malformed(&e);
         ApiError::new(StatusCode::BAD_REQUEST, e.to_string())
     })?;
+    // The namespace's share of the lookups is taken: the API server retries.
+    let reviewed = reviewed
+        .map_err(|shed| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, shed.to_string()))?;
     app.observe(&reviewed);
     Ok(reviewed)
 }
 
 /// Decodes the request, reads the cluster objects its pod needs, answers.
-/// A lookup that cannot be answered denies the pod (KServe fails it too).
+/// A lookup that cannot be answered denies the pod (KServe fails it too);
+/// one whose namespace has its share of lookups in flight is shed.
 async fn review(
     body: &[u8],
     inputs: &Inputs,
     objects: &SnapshotSource,
     mode: Mode,
     max_patch: usize,
-) -> Result<Reviewed, admission::ReviewError> {
+) -> Result<Result<Reviewed, Shed>, admission::ReviewError> {
     // In shadow mode every answer below is an allowance, a denial included.
     let prepared = admission::prepare(body, mode)?.answer_at_most(max_patch);
     // With lookups off the pod's facts are not even gathered.
     let facts = (!objects.is_off()).then(|| prepared.lookup_facts(&inputs.config));
     let Some(facts) = facts.flatten() else {
-        return prepared.answer(inputs);
+        return prepared.answer(inputs).map(Ok);
     };
     match objects.outside(&facts.namespace) {
         Some((OutsideNamespaces::Deny, served)) => {
@@ -143,14 +147,15 @@ async fn review(
                 "kserve-injector serves the namespaces {served} only (--namespaces): it may not read the ServiceAccounts and Secrets of namespace {:?}, so this pod cannot be injected here; add the namespace to --namespaces (and its Role), or exclude it from the webhook",
                 facts.namespace
             );
-            return prepared.refuse(403, &message);
+            return prepared.refuse(403, &message).map(Ok);
         }
-        Some((OutsideNamespaces::Allow, _)) => return prepared.untouched(),
+        Some((OutsideNamespaces::Allow, _)) => return prepared.untouched().map(Ok),
         None => {}
     }
     match objects.snapshot(&facts, &inputs.config).await {
-        Ok(cluster) => prepared.answer(&inputs.with_cluster(cluster)),
-        Err(e) => prepared.deny(&e.to_string()),
+        Ok(cluster) => prepared.answer(&inputs.with_cluster(cluster)).map(Ok),
+        Err(LookupError::Shed(shed)) => Ok(Err(shed)),
+        Err(e) => prepared.deny(&e.to_string()).map(Ok),
     }
 }
 

@@ -193,8 +193,8 @@ pub struct LookupSettings {
     /// Kubeconfig context for the cluster lookups. Example: --context kind-kserve
     #[arg(long, value_name = "NAME")]
     pub context: Option<String>,
-    /// Bound on one direct GET for an object the watch cache does not hold
-    /// yet; keep it below --request-timeout.
+    /// Bound on one admission's direct GETs together, for objects the watch
+    /// caches do not hold; keep it below --request-timeout.
     #[arg(long, default_value = "2s", value_parser = nonzero_duration)]
     pub lookup_timeout: Duration,
     /// Kinds read through watch caches (comma-separated). Secrets are left
@@ -219,6 +219,24 @@ pub struct LookupSettings {
     /// first). Unused when Secrets are watched.
     #[arg(long, value_name = "N", default_value = "1000", value_parser = at_least_one::<usize>)]
     pub secret_cache_entries: usize,
+    /// The most one object may keep of what KServe's rules read of it
+    /// (kept annotations, the Secret list, key names, copied values); a
+    /// larger one is not held and the pods that need it are denied, naming
+    /// it.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::lookups::DEFAULT_MAX_OBJECT_BYTES, value_parser = at_least_one::<usize>)]
+    pub max_lookup_object_bytes: usize,
+    /// A pod whose ServiceAccount lists more Secrets than this is denied
+    /// before any of them is read.
+    #[arg(long, value_name = "N", default_value_t = crate::lookups::DEFAULT_MAX_SA_SECRETS, value_parser = at_least_one::<usize>)]
+    pub max_service_account_secrets: usize,
+    /// The bytes all admissions' GETs may hold at once; one namespace may
+    /// hold a quarter of them.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::lookups::DEFAULT_LOOKUP_BYTES, value_parser = at_least_one::<usize>)]
+    pub max_lookup_bytes: usize,
+    /// Admissions of one namespace that may read the API server at once;
+    /// one more is answered 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = crate::lookups::DEFAULT_NAMESPACE_ADMISSIONS, value_parser = at_least_one::<usize>)]
+    pub max_namespace_lookups: usize,
     /// Serve only these namespaces (comma-separated): watches and GETs are
     /// limited to them, so namespaced Roles suffice (only
     /// ClusterStorageContainers, cluster-scoped, need a ClusterRole).
@@ -474,6 +492,10 @@ impl LookupSettings {
             namespaces: self.namespaces.iter().cloned().collect(),
             outside: self.outside_namespaces,
             cache_budget: None,
+            max_object_bytes: self.max_lookup_object_bytes,
+            max_sa_secrets: self.max_service_account_secrets,
+            lookup_bytes: self.max_lookup_bytes,
+            namespace_admissions: self.max_namespace_lookups,
         }
     }
 }

@@ -21,5 +21,6 @@ mod shadow;
 mod sidecar_webhook;
 #[path = "../server/support/mod.rs"]
 mod support;
+mod tenant;
 mod upgrade;
 mod webhook;

@@ -199,7 +199,7 @@ fn review(i: usize, j: usize, uid: usize) -> Vec<u8> {
 }
 
 /// The patch of an allowed answer, as text; `Err` says what came back.
-async fn patch_of(client: &mut Https, body: Vec<u8>) -> Result<String, String> {
+pub(crate) async fn patch_of(client: &mut Https, body: Vec<u8>) -> Result<String, String> {
     let (status, answer) =
         (client.post_json("/mutate-pods", body).await).map_err(|e| e.to_string())?;
     let answer: Value = serde_json::from_slice(&answer).map_err(|e| format!("{status}: {e}"))?;
@@ -224,21 +224,89 @@ fn is_right(patch: &str, secret: usize, j: usize) -> bool {
         && patch.contains(&format!("registry.example.com/initializer-{j}:1.0"))
 }
 
-struct Serve {
-    child: Child,
-    admin: SocketAddr,
-    addr: SocketAddr,
+pub(crate) struct Serve {
+    pub(crate) child: Child,
+    pub(crate) admin: SocketAddr,
+    pub(crate) addr: SocketAddr,
     log: PathBuf,
 }
 
 impl Serve {
-    fn log_tail(&self) -> String {
+    /// `serve` with cluster lookups in `cgroup`, as the webhook's
+    /// ServiceAccount of `server`, with its certificate; `E2E_SERVE_BIN`
+    /// runs another build.
+    pub(crate) fn start(
+        cgroup: &MemoryCgroup,
+        server: &ApiServer,
+        test: &str,
+        extra: &[&str],
+    ) -> Self {
+        let bin = std::env::var_os("E2E_SERVE_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kserve-injector")));
+        let (port, admin_port) = (ports::port(), ports::port());
+        let pki = server.work_dir.join("pki");
+        let log = std::env::temp_dir().join(format!("e2e-{test}-serve-{port}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let child = cgroup
+            .command(&bin)
+            .arg("serve")
+            .args(["--addr", &format!("127.0.0.1:{port}")])
+            .args(["--admin-addr", &format!("127.0.0.1:{admin_port}")])
+            .arg("--tls-cert-file")
+            .arg(pki.join("webhook.crt"))
+            .arg("--tls-key-file")
+            .arg(pki.join("webhook.key"))
+            .arg("--kubeconfig")
+            .arg(server.token_kubeconfig("injector", INJECTOR_TOKEN))
+            .args(["--cluster-lookups", "on", "--shutdown-delay", "0s"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("serve starts");
+        Serve {
+            child,
+            admin: SocketAddr::from(([127, 0, 0, 1], admin_port)),
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            log,
+        }
+    }
+
+    /// Waits until `/readyz` answers 200; panics, with the log, when serve
+    /// exits or `limit` passes first.
+    pub(crate) async fn wait_ready(&mut self, cgroup: &MemoryCgroup, limit: Duration) {
+        let spawned = Instant::now();
+        loop {
+            if let Ok((status, _)) = admin_get(self.admin, "/readyz").await {
+                if status == 200 {
+                    return;
+                }
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "serve exited ({status}), OOM kills {}:\n{}",
+                    cgroup.oom_kills(),
+                    self.log_tail()
+                );
+            }
+            assert!(
+                spawned.elapsed() < limit,
+                "not ready in {limit:?}:\n{}",
+                self.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub(crate) fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().rev().take(30).collect();
         lines.into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 
-    async fn metric(&self, series: &str) -> Option<f64> {
+    pub(crate) async fn metric(&self, series: &str) -> Option<f64> {
         let (_, text) = admin_get(self.admin, "/metrics").await.ok()?;
         metric(&text, series)
     }
@@ -256,13 +324,13 @@ impl Drop for Serve {
 }
 
 /// The cgroup's peak so far (sampled too, where the kernel keeps none).
-struct Peak {
+pub(crate) struct Peak {
     sampled: std::sync::Arc<std::sync::atomic::AtomicU64>,
     stop: tokio_util::sync::CancellationToken,
 }
 
 impl Peak {
-    fn watch(cgroup: &std::sync::Arc<MemoryCgroup>) -> Self {
+    pub(crate) fn watch(cgroup: &std::sync::Arc<MemoryCgroup>) -> Self {
         let sampled = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let stop = tokio_util::sync::CancellationToken::new();
         let (s, c, done) = (sampled.clone(), cgroup.clone(), stop.clone());
@@ -275,7 +343,7 @@ impl Peak {
         Self { sampled, stop }
     }
 
-    fn get(&self, cgroup: &MemoryCgroup) -> u64 {
+    pub(crate) fn get(&self, cgroup: &MemoryCgroup) -> u64 {
         let sampled = self.sampled.load(std::sync::atomic::Ordering::Relaxed);
         cgroup.peak().unwrap_or(0).max(sampled)
     }
@@ -307,58 +375,11 @@ async fn thousands_of_objects_in_128_mib_and_an_api_server_restart() {
     apply_cluster(&admin, "tests/e2e/lookups-objects.yaml").await;
     populate(&admin).await;
 
-    let bin = std::env::var_os("E2E_SERVE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kserve-injector")));
-    let (port, admin_port) = (ports::port(), ports::port());
     let pki = server.work_dir.join("pki");
-    let log = std::env::temp_dir().join(format!("e2e-scale-serve-{port}.log"));
-    let out = std::fs::File::create(&log).unwrap();
-    let child = cgroup
-        .command(&bin)
-        .arg("serve")
-        .args(["--addr", &format!("127.0.0.1:{port}")])
-        .args(["--admin-addr", &format!("127.0.0.1:{admin_port}")])
-        .arg("--tls-cert-file")
-        .arg(pki.join("webhook.crt"))
-        .arg("--tls-key-file")
-        .arg(pki.join("webhook.key"))
-        .arg("--kubeconfig")
-        .arg(server.token_kubeconfig("injector", INJECTOR_TOKEN))
-        .args(["--cluster-lookups", "on", "--shutdown-delay", "0s"])
-        .stdin(Stdio::null())
-        .stdout(out.try_clone().unwrap())
-        .stderr(out)
-        .spawn()
-        .expect("serve starts");
-    let mut serve = Serve {
-        child,
-        admin: SocketAddr::from(([127, 0, 0, 1], admin_port)),
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        log,
-    };
+    let mut serve = Serve::start(&cgroup, &server, "scale", &[]);
     let peak = Peak::watch(&cgroup);
     let spawned = Instant::now();
-    loop {
-        if let Ok((status, _)) = admin_get(serve.admin, "/readyz").await {
-            if status == 200 {
-                break;
-            }
-        }
-        if let Ok(Some(status)) = serve.child.try_wait() {
-            panic!(
-                "serve exited ({status}), OOM kills {}:\n{}",
-                cgroup.oom_kills(),
-                serve.log_tail()
-            );
-        }
-        assert!(
-            spawned.elapsed() < Duration::from_secs(120),
-            "not ready in 120 s:\n{}",
-            serve.log_tail()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    serve.wait_ready(&cgroup, Duration::from_secs(120)).await;
     let ready = spawned.elapsed();
 
     // Reviews, each for another ServiceAccount and ClusterStorageContainer.

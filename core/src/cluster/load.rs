@@ -208,12 +208,16 @@ impl LoadedSnapshot {
             "ServiceAccount" => {
                 let sa: api::ServiceAccount = parse(doc).map_err(describe)?;
                 let sa = ServiceAccount::from_api(&sa, namespace);
-                data.service_accounts.insert(sa.object_ref(), sa).is_some()
+                data.service_accounts
+                    .insert(sa.object_ref(), sa.into())
+                    .is_some()
             }
             "Secret" => {
                 let secret: api::Secret = parse(doc).map_err(describe)?;
                 let secret = Secret::from_api(&secret, namespace);
-                data.secrets.insert(secret.object_ref(), secret).is_some()
+                data.secrets
+                    .insert(secret.object_ref(), secret.into())
+                    .is_some()
             }
             "ClusterStorageContainer" => {
                 let csc = storage_container(doc, name).map_err(|e| fail(e.into()))?;

@@ -30,11 +30,13 @@ pub use load::{
     StorageContainerLoadError,
 };
 pub use objects::{
-    ClusterStorageContainer, InferenceService, Secret, ServiceAccount, NOT_A_STORAGE_SPEC,
+    annotation_read, ClusterStorageContainer, InferenceService, Secret, ServiceAccount,
+    NOT_A_STORAGE_SPEC,
 };
 pub(crate) use secret_kinds::secret_env_names;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub(crate) use crate::pod_facts::Annotations;
 
@@ -65,8 +67,10 @@ impl std::fmt::Display for ObjectRef {
 #[derive(Debug, Clone, Default)]
 #[cfg_attr(any(test, feature = "oracle"), derive(PartialEq))]
 pub struct ClusterSnapshot {
-    pub service_accounts: BTreeMap<ObjectRef, ServiceAccount>,
-    pub secrets: BTreeMap<ObjectRef, Secret>,
+    /// ServiceAccounts and Secrets are shared with the cache they came
+    /// from: a snapshot never copies them.
+    pub service_accounts: BTreeMap<ObjectRef, Arc<ServiceAccount>>,
+    pub secrets: BTreeMap<ObjectRef, Arc<Secret>>,
     /// Cluster-scoped, by name: iteration order is the API server's LIST
     /// order (alphabetical), which KServe's first-match selection depends on.
     /// Shared, not copied, by every snapshot made from the same set.
@@ -78,11 +82,13 @@ impl ClusterSnapshot {
     /// The kept part of a Secret: `get(key)` gives the values the storage-spec
     /// and credential code read (see `KEPT_SECRET_VALUE_KEYS`).
     pub fn secret(&self, namespace: &str, name: &str) -> Option<&Secret> {
-        self.secrets.get(&ObjectRef::new(namespace, name))
+        self.secrets
+            .get(&ObjectRef::new(namespace, name))
+            .map(|s| &**s)
     }
 
     pub fn service_account(&self, namespace: &str, name: &str) -> Option<&ServiceAccount> {
-        self.service_accounts.get(&ObjectRef::new(namespace, name))
+        (self.service_accounts.get(&ObjectRef::new(namespace, name))).map(|s| &**s)
     }
 
     pub fn inference_service(&self, namespace: &str, name: &str) -> Option<&InferenceService> {
@@ -95,11 +101,11 @@ impl ClusterSnapshot {
     }
 
     pub fn insert_secret(&mut self, secret: Secret) {
-        self.secrets.insert(secret.object_ref(), secret);
+        self.secrets.insert(secret.object_ref(), Arc::new(secret));
     }
 
     pub fn insert_service_account(&mut self, sa: ServiceAccount) {
-        self.service_accounts.insert(sa.object_ref(), sa);
+        self.service_accounts.insert(sa.object_ref(), Arc::new(sa));
     }
 
     pub fn insert_inference_service(&mut self, isvc: InferenceService) {

@@ -39,6 +39,45 @@ const STORAGE_SPEC_MEMBERS: [&str; 3] = ["type", "bucket", "cabundle_configmap"]
 /// as parsing the original would (KServe unmarshals into `map[string]string`).
 pub const NOT_A_STORAGE_SPEC: &str = "<not a JSON object of strings>";
 
+/// Whether KServe's credential rules read an annotation of a ServiceAccount
+/// or Secret: the IRSA role (`eks.amazonaws.com/role-arn`) and the
+/// `serving.kserve.io/s3-*` settings (`s3.rs`). The others are dropped as
+/// the object is reduced, so a large annotation costs nothing held.
+pub fn annotation_read(key: &str) -> bool {
+    key == super::credentials::IRSA_ANNOTATION || key.starts_with(S3_ANNOTATION_PREFIX)
+}
+
+const S3_ANNOTATION_PREFIX: &str = "serving.kserve.io/s3-";
+
+/// Heap bytes one kept string costs: its bytes and the allocator's
+/// rounding (allocations come in 16-byte steps).
+fn heap(s: &str) -> usize {
+    match s.len() {
+        0 => 0,
+        n => n.next_multiple_of(16),
+    }
+}
+
+/// The nodes of a B-tree map of `n` string pairs: a node holds up to 11
+/// pairs (544 bytes), the first whatever `n` is, then at least half full.
+fn map_nodes(n: usize) -> usize {
+    match n {
+        0 => 0,
+        n => 544 * (1 + 2 * n / 11),
+    }
+}
+
+fn map_bytes<'a, V: AsRef<str> + 'a>(
+    map: impl ExactSizeIterator<Item = (&'a String, &'a V)>,
+) -> usize {
+    let nodes = map_nodes(map.len());
+    nodes + map.map(|(k, v)| heap(k) + heap(v.as_ref())).sum::<usize>()
+}
+
+fn annotations_bytes(annotations: &BTreeMap<String, String>) -> usize {
+    map_bytes(annotations.iter())
+}
+
 /// A ServiceAccount: what the credential lookup reads.
 #[derive(Debug, Clone)]
 #[cfg_attr(any(test, feature = "oracle"), derive(Default, PartialEq))]
@@ -57,15 +96,35 @@ impl ServiceAccount {
         ObjectRef::new(&self.namespace, &self.name)
     }
 
+    /// What holding it costs: its strings, the list's and maps' slots and
+    /// the struct itself (an upper bound of what the allocator hands out,
+    /// checked against a counting allocator in `src/lookups/budget.rs`).
+    pub fn kept_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + heap(&self.namespace)
+            + heap(&self.name)
+            + annotations_bytes(&self.annotations)
+            + (self.secrets.iter()).map(|s| 24 + heap(s)).sum::<usize>()
+    }
+
     pub fn from_api(sa: &api::ServiceAccount, namespace: &str) -> Self {
+        let annotations = sa.metadata.annotations.iter().flatten();
         Self {
             namespace: namespace.to_string(),
             name: sa.metadata.name.clone().unwrap_or_default(),
-            annotations: sa.metadata.annotations.clone().unwrap_or_default(),
+            annotations: (annotations.filter(|(k, _)| annotation_read(k)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             secrets: (sa.secrets.iter().flatten())
                 .map(|r| r.name.clone().unwrap_or_default())
                 .collect(),
         }
+    }
+}
+
+impl AsRef<str> for SecretValue {
+    fn as_ref(&self) -> &str {
+        &self.0
     }
 }
 
@@ -99,7 +158,7 @@ pub struct Secret {
 }
 
 impl Secret {
-    pub(crate) fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
             namespace: namespace.into(),
             name: name.into(),
@@ -127,7 +186,7 @@ impl Secret {
     }
 
     /// Adds a data entry, keeping only what [`Secret::get`] documents.
-    pub(crate) fn with_data(mut self, key: &str, value: &str) -> Self {
+    pub fn with_data(mut self, key: &str, value: &str) -> Self {
         self.values
             .insert(key.to_string(), reduce_value(key, value));
         self
@@ -141,7 +200,10 @@ impl Secret {
     /// server does on write (it wins over `data`).
     pub fn from_api(secret: &api::Secret, namespace: &str) -> Self {
         let mut out = Self::new(namespace, secret.metadata.name.clone().unwrap_or_default());
-        out.annotations = secret.metadata.annotations.clone().unwrap_or_default();
+        let annotations = secret.metadata.annotations.iter().flatten();
+        out.annotations = (annotations.filter(|(k, _)| annotation_read(k)))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         for (key, bytes) in secret.data.iter().flatten() {
             let text = Zeroizing::new(String::from_utf8_lossy(&bytes.0).into_owned());
             out = out.with_data(key, &text);
@@ -163,6 +225,15 @@ impl Secret {
             zeroize::Zeroize::zeroize(text);
         }
         reduced
+    }
+
+    /// What holding it costs, as [`ServiceAccount::kept_bytes`] counts.
+    pub fn kept_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + heap(&self.namespace)
+            + heap(&self.name)
+            + annotations_bytes(&self.annotations)
+            + map_bytes(self.values.iter())
     }
 
     pub(crate) fn has_key(&self, key: &str) -> bool {
@@ -294,6 +365,23 @@ pub struct InferenceService {
 }
 
 impl InferenceService {
+    /// What holding it costs, as [`ServiceAccount::kept_bytes`] counts.
+    pub fn kept_bytes(&self) -> usize {
+        let logger = self.predictor_logger.as_ref().map_or(0, |l| {
+            let storage = l.storage.as_ref().map_or(0, |s| {
+                heap(&s.path)
+                    + heap(&s.key)
+                    + heap(&s.service_account_name)
+                    + s.parameters.as_ref().map_or(0, |p| map_bytes(p.iter()))
+            });
+            std::mem::size_of::<IsvcLogger>()
+                + storage
+                + l.marshaller_url.as_deref().map_or(0, heap)
+                + l.batch_interval.as_deref().map_or(0, heap)
+        });
+        std::mem::size_of::<Self>() + heap(&self.namespace) + heap(&self.name) + logger
+    }
+
     pub(crate) fn object_ref(&self) -> ObjectRef {
         ObjectRef::new(&self.namespace, &self.name)
     }

@@ -116,6 +116,7 @@ async fn with_lookups_off_the_pod_is_patched_without_credentials() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     assert!(reviewed.allowed);
     let patch = patch(&reviewed);
@@ -134,6 +135,7 @@ async fn the_snapshot_supplies_the_service_accounts_credentials() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     assert!(reviewed.allowed);
     let text = patch(&reviewed);
@@ -151,6 +153,7 @@ async fn a_namespace_outside_namespaces_is_denied_or_left_untouched() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     let (allowed, code, message) = status(&reviewed);
     assert!(!allowed);
@@ -169,6 +172,7 @@ async fn a_namespace_outside_namespaces_is_denied_or_left_untouched() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     assert!(patch(&inside).contains("AWS_ACCESS_KEY_ID"));
 
@@ -181,6 +185,7 @@ async fn a_namespace_outside_namespaces_is_denied_or_left_untouched() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     assert_eq!(status(&reviewed), (true, 200, String::new()));
     assert_eq!(reviewed.patch_ops, 0);
@@ -198,6 +203,7 @@ async fn shadow_mode_allows_what_it_would_deny_and_reports_it() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     assert!(reviewed.allowed);
     let withheld = reviewed.withheld_denial.as_deref().unwrap_or_default();
@@ -214,6 +220,7 @@ async fn shadow_mode_allows_what_it_would_deny_and_reports_it() {
         usize::MAX,
     )
     .await
+    .unwrap()
     .unwrap();
     assert!(reviewed.allowed);
     assert_eq!(reviewed.patch_ops, 0);
@@ -231,6 +238,7 @@ async fn a_patch_over_the_answer_bound_is_denied_413() {
         64,
     )
     .await
+    .unwrap()
     .unwrap();
     let (allowed, code, message) = status(&reviewed);
     assert!(!allowed);
