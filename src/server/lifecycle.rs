@@ -264,7 +264,9 @@ impl Server {
         let environment = KubeEnvironment::from_process(lookups.kubeconfig.clone());
         let memory = sizing::memory_limit();
         let mut options = lookups.options();
-        options.cache_budget = sizing::cache_budget(memory.as_ref().map(|m| m.bytes), &args.limits);
+        let caches = sizing::cache_budget(memory.as_ref().map(|m| m.bytes), &args.limits);
+        (options.cache_budget, options.lookup_bytes) =
+            sizing::lookup_bytes(caches, lookups.max_lookup_bytes);
         let objects = SnapshotSource::start(
             lookups.objects.as_deref(),
             lookups.cluster_lookups,
@@ -296,9 +298,10 @@ impl Server {
         let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
         let ca_file = ca_file.transpose()?;
 
-        // The caches' budget is set aside only when there are caches.
+        // The caches' budget (the lookups' bytes among it) is set aside
+        // only when there are caches.
         let caches = match objects.as_ref() {
-            SnapshotSource::Live(_) => options.cache_budget.unwrap_or(0),
+            SnapshotSource::Live(_) => caches.unwrap_or(0),
             _ => 0,
         };
         let router_inputs = RouterInputs {

@@ -230,9 +230,10 @@ pub struct LookupSettings {
     #[arg(long, value_name = "N", default_value_t = crate::lookups::DEFAULT_MAX_SA_SECRETS, value_parser = at_least_one::<usize>)]
     pub max_service_account_secrets: usize,
     /// The bytes all admissions' GETs may hold at once; one namespace may
-    /// hold a quarter of them.
-    #[arg(long, value_name = "BYTES", default_value_t = crate::lookups::DEFAULT_LOOKUP_BYTES, value_parser = at_least_one::<usize>)]
-    pub max_lookup_bytes: usize,
+    /// hold a quarter of them. Default: a quarter of the caches' share of
+    /// the memory limit (5.2 MiB at 128 MiB), 8 MiB without a limit.
+    #[arg(long, value_name = "BYTES", value_parser = at_least_one::<usize>)]
+    pub max_lookup_bytes: Option<usize>,
     /// Admissions of one namespace that may read the API server at once;
     /// one more is answered 503 with Retry-After.
     #[arg(long, value_name = "N", default_value_t = crate::lookups::DEFAULT_NAMESPACE_ADMISSIONS, value_parser = at_least_one::<usize>)]
@@ -494,7 +495,7 @@ impl LookupSettings {
             cache_budget: None,
             max_object_bytes: self.max_lookup_object_bytes,
             max_sa_secrets: self.max_service_account_secrets,
-            lookup_bytes: self.max_lookup_bytes,
+            lookup_bytes: (self.max_lookup_bytes).unwrap_or(crate::lookups::DEFAULT_LOOKUP_BYTES),
             namespace_admissions: self.max_namespace_lookups,
         }
     }

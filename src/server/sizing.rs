@@ -75,6 +75,18 @@ pub(crate) fn cache_budget(limit: Option<u64>, asked: &LimitSettings) -> Option<
     })
 }
 
+/// Of the caches' budget (`caches`, `None` without a limit), the bytes the
+/// admissions' GETs may hold (`src/lookups/shares.rs`): `asked` when
+/// `--max-lookup-bytes` is given, else a quarter of it; the watch caches
+/// keep the rest. Without a limit the pool is the lookups' default.
+pub(crate) fn lookup_bytes(caches: Option<u64>, asked: Option<usize>) -> (Option<u64>, usize) {
+    let pool = asked.unwrap_or_else(|| match caches {
+        Some(c) => (c / 4) as usize,
+        None => crate::lookups::DEFAULT_LOOKUP_BYTES,
+    });
+    (caches.map(|c| c.saturating_sub(pool as u64)), pool)
+}
+
 /// The bounds for `limit`, the flags' values where they are given, else: of what is
 /// left once the process and one largest review are planned for, the byte
 /// budget takes a quarter and connections the rest, each with its streams

@@ -364,6 +364,28 @@ async fn lookups_against_a_real_api_server() {
     assert_eq!(secret_gets(&lookups) - before, 1);
     assert_eq!(lookups.metrics().kind(Kind::Secrets).lookup_errors.get(), 0);
 
+    // KServe's rules fail the pod on the first listed Secret missing: the
+    // reading stops there (a few GETs in flight beside it), not 50 GETs.
+    let names: Vec<String> = std::iter::once("s3-creds".to_string())
+        .chain((0..49).map(|i| format!("gone-{i}")))
+        .collect();
+    let listed = serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "sa-long", "namespace": NS},
+        "secrets": names.iter().map(|n| serde_json::json!({"name": n})).collect::<Vec<_>>()});
+    apply(&admin, &serde_json::to_string(&listed).unwrap()).await;
+    let before = secret_gets(&lookups);
+    let got = eventually("sa-long is cached", Duration::from_secs(10), || async {
+        let got = lookups.snapshot(&s3_pod("sa-long"), &config).await.ok()?;
+        got.service_account(NS, "sa-long").is_some().then_some(got)
+    })
+    .await;
+    assert!(got.secret(NS, "gone-0").is_none());
+    let gets = secret_gets(&lookups) - before;
+    assert!(
+        gets <= 8,
+        "{gets} GETs for a ServiceAccount whose 2nd Secret is missing"
+    );
+
     // Created after its "not found" was kept: seen within the TTL, as
     // docs/operations.md's staleness table says; deleted: gone within it.
     let created = Instant::now();

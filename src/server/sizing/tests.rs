@@ -180,3 +180,17 @@ fn with_lookups_and_derived_requests_the_caches_come_first_and_everything_fits()
     assert_eq!(sized.max_connections, 39, "{sized:?}");
     assert_eq!(sized.max_concurrent_requests, 39 * 8);
 }
+
+#[test]
+fn the_lookups_bytes_are_a_quarter_of_the_caches_budget_unless_given() {
+    let caches = cache_budget(Some(128 * MIB), &asked(None, None, None));
+    let (watch, pool) = lookup_bytes(caches, None);
+    assert_eq!(pool as u64, caches.unwrap() / 4);
+    // The caches' set-aside is unchanged: the pool is part of it.
+    assert_eq!(watch.unwrap() + pool as u64, caches.unwrap());
+    assert_eq!(lookup_bytes(caches, Some(1 << 20)).1, 1 << 20);
+    assert_eq!(
+        lookup_bytes(None, None),
+        (None, crate::lookups::DEFAULT_LOOKUP_BYTES)
+    );
+}
