@@ -14,21 +14,10 @@
 //! ClusterStorageContainers are the exception: an admission needs all of
 //! them, so without the cache each one would LIST them all, which costs
 //! more than the cache. Their cache has no cap and is planned outside the
-//! budget, by its count ([`planned_bytes`] each; docs/operations.md).
+//! budget, by its count (`wire::STORAGE_CONTAINER_BYTES` each;
+//! docs/operations.md).
 
 use super::Kind;
-
-/// Bytes one cached object holds, key and map slot included, as the test
-/// below measures them for the shapes of docs/operations.md ("Memory"),
-/// rounded up by about a third: a real object carries more annotations.
-pub(crate) const fn planned_bytes(kind: Kind) -> u64 {
-    match kind {
-        Kind::ServiceAccounts => 1_400,
-        Kind::Secrets => 2_300,
-        Kind::StorageContainers => 5_300,
-        Kind::InferenceServices => 768,
-    }
-}
 
 /// Of the caches' budget, each kind's share, in parts: the kinds a cluster
 /// has many of get most. Secrets not watched are the fetched ones, kept for

@@ -6,8 +6,9 @@
 //! of the caches' budget, as the objects arrive.
 
 use super::metrics::KindMetrics;
-use super::stream::{self, Change, Collection, StreamError};
-use super::wire::Decode;
+use super::reduce::Collection;
+use super::stream::{self, Change, StreamError};
+use super::wire::{Decode, Scoped};
 use kube::Client;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
@@ -37,24 +38,6 @@ use std::time::Duration;
 const RELIST_PAUSE: Duration = Duration::from_millis(500);
 const RELIST_PAUSE_MAX: Duration = Duration::from_secs(4);
 const HEALTHY_AFTER: Duration = Duration::from_secs(30);
-
-/// The namespace a cache key belongs to (`None`: cluster-scoped), so that
-/// one namespace's LIST replaces only that namespace's entries.
-pub trait Scoped {
-    fn namespace(&self) -> Option<&str>;
-}
-
-impl Scoped for kserve_injector_core::cluster::ObjectRef {
-    fn namespace(&self) -> Option<&str> {
-        Some(&self.namespace)
-    }
-}
-
-impl Scoped for String {
-    fn namespace(&self) -> Option<&str> {
-        None
-    }
-}
 
 /// Reduced objects by key, filled by one watch per scope (the whole
 /// cluster, or each namespace of `--namespaces`), and how many scopes have

@@ -1,7 +1,6 @@
 //! What a cached or fetched object is when it cannot be used, and where
 //! each kind is read from.
 
-use super::stream::Collection;
 use super::Kind;
 use kserve_injector_core::cluster::{ObjectRef, StorageContainerLoadError};
 use kserve_injector_core::SharedError;
@@ -57,6 +56,13 @@ pub fn storage_container_resource() -> ApiResource {
 pub fn inference_service_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("serving.kserve.io", "v1beta1", "InferenceService");
     ApiResource::from_gvk_with_plural(&gvk, "inferenceservices")
+}
+
+/// Where a LIST or WATCH reads: the collection's path and its field selector.
+#[derive(Clone)]
+pub(super) struct Collection {
+    pub url: String,
+    pub fields: Option<&'static str>,
 }
 
 /// Helm's release records (often hundreds of KiB each, never a credential)

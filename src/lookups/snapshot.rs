@@ -382,7 +382,8 @@ impl Lookups {
         parsed.map_err(|source| {
             let m = self.metrics.kind(kind);
             m.lookup_errors.inc();
-            if matches!(source, super::reduce::InvalidObject::TooLarge { .. }) {
+            use super::reduce::InvalidObject::{TooLarge, TooManySecrets};
+            if matches!(source, TooLarge { .. } | TooManySecrets { .. }) {
                 m.too_large.inc();
             }
             LookupError::Invalid {

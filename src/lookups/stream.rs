@@ -12,6 +12,7 @@
 //! `LinesCodec`), so what a LIST or WATCH holds beyond the kept objects is
 //! one object's text, which the API server bounds.
 
+use super::reduce::Collection;
 use super::wire::Head;
 use futures::{StreamExt, TryStreamExt};
 use http_body_util::BodyExt;
@@ -191,13 +192,6 @@ impl<'de, F: FnMut(&str) -> Result<(), StreamError>> Visitor<'de> for Items<'_, 
         }
         Ok(())
     }
-}
-
-/// Where a LIST or WATCH reads: the collection's path and its field selector.
-#[derive(Clone)]
-pub(super) struct Collection {
-    pub url: String,
-    pub fields: Option<&'static str>,
 }
 
 /// A complete LIST, page after page, each item handed to `each` (with its

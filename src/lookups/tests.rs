@@ -282,3 +282,59 @@ async fn a_snapshot_costs_the_same_whatever_the_storage_containers_cached() {
     assert!(costs[1].0 < 8 * 1024, "{costs:?}");
     assert_eq!((costs[0].1, costs[1].1), (true, true), "shared, not copied");
 }
+
+/// With one admission per namespace reading the API server, a second one of
+/// the same namespace is shed at once, while another namespace's is served
+/// (here: its GET runs until the lookup timeout, as the first one's does).
+#[tokio::test]
+async fn a_namespace_past_its_share_is_shed_and_another_namespace_is_not() {
+    let (client, _listener) = silent_client();
+    let options = LookupOptions {
+        namespace_admissions: 1,
+        get_timeout: Duration::from_millis(300),
+        ..LookupOptions::default()
+    };
+    let mut known = ClusterSnapshot::default();
+    for ns in ["ns", "other"] {
+        known.insert_service_account(ServiceAccount {
+            namespace: ns.into(),
+            name: "sa".into(),
+            secrets: vec!["creds".into()],
+            ..ServiceAccount::default()
+        });
+    }
+    let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), &options, known);
+    let config = Config::default();
+    let mut elsewhere = s3_pod("sa");
+    elsewhere.namespace = "other".into();
+    let later = |pod: PodFacts| {
+        let (lookups, config) = (&lookups, &config);
+        async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            lookups.snapshot(&pod, config).await
+        }
+    };
+    let pod = s3_pod("sa");
+    let (first, second, other) = tokio::join!(
+        lookups.snapshot(&pod, &config),
+        later(s3_pod("sa")),
+        later(elsewhere),
+    );
+    assert!(
+        matches!(first, Err(LookupError::Timeout { .. })),
+        "{first:?}"
+    );
+    let shed = second.unwrap_err();
+    assert!(matches!(shed, LookupError::Shed(_)), "{shed}");
+    assert!(shed.to_string().contains("namespace \"ns\""), "{shed}");
+    assert!(
+        matches!(other, Err(LookupError::Timeout { .. })),
+        "{other:?}"
+    );
+    // The turn is given back: the namespace reads again.
+    let again = lookups.snapshot(&pod, &config).await;
+    assert!(
+        matches!(again, Err(LookupError::Timeout { .. })),
+        "{again:?}"
+    );
+}

@@ -80,7 +80,7 @@ pub(crate) fn cache_budget(limit: Option<u64>, asked: &LimitSettings) -> Option<
 /// `--max-lookup-bytes` is given, else a quarter of it; the watch caches
 /// keep the rest. Without a limit the pool is the lookups' default.
 pub(crate) fn lookup_bytes(caches: Option<u64>, asked: Option<usize>) -> (Option<u64>, usize) {
-    let pool = asked.unwrap_or_else(|| match caches {
+    let pool = asked.unwrap_or(match caches {
         Some(c) => (c / 4) as usize,
         None => crate::lookups::DEFAULT_LOOKUP_BYTES,
     });

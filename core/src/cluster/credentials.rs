@@ -18,8 +18,7 @@ use super::{Annotations, ClusterSnapshot};
 use crate::config::CredentialConfig;
 use k8s_openapi::api::core::v1::{EnvVar, Volume, VolumeMount};
 
-/// The ServiceAccount annotation that turns on IAM-role (IRSA) S3 settings.
-pub(crate) const IRSA_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
+pub(crate) use super::objects::IRSA_ANNOTATION;
 pub(crate) const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -44,8 +44,11 @@ pub const NOT_A_STORAGE_SPEC: &str = "<not a JSON object of strings>";
 /// `serving.kserve.io/s3-*` settings (`s3.rs`). The others are dropped as
 /// the object is reduced, so a large annotation costs nothing held.
 pub fn annotation_read(key: &str) -> bool {
-    key == super::credentials::IRSA_ANNOTATION || key.starts_with(S3_ANNOTATION_PREFIX)
+    key == IRSA_ANNOTATION || key.starts_with(S3_ANNOTATION_PREFIX)
 }
+
+/// The ServiceAccount annotation that turns on IAM-role (IRSA) S3 settings.
+pub(crate) const IRSA_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
 
 const S3_ANNOTATION_PREFIX: &str = "serving.kserve.io/s3-";
 
@@ -212,19 +215,6 @@ impl Secret {
             out = out.with_data(key, value);
         }
         out
-    }
-
-    /// [`from_api`](Self::from_api), then overwrites the API object's
-    /// values with zeros before it is dropped.
-    pub fn from_api_owned(mut secret: api::Secret, namespace: &str) -> Self {
-        let reduced = Self::from_api(&secret, namespace);
-        for bytes in secret.data.iter_mut().flat_map(|d| d.values_mut()) {
-            zeroize::Zeroize::zeroize(&mut bytes.0);
-        }
-        for text in secret.string_data.iter_mut().flat_map(|d| d.values_mut()) {
-            zeroize::Zeroize::zeroize(text);
-        }
-        reduced
     }
 
     /// What holding it costs, as [`ServiceAccount::kept_bytes`] counts.
