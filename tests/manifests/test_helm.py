@@ -24,7 +24,7 @@ import yaml
 from conftest import (CHART, ROOT, by_kind, copy_tree, docs_of, free_port, make_certs, normalized,
                       one, run)
 
-OLDEST_K8S = "1.27.0"
+OLDEST_K8S = "1.31.0"
 NEWEST_K8S = kubernetes_validate.utils.latest_version()
 ALT_NS = "models-infra"
 KSERVE_CONFIG = "inferenceservice.serving.kserve.io"
@@ -866,7 +866,7 @@ def test_watch_adds_to_the_default_kinds(tools, tmp_path):
 
 
 def test_kube_version_floor(tools):
-    proc = tools.template(extra=["--kube-version", "1.26.9"], check=False)
+    proc = tools.template(extra=["--kube-version", "1.30.14"], check=False)
     assert proc.returncode != 0 and "kubeVersion" in proc.stderr, proc.stderr
 
 

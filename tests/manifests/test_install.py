@@ -33,7 +33,7 @@ from conftest import ROOT, free_port, load_manifests_py, need, run
 # the manifests are validated for 1.27 (the oldest supported) and the newest
 # version kubernetes-validate knows.
 KUBECTL_FLOOR = 27
-OLDEST_K8S = "1.27.0"
+OLDEST_K8S = "1.31.0"
 NEWEST_K8S = kubernetes_validate.utils.latest_version()
 ALT_NS = "models-infra"
 SCHEMAS = ROOT / "tests" / "schemas"
