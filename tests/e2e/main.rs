@@ -18,8 +18,10 @@ mod harness;
 mod least_privilege;
 mod lookups;
 mod native_sidecar;
+mod pod_security;
 mod ports;
 mod scale;
+mod service_accounts;
 mod shadow;
 mod sidecar_webhook;
 #[path = "../server/support/mod.rs"]

