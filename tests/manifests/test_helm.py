@@ -177,7 +177,7 @@ def test_lint_strict(any_tools, name, certs):
 # ---------------------------------------------------------------- renders
 
 def validate(docs, checks, path):
-    """kubernetes-validate --strict for 1.27 and the newest known version;
+    """kubernetes-validate --strict for 1.31 and the newest known version;
     the cert-manager and ServiceMonitor objects against tests/schemas."""
     checks.validate(docs, str(path), str(ROOT / "tests" / "schemas"), (OLDEST_K8S, NEWEST_K8S))
 

@@ -30,7 +30,7 @@ import yaml
 from conftest import ROOT, free_port, load_manifests_py, need, run
 
 # kustomize components and replacements as used here need kubectl >= 1.27;
-# the manifests are validated for 1.27 (the oldest supported) and the newest
+# the manifests are validated for 1.31 (the oldest supported) and the newest
 # version kubernetes-validate knows.
 KUBECTL_FLOOR = 27
 OLDEST_K8S = "1.31.0"
@@ -213,7 +213,7 @@ def test_kubectl_version_floor(tools, oldest_tools):
 
 @pytest.mark.parametrize("name", list(TARGETS))
 def test_kustomization(tools, checks, renders, name):
-    """Renders; valid for 1.27 and the newest version (--strict) and
+    """Renders; valid for 1.31 and the newest version (--strict) and
     tests/schemas; under the size limit; one namespace throughout (static
     certificates chain to the caBundle and name the Service); the request
     timeout below timeoutSeconds."""
