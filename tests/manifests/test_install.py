@@ -507,8 +507,8 @@ def broken_metrics(ctx):
 def broken_dry_run(ctx):
     # a Service port out of range passes every schema, not the server
     server = ctx.request.getfixturevalue("apiserver")
-    inputs = ctx.request.getfixturevalue("dry_run_inputs")
-    path = edit(inputs["base"], ctx.tmp / "port.yaml", "\n    port: 443\n", "\n    port: 70000\n")
+    server.ensure_namespace("kserve")
+    path = edit(ctx.renders["base"], ctx.tmp / "port.yaml", "\n    port: 443\n", "\n    port: 70000\n")
     return dry_run, server, path
 
 
