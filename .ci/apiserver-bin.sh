@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure one version's kube-apiserver, etcd and kubectl are built
 # (`apiserver-bin.sh 1.36`, the default, or `1.31`: tests/e2e/apiserver/build.sh,
-# 8-10 CPU minutes the first time, cached in ~/.cache/kube-apiserver-<version>
+# about 8 CPU minutes the first time, cached in ~/.cache/kube-apiserver-<version>
 # afterwards, or $BIN_DIR_1_36 / $BIN_DIR_1_31) and prints their directory.
 # Progress goes to stderr; stdout carries only the directory.
 set -euo pipefail

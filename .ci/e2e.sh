@@ -2,7 +2,7 @@
 # Prerequisites of the kube-apiserver end-to-end tests (tests/e2e): openssl
 # and curl for the harness scripts (tests/e2e/apiserver/), and
 # kube-apiserver 1.36 and 1.31 + etcd built by tests/e2e/apiserver/build.sh
-# from ../shared/k8s-src (8-10 CPU minutes each the first time, one after
+# from ../shared/k8s-src (about 8 CPU minutes each the first time, one after
 # the other; cached in ~/.cache/kube-apiserver-1.36 and -1.31 afterwards).
 # .ci/run calls this before the README's test command, which then runs the
 # e2e tests (under CI=true they fail rather than skip without the binaries).

@@ -59,7 +59,7 @@ cargo build --locked --quiet --bin kserve-injector
 if [ "${SKIP_APISERVER:-}" = 1 ]; then
   log "kube-apiserver: skipped (SKIP_APISERVER=1)"
 else
-  # built by .ci/e2e.sh before (8-10 CPU minutes the first time), cached in
+  # built by .ci/e2e.sh before (about 8 CPU minutes the first time), cached in
   # ~/.cache/kube-apiserver-1.36 afterwards
   t1=$SECONDS
   build_log=$(mktemp)

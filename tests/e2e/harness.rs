@@ -293,8 +293,8 @@ pub fn present(server: &ApiServer) -> bool {
         return true;
     };
     let how = format!(
-        "the end-to-end tests (tests/e2e) need kube-apiserver {} and etcd ({missing}): `{PROVIDE}` builds them (about 10 minutes on 2 cores per version, once)",
-        server.kube.minor()
+        "the end-to-end tests (tests/e2e) need kube-apiserver {minor} and etcd ({missing}): `{PROVIDE} {minor}` builds them (about 8 CPU minutes, once)",
+        minor = server.kube.minor()
     );
     assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
     announce_not_run(server.kube, &how);
