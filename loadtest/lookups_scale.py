@@ -3,7 +3,7 @@
 the chart and the kustomize base ship (128 MiB): the measurement behind
 docs/performance.md's "Cluster lookups at scale" table.
 
-A real kube-apiserver 1.20 + etcd on loopback (../shared/tools/kube-apiserver,
+A real kube-apiserver 1.36 + etcd on loopback (../shared/tools/kube-apiserver,
 binaries from .ci/apiserver-bin.sh) is populated through its API, 48
 requests at a time: ServiceAccounts, Secrets and InferenceServices, 50 per
 namespace, each ServiceAccount listing its own Secret; Secrets of 2-10 KB

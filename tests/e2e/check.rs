@@ -1,4 +1,4 @@
-//! `kserve-injector check` against a real kube-apiserver 1.20: an install
+//! `kserve-injector check` against a real kube-apiserver (1.36 and 1.31): an install
 //! made of the shipped manifests (the base's Deployment, Service,
 //! ServiceAccount, PodDisruptionBudget, ClusterRole and webhook
 //! configuration), whose webhook entry points by URL at a running `serve`
@@ -8,9 +8,8 @@
 //! This API server runs no controllers, so the Deployment's status stays
 //! empty (0 ready replicas) until the test writes it through the status
 //! subresource, as the Deployment controller would: the first run shows
-//! what check says of that state. 1.20 serves no policy/v1, so the base's
-//! PodDisruptionBudget is created as policy/v1beta1 (which check reads
-//! there).
+//! what check says of that state. The base's PodDisruptionBudget is created
+//! as it ships, policy/v1 (policy/v1beta1 is gone since 1.25).
 
 use crate::harness::*;
 use crate::ports;
@@ -129,7 +128,6 @@ async fn install(admin: &Client, pki: &Path, url: &str) {
         apply_value(admin, &doc).await;
     }
     let mut pdb = yaml("manifests/base/pdb.yaml");
-    pdb["apiVersion"] = json!("policy/v1beta1");
     pdb["metadata"]["namespace"] = json!(NAMESPACE);
     apply_value(admin, &pdb).await;
     let mut deployment = yaml("manifests/base/deployment.yaml");
@@ -216,8 +214,17 @@ fn kserve_mutator(url: &str, ca: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn check_passes_a_good_install_and_names_each_broken_part() {
-    let server = ApiServer::new("/tmp/kapi-check");
+async fn check_passes_a_good_install_and_names_each_broken_part_on_1_36() {
+    check_install(Kube::V1_36).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_passes_a_good_install_and_names_each_broken_part_on_1_31() {
+    check_install(Kube::V1_31).await
+}
+
+async fn check_install(kube: Kube) {
+    let server = ApiServer::on(kube, "/tmp/kapi-check");
     if !present(&server) {
         return;
     }
@@ -235,7 +242,7 @@ async fn check_passes_a_good_install_and_names_each_broken_part() {
 
     // As this API server leaves a Deployment: no controller, no ready replica.
     expect_failing(
-        "the Deployment's status as kube-apiserver 1.20 without controllers leaves it",
+        "the Deployment's status as a kube-apiserver without controllers leaves it",
         &kubeconfig,
         &["deployment.replicas"],
     )

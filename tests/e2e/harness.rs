@@ -1,10 +1,12 @@
 //! The kube-apiserver harness shared by the end-to-end tests: a real
-//! kube-apiserver 1.20 + etcd on loopback, started and stopped by the
-//! scripts in `tests/e2e/apiserver/` with this suite's own ports, work dir
-//! and token users, and helpers to apply manifests and wait. Without the
-//! binaries (`bash .ci/e2e.sh` builds them) a test passes as not run after
-//! a line in `cargo test`'s own output says so, except under `CI=true`,
-//! where it fails.
+//! kube-apiserver (1.36, or 1.31 for the tests that also run on the oldest
+//! version we claim) + etcd on loopback, started and stopped by the scripts
+//! in `tests/e2e/apiserver/` with this suite's own ports, work dir and token
+//! users, and helpers to apply manifests and wait. Each start names the
+//! version in `cargo test`'s output. Without the binaries (`bash
+//! .ci/e2e.sh` builds them) a test passes as not run after a line in
+//! `cargo test`'s own output says so, except under `CI=true`, where it
+//! fails.
 #![allow(dead_code)] // Each test binary uses part of it.
 
 use crate::ports;
@@ -22,58 +24,76 @@ pub const NOBODY_TOKEN: &str = "e2e-nobody-token";
 pub const AUDITOR_TOKEN: &str = "e2e-auditor-token";
 pub const AUDITOR: &str = "e2e-auditor";
 
+/// The Kubernetes versions the suite runs against, each its own build of
+/// kube-apiserver (`tests/e2e/apiserver/build.sh 1.36|1.31`): every test on
+/// the newest, the ones that read or write what changed between versions
+/// also on the oldest the README claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kube {
+    V1_36,
+    V1_31,
+}
+
+impl Kube {
+    /// `1.36`: the argument of `build.sh`, the cache directory's suffix.
+    pub fn minor(self) -> &'static str {
+        match self {
+            Kube::V1_36 => "1.36",
+            Kube::V1_31 => "1.31",
+        }
+    }
+
+    /// `$BIN_DIR_1_36` (or `_1_31`), else `~/.cache/kube-apiserver-1.36/bin`,
+    /// where `build.sh` puts the version's kube-apiserver, etcd and kubectl.
+    pub fn bin_dir(self) -> PathBuf {
+        let var = format!("BIN_DIR_{}", self.minor().replace('.', "_"));
+        std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(format!(".cache/kube-apiserver-{}/bin", self.minor()))
+        })
+    }
+}
+
 /// The harness scripts with this test's own ports and work dir, so another
 /// user of the same scripts on the machine is not disturbed.
 pub struct ApiServer {
+    pub kube: Kube,
     pub tools: PathBuf,
     pub work_dir: PathBuf,
     pub port: u16,
     pub etcd: u16,
+    /// The admission plugins turned off (`ServiceAccount`: no controller
+    /// creates the ServiceAccounts it requires; empty: every default on).
+    pub disable_admission: &'static str,
 }
 
 impl ApiServer {
-    /// The main test's server; `E2E_LOOKUPS_WORK_DIR`, `_APISERVER_PORT`
-    /// and `_ETCD_CLIENT_PORT` (peer = client + 1) override the defaults.
-    pub fn from_env() -> Self {
-        let work_dir = std::env::var("E2E_LOOKUPS_WORK_DIR");
-        let port = |name: &str, count: u16| match std::env::var(name) {
-            Ok(text) => text.parse().expect("a port number"),
-            Err(_) => ports::reserve(count),
-        };
-        Self::on_ports(
-            work_dir.as_deref().unwrap_or("/tmp/kapi-lookups"),
-            port("E2E_LOOKUPS_APISERVER_PORT", 1),
-            port("E2E_LOOKUPS_ETCD_CLIENT_PORT", 2),
-        )
-    }
-
-    /// A server in `work_dir` on ports of its own (see [`ports`]).
+    /// A kube-apiserver 1.36 in `work_dir`-1.36 on ports of its own (see
+    /// [`ports`]).
     pub fn new(work_dir: &str) -> Self {
-        Self::on_ports(work_dir, ports::port(), ports::reserve(2))
+        Self::on(Kube::V1_36, work_dir)
     }
 
-    fn on_ports(work_dir: &str, port: u16, etcd: u16) -> Self {
+    /// A kube-apiserver of version `kube` in `work_dir`-<minor>.
+    pub fn on(kube: Kube, work_dir: &str) -> Self {
         let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/apiserver");
         Self {
+            kube,
             tools,
-            work_dir: work_dir.into(),
-            port,
-            etcd,
+            work_dir: format!("{work_dir}-{}", kube.minor()).into(),
+            port: ports::port(),
+            etcd: ports::reserve(2),
+            disable_admission: "ServiceAccount",
         }
     }
 
-    pub fn bin_dir() -> PathBuf {
-        std::env::var_os("BIN_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
-                    .join(".cache/kube-apiserver/bin")
-            })
+    pub fn bin_dir(&self) -> PathBuf {
+        self.kube.bin_dir()
     }
 
     /// `None` when everything is present, else what is missing.
     pub fn missing(&self) -> Option<String> {
-        let bin = Self::bin_dir();
+        let bin = self.bin_dir();
         for b in ["etcd", "kube-apiserver"] {
             if !bin.join(b).is_file() {
                 return Some(format!("no {}", bin.join(b).display()));
@@ -89,19 +109,28 @@ impl ApiServer {
         None
     }
 
+    /// The token users, and `$E2E_APISERVER_ARGS` (such as
+    /// `--feature-gates=...`, to see a test fail where a feature is off).
+    fn extra_args(&self, tokens: &Path) -> String {
+        let mut args = format!("--token-auth-file={}", tokens.display());
+        if let Ok(more) = std::env::var("E2E_APISERVER_ARGS") {
+            args = format!("{args} {more}");
+        }
+        args
+    }
+
     pub fn script(&self, args: &[&str]) -> String {
         let tokens = self.work_dir.join("tokens.csv");
         let out = Command::new("bash")
             .args(args)
             .current_dir(&self.tools)
+            .env("BIN_DIR", self.bin_dir())
             .env("WORK_DIR", &self.work_dir)
             .env("APISERVER_PORT", self.port.to_string())
             .env("ETCD_CLIENT_PORT", self.etcd.to_string())
             .env("ETCD_PEER_PORT", (self.etcd + 1).to_string())
-            .env(
-                "APISERVER_EXTRA_ARGS",
-                format!("--token-auth-file={}", tokens.display()),
-            )
+            .env("APISERVER_EXTRA_ARGS", self.extra_args(&tokens))
+            .env("DISABLE_ADMISSION", self.disable_admission)
             .output()
             .expect("bash runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -124,8 +153,20 @@ impl ApiServer {
         self.start()
     }
 
+    /// Starts the server (again); returns the admin kubeconfig. Says which
+    /// version runs for which test in `cargo test`'s own output.
     pub fn start(&self) -> PathBuf {
-        self.script(&["start.sh"]).lines().last().unwrap().into()
+        let kubeconfig = self.script(&["start.sh"]).lines().last().unwrap().into();
+        // `Kubernetes v1.36.2`
+        let version = Command::new(self.bin_dir().join("kube-apiserver"))
+            .arg("--version")
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .unwrap_or_default();
+        let version = version.trim_start_matches("Kubernetes ");
+        let test = std::thread::current().name().unwrap_or("e2e").to_string();
+        say(&format!("e2e: {test} against kube-apiserver {version}"));
+        kubeconfig
     }
 
     /// A kubeconfig authenticating with `token`.
@@ -148,10 +189,12 @@ impl ApiServer {
 impl Drop for ApiServer {
     fn drop(&mut self) {
         if self.tools.join("stop.sh").is_file() && self.work_dir.exists() {
+            // Quietly: its "stopped" lines would land among cargo test's own.
             let _ = Command::new("bash")
                 .args(["stop.sh", "--clean"])
                 .current_dir(&self.tools)
                 .env("WORK_DIR", &self.work_dir)
+                .stderr(std::process::Stdio::null())
                 .status();
         }
     }
@@ -250,26 +293,35 @@ pub fn present(server: &ApiServer) -> bool {
         return true;
     };
     let how = format!(
-        "the end-to-end tests (tests/e2e) need kube-apiserver and etcd ({missing}): `{PROVIDE}` builds them (about 8 minutes on 2 cores, once)"
+        "the end-to-end tests (tests/e2e) need kube-apiserver {minor} and etcd ({missing}): `{PROVIDE} {minor}` builds them (about 8 CPU minutes, once)",
+        minor = server.kube.minor()
     );
     assert!(std::env::var("CI").as_deref() != Ok("true"), "{how}");
-    announce_not_run(&how);
+    announce_not_run(server.kube, &how);
     false
 }
 
-/// Says once per run, in `cargo test`'s own output, that these tests did
-/// not run. libtest keeps what `eprintln!` prints for a failure's report (it
-/// shows only with `--nocapture`); a write to the stderr handle itself is
-/// not captured, so this line shows between the `test … ok` lines.
-fn announce_not_run(how: &str) {
-    use std::io::Write;
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let line =
-            format!("\nNOT RUN: {how}; they pass here as not run (under CI=true they fail)\n\n");
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
-    });
+/// Says once per run and version, in `cargo test`'s own output, that these
+/// tests did not run.
+fn announce_not_run(kube: Kube, how: &str) {
+    static SAID: std::sync::Mutex<Vec<Kube>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+    if !said.contains(&kube) {
+        said.push(kube);
+        say(&format!(
+            "\nNOT RUN: {how}; they pass here as not run (under CI=true they fail)\n"
+        ));
+    }
     eprintln!("not run: {how}");
+}
+
+/// A line in `cargo test`'s own output, between its `test … ok` lines.
+/// libtest keeps what `eprintln!` prints for a failure's report (it shows
+/// only with `--nocapture`); a write to the stderr handle itself is not
+/// captured.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 pub fn rss_kib() -> u64 {

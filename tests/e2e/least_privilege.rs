@@ -1,4 +1,4 @@
-//! Least privilege on a real kube-apiserver 1.20: `serve` (the binary)
+//! Least privilege on a real kube-apiserver (1.36 and 1.31): `serve` (the binary)
 //! in namespaced mode (`--namespaces e2e`), reading the cluster as the
 //! webhook's ServiceAccount under exactly the RBAC of
 //! `manifests/components/namespaced` (the ClusterRole patched down to
@@ -186,8 +186,17 @@ impl Drop for Serve {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn namespaced_mode_and_no_credential_in_logs() {
-    let server = ApiServer::new("/tmp/kapi-22-least-privilege");
+async fn namespaced_mode_and_no_credential_in_logs_on_1_36() {
+    namespaced_mode(Kube::V1_36).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaced_mode_and_no_credential_in_logs_on_1_31() {
+    namespaced_mode(Kube::V1_31).await
+}
+
+async fn namespaced_mode(kube: Kube) {
+    let server = ApiServer::on(kube, "/tmp/kapi-22-least-privilege");
     if !present(&server) {
         return;
     }

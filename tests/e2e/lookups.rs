@@ -1,4 +1,4 @@
-//! The cluster lookups against a real kube-apiserver 1.20 + etcd on loopback
+//! The cluster lookups against a real kube-apiserver (1.36 and 1.31) + etcd on loopback
 //! (`tests/e2e/apiserver/`): the caches run as the webhook's
 //! ServiceAccount (a token user), which only the shipped ClusterRole and
 //! binding (`manifests/rbac/cluster-role.yaml`) authorise, so the RBAC is
@@ -185,7 +185,16 @@ async fn rss_with_10k_secrets_and_service_accounts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lookups_against_a_real_api_server() {
+async fn lookups_against_a_real_api_server_on_1_36() {
+    lookups_against(Kube::V1_36).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_against_a_real_api_server_on_1_31() {
+    lookups_against(Kube::V1_31).await
+}
+
+async fn lookups_against(kube: Kube) {
     // The caches' own logs, when asked for (RUST_LOG=kserve_injector=debug).
     if std::env::var_os("RUST_LOG").is_some() {
         let filter = tracing_subscriber::EnvFilter::from_default_env();
@@ -194,7 +203,7 @@ async fn lookups_against_a_real_api_server() {
             .with_test_writer();
         let _ = logs.try_init();
     }
-    let server = ApiServer::from_env();
+    let server = ApiServer::on(kube, "/tmp/kapi-lookups");
     if !present(&server) {
         return;
     }

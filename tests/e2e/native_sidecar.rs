@@ -1,94 +1,110 @@
-//! `serve --modelcar-mode native-sidecar` against the 1.20 API server: with
-//! cluster lookups on, the server asks the API server its version and
-//! refuses to start (native sidecars need 1.29), naming the version; with
-//! lookups off it trusts the flag and starts.
+//! `serve --modelcar-mode native-sidecar` through a real kube-apiserver
+//! (1.36, and 1.31, where native sidecars are beta and on by default):
+//! with cluster lookups on, the server asks the API server its version and
+//! starts (native sidecars need 1.29); registered as KServe's pod mutator
+//! (IfNeeded) with a second webhook after it, an OCI pod is stored with
+//! the modelcar as an init container with `restartPolicy: Always`, once,
+//! after the reinvocation. The stored pod created again comes out the
+//! same: the mutation is idempotent on what the API server stored.
+//!
+//! An API server that does not know the field (before 1.28, or 1.29-1.32
+//! with `--feature-gates=SidecarContainers=false`, which
+//! `E2E_APISERVER_ARGS` passes) drops `restartPolicy` from the init
+//! container, and this test fails there.
 
 use crate::harness::*;
-use std::io::Read;
-use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use crate::ports;
+use crate::sidecar_webhook::{self, SIDECAR};
+use crate::webhook::{create, pod, registration, reinvoked, Injector, OBJECTS, URI};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use kube::Api;
+use std::time::Duration;
 
-/// This test's own work dir.
-const WORK_DIR: &str = "/tmp/kapi-23-native-sidecar";
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// `serve` in native-sidecar mode; its log (stdout) goes to `log`.
-fn serve(work_dir: &Path, log: &Path, extra: &[&str]) -> Child {
-    let log = std::fs::File::create(log).expect("log file");
-    Command::new(env!("CARGO_BIN_EXE_kserve-injector"))
-        .arg("serve")
-        .args(["--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
-        .arg("--self-signed")
-        .arg("--self-signed-ca-file")
-        .arg(work_dir.join("injector-ca.crt"))
-        .args(["--modelcar-mode", "native-sidecar", "--log-format", "text"])
-        .args(extra)
-        .stdout(log)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kserve-injector starts")
+fn names(containers: &[Container]) -> Vec<&str> {
+    containers.iter().map(|c| c.name.as_str()).collect()
 }
 
-/// The exit status, or `None` if it still runs after `limit`.
-fn exited_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if let Some(status) = child.try_wait().expect("waitable") {
-            return Some(status);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    None
+/// The pod as a client would create it again: its spec and labels as
+/// stored, under another name.
+fn again(stored: &Pod, name: &str) -> Pod {
+    let mut pod = Pod {
+        spec: stored.spec.clone(),
+        ..Pod::default()
+    };
+    pod.metadata.name = Some(name.into());
+    pod.metadata.labels = stored.metadata.labels.clone();
+    pod.metadata.annotations = stored.metadata.annotations.clone();
+    pod
 }
 
-fn stderr_of(child: &mut Child) -> String {
-    let mut text = String::new();
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.read_to_string(&mut text);
-    }
-    text
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_sidecar_modelcar_is_admitted_and_idempotent_on_1_36() {
+    native_sidecar_modelcar(Kube::V1_36).await
 }
 
-#[test]
-fn native_sidecar_mode_refuses_an_api_server_older_than_1_29() {
-    let server = ApiServer::new(WORK_DIR);
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_sidecar_modelcar_is_admitted_and_idempotent_on_1_31() {
+    native_sidecar_modelcar(Kube::V1_31).await
+}
+
+async fn native_sidecar_modelcar(kube: Kube) {
+    let server = ApiServer::on(kube, "/tmp/kapi-native-sidecar");
     if !present(&server) {
         return;
     }
-    let kubeconfig = server.start_clean();
-    let kubeconfig = kubeconfig.to_string_lossy().into_owned();
-
-    let log = server.work_dir.join("injector.log");
-    let mut refused = serve(
-        &server.work_dir,
-        &log,
-        &["--cluster-lookups", "on", "--kubeconfig", &kubeconfig],
+    let admin = client(&server.start_clean()).await;
+    apply_cluster(&admin, OBJECTS).await;
+    let pki = server.work_dir.join("pki");
+    let sidecar = sidecar_webhook::start(&pki.join("webhook.crt"), &pki.join("webhook.key")).await;
+    let (port, admin_port) = (ports::port(), ports::port());
+    // Ready means the version check passed: serve refuses to start in this
+    // mode on an API server older than 1.29.
+    let mut injector = Injector::spawn(
+        &server,
+        port,
+        admin_port,
+        &["--modelcar-mode", "native-sidecar"],
     );
-    let status = exited_within(&mut refused, PATIENCE);
-    if status.is_none() {
-        let _ = refused.kill();
-    }
-    let stderr = stderr_of(&mut refused);
-    let status = status.unwrap_or_else(|| panic!("still running after {PATIENCE:?}: {stderr}"));
-    assert!(!status.success(), "started on a 1.20 API server: {stderr}");
+    injector.ready().await;
+    let ca = std::fs::read(pki.join("ca.crt")).expect("the harness CA");
+    apply(&admin, &registration(port, sidecar, &ca)).await;
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
+    let patience = Duration::from_secs(30);
+
+    let oci = [(URI, "oci://registry.example.com/models/sklearn:1")];
+    let stored = create(&pods, &pod("oci", "default", "isvc", &oci), patience)
+        .await
+        .expect("the native-sidecar modelcar pod is admitted");
     assert!(
-        stderr.contains("the API server is v1.20") && stderr.contains("1.29 or newer"),
-        "the refusal names neither the version nor the requirement: {stderr}"
+        reinvoked(&server, "oci"),
+        "the audit log shows no reinvocation"
+    );
+    let spec = stored.spec.clone().expect("spec");
+    let inits = spec.init_containers.clone().unwrap_or_default();
+    assert_eq!(names(&inits), ["modelcar"], "{inits:?}");
+    assert_eq!(
+        inits[0].restart_policy.as_deref(),
+        Some("Always"),
+        "the API server dropped the native sidecar's restartPolicy: {:?}",
+        inits[0]
+    );
+    assert!(inits[0].startup_probe.is_some(), "{:?}", inits[0]);
+    assert_eq!(
+        names(&spec.containers),
+        ["kserve-container", SIDECAR],
+        "no classic modelcar container"
     );
 
-    eprintln!("refused as expected: {}", stderr.trim());
-
-    // Without lookups there is no API server to ask: the flag is trusted.
-    let mut trusted = serve(&server.work_dir, &log, &["--cluster-lookups", "off"]);
-    let status = exited_within(&mut trusted, Duration::from_secs(3));
-    let _ = trusted.kill();
-    let _ = trusted.wait();
-    let stderr = stderr_of(&mut trusted);
-    let logged = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(
-        status.is_none(),
-        "with lookups off it exited ({status:?}): {stderr}{logged}"
+    let same = create(&pods, &again(&stored, "oci-again"), patience)
+        .await
+        .expect("the stored pod is admitted again");
+    let again_spec = same.spec.expect("spec");
+    assert_eq!(again_spec.init_containers, spec.init_containers);
+    assert_eq!(again_spec.containers, spec.containers);
+    assert_eq!(again_spec.volumes, spec.volumes);
+    eprintln!(
+        "e2e native-sidecar on {}: the modelcar stored as {:?}",
+        kube.minor(),
+        inits[0].restart_policy
     );
-    assert!(logged.contains("listening"), "{logged}");
 }

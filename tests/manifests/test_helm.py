@@ -3,7 +3,7 @@
 Kubernetes schemas and tests/schemas like the kustomize renders; the chart
 equal to the kustomize install; the HA defaults of both installs; broken
 values refused; helm install --dry-run=server and kubectl apply
---dry-run=server on kube-apiserver 1.20; the self-signed certificates reused
+--dry-run=server on kube-apiserver 1.36; the self-signed certificates reused
 on upgrade and served by the binary; the replaceKServeMutator hooks run
 against the API server with their own RBAC; helm package.
 
@@ -24,7 +24,7 @@ import yaml
 from conftest import (CHART, ROOT, by_kind, copy_tree, docs_of, free_port, make_certs, normalized,
                       one, run)
 
-OLDEST_K8S = "1.27.0"
+OLDEST_K8S = "1.31.0"
 NEWEST_K8S = kubernetes_validate.utils.latest_version()
 ALT_NS = "models-infra"
 KSERVE_CONFIG = "inferenceservice.serving.kserve.io"
@@ -177,7 +177,7 @@ def test_lint_strict(any_tools, name, certs):
 # ---------------------------------------------------------------- renders
 
 def validate(docs, checks, path):
-    """kubernetes-validate --strict for 1.27 and the newest known version;
+    """kubernetes-validate --strict for 1.31 and the newest known version;
     the cert-manager and ServiceMonitor objects against tests/schemas."""
     checks.validate(docs, str(path), str(ROOT / "tests" / "schemas"), (OLDEST_K8S, NEWEST_K8S))
 
@@ -866,7 +866,7 @@ def test_watch_adds_to_the_default_kinds(tools, tmp_path):
 
 
 def test_kube_version_floor(tools):
-    proc = tools.template(extra=["--kube-version", "1.26.9"], check=False)
+    proc = tools.template(extra=["--kube-version", "1.30.14"], check=False)
     assert proc.returncode != 0 and "kubeVersion" in proc.stderr, proc.stderr
 
 
@@ -877,13 +877,10 @@ def test_a_values_file_with_a_typo_fails(tools, tmp_path):
     assert proc.returncode != 0 and "timeoutseconds" in proc.stderr, proc.stderr
 
 
-# ---------------------------------------------------------------- kube-apiserver 1.20
+# ---------------------------------------------------------------- kube-apiserver 1.36
 
-# What kube-apiserver 1.20 lacks, left out of the dry-runs: policy/v1
-# PodDisruptionBudget (1.21+), and the chart's kubeVersion floor (>= 1.27),
-# removed from a copy of Chart.yaml. cert-manager's and Prometheus Operator's
-# kinds are stand-in CRDs that accept any object (their content is checked
-# against tests/schemas above).
+# cert-manager's and Prometheus Operator's kinds are stand-in CRDs that
+# accept any object (their content is checked against tests/schemas above).
 STUB_CRDS = [
     ("cert-manager.io", "Certificate", "certificates"),
     ("cert-manager.io", "Issuer", "issuers"),
@@ -910,10 +907,7 @@ def cluster(apiserver, tools, tmp_path_factory):
         apiserver.kubectl("wait", "--for=condition=Established", f"crd/{plural}.{group}", "--timeout=60s")
     for ns in ("kserve", ALT_NS, "models-a", "models-b"):
         apiserver.ensure_namespace(ns)
-    chart = copy_tree(CHART, tmp_path_factory.mktemp("chart-1.20") / "kserve-injector")
-    chart_yaml = chart / "Chart.yaml"
-    chart_yaml.write_text("".join(line for line in chart_yaml.read_text().splitlines(True)
-                                  if not line.startswith("kubeVersion:")))
+    chart = copy_tree(CHART, tmp_path_factory.mktemp("chart") / "kserve-injector")
     return apiserver, chart
 
 
@@ -929,14 +923,12 @@ def test_dry_run_server(cluster, tools, name, certs, tmp_path):
     else:
         namespace, sets = VALUE_SETS[name]
         files = []
-    sets = sets + ["podDisruptionBudget.enabled=false"]
     cmd = [tools.helm, "install", "kserve-injector", chart, "--namespace", namespace,
            "--kubeconfig", server.kubeconfig, "--dry-run=server"]
     cmd += [a for s in sets for a in ("--set", s)] + [a for f in files for a in ("--set-file", f)]
     out = run(cmd).stdout
     assert "STATUS: pending-install" in out
     rendered = tools.template(sets, namespace=namespace, chart=chart, files=files)
-    assert not [d for d in docs_of(rendered) if d["apiVersion"] == "policy/v1"]
     server.kubectl("apply", "--dry-run=server", "-f", "-", stdin=rendered)
 
 
@@ -1162,7 +1154,7 @@ def rbac_mismatches(server, ns, case, docs, watched, namespaced):
 def test_rbac_grants_exactly_what_the_flags_use(cluster, tools):
     """For every combination of clusterLookups.watch, cluster-wide and with
     clusterLookups.namespaces, and with lookups off: the rendered
-    ServiceAccount and RBAC applied to kube-apiserver 1.20, then one
+    ServiceAccount and RBAC applied to kube-apiserver 1.36, then one
     SelfSubjectAccessReview per verb, resource and namespace, as the
     webhook's ServiceAccount. Allowed is exactly what the server uses with
     the flags the same render passes (used_verbs); writes never. A role with
@@ -1274,7 +1266,7 @@ def kserve_webhooks(server):
 
 def test_replace_kserve_mutator_hooks(cluster, tools):
     """The hook Jobs' kubectl commands, run as the hooks' ServiceAccount with
-    the hooks' RBAC on kube-apiserver 1.20: wait for the rollout, delete only
+    the hooks' RBAC on kube-apiserver 1.36: wait for the rollout, delete only
     KServe's pod-mutator entry (again: no change), nothing else may be
     patched, and the uninstall guard fails until the entry is back."""
     server, chart = cluster

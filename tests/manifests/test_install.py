@@ -1,13 +1,13 @@
 """The kustomize install (manifests/), the Dockerfile and /metrics, with the
 real tools: every kustomization of docs/install.md rendered with `kubectl
-kustomize`, validated with kubernetes-validate --strict for 1.27 and the
+kustomize`, validated with kubernetes-validate --strict for 1.31 and the
 newest version it knows and against tests/schemas, under the size limit,
 with every namespace reference agreeing (also after a namespace override and
 with static certificates written by `kserve-injector certs`), the request
 timeout below timeoutSeconds; components/replace-kserve-mutator and
 helm-post-renderer.sh removing only KServe's pod mutator; hadolint on the
 Dockerfile; the /metrics of a running server parsed as OpenMetrics; kubectl
-apply --dry-run=server on kube-apiserver 1.20.
+apply --dry-run=server on kube-apiserver 1.36.
 
 Each check is also fed a deliberately broken input and must fail on it
 (test_check_fails_on_broken_input and the *_fails_* tests); the proofs are
@@ -30,10 +30,10 @@ import yaml
 from conftest import ROOT, free_port, load_manifests_py, need, run
 
 # kustomize components and replacements as used here need kubectl >= 1.27;
-# the manifests are validated for 1.27 (the oldest supported) and the newest
+# the manifests are validated for 1.31 (the oldest supported) and the newest
 # version kubernetes-validate knows.
 KUBECTL_FLOOR = 27
-OLDEST_K8S = "1.27.0"
+OLDEST_K8S = "1.31.0"
 NEWEST_K8S = kubernetes_validate.utils.latest_version()
 ALT_NS = "models-infra"
 SCHEMAS = ROOT / "tests" / "schemas"
@@ -213,7 +213,7 @@ def test_kubectl_version_floor(tools, oldest_tools):
 
 @pytest.mark.parametrize("name", list(TARGETS))
 def test_kustomization(tools, checks, renders, name):
-    """Renders; valid for 1.27 and the newest version (--strict) and
+    """Renders; valid for 1.31 and the newest version (--strict) and
     tests/schemas; under the size limit; one namespace throughout (static
     certificates chain to the caBundle and name the Service); the request
     timeout below timeoutSeconds."""
@@ -333,24 +333,12 @@ def test_metrics_openmetrics(checks, scrape):
     assert samples
 
 
-@pytest.fixture(scope="session")
-def dry_run_inputs(apiserver, checks, renders, tmp_path_factory):
-    """base and static-certs without policy/v1 (1.20 lacks it), namespace
-    kserve created."""
-    apiserver.ensure_namespace("kserve")
-    tmp = tmp_path_factory.mktemp("dry-run")
-    out = {}
-    for name in ("base", "static-certs"):
-        out[name] = tmp / f"{name}-1.20.yaml"
-        checks.drop(str(renders[name]), str(out[name]), "policy/v1")
-    return out
-
-
 @pytest.mark.parametrize("name", ["base", "static-certs"])
-def test_dry_run_server(apiserver, dry_run_inputs, name):
-    """kube-apiserver 1.20 accepts base and static-certs (kubectl apply
-    --dry-run=server; the policy/v1 PodDisruptionBudget left out)."""
-    dry_run(apiserver, dry_run_inputs[name])
+def test_dry_run_server(apiserver, renders, name):
+    """kube-apiserver 1.36 accepts base and static-certs whole (kubectl
+    apply --dry-run=server), in namespace kserve."""
+    apiserver.ensure_namespace("kserve")
+    dry_run(apiserver, renders[name])
 
 
 # ---------------------------------------------------------------- broken inputs
@@ -519,8 +507,8 @@ def broken_metrics(ctx):
 def broken_dry_run(ctx):
     # a Service port out of range passes every schema, not the server
     server = ctx.request.getfixturevalue("apiserver")
-    inputs = ctx.request.getfixturevalue("dry_run_inputs")
-    path = edit(inputs["base"], ctx.tmp / "port.yaml", "\n    port: 443\n", "\n    port: 70000\n")
+    server.ensure_namespace("kserve")
+    path = edit(ctx.renders["base"], ctx.tmp / "port.yaml", "\n    port: 443\n", "\n    port: 70000\n")
     return dry_run, server, path
 
 

@@ -418,7 +418,8 @@ def probe_pod(name, container="kserve-container"):
 
 def test_apiserver_series_exist_in_a_real_scrape(apiserver, injector_bin, rule, tmp_path, promtool_ready, record):
     """The test kube-apiserver calls a `serve` registered under our webhook's
-    name (a pod admitted, one denied, then one while serve is stopped); a
+    name (a pod admitted, one denied, then one while serve is stopped, with
+    failurePolicy Fail and then Ignore); a
     real Prometheus scrapes the API server's /metrics; every series the
     API server's rules name is there with the labels they match, except
     those documented as newer than this API server (or as kube-state-
@@ -469,6 +470,13 @@ def test_apiserver_series_exist_in_a_real_scrape(apiserver, injector_bin, rule, 
         proc.wait(timeout=30)
         unreachable = dry_run(probe_pod("unreachable"))
         assert "failed calling webhook" in unreachable.stderr, unreachable.stderr
+        # The same registration failing open (failurePolicy: Ignore, which
+        # the chart never ships): the pod is admitted uninjected, and from
+        # 1.24 on the API server counts it in fail_open_count.
+        registration["webhooks"][0]["failurePolicy"] = "Ignore"
+        apiserver.kubectl("apply", "-f", "-", stdin=json.dumps(registration))
+        opened = dry_run(probe_pod("fail-open"))
+        assert opened.returncode == 0 and "modelcar" not in opened.stdout, opened.stderr
 
         rules = tmp_path / "apiserver-rules.yaml"
         rules.write_text(yaml.safe_dump({"groups": [{"name": "kserve-injector-apiserver",

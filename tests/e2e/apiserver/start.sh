@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts etcd and kube-apiserver (built by build.sh) on 127.0.0.1, with
+# Starts etcd and kube-apiserver (built by build.sh: 1.36, or 1.31 with
+# KUBE_MINOR=1.31) on 127.0.0.1, with
 # RBAC, the mutating and validating webhook admission plugins and an audit
 # log of pod requests; no scheduler, kubelet or controller-manager, so pods
 # are stored, never run. Prints the admin kubeconfig's path as the last
@@ -7,15 +8,16 @@
 #
 #   WORK_DIR   certificates (pki/), logs (logs/, audit.log among them),
 #              pids/, etcd's data and the kubeconfig
-#   APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, BIN_DIR,
-#   APISERVER_EXTRA_ARGS (such as --token-auth-file=...)
+#   KUBE_MINOR, APISERVER_PORT, ETCD_CLIENT_PORT, ETCD_PEER_PORT, BIN_DIR,
+#   APISERVER_EXTRA_ARGS (such as --token-auth-file=...),
+#   DISABLE_ADMISSION (ServiceAccount; empty: every default plugin on)
 #
 # The certificates are made once per WORK_DIR (a restart keeps them, so
 # clients keep trusting the server); etcd starts empty every time.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 for tool in "$BIN_DIR/etcd" "$BIN_DIR/kube-apiserver"; do
-  [ -x "$tool" ] || { say "no $tool: run bash .ci/e2e.sh"; exit 1; }
+  [ -x "$tool" ] || { say "no $tool: run bash .ci/e2e.sh (or tests/e2e/apiserver/build.sh $KUBE_MINOR)"; exit 1; }
 done
 for tool in openssl curl; do
   command -v "$tool" >/dev/null || { say "$tool is needed"; exit 1; }
@@ -111,14 +113,15 @@ nohup "$BIN_DIR/kube-apiserver" \
   --service-cluster-ip-range=10.96.0.0/24 --endpoint-reconciler-type=none \
   --authorization-mode=RBAC \
   --enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook \
-  --disable-admission-plugins=ServiceAccount \
+  --disable-admission-plugins="$DISABLE_ADMISSION" \
   --allow-privileged=true --profiling=false --v=1 \
   --audit-policy-file="$WORK_DIR/audit-policy.yaml" --audit-log-path="$logs/audit.log" \
   $APISERVER_EXTRA_ARGS \
   > "$logs/kube-apiserver.log" 2>&1 &
 echo $! > "$pids/kube-apiserver.pid"
-# (The ServiceAccount admission plugin is off: no controller-manager creates
-# the default ServiceAccount it would require of every pod.)
+# (The ServiceAccount admission plugin is off unless DISABLE_ADMISSION says
+# otherwise: no controller-manager creates the default ServiceAccount it
+# would require of every pod.)
 
 admin_get() {
   curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
