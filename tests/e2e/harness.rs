@@ -452,8 +452,11 @@ impl MemoryCgroup {
                     continue;
                 }
             }
+            // One per test: tests of one process run side by side.
+            static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let path = PathBuf::from(format!(
-                "{parent}/kserve-injector-e2e-{}",
+                "{parent}/kserve-injector-e2e-{}-{n}",
                 std::process::id()
             ));
             let made = std::fs::create_dir(&path).and_then(|()| {
