@@ -291,17 +291,19 @@ impl Lookups {
                 }))
             }
         };
-        let text = String::from_utf8_lossy(&body);
-        let head = Head::parse(&text).map_err(|e| {
+        let invalid = |source: serde_json::Error| {
             failed(LookupError::Invalid {
                 kind: kind.label(),
                 source: super::reduce::InvalidObject::Decode {
                     at: r.to_string(),
-                    source: e.into(),
+                    source: source.into(),
                 },
             })
-        })?;
-        Ok(Some(D::value(&head, &text, self.bounds)))
+        };
+        // The API server answers UTF-8; the body is parsed where it lies.
+        let text = std::str::from_utf8(&body).map_err(|e| invalid(serde::de::Error::custom(e)))?;
+        let head = Head::parse(text).map_err(invalid)?;
+        Ok(Some(D::value(&head, text, self.bounds)))
     }
 
     /// The cached object (shared), counting a hit; `None` (a miss) when the
