@@ -92,12 +92,14 @@ struct Meta {
     annotations: BTreeMap<String, String>,
 }
 
+type Annotations = BTreeMap<String, String>;
+
 /// Only the annotations [`annotation_read`] names; the others' values are
 /// skipped unread.
-fn read_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+fn read_annotations<'de, D: Deserializer<'de>>(d: D) -> Result<Annotations, D::Error> {
     struct Kept;
     impl<'de> Visitor<'de> for Kept {
-        type Value = BTreeMap<String, String>;
+        type Value = Annotations;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a map of strings")
         }
