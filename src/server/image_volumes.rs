@@ -14,6 +14,7 @@
 //! namespace; without it (or without an answer) the version's default is
 //! taken, which a feature gate set by hand can contradict.
 
+use k8s_openapi::api::core::v1::PodTemplate;
 use kube::api::{Api, PostParams};
 use std::time::Duration;
 use tracing::{info, warn};
@@ -45,7 +46,7 @@ enum Found {
 /// server that answers neither the dry run nor its version is taken to
 /// keep them (as without cluster lookups), and the log says so.
 pub(super) async fn dropped(client: &kube::Client) -> bool {
-    let dry_run = dry_run(client).await;
+    let dry_run = dry_run(&Api::default_namespaced(client.clone())).await;
     let found = match &dry_run {
         Ok(kept) => Found::DryRun(*kept),
         Err(_) => match by_version(client).await {
@@ -70,9 +71,9 @@ pub(super) async fn dropped(client: &kube::Client) -> bool {
     )
 }
 
-/// The dry run's answer: `Ok(true)` when the volume came back.
-async fn dry_run(client: &kube::Client) -> Result<bool, String> {
-    let api: Api<k8s_openapi::api::core::v1::PodTemplate> = Api::default_namespaced(client.clone());
+/// The dry run's answer in `api`'s namespace: `Ok(true)` when the volume
+/// came back; `Err` says why there is no answer. `check` asks the same.
+pub(crate) async fn dry_run(api: &Api<PodTemplate>) -> Result<bool, String> {
     let template = serde_json::from_value(probe_template()).map_err(|e| e.to_string())?;
     let params = PostParams {
         dry_run: true,
@@ -100,7 +101,7 @@ fn probe_template() -> serde_json::Value {
     })
 }
 
-fn has_image_volume(stored: &k8s_openapi::api::core::v1::PodTemplate) -> bool {
+fn has_image_volume(stored: &PodTemplate) -> bool {
     let spec = stored.template.as_ref().and_then(|t| t.spec.as_ref());
     let volumes = spec.and_then(|s| s.volumes.as_ref());
     (volumes.into_iter().flatten()).any(|v| v.name == VOLUME && v.image.is_some())
@@ -126,7 +127,7 @@ mod tests {
 
     #[test]
     fn the_probe_is_a_podtemplate_with_a_mounted_image_volume() {
-        let template: k8s_openapi::api::core::v1::PodTemplate =
+        let template: PodTemplate =
             serde_json::from_value(probe_template()).expect("a PodTemplate");
         assert!(has_image_volume(&template));
         let mut dropped = template.clone();

@@ -17,7 +17,7 @@ mod app;
 mod body;
 mod conn;
 mod error;
-mod image_volumes;
+pub(crate) mod image_volumes;
 mod lifecycle;
 mod limits;
 mod logging;

@@ -1445,7 +1445,9 @@ def test_helm_test_hook_renders_check_with_its_own_rbac(tools, checks, tmp_path)
     role = [r for r in by_kind(hooks, "Role") if r["metadata"]["namespace"] == "kserve"][0]
     assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kserve-injector-serving-cert"],
             "verbs": ["get"]} in role["rules"]
+    assert {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["create"]} in role["rules"]
     cluster = one(hooks, "ClusterRole")["rules"]
+    assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]} in cluster
     assert all(set(r["verbs"]) <= {"get", "list", "create"} for r in cluster), cluster
     assert not [d for d in docs_of(tools.template(["test.enabled=false"], tests=True))
                 if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"]
