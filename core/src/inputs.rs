@@ -35,7 +35,7 @@ pub struct Inputs {
     /// feature gate is off: alpha in 1.31, beta and off by default in 1.33
     /// and 1.34, on from 1.35) and stores the pod without them and their
     /// mounts. Then a pod we would give an `image` volume is denied instead
-    /// ([`IMAGE_VOLUMES_DROPPED`]). `false` (the default): they are kept.
+    /// with the reason and the fix. `false` (the default): they are kept.
     pub drops_image_volumes: bool,
     /// The classic modelcar pair's text for the config it was written
     /// from, handed out only while the config still has that pair's key
