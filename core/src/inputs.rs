@@ -31,11 +31,21 @@ pub struct Inputs {
     /// The `kserve-provision-location` volume the storage-initializer
     /// downloads into (`modelVolume` of `--config-file`); `None`: KServe's emptyDir.
     pub model_volume: Option<Volume>,
+    /// The cluster's API server drops `image` volumes (the ImageVolume
+    /// feature gate is off: alpha in 1.31, beta and off by default in 1.33
+    /// and 1.34, on from 1.35) and stores the pod without them and their
+    /// mounts. Then a pod we would give an `image` volume is denied instead
+    /// with the reason and the fix. `false` (the default): they are kept.
+    pub drops_image_volumes: bool,
     /// The classic modelcar pair's text for the config it was written
     /// from, handed out only while the config still has that pair's key
     /// ([`Self::modelcar_pair`]).
     modelcar_pair: Option<Arc<Prewritten>>,
 }
+
+/// Why a pod that would get an `image` volume is denied on a cluster that
+/// drops them ([`Inputs::drops_image_volumes`]), after what would carry it.
+pub(crate) const IMAGE_VOLUMES_DROPPED: &str = "this cluster's API server drops image volumes (the ImageVolume feature gate is off; it is on by default from Kubernetes 1.35) and would store the pod without it and its mounts, a model server without its model";
 
 /// How hardened the containers we add are: `baseline`, KServe's containers
 /// as they are, or `restricted`, each meeting the restricted Pod Security
@@ -132,6 +142,7 @@ impl Inputs {
             modelcar_mode: ModelcarMode::default(),
             security_profile: SecurityProfile::default(),
             model_volume: None,
+            drops_image_volumes: false,
         }
     }
 
@@ -144,6 +155,7 @@ impl Inputs {
             modelcar_mode: self.modelcar_mode,
             security_profile: self.security_profile,
             model_volume: self.model_volume.clone(),
+            drops_image_volumes: self.drops_image_volumes,
             modelcar_pair: self.modelcar_pair.clone(),
         }
     }

@@ -8,6 +8,7 @@
 //! concludes is decided by pure functions in the submodules.
 
 mod certs;
+mod cluster;
 mod probe;
 mod rbac;
 mod report;
@@ -226,6 +227,10 @@ impl Checker<'_> {
             _ => {}
         }
 
+        if let (Some(hook), Some(served)) = (&hook, &served) {
+            lines.extend(self.pod_security_line(hook, served).await);
+        }
+        lines.push(self.image_volume_line(served.as_ref()).await);
         lines.push(self.kserve_mutator_line(expected.shadow).await);
         if let Some(served) = &served {
             lines.push(self.rbac_line(served).await);
@@ -324,17 +329,7 @@ impl Checker<'_> {
             ));
             return lines;
         };
-        let file = match &served.settings_file {
-            Some((map, key)) => match get(&self.namespaced::<ConfigMap>(), map).await {
-                Ok(Some(cm)) => cm
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(key))
-                    .and_then(|text| Settings::from_text(text).ok()),
-                _ => None,
-            },
-            None => None,
-        };
+        let file = self.settings_file(served).await;
         let release = serving::served_release(settings, file.as_ref());
         match &served.config_map {
             None if settings.inference_config.config.is_none() => {
@@ -376,6 +371,64 @@ impl Checker<'_> {
             }
         }
         lines
+    }
+
+    /// serve's settings file (`--config-file`), from the ConfigMap mounted
+    /// there; `None` without one or when it cannot be read.
+    async fn settings_file(&self, served: &serving::Served) -> Option<Settings> {
+        let (map, key) = served.settings_file.as_ref()?;
+        let cm = get(&self.namespaced::<ConfigMap>(), map).await.ok()??;
+        Settings::from_text(cm.data.as_ref()?.get(key)?).ok()
+    }
+
+    /// A dry-run PodTemplate with an image volume in our namespace (what
+    /// serve asks at start), against what serve's settings give pods.
+    async fn image_volume_line(&self, served: Option<&serving::Served>) -> Line {
+        let file = match served {
+            Some(served) => self.settings_file(served).await,
+            None => None,
+        };
+        let model_volume = file.as_ref().and_then(|f| f.model_volume.as_ref());
+        let asked = (model_volume.is_some_and(|v| v.image.is_some())).then_some(
+            "serve's settings give the model volume an image source (modelVolume.image)",
+        );
+        let kept = crate::server::image_volumes::dry_run(&self.namespaced()).await;
+        cluster::image_volume_line(&kept, asked)
+    }
+
+    /// The namespaces the webhook serves (its namespaceSelector, and
+    /// serve's --namespaces) that enforce the restricted Pod Security
+    /// Standard, against serve's --security-profile.
+    async fn pod_security_line(
+        &self,
+        hook: &k8s_openapi::api::admissionregistration::v1::MutatingWebhook,
+        served: &serving::Served,
+    ) -> Option<Line> {
+        let settings = served.settings.as_ref()?;
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let params = ListParams::default().labels("pod-security.kubernetes.io/enforce=restricted");
+        let list = match api.list(&params).await {
+            Ok(list) => list,
+            Err(e) => {
+                return Some(Line::warn(
+                    cluster::POD_SECURITY,
+                    format!("cannot list namespaces: {}", api_error(&e)),
+                    "run check as a user who may list them",
+                ))
+            }
+        };
+        let only = &settings.lookups.namespaces;
+        let restricted: Vec<String> = (list.items.into_iter())
+            .filter_map(|n| {
+                let name = n.metadata.name?;
+                let labels = webhook::namespace_labels(&name, n.metadata.labels);
+                let selected = webhook::selects(hook.namespace_selector.as_ref(), &labels);
+                let served = only.is_empty() || only.contains(&name);
+                (selected.unwrap_or(false) && served).then_some(name)
+            })
+            .collect();
+        let profile = settings.inference_config.security_profile;
+        Some(cluster::pod_security_line(profile, &restricted))
     }
 
     /// The PodDisruptionBudgets of our namespace (policy/v1, else

@@ -559,3 +559,34 @@ fn the_report_exits_1_only_on_a_failure() {
     assert_eq!(json["checks"][0]["status"], "fail");
     assert_eq!(json["summary"]["failed"], 1);
 }
+
+#[test]
+fn restricted_namespaces_warn_under_the_baseline_profile_only() {
+    use kserve_injector_core::SecurityProfile;
+    let one = vec!["models".to_string()];
+    let line = cluster::pod_security_line(SecurityProfile::Baseline, &one);
+    assert_eq!(line.status, Status::Warn);
+    assert!(
+        line.message.contains("namespace models enforces"),
+        "{}",
+        line.message
+    );
+    let many: Vec<String> = (0..7).map(|i| format!("ns{i}")).collect();
+    let line = cluster::pod_security_line(SecurityProfile::Baseline, &many);
+    assert!(line.message.contains("ns4 and 2 more"), "{}", line.message);
+    let line = cluster::pod_security_line(SecurityProfile::Restricted, &many);
+    assert_eq!(line.status, Status::Pass);
+    let line = cluster::pod_security_line(SecurityProfile::Baseline, &[]);
+    assert_eq!(line.status, Status::Pass);
+}
+
+#[test]
+fn dropped_image_volumes_fail_only_where_the_settings_ask_for_one() {
+    let asked = Some("modelVolume.image");
+    let line = |kept: Result<bool, String>, asked| cluster::image_volume_line(&kept, asked).status;
+    assert_eq!(line(Ok(true), asked), Status::Pass);
+    assert_eq!(line(Ok(false), asked), Status::Fail);
+    assert_eq!(line(Ok(false), None), Status::Pass);
+    assert_eq!(line(Err("forbidden".into()), asked), Status::Warn);
+    assert_eq!(line(Err("forbidden".into()), None), Status::Skip);
+}

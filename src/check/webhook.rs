@@ -248,7 +248,7 @@ fn timeout(hook: &MutatingWebhook, expected: &Expected) -> Line {
 
 /// Whether `selector` (`None`: everything) selects `labels`; an invalid
 /// selector is an error the line reports.
-fn selects(
+pub fn selects(
     selector: Option<&LabelSelector>,
     labels: &BTreeMap<String, String>,
 ) -> Result<bool, ParseExpressionError> {

@@ -104,9 +104,11 @@ fn warn_if_exposed(addr: SocketAddr, admin_addr: SocketAddr) {
     }
 }
 
-/// The inferenceservice-config, reloaded like the certificates.
+/// The inferenceservice-config, reloaded like the certificates;
+/// `drops_image_volumes` is what the API server said at start.
 fn load_config(
     args: &ConfigSettings,
+    drops_image_volumes: bool,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
@@ -127,6 +129,7 @@ fn load_config(
         inputs.modelcar_mode = modelcar_mode;
         inputs.security_profile = security_profile;
         inputs.model_volume = model_volume.clone();
+        inputs.drops_image_volumes = drops_image_volumes;
         Arc::new(inputs)
     };
     metrics.config_last_reload.set(unix_now());
@@ -281,12 +284,21 @@ impl Server {
             let mode = args.inference_config.modelcar_mode;
             super::native_sidecar::check(lookups.client(), mode).await?;
         }
+        let drops_image_volumes = match &objects {
+            SnapshotSource::Live(lookups) => super::image_volumes::dropped(lookups.client()).await,
+            _ => false,
+        };
         let objects = Arc::new(objects);
         let metrics = Arc::new(metrics);
         let shutdown = Shutdown::new();
         // Until startup succeeds, an early return stops what was spawned.
         let started = shutdown.kill.clone().drop_guard();
-        let inputs = load_config(&args.inference_config, &metrics, &shutdown)?;
+        let inputs = load_config(
+            &args.inference_config,
+            drops_image_volumes,
+            &metrics,
+            &shutdown,
+        )?;
         let (tls, self_signed_ca) =
             serving_cert::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
 

@@ -17,6 +17,7 @@ mod app;
 mod body;
 mod conn;
 mod error;
+pub(crate) mod image_volumes;
 mod lifecycle;
 mod limits;
 mod logging;

@@ -62,7 +62,7 @@ pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsu
 
 /// `major`/`minor` as `/version` gives them; managed clusters add a suffix
 /// to the minor (`"29+"`), which is ignored.
-fn version_of(major: &str, minor: &str) -> Option<(u32, u32)> {
+pub(super) fn version_of(major: &str, minor: &str) -> Option<(u32, u32)> {
     let number = |text: &str| {
         let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
         digits.parse::<u32>().ok()
@@ -72,7 +72,7 @@ fn version_of(major: &str, minor: &str) -> Option<(u32, u32)> {
 
 /// `gitVersion` (`v1.20.2`, `v1.29.3-gke.1`), for an API server built
 /// without `major`/`minor` (a source build leaves them empty).
-fn git_version_of(git_version: &str) -> Option<(u32, u32)> {
+pub(super) fn git_version_of(git_version: &str) -> Option<(u32, u32)> {
     let mut parts = git_version.strip_prefix('v')?.splitn(3, '.');
     version_of(parts.next()?, parts.next()?)
 }

@@ -17,7 +17,7 @@ use crate::webhook::Injector;
 use base64::Engine;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
@@ -184,6 +184,18 @@ async fn edit_webhook(admin: &Client, edit: impl FnOnce(&mut Value)) {
         .expect("replaced");
 }
 
+/// Edits our Deployment's pod spec.
+async fn edit_deployment(admin: &Client, edit: impl FnOnce(&mut Value)) {
+    let api: Api<Deployment> = Api::namespaced(admin.clone(), NAMESPACE);
+    let current = api.get("kserve-injector").await.expect("our Deployment");
+    let mut value = serde_json::to_value(&current).unwrap();
+    edit(&mut value["spec"]["template"]["spec"]);
+    let changed: Deployment = serde_json::from_value(value).unwrap();
+    api.replace("kserve-injector", &PostParams::default(), &changed)
+        .await
+        .expect("replaced");
+}
+
 /// What the Deployment controller would write once both pods are ready.
 async fn set_ready(admin: &Client, ready: i32) {
     let api: Api<Deployment> = Api::namespaced(admin.clone(), NAMESPACE);
@@ -274,10 +286,84 @@ async fn check_install(kube: Kube) {
         "deployment.kserveVersion",
         "kserve.podMutator",
         "rbac.lookups",
+        "podSecurity.restricted",
+        "cluster.imageVolume",
         "endToEnd.dryRun",
     ] {
         assert!(ids.contains(id), "no {id} line:\n{}", good.text);
     }
+    let status = |run: &Run, id: &str| {
+        let found = run.statuses.iter().find(|(i, _)| i == id);
+        found.map(|(_, s)| s.clone()).unwrap_or_default()
+    };
+
+    // A namespace the webhook serves enforcing the restricted Pod Security
+    // Standard, while serve runs with the baseline profile: a warning.
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let enforce = |value: Value| {
+        json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "models-restricted",
+                     "labels": {"pod-security.kubernetes.io/enforce": value}}})
+    };
+    apply_value(&admin, &enforce(json!("restricted"))).await;
+    let run = expect_failing("a restricted namespace", &kubeconfig, &[]).await;
+    assert_eq!(
+        status(&run, "podSecurity.restricted"),
+        "warn",
+        "{}",
+        run.text
+    );
+    for part in ["models-restricted", "--security-profile restricted"] {
+        assert!(run.text.contains(part), "{part}:\n{}", run.text);
+    }
+    let relabel = Patch::Merge(enforce(json!("baseline")));
+    (namespaces
+        .patch("models-restricted", &PatchParams::default(), &relabel)
+        .await)
+        .expect("relabelled");
+    let run = expect_failing("the namespace baseline again", &kubeconfig, &[]).await;
+    assert_eq!(
+        status(&run, "podSecurity.restricted"),
+        "pass",
+        "{}",
+        run.text
+    );
+
+    // serve's settings give the model volume an image source: on an API
+    // server that drops image volumes (1.31, the gate off) check fails.
+    let gate_on = std::env::var("E2E_APISERVER_ARGS").is_ok_and(|a| a.contains("ImageVolume=true"));
+    let kept = kube == Kube::V1_36 || gate_on;
+    apply_value(&admin, &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "kserve-injector-settings", "namespace": NAMESPACE},
+        "data": {"settings.yaml": "modelVolume:\n  image: {reference: registry.example.com/models/base:1}\n"}}))
+    .await;
+    edit_deployment(&admin, |spec| {
+        let container = &mut spec["containers"][0];
+        (container["args"].as_array_mut().unwrap())
+            .push(json!("--config-file=/etc/kserve-injector/settings/settings.yaml"));
+        (container["volumeMounts"].as_array_mut().unwrap()).push(
+            json!({"name": "settings", "mountPath": "/etc/kserve-injector/settings", "readOnly": true}),
+        );
+        (spec["volumes"].as_array_mut().unwrap()).push(
+            json!({"name": "settings", "configMap": {"name": "kserve-injector-settings"}}),
+        );
+    })
+    .await;
+    let expected: &[&str] = if kept { &[] } else { &["cluster.imageVolume"] };
+    let run = expect_failing("an image model volume", &kubeconfig, expected).await;
+    if !kept {
+        assert!(run.text.contains("drops image volumes"), "{}", run.text);
+    }
+    edit_deployment(&admin, |spec| {
+        spec["containers"][0]["args"].as_array_mut().unwrap().pop();
+        spec["containers"][0]["volumeMounts"]
+            .as_array_mut()
+            .unwrap()
+            .pop();
+        spec["volumes"].as_array_mut().unwrap().pop();
+    })
+    .await;
+    expect_failing("the settings file gone", &kubeconfig, &[]).await;
 
     // No webhook configuration.
     let configs: Api<MutatingWebhookConfiguration> = Api::all(admin.clone());

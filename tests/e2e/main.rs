@@ -15,6 +15,7 @@
 mod audit;
 mod check;
 mod harness;
+mod image_volume;
 mod least_privilege;
 mod lookups;
 mod native_sidecar;

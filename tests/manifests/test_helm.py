@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import kubernetes_validate.utils
 import pytest
@@ -1321,6 +1322,58 @@ def test_replace_kserve_mutator_hooks(cluster, tools):
         server.kubectl("delete", "mutatingwebhookconfiguration", "--ignore-not-found", *hooks)
 
 
+def test_helm_test_check_runs_with_the_hooks_rbac(cluster, tools, injector_bin, tmp_path):
+    """What `helm test` runs, on kube-apiserver 1.36: the chart rendered with
+    its test hook and applied, and `kserve-injector check` with the hook
+    pod's arguments as the hook's ServiceAccount (impersonated: no kubelet
+    runs the hook's pod, or the webhook's). Every check reads what it needs
+    under the hook's RBAC; what fails or warns is only what a cluster
+    without nodes cannot have: the webhook's Service answers nothing."""
+    server, chart = cluster
+    ns = "helmtest"
+    server.ensure_namespace(ns)
+    server.ensure_namespace("helmtest-models")
+    docs = docs_of(tools.template(["certificates.mode=self-signed", "test.probeNamespace=helmtest-models"],
+                                  namespace=ns, chart=chart, tests=True))
+    hooks = [d for d in docs if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"]
+    pod = one(hooks, "Pod")
+    # KServe's ConfigMap, as `default-config` writes it, its images tagged
+    # as KServe's chart renders them at HEAD
+    config = yaml.safe_load(run([injector_bin, "default-config"]).stdout.replace(":latest", ":v0.20.0"))
+    config["metadata"] = {"name": "inferenceservice-config", "namespace": ns}
+    hook_names = [d["metadata"]["name"] for d in docs if d["kind"] == "MutatingWebhookConfiguration"]
+    try:
+        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(
+            [d for d in docs if d is not pod] + [config]))
+        server.kubectl("patch", "deployment", "kserve-injector", "-n", ns, "--subresource=status",
+                       "--type=merge", "-p", json.dumps({"status": {
+                           "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2,
+                           "readyReplicas": 2, "availableReplicas": 2}}))
+        kubeconfig = yaml.safe_load(Path(server.kubeconfig).read_text())
+        for user in kubeconfig["users"]:
+            user["user"]["as"] = f"system:serviceaccount:{ns}:{pod['spec']['serviceAccountName']}"
+        as_hook = tmp_path / "hook.kubeconfig"
+        as_hook.write_text(yaml.safe_dump(kubeconfig))
+        args = pod["spec"]["containers"][0]["args"]
+        proc = run([injector_bin, *args, "-o", "json", "--kubeconfig", as_hook], check=False)
+        report = json.loads(proc.stdout)
+        lines = {c["id"]: (c["status"], c["message"]) for c in report["checks"]}
+        denied = {i: m for i, (_, m) in lines.items()
+                  if any(w in m for w in ("forbidden", "cannot read", "cannot list", "could not show"))}
+        assert not denied, json.dumps(report, indent=1)
+        not_passing = {i: s for i, (s, _) in lines.items() if s != "pass"}
+        # no pod behind the Service (no kubelet): the API server's call fails
+        # (how depends on where it dials), and this machine cannot resolve
+        # the Service's name
+        assert not_passing == {"webhook.handshake": "warn", "endToEnd.dryRun": "fail"}, \
+            json.dumps(report, indent=1)
+        for i in ("rbac.lookups", "podSecurity.restricted", "cluster.imageVolume",
+                  "webhook.caBundle", "config.inferenceservice-config"):
+            assert i in lines, json.dumps(report, indent=1)
+    finally:
+        server.kubectl("delete", "mutatingwebhookconfiguration", "--ignore-not-found", *hook_names)
+
+
 # ---------------------------------------------------------------- KServe's chart, post-rendered
 
 def fake_kserve_chart(path, swapped=False):
@@ -1445,7 +1498,9 @@ def test_helm_test_hook_renders_check_with_its_own_rbac(tools, checks, tmp_path)
     role = [r for r in by_kind(hooks, "Role") if r["metadata"]["namespace"] == "kserve"][0]
     assert {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["kserve-injector-serving-cert"],
             "verbs": ["get"]} in role["rules"]
+    assert {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["create"]} in role["rules"]
     cluster = one(hooks, "ClusterRole")["rules"]
+    assert {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]} in cluster
     assert all(set(r["verbs"]) <= {"get", "list", "create"} for r in cluster), cluster
     assert not [d for d in docs_of(tools.template(["test.enabled=false"], tests=True))
                 if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"]

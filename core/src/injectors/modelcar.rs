@@ -9,7 +9,7 @@ use super::storage_initializer::overrides::InitResources;
 use super::{security_profile, InjectError};
 use crate::constants::*;
 use crate::inputs::modelcar_pair::{self, modelcar_mount, PairKey};
-use crate::inputs::{Inputs, ModelcarMode, SecurityProfile};
+use crate::inputs::{Inputs, ModelcarMode, SecurityProfile, IMAGE_VOLUMES_DROPPED};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, resources as init_resources,
 };
@@ -129,7 +129,7 @@ pub(crate) fn inject(
     })?;
     let image = model.image.as_str();
     match &model.serving {
-        Serving::Native => inject_image_volume(pod, image, &containers),
+        Serving::Native => inject_image_volume(pod, inputs, image, &containers),
         Serving::Fetch => inject_fetch(pod, inputs, image, &containers),
         Serving::Modelcar(shape) => {
             let shape = shape.as_ref().map_err(InjectError::clone)?;
@@ -258,10 +258,17 @@ fn path_volume_name(path: &str) -> String {
 
 fn inject_image_volume(
     pod: &mut WorkingSet<'_>,
+    inputs: &Inputs,
     image: &str,
     containers: &[&str],
 ) -> Result<(), InjectError> {
     let name = path_volume_name(DEFAULT_MODEL_LOCAL_MOUNT_PATH);
+    if inputs.drops_image_volumes && !pod.has_volume(&name) {
+        return Err(InjectError::new(
+            NAME,
+            format!("the OCI model {image:?} is served natively, as an image volume (oci+native:// or ociModelMode native), but {IMAGE_VOLUMES_DROPPED}: turn the ImageVolume feature gate on (API server and kubelets), or serve the model as a modelcar"),
+        ));
+    }
     for container in containers {
         let clash = pod.container(List::Containers, container).and_then(|c| {
             let mounts = c.volume_mounts.iter().flat_map(|m| m.0.iter());

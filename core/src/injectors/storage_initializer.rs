@@ -18,7 +18,7 @@ use crate::cluster::storage_spec::{add_storage_spec_credentials, StorageSpec};
 use crate::cluster::ClusterStorageContainer;
 use crate::constants::*;
 use crate::inputs::Inputs;
-use crate::inputs::SecurityProfile;
+use crate::inputs::{SecurityProfile, IMAGE_VOLUMES_DROPPED};
 use crate::pod::build::{
     empty_dir_volume, env_var, initializer_image, model_containers, push_env_if_absent, resources,
 };
@@ -166,6 +166,12 @@ pub(crate) fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), In
             // already has a volume of this name keeps its own.
             let model_volume = (inputs.model_volume.clone())
                 .unwrap_or_else(|| empty_dir_volume(PROVISION_LOCATION_VOLUME));
+            if model_volume.image.is_some()
+                && inputs.drops_image_volumes
+                && !pod.has_volume(&model_volume.name)
+            {
+                return Err(error(format!("the model volume {PROVISION_LOCATION_VOLUME} is an image volume (modelVolume in --config-file), but {IMAGE_VOLUMES_DROPPED}: turn the ImageVolume feature gate on (API server and kubelets), or give modelVolume another source")));
+            }
             volumes.push(model_volume);
             // v0.15 appends these volumes and the model servers' mounts
             // without looking: reproduced unless the pod already has one of

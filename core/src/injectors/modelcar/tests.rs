@@ -673,3 +673,16 @@ fn the_plan_s_shape_says_why() {
     assert_eq!(plan(&pod("s3://bucket/model"), &env), None);
     assert_eq!(plan(&pod("oci+native://registry.io/model:v1"), &env), None);
 }
+
+#[test]
+fn native_mode_is_denied_where_the_cluster_drops_image_volumes() {
+    let mut inputs = empty_config();
+    inputs.drops_image_volumes = true;
+    let denied =
+        run_with(inject, &pod("oci+native://registry.io/mymodel:v1"), &inputs).expect_err("denied");
+    let text = denied.to_string();
+    assert!(text.contains("drops image volumes"), "{text}");
+    assert!(text.contains("as a modelcar"), "{text}");
+    // The modelcar itself needs no image volume.
+    run_idempotent(inject, &pod("oci://registry.io/mymodel:v1"), &inputs);
+}

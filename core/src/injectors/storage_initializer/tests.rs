@@ -806,3 +806,34 @@ fn v0_15_direct_pvc_mount_stops_at_a_container_that_mounts_the_claim() {
     );
     assert_eq!(out["spec"]["volumes"], json!([pvc_volume("my-pvc")]));
 }
+
+#[test]
+fn an_image_model_volume_is_denied_where_the_cluster_drops_image_volumes() {
+    let mut inputs = si_cfg();
+    inputs.model_volume = Some(
+        serde_json::from_value(json!({"name": "kserve-provision-location",
+            "image": {"reference": "registry.example.com/models/base:1"}}))
+        .unwrap(),
+    );
+    let p = pod_with(si("gs://foo"), json!([{"name": "kserve-container"}]));
+    let kept = run_idempotent(inject, &p, &inputs);
+    assert!(kept["spec"]["volumes"][0]["image"].is_object(), "{kept}");
+    inputs.drops_image_volumes = true;
+    let denied = run_with(inject, &p, &inputs).expect_err("denied");
+    let text = denied.to_string();
+    assert!(text.contains("drops image volumes"), "{text}");
+    assert!(text.contains("ImageVolume feature gate"), "{text}");
+    assert!(text.contains("modelVolume another source"), "{text}");
+    // Any other source is not an image volume: nothing to lose.
+    inputs.model_volume = None;
+    run_idempotent(inject, &p, &inputs);
+    // A pod that already has the volume keeps its own (nothing is added).
+    let mut own = p.clone();
+    own["spec"]["volumes"] = json!([kpl_volume()]);
+    inputs.model_volume = Some(
+        serde_json::from_value(json!({"name": "kserve-provision-location",
+            "image": {"reference": "registry.example.com/models/base:1"}}))
+        .unwrap(),
+    );
+    run_idempotent(inject, &own, &inputs);
+}
