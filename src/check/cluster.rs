@@ -14,7 +14,10 @@ const SHOWN: usize = 5;
 
 /// `kept`: the dry-run PodTemplate's answer (`Ok(true)`: it came back with
 /// its image volume); `asked`: what in serve's settings gives pods one.
-pub fn image_volume_line(kept: &Result<bool, String>, asked: Option<&str>) -> Line {
+pub fn image_volume_line<E: std::fmt::Display>(
+    kept: &Result<bool, E>,
+    asked: Option<&str>,
+) -> Line {
     let gate = "the ImageVolume feature gate is off; it is on by default from Kubernetes 1.35";
     match (kept, asked) {
         (Ok(true), _) => Line::pass(

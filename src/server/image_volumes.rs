@@ -71,19 +71,32 @@ pub(super) async fn dropped(client: &kube::Client) -> bool {
     )
 }
 
+/// Why the dry run gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DryRunError {
+    #[error("{} ({})", .0.message, .0.code)]
+    Refused(Box<kube::core::Status>),
+    #[error(transparent)]
+    Request(Box<kube::Error>),
+    #[error("the probe template: {0}")]
+    Template(#[source] serde_json::Error),
+    #[error("no answer within {0:?}")]
+    Timeout(std::time::Duration),
+}
+
 /// The dry run's answer in `api`'s namespace: `Ok(true)` when the volume
 /// came back; `Err` says why there is no answer. `check` asks the same.
-pub(crate) async fn dry_run(api: &Api<PodTemplate>) -> Result<bool, String> {
-    let template = serde_json::from_value(probe_template()).map_err(|e| e.to_string())?;
+pub(crate) async fn dry_run(api: &Api<PodTemplate>) -> Result<bool, DryRunError> {
+    let template = serde_json::from_value(probe_template()).map_err(DryRunError::Template)?;
     let params = PostParams {
         dry_run: true,
         field_manager: Some("kserve-injector".into()),
     };
     match tokio::time::timeout(TIMEOUT, api.create(&params, &template)).await {
         Ok(Ok(stored)) => Ok(has_image_volume(&stored)),
-        Ok(Err(kube::Error::Api(status))) => Err(format!("{} ({})", status.message, status.code)),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {TIMEOUT:?}")),
+        Ok(Err(kube::Error::Api(status))) => Err(DryRunError::Refused(status)),
+        Ok(Err(e)) => Err(DryRunError::Request(Box::new(e))),
+        Err(_) => Err(DryRunError::Timeout(TIMEOUT)),
     }
 }
 
