@@ -25,6 +25,8 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("invalid flags: {0}")]
+    Files(#[from] super::sizing::TooFewFiles),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

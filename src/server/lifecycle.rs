@@ -185,28 +185,34 @@ fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
 }
 
 /// The bounds the flags leave out, sized to the container's memory limit
-/// and the open-file limit; logged, so an operator sees what they came to.
+/// and the open-file limit (its soft limit raised to the hard one first);
+/// logged, so an operator sees what they came to. Connections that cannot
+/// fit the open-file limit are refused, with the arithmetic.
 fn sized_to_memory(
     limits: &LimitSettings,
     memory: Option<sizing::MemoryLimit>,
     caches: u64,
-) -> Limits {
-    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+) -> Result<Limits, ServeError> {
+    let (nofile, hard) = sizing::raise_nofile();
     let limit = memory.as_ref().map(|m| m.bytes);
     let sized = sizing::size(limit, nofile, limits, caches);
+    let given = limits.max_connections.is_some();
+    sizing::check_files(nofile, hard, sized.max_connections, given)?;
     info!(
         cache_budget_bytes = caches,
         memory_limit_bytes = limit,
         memory_limit_file = memory
             .as_ref()
             .map(|m| tracing::field::display(m.file.display())),
+        open_file_limit = nofile,
         max_connections = sized.max_connections,
+        max_admin_connections = super::admin_listener::ADMIN_CONNECTIONS,
         max_buffered_bytes = sized.max_buffered_bytes,
         max_concurrent_requests = sized.max_concurrent_requests,
         large_reviews = sized.large_reviews,
         "bounds sized to the memory limit (flags given win)"
     );
-    sized
+    Ok(sized)
 }
 
 fn bind(
@@ -221,10 +227,12 @@ fn bind(
 }
 
 /// The admin listener on its own thread and current-thread runtime, so
-/// probes answer whatever the webhook's workers are busy with.
+/// probes answer whatever the webhook's workers are busy with; bounded on
+/// its own (`admin_listener.rs`).
 fn spawn_admin(
     listener: std::net::TcpListener,
     router: axum::Router,
+    metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) -> Result<tokio::sync::oneshot::Receiver<()>, ServeError> {
     let (done, finished) = tokio::sync::oneshot::channel();
@@ -238,9 +246,8 @@ fn spawn_admin(
             runtime.block_on(async move {
                 match TcpListener::from_std(listener) {
                     Ok(listener) => {
-                        let serve = axum::serve(listener, router)
-                            .with_graceful_shutdown(stop.clone().cancelled_owned());
-                        let _ = serve.await;
+                        super::admin_listener::serve(listener, router, metrics, stop, ADMIN_DRAIN)
+                            .await
                     }
                     Err(e) => warn!(error = %e, "admin listener failed"),
                 }
@@ -305,7 +312,7 @@ impl Server {
             inputs,
             objects,
             metrics: metrics.clone(),
-            limits: sized_to_memory(&args.limits, memory, caches),
+            limits: sized_to_memory(&args.limits, memory, caches)?,
             draining: shutdown.drain.clone(),
             cert_not_after: tls.not_after_cell(),
             mode: args.shadow.mode(),
@@ -318,7 +325,12 @@ impl Server {
         // Served from here on: the certificate is loaded and both ports are bound.
         let admin_router = router_inputs.admin_router();
         let admin_stop = CancellationToken::new();
-        let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
+        let admin_done = spawn_admin(
+            admin_listener,
+            admin_router,
+            metrics.clone(),
+            admin_stop.clone(),
+        )?;
         let connections = TaskTracker::new();
         let max_connections = router_inputs.limits.max_connections;
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());

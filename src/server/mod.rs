@@ -10,13 +10,16 @@
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
+mod accept;
 mod admin;
+mod admin_listener;
 mod answer;
 mod api_error;
 mod app;
 mod body;
 mod conn;
 mod error;
+mod fair;
 mod lifecycle;
 mod limits;
 mod logging;
