@@ -111,9 +111,8 @@ impl Conn {
     }
 
     fn last_done(&self) -> Option<Instant> {
-        (self.answered.load(Ordering::Relaxed) > 0).then(|| {
-            self.epoch + Duration::from_micros(self.last_done_us.load(Ordering::Relaxed))
-        })
+        (self.answered.load(Ordering::Relaxed) > 0)
+            .then(|| self.epoch + Duration::from_micros(self.last_done_us.load(Ordering::Relaxed)))
     }
 
     /// Least first: one that answered nothing in the last [`RECENT`]
@@ -134,7 +133,8 @@ impl Conn {
             return Ok(());
         }
         if self.head_since_us.load(Ordering::Relaxed) == 0 {
-            self.head_since_us.store(self.micros() + 1, Ordering::Relaxed);
+            self.head_since_us
+                .store(self.micros() + 1, Ordering::Relaxed);
             self.wake.notify_one();
         }
         if self.head_bytes.fetch_add(n, Ordering::Relaxed) + n > MAX_HEAD {
@@ -216,7 +216,13 @@ impl Open {
         let open: Vec<&Arc<Conn>> = (connections.values())
             .filter(|c| !c.evict.is_cancelled())
             .collect();
-        let ranked: Vec<_> = open.iter().map(|c| (c.peer, c.productivity(now))).collect();
+        let ranked: Vec<_> = (open.iter())
+            .map(|c| fair::Holder {
+                addr: c.peer,
+                accepted: c.epoch,
+                rank: c.productivity(now),
+            })
+            .collect();
         let at = open.iter().position(|c| Arc::ptr_eq(c, newcomer))?;
         let victim = fair::victim(&ranked, at)?;
         if victim == at {

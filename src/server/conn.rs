@@ -18,9 +18,9 @@
 //! (the API server) waiting, and a connection that keeps completing reviews
 //! is never the one closed while one that does not exists.
 
+use super::accept::Backoff;
 use super::answer::CHUNK;
 use super::metered::Metered;
-use super::accept::Backoff;
 use super::metrics::{Metrics, WEBHOOK};
 use super::service::WebhookService;
 use super::tls::Tls;

@@ -32,6 +32,14 @@ use tracing::{info, warn};
 /// How long admin connections (probes, scrapes) get to finish at the end.
 const ADMIN_DRAIN: Duration = Duration::from_secs(1);
 
+/// Connections the kernel completes and queues for accept() on each
+/// listener (capped by `net.core.somaxconn`, 4096 by default). While the
+/// queue is full, a new connection's SYN is dropped and its client tries
+/// again only a second later, past kubelet's probe timeout: a queue longer
+/// than std's 128 lets a flood of connections be accepted, and refused or
+/// served, before it crowds out a probe.
+const BACKLOG: u32 = 4096;
+
 /// How long the background tasks (reloaders, the log summary) get to
 /// notice the end.
 const BACKGROUND_DRAIN: Duration = Duration::from_secs(1);
@@ -220,7 +228,16 @@ fn bind(
     addr: SocketAddr,
 ) -> Result<(std::net::TcpListener, SocketAddr), ServeError> {
     let error = |source| ServeError::Bind { what, addr, source };
-    let listener = std::net::TcpListener::bind(addr).map_err(error)?;
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    };
+    let socket = socket.map_err(error)?;
+    // As std's bind does: a restarted server binds while old connections linger.
+    socket.set_reuseaddr(true).map_err(error)?;
+    socket.bind(addr).map_err(error)?;
+    let listener = socket.listen(BACKLOG).map_err(error)?.into_std();
+    let listener = listener.map_err(error)?;
     listener.set_nonblocking(true).map_err(error)?;
     let bound = listener.local_addr().map_err(error)?;
     Ok((listener, bound))

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 const API_SERVER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
+/// New API-server-like connections, one after another.
+const PROBES: usize = 10;
+
 fn attacker(i: usize) -> IpAddr {
     IpAddr::from([127, 0, 0, 2 + (i % 8) as u8])
 }
@@ -34,11 +37,20 @@ const FLAGS: [&str; 10] = [
 
 /// A busy client on `source`: one connection reviewing back to back,
 /// reconnecting when closed, until `stop`.
-fn busy(addr: SocketAddr, ca: &str, source: IpAddr, review: Vec<u8>, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
+fn busy(
+    addr: SocketAddr,
+    ca: &str,
+    source: IpAddr,
+    review: Vec<u8>,
+    stop: Arc<AtomicBool>,
+    done: Arc<AtomicU64>,
+) {
     let ca = ca.to_string();
     tokio::spawn(async move {
         while !stop.load(Ordering::Relaxed) {
-            let Ok(config) = client_config(&ca, Http::H2) else { return };
+            let Ok(config) = client_config(&ca, Http::H2) else {
+                return;
+            };
             let Ok(mut client) = Client::connect_from(Some(source), addr, config).await else {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
@@ -59,20 +71,40 @@ async fn busy_connections_of_one_address_never_close_the_api_server_s() -> TestR
     let (server, ca) = start_self_signed(tmp.path(), &FLAGS).await?;
     let addr = server.local_addr();
     let (_, review) = sample_review()?;
-    let mut api = Client::connect_from(Some(API_SERVER), addr, client_config(&ca, Http::H2)?).await?;
+    let mut api =
+        Client::connect_from(Some(API_SERVER), addr, client_config(&ca, Http::H2)?).await?;
     let (status, _) = api.post_json("/mutate-pods", review.clone()).await?;
-    ensure(status == StatusCode::OK, || format!("first review: {status}"))?;
-    let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+    ensure(status == StatusCode::OK, || {
+        format!("first review: {status}")
+    })?;
+    let (stop, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
     // Seven busy connections fill the cap; then a new busy one every 50 ms.
     for _ in 0..7 {
-        busy(addr, &ca, attacker(0), review.clone(), stop.clone(), done.clone());
+        busy(
+            addr,
+            &ca,
+            attacker(0),
+            review.clone(),
+            stop.clone(),
+            done.clone(),
+        );
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let newcomers = {
         let (stop, done, ca, review) = (stop.clone(), done.clone(), ca.clone(), review.clone());
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                busy(addr, &ca, attacker(0), review.clone(), stop.clone(), done.clone());
+                busy(
+                    addr,
+                    &ca,
+                    attacker(0),
+                    review.clone(),
+                    stop.clone(),
+                    done.clone(),
+                );
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
@@ -95,15 +127,25 @@ async fn busy_connections_of_one_address_never_close_the_api_server_s() -> TestR
     stop.store(true, Ordering::Relaxed);
     newcomers.await?;
     result?;
-    let evicted = metric_now(server.admin_addr(), "kserve_injector_connection_evictions_total").await?;
-    let refused = metric_now(server.admin_addr(), "kserve_injector_connections_refused_total").await?;
+    let evicted = metric_now(
+        server.admin_addr(),
+        "kserve_injector_connection_evictions_total",
+    )
+    .await?;
+    let refused = metric_now(
+        server.admin_addr(),
+        "kserve_injector_connections_refused_total",
+    )
+    .await?;
     eprintln!(
         "figure: 7+ busy connections from 127.0.0.2 ({} reviews), a new one every 50 ms: the \
          API server's connection answered {reviews} of {reviews}, never closed; {evicted} \
          evicted, {refused} refused",
         done.load(Ordering::Relaxed)
     );
-    ensure(evicted + refused > 0.0, || "the cap was never reached".into())?;
+    ensure(evicted + refused > 0.0, || {
+        "the cap was never reached".into()
+    })?;
     crate::support::stop(server).await
 }
 
@@ -111,12 +153,18 @@ async fn busy_connections_of_one_address_never_close_the_api_server_s() -> TestR
 async fn a_flood_of_silent_connections_from_four_addresses_never_cuts_a_new_api_server_connection(
 ) -> TestResult {
     let tmp = tempfile::tempdir()?;
+    // Sixteen slots for four attacking addresses: at the cap each holds
+    // more than the two (the last one, closing, and the new one) of the
+    // API server's address.
     let flags = ["--shutdown-delay", "0s", "--max-connections", "16"];
     let (server, ca) = start_self_signed(tmp.path(), &flags).await?;
     let addr = server.local_addr();
     let (_, review) = sample_review()?;
-    let (stop, opened) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
-    for i in 0..8 {
+    let (stop, opened) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    for i in 0..16 {
         let (stop, opened) = (stop.clone(), opened.clone());
         tokio::spawn(async move {
             // Each keeps its last 32 connections open, silent.
@@ -129,16 +177,21 @@ async fn a_flood_of_silent_connections_from_four_addresses_never_cuts_a_new_api_
                         held.pop_front();
                     }
                 }
-                tokio::task::yield_now().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
             }
         });
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (mut answered, mut failed) = (0, Vec::new());
-    for i in 0..20 {
+    for i in 0..PROBES {
         let call = async {
             let config = client_config(&ca, Http::H2)?;
             let mut client = Client::connect_from(Some(API_SERVER), addr, config).await?;
+            // The moment between its handshake and its first request that a
+            // busy API server may take: the attackers' connections arrive
+            // meanwhile, and a connection that has sent no request is the
+            // least productive of all.
+            tokio::time::sleep(Duration::from_millis(300)).await;
             client.post_json("/mutate-pods", review.clone()).await
         };
         match tokio::time::timeout(Duration::from_secs(5), call).await {
@@ -149,12 +202,24 @@ async fn a_flood_of_silent_connections_from_four_addresses_never_cuts_a_new_api_
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let refused = metric_now(server.admin_addr(), "kserve_injector_connections_refused_total").await?;
     eprintln!(
-        "figure: {} silent connections from 4 addresses at --max-connections 16: {answered}/20 \
-         single-try API-server-like reviews answered, {refused} refused",
+        "figure: {} silent connections from 4 addresses at --max-connections 16: {answered}/{PROBES} \
+         single-try API-server-like reviews answered",
         opened.load(Ordering::Relaxed)
     );
     ensure(failed.is_empty(), || format!("failed: {failed:?}"))?;
+    let refused = metric_now(
+        server.admin_addr(),
+        "kserve_injector_connections_refused_total",
+    )
+    .await?;
+    let evicted = metric_now(
+        server.admin_addr(),
+        "kserve_injector_connection_evictions_total",
+    )
+    .await?;
+    ensure(refused + evicted > 0.0, || {
+        "the cap was never reached".into()
+    })?;
     crate::support::stop(server).await
 }

@@ -8,9 +8,15 @@ use crate::support::*;
 
 fn self_signed(dir: &std::path::Path) -> Vec<String> {
     let ca = dir.join("ca.crt").to_string_lossy().into_owned();
-    ["--self-signed", "--self-signed-ca-file", &ca, "--shutdown-delay", "0s"]
-        .map(String::from)
-        .to_vec()
+    [
+        "--self-signed",
+        "--self-signed-ca-file",
+        &ca,
+        "--shutdown-delay",
+        "0s",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 const SIZED: &str = "bounds sized to the memory limit (flags given win)";
@@ -20,7 +26,11 @@ fn the_soft_open_file_limit_is_raised_to_the_hard_one_and_the_cap_fits_it() -> T
     let tmp = tempfile::tempdir()?;
     let flags = self_signed(tmp.path());
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    for (soft, hard, cap) in [(256, 4096, None), (256, 256, Some(104)), (1024, 1024, Some(802))] {
+    for (soft, hard, cap) in [
+        (256, 4096, None),
+        (256, 256, Some(104)),
+        (1024, 1024, Some(802)),
+    ] {
         let mut serve = Serve::spawn_command(under_nofile(soft, hard, &flags))?;
         let sized = serve.wait_for_log(PATIENCE, "the sizing line", |e| e["message"] == SIZED)?;
         ensure(sized["open_file_limit"] == hard, || {
@@ -36,15 +46,15 @@ fn the_soft_open_file_limit_is_raised_to_the_hard_one_and_the_cap_fits_it() -> T
 }
 
 #[test]
-fn connections_that_cannot_fit_the_open_file_limit_are_refused_with_the_arithmetic() -> TestResult
-{
+fn connections_that_cannot_fit_the_open_file_limit_are_refused_with_the_arithmetic() -> TestResult {
     let tmp = tempfile::tempdir()?;
     let mut flags = self_signed(tmp.path());
     flags.extend(["--max-connections".into(), "1000".into()]);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let (code, stderr) = exit_of(under_nofile(256, 256, &flags))?;
     ensure(code == Some(1), || format!("exit code {code:?}: {stderr}"))?;
-    let want = "error: invalid flags: the open-file limit (256, hard 256) is too low: 1000 webhook \
+    let want =
+        "error: invalid flags: the open-file limit (256, hard 256) is too low: 1000 webhook \
                 connections (--max-connections) + 32 admin connections + 64 for the API client \
                 + 32 for files, listeners and the runtime = 1128, plus a tenth as headroom = 1241 \
                 file descriptors";

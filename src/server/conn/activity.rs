@@ -5,6 +5,7 @@
 //! connections, scanned for the least productive one.
 
 use crate::server::answer::Outbox;
+use crate::server::fair::Holder;
 use crate::server::metered::WriteStall;
 use crate::server::metrics::Metrics;
 use crate::server::share::Share;
@@ -174,7 +175,13 @@ impl Open {
         let open: Vec<&Arc<Activity>> = (connections.values())
             .filter(|a| !a.share.evict.is_cancelled())
             .collect();
-        let ranked: Vec<_> = open.iter().map(|a| (a.peer, a.productivity(now))).collect();
+        let ranked: Vec<_> = (open.iter())
+            .map(|a| Holder {
+                addr: a.peer,
+                accepted: a.epoch,
+                rank: a.productivity(now),
+            })
+            .collect();
         let Some(at) = open.iter().position(|a| Arc::ptr_eq(a, newcomer)) else {
             return Eviction::None;
         };

@@ -131,7 +131,10 @@ fn the_shipped_limit_sizes_every_bound_to_fit_and_flags_win() {
     assert!(check_files(Some(256), Some(256), 104, false).is_ok());
     let refused = check_files(Some(256), Some(256), 105, true);
     assert_eq!(refused.map_err(|e| e.to_string()), Err("the open-file limit (256, hard 256) is too low: 105 webhook connections (--max-connections) + 32 admin connections + 64 for the API client + 32 for files, listeners and the runtime = 233, plus a tenth as headroom = 257 file descriptors; raise the limit (ulimit -n, the container runtime's nofile) or lower --max-connections".to_string()));
-    assert_eq!(size(None, Some(1024), &asked(None, None, None), 0).max_connections, 802);
+    assert_eq!(
+        size(None, Some(1024), &asked(None, None, None), 0).max_connections,
+        802
+    );
     // Too few for the fewest connections served: refused even unasked.
     let few = size(None, Some(100), &asked(None, None, None), 0);
     assert_eq!(few.max_connections, 16);

@@ -36,14 +36,16 @@ pub fn command(flags: &[&str]) -> Command {
     command
 }
 
-/// [`command`] run by bash after `ulimit -Hn hard; ulimit -Sn soft`: the
+/// [`command`] run by bash after `ulimit -Sn soft; ulimit -Hn hard`: the
 /// open-file limits a container may start with.
 pub fn under_nofile(soft: u64, hard: u64, flags: &[&str]) -> Command {
     let inner = command(flags);
     let mut shell = Command::new("bash");
     shell
         .arg("-c")
-        .arg(format!("ulimit -Hn {hard} && ulimit -Sn {soft} && exec \"$@\""))
+        .arg(format!(
+            "ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$@\""
+        ))
         .arg("bash")
         .arg(inner.get_program())
         .args(inner.get_args());

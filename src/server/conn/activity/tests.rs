@@ -40,20 +40,24 @@ fn of_the_address_holding_the_most_the_least_productive_is_evicted_first_and_onc
 }
 
 #[test]
-fn a_newcomer_of_the_address_holding_the_most_goes_before_its_older_peers_in_their_handshake() {
+fn a_newcomer_of_the_address_holding_the_most_is_refused_one_alone_takes_a_slot_of_its_own() {
     let (open, metrics) = (Arc::new(Open::default()), Arc::new(Metrics::new()));
-    let (api, _a) = open.enter(&metrics, ONE);
+    let (older, _a) = open.enter(&metrics, TWO);
+    let (newcomer, _b) = open.enter(&metrics, TWO);
+    // One address alone: its newcomer takes the slot of the other.
+    assert_eq!(open.evict_for(&newcomer), Eviction::Other);
+    assert!(older.share.evict.is_cancelled());
+    let (api, _c) = open.enter(&metrics, ONE);
     api.handshaken.store(true, Ordering::Relaxed);
     reviewed(&api, true);
-    let (older, _b) = open.enter(&metrics, TWO);
-    let (newcomer, _c) = open.enter(&metrics, TWO);
-    assert_eq!(open.evict_for(&newcomer), Eviction::Newcomer);
-    assert!(!older.share.evict.is_cancelled() && !api.share.evict.is_cancelled());
+    let (again, _d) = open.enter(&metrics, ONE);
+    // Its address holds as many as the other's (two with it): refused.
+    assert_eq!(open.evict_for(&again), Eviction::Newcomer);
     // Every connection is closing already: nothing to tell.
-    older.share.evict.cancel();
-    api.share.evict.cancel();
-    newcomer.share.evict.cancel();
-    assert_eq!(open.evict_for(&newcomer), Eviction::None);
+    for closing in [&api, &newcomer, &again] {
+        closing.share.evict.cancel();
+    }
+    assert_eq!(open.evict_for(&again), Eviction::None);
 }
 
 #[test]
