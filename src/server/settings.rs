@@ -296,8 +296,10 @@ pub struct LimitSettings {
     /// this time are closed; this also bounds idle keep-alive connections.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub header_read_timeout: Duration,
-    /// Connections that do not finish the TLS handshake within this time are closed.
-    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
+    /// Connections that do not finish the TLS handshake within this time
+    /// are closed (the API server's takes milliseconds; a slot held in a
+    /// handshake is held for nothing).
+    #[arg(long, default_value = "1s", value_parser = nonzero_duration)]
     pub handshake_timeout: Duration,
     /// Concurrent streams one HTTP/2 connection may open: each
     /// connection's share of the requests in flight (more are refused with
@@ -314,10 +316,14 @@ pub struct LimitSettings {
     /// (HTTP/2 with GOAWAY).
     #[arg(long, default_value = "90s", value_parser = nonzero_duration)]
     pub idle_timeout: Duration,
-    /// Open webhook connections; at the cap a new one takes the slot of the
-    /// connection that completed a review the longest ago (or never).
-    /// Default: sized to the container's memory limit (read from its
-    /// cgroup) and 3/4 of `ulimit -n`, at most 4096.
+    /// Open webhook connections, shared fairly between client addresses:
+    /// at the cap a new one takes the slot of a connection of the address
+    /// holding the most (of those, the one that completed a review the
+    /// longest ago, or never), or is refused when its own address holds as
+    /// many as any. Default: sized to the container's memory limit (read
+    /// from its cgroup) and to the open-file limit (its soft limit raised
+    /// to the hard one), at most 4096; refused at start when it cannot fit
+    /// the open-file limit.
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
