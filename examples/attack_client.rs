@@ -1015,6 +1015,10 @@ async fn probes(
         }));
     }
     futures::future::join_all(tasks).await;
+    let readyz = match readyz {
+        Some(readyz) => Some(readyz.await.unwrap_or_default()),
+        None => None,
+    };
     let (fresh, kept) = (fresh.lock(), kept.lock());
     let (Ok(fresh), Ok(kept)) = (fresh, kept) else {
         return;
@@ -1029,7 +1033,7 @@ async fn probes(
         "persistent": persistent_report,
     });
     if let Some(readyz) = readyz {
-        report["readyz"] = readyz.await.unwrap_or_default();
+        report["readyz"] = readyz;
     }
     println!("{report}");
 }

@@ -281,6 +281,10 @@ impl Server {
     /// multi-threaded tokio runtime.
     pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
         args.validate()?;
+        let (min, suites) = (args.tls.tls_min_version, &args.tls.tls_cipher_suites);
+        let policy = super::tls_policy::policy(&crate::certs::provider(), min, suites)?;
+        // Before anything opens a descriptor.
+        sizing::raise_nofile();
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
@@ -309,8 +313,7 @@ impl Server {
         // Until startup succeeds, an early return stops what was spawned.
         let started = shutdown.kill.clone().drop_guard();
         let inputs = load_config(&args.inference_config, &metrics, &shutdown)?;
-        let (tls, self_signed_ca) =
-            serving_cert::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
+        let (tls, self_signed_ca) = serving_cert::load(&args.tls, &policy, &metrics, &shutdown)?;
 
         let (webhook_listener, local_addr) = bind("webhook", args.addr())?;
         let (admin_listener, admin_addr) = bind("admin", args.admin_addr())?;

@@ -37,6 +37,7 @@ mod signals;
 mod sizing;
 mod summary;
 mod tls;
+mod tls_policy;
 
 pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
@@ -47,6 +48,7 @@ pub use limits::{Limits, Pace};
 pub use metrics::Metrics;
 use std::time::Duration;
 pub use tls::TlsConfigError;
+pub use tls_policy::TlsPolicyError;
 
 /// Connection tasks still running after the drain get this long to notice
 /// the runtime is going away before the process exits regardless.

@@ -21,6 +21,7 @@ use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     Kind, LookupMode, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
+pub use crate::server::tls_policy::TlsMinVersion;
 use clap::{ArgAction, Parser};
 use kserve_injector_core::release::Release;
 use kserve_injector_core::{ModelcarMode, SecurityProfile};
@@ -272,6 +273,17 @@ pub struct TlsSettings {
     /// How often the certificate files are re-read and compared.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub cert_poll_interval: Duration,
+    /// The lowest TLS version served: 1.2 or 1.3 (Kubernetes'
+    /// VersionTLS12 and VersionTLS13 are taken too).
+    #[arg(long, value_name = "VERSION", default_value = "1.2", value_parser = tls_min_version())]
+    pub tls_min_version: TlsMinVersion,
+    /// TLS 1.2 cipher suites offered, by the IANA names Kubernetes'
+    /// --tls-cipher-suites takes (comma-separated); refused at start when
+    /// unknown or not offered by the crypto provider. TLS 1.3's suites are
+    /// not configurable (as in Go). Default: every suite the provider (ring)
+    /// offers. Example: --tls-cipher-suites TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tls_cipher_suites: Vec<String>,
 }
 
 /// Timeouts and the bounds on connections, streams, requests and bytes.
@@ -482,6 +494,16 @@ impl LookupSettings {
             cache_budget: None,
         }
     }
+}
+
+/// `--tls-min-version`'s parser, listing the versions in `--help`.
+fn tls_min_version() -> impl clap::builder::TypedValueParser<Value = TlsMinVersion> {
+    use clap::builder::TypedValueParser;
+    // The possible values are exactly the names, so every one parses.
+    clap::builder::PossibleValuesParser::new(TlsMinVersion::NAMES).map(|name| {
+        name.parse::<TlsMinVersion>()
+            .unwrap_or(TlsMinVersion::Tls12)
+    })
 }
 
 /// `--log-format`'s parser, listing the formats in `--help`.
