@@ -667,10 +667,7 @@ async fn reviewing(
 ) {
     loop {
         match exchange(client.clone(), &body).await {
-            Ok((status, _, _)) => {
-                seen.status(status);
-                seen.answered.fetch_add(1, Ordering::Relaxed);
-            }
+            Ok((status, _, _)) => seen.status(status),
             Err(_) => return,
         }
         tokio::time::sleep(every).await;
@@ -724,11 +721,18 @@ async fn admin_head(admin: SocketAddr, seen: Arc<Seen>) {
     }
 }
 
+/// Connects in flight at once: more overflow the server's accept queue,
+/// and the kernel drops their SYNs, to be sent again only seconds later.
+static CONNECTING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(64);
+
 /// An admin connection that sends nothing, again whenever it is closed.
 async fn admin_idle(admin: SocketAddr, seen: Arc<Seen>) {
     let mut buf = [0u8; 256];
     loop {
-        let Ok(mut tcp) = attacker_tcp(admin).await else {
+        let connecting = CONNECTING.acquire().await;
+        let connected = attacker_tcp(admin).await;
+        drop(connecting);
+        let Ok(mut tcp) = connected else {
             seen.connect_errors.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
