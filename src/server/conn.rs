@@ -6,17 +6,22 @@
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
 //! idleness, and the drain. Each connection has its share of the requests
 //! in flight (`--http2-max-concurrent-streams`, which h2 enforces) and of
-//! the bytes held (`share.rs`). At the cap, a new connection takes the slot
-//! of the least productive connection (one that never completed a review,
-//! the first accepted first, else the one whose last review is the oldest;
-//! requests in flight, stalled or not, do not count), which is closed
-//! gracefully at once: its requests still waiting for their bodies are
+//! the bytes held (`share.rs`). The cap is shared fairly between client
+//! addresses (`fair.rs`): at the cap, a new connection takes the slot of a
+//! connection of the address holding the most, or is refused at once when
+//! its own address holds as many as any other; within an address, the one
+//! closed is the least productive (one that never completed a review, the
+//! youngest first, else the one whose last review is the oldest; requests
+//! in flight, stalled or not, do not count), which is closed gracefully at
+//! once: its requests still waiting for their bodies are
 //! answered 503, the others finish, and whatever is left after
 //! [`CLOSE_GRACE`] is cut ([`Open`]). Connections that have sent no request
 //! yet give up their slots after [`SILENT_AT_CAP`]. So clients that hold
 //! connections (silent, idle, or busy with promises) cannot keep real ones
-//! (the API server) waiting, and a connection that keeps completing reviews
-//! is never the one closed while one that does not exists.
+//! (the API server) waiting, a connection that keeps completing reviews
+//! is never the one closed while one of its address that does not exists,
+//! and no client's connections, however busy, close those of a client
+//! that holds fewer.
 
 use super::accept::Backoff;
 use super::answer::CHUNK;
