@@ -6,8 +6,8 @@
 //! runtime, with at most [`ADMIN_CONNECTIONS`] connections, shared fairly
 //! between client addresses as the webhook's are (`fair.rs`): at the cap,
 //! the connection closed for a newcomer is of the address holding the most,
-//! the one that answered nothing or the longest ago first, then the
-//! youngest. A request head must come whole within [`HEAD_TIMEOUT`] of the
+//! the one that answered nothing or the longest ago first, then the first
+//! accepted. A request head must come whole within [`HEAD_TIMEOUT`] of the
 //! accept (or of its first byte, on a kept-alive connection) and in at most
 //! [`MAX_HEAD`] bytes; a connection with no request for [`IDLE_TIMEOUT`] is
 //! closed. One rendering of `/metrics` at a time: the runtime has one
@@ -20,7 +20,6 @@ use super::metrics::{Metrics, ADMIN};
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::io;
 use std::net::IpAddr;
@@ -88,7 +87,7 @@ struct Conn {
 }
 
 /// Less is less productive; see [`Conn::productivity`].
-type Productivity = (bool, bool, Option<Instant>, Reverse<Instant>);
+type Productivity = (bool, bool, Option<Instant>, Instant);
 
 impl Conn {
     fn new(peer: IpAddr) -> Self {
@@ -118,12 +117,12 @@ impl Conn {
     /// Least first: one that answered nothing in the last [`RECENT`]
     /// before one that did; then one with no request in flight; then one
     /// that never answered before one that did, the longest ago first;
-    /// then the youngest.
+    /// then the first accepted.
     fn productivity(&self, now: Instant) -> Productivity {
         let last = self.last_done();
         let recent = last.is_some_and(|at| now.saturating_duration_since(at) < RECENT);
         let busy = self.in_flight.load(Ordering::Relaxed) > 0;
-        (recent, busy, last, Reverse(self.epoch))
+        (recent, busy, last, self.epoch)
     }
 
     /// `n` bytes read from the client: while no request is in flight, of

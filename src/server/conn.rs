@@ -11,7 +11,7 @@
 //! connection of the address holding the most, or is refused at once when
 //! its own address holds as many as any other; within an address, the one
 //! closed is the least productive (one that never completed a review, the
-//! youngest first, else the one whose last review is the oldest; requests
+//! first accepted first, else the one whose last review is the oldest; requests
 //! in flight, stalled or not, do not count), which is closed gracefully at
 //! once: its requests still waiting for their bodies are
 //! answered 503, the others finish, and whatever is left after

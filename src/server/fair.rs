@@ -4,13 +4,13 @@
 //! - when another address holds more connections than the newcomer's, the
 //!   connection closed is of the address holding the most (between equals,
 //!   the one holding the youngest connection: a flood's are the newest),
-//!   and within it the least productive one, then the youngest;
+//!   and within it the least productive one (each listener ranks its own);
 //! - when the newcomer's address holds at least as many as any other, the
 //!   newcomer is refused (closed at once, which costs the server nothing
 //!   more): its client holds its share already;
 //! - when its address is the only one, it takes the slot of the least
-//!   productive of its own, then the youngest (one client alone is served
-//!   as if no shares were kept).
+//!   productive of its own (one client alone is served as if no shares
+//!   were kept).
 //!
 //! How productive a connection is, is compared only between connections of
 //! one address: many busy connections from one client never push out a

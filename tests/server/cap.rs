@@ -133,9 +133,8 @@ async fn with_every_connection_busy_a_new_one_is_served_at_once_for_the_least_pr
     let (addr, admin) = (server.local_addr(), server.admin_addr());
     let (_, review) = sample_review()?;
     // Four connections, none of which has completed a review, each with a
-    // request in flight whose body is half sent: of these equally
-    // unproductive ones of one address, the youngest goes (a flood's
-    // connections are the newest).
+    // request in flight whose body is half sent: the first accepted is the
+    // least productive.
     let mut busy = Vec::new();
     for i in 0..4 {
         let client = Client::open(addr, &ca, Http::BOTH[i % 2]).await?;
@@ -156,10 +155,10 @@ async fn with_every_connection_busy_a_new_one_is_served_at_once_for_the_least_pr
         answered(&mut fifth, &review).await? == StatusCode::OK,
         || "the fifth client".into(),
     )?;
-    // The youngest one's request is answered 503 (retry) or its connection
+    // The first one's request is answered 503 (retry) or its connection
     // closed; the others finish.
-    let youngest = busy.remove(3);
-    if let Ok(status) = youngest.finish().await {
+    let first = busy.remove(0);
+    if let Ok(status) = first.finish().await {
         ensure(status == StatusCode::SERVICE_UNAVAILABLE, || {
             format!("the evicted connection's request: {status}")
         })?;

@@ -45,8 +45,8 @@ fn at_the_cap_the_newcomer_of_the_busiest_address_is_refused_another_evicts_from
     drop(listed);
     let (probe, _listed) = open.enter(IpAddr::from([127, 0, 0, 1]));
     assert_eq!(open.evict_for(&probe), Some(true));
-    // The attacker's youngest.
-    assert!(held[3].0.evict.is_cancelled() && !probe.evict.is_cancelled());
+    // The attacker's first accepted.
+    assert!(held[0].0.evict.is_cancelled() && !probe.evict.is_cancelled());
     let evicted = held.iter().filter(|(c, _)| c.evict.is_cancelled()).count();
     assert_eq!(evicted, 1);
     assert!(!other.evict.is_cancelled());

@@ -9,7 +9,6 @@ use crate::server::fair::Holder;
 use crate::server::metered::WriteStall;
 use crate::server::metrics::Metrics;
 use crate::server::share::Share;
-use std::cmp::Reverse;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -76,9 +75,11 @@ impl Activity {
     /// handshake, or with a request in flight, which its body's pace bounds
     /// to about a second); then one that never completed a review before
     /// one that did, the one whose last review is the oldest first; then
-    /// the youngest. So a new client's first review is not cut for
-    /// connections of its address that only sit there, and requests in
-    /// flight never protect a connection from one that keeps completing
+    /// the first accepted. So a new client's first review is not cut for
+    /// connections of its address that only sit there or reconnect (a
+    /// flood's connections are the newest, and youngest first would close
+    /// a new client's connection at the flood's next arrival), and requests
+    /// in flight never protect a connection from one that keeps completing
     /// reviews: a stalled stream is a promise, not progress.
     pub(super) fn productivity(&self, now: Instant) -> Productivity {
         let since = match self.last_review_us.load(Ordering::Relaxed) {
@@ -88,12 +89,12 @@ impl Activity {
         let recent = since.is_some_and(|at| now.saturating_duration_since(at) < RECENT);
         let silent =
             self.handshaken.load(Ordering::Relaxed) && self.in_flight.load(Ordering::Relaxed) == 0;
-        (recent, recent || !silent, since, Reverse(self.epoch))
+        (recent, recent || !silent, since, self.epoch)
     }
 }
 
 /// See [`Activity::productivity`]; less is less productive.
-pub(super) type Productivity = (bool, bool, Option<Instant>, Reverse<Instant>);
+pub(super) type Productivity = (bool, bool, Option<Instant>, Instant);
 
 /// How long a completed review keeps a connection productive: the API
 /// server's connections review every few seconds while pods are created.

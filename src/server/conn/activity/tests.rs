@@ -24,10 +24,10 @@ fn of_the_address_holding_the_most_the_least_productive_is_evicted_first_and_onc
     stalled.in_flight.fetch_add(1, Ordering::SeqCst);
     // A newcomer of another address. Never reviewed: past the handshake
     // with nothing in flight, then the others (in the handshake, or a
-    // request in flight) the youngest first; the one that reviewed is never
-    // evicted for an address that holds as many.
+    // request in flight) the first accepted first; the one that reviewed is
+    // never evicted for an address that holds as many.
     let (newcomer, _e) = open.enter(&metrics, ONE);
-    let order = [&refused, &handshaking, &stalled];
+    let order = [&refused, &stalled, &handshaking];
     for (i, next) in order.iter().enumerate() {
         assert_eq!(open.evict_for(&newcomer), Eviction::Other);
         assert!(next.share.evict.is_cancelled(), "evicted {i}th");
