@@ -16,8 +16,21 @@
 //! - `large`: clients each sending valid large reviews one after another,
 //!   reading every answer, and waiting `Retry-After` when shed.
 //!
-//! The last three (and `promise`) reconnect whenever the server closes
-//! their connection, as a determined attacker would. Besides the attacks:
+//! - `reviewing`: HTTP/2 connections that each complete a small review
+//!   every `--every`: busy clients, productive by any measure.
+//! - `churn`: TCP connections opened as fast as the server takes them,
+//!   never sending a byte (each task keeps its last 16 open).
+//! - `admin-heads`: connections to the admin port (`--admin`) each sending
+//!   a request head that never ends.
+//! - `admin-idle`: connections to the admin port that send nothing.
+//!
+//! With `--source` (comma-separated addresses, such as 127.0.0.2,127.0.0.3),
+//! the attacks' connections come from those addresses in turn: other
+//! clients than the probes, which connect from the default address.
+//!
+//! The last three of the first list (and `promise`, `reviewing`, `churn`
+//! and the admin attacks) reconnect whenever the server closes their
+//! connection, as a determined attacker would. Besides the attacks:
 //!
 //! - `review`: one review over a new connection, read whole; exits 1
 //!   unless the answer is a 200 AdmissionReview that allows the pod.
@@ -25,7 +38,9 @@
 //!   `--duration`: a review every second on a new TLS connection (HTTP/2,
 //!   retried after `Retry-After`, or 1 s, while its deadline allows), and a
 //!   review every second on one persistent HTTP/2 connection, which the
-//!   server must never close; one JSON line of their figures.
+//!   server must never close; with `--admin`, a kubelet-like readiness
+//!   probe too (a new connection every second, `GET /readyz`, 1 s
+//!   timeout); one JSON line of their figures.
 //! - `cert-ahead`: a serving pair signed by an existing CA whose notBefore
 //!   is `--ahead` from now, for the rotation the red team places.
 //!
@@ -39,12 +54,12 @@ use hyper::body::Bytes;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::json;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
@@ -65,6 +80,12 @@ struct Args {
     /// The name the serving certificate is checked against.
     #[arg(long, default_value = "localhost")]
     server_name: String,
+    /// The admin listener (the admin attacks, and the probes' /readyz).
+    #[arg(long)]
+    admin: Option<SocketAddr>,
+    /// The addresses the attacks' connections come from, in turn.
+    #[arg(long, value_delimiter = ',')]
+    source: Vec<IpAddr>,
     #[command(subcommand)]
     attack: Attack,
 }
@@ -131,6 +152,33 @@ enum Attack {
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         hold: Duration,
     },
+    Reviewing {
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        #[arg(long, default_value = "250ms", value_parser = humantime::parse_duration)]
+        every: Duration,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
+    Churn {
+        /// Tasks connecting at once.
+        #[arg(long, default_value_t = 16)]
+        connections: usize,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
+    AdminHeads {
+        #[arg(long, default_value_t = 377)]
+        connections: usize,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
+    AdminIdle {
+        #[arg(long, default_value_t = 2000)]
+        connections: usize,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        hold: Duration,
+    },
     Review,
     Probes {
         #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
@@ -176,11 +224,49 @@ struct Target {
     name: ServerName<'static>,
 }
 
+/// The attacks' source addresses (`--source`), taken in turn.
+static SOURCES: std::sync::OnceLock<Vec<IpAddr>> = std::sync::OnceLock::new();
+static NEXT_SOURCE: AtomicUsize = AtomicUsize::new(0);
+
+/// A TCP connection to `addr` from the next `--source` (the default
+/// address without one).
+async fn attacker_tcp(addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let sources = SOURCES.get().map(Vec::as_slice).unwrap_or_default();
+    if sources.is_empty() {
+        return TcpStream::connect(addr).await;
+    }
+    let source = sources[NEXT_SOURCE.fetch_add(1, Ordering::Relaxed) % sources.len()];
+    let socket = match source {
+        IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(source, 0))?;
+    socket.connect(addr).await
+}
+
+/// An attack's TLS connection, from the next `--source`.
 async fn connect(
     target: &Target,
     config: &Arc<rustls::ClientConfig>,
 ) -> Result<TlsStream<TcpStream>, Error> {
+    let tcp = attacker_tcp(target.addr).await?;
+    tls_over(tcp, target, config).await
+}
+
+/// A probe's TLS connection, from the default address.
+async fn probe_connect(
+    target: &Target,
+    config: &Arc<rustls::ClientConfig>,
+) -> Result<TlsStream<TcpStream>, Error> {
     let tcp = TcpStream::connect(target.addr).await?;
+    tls_over(tcp, target, config).await
+}
+
+async fn tls_over(
+    tcp: TcpStream,
+    target: &Target,
+    config: &Arc<rustls::ClientConfig>,
+) -> Result<TlsStream<TcpStream>, Error> {
     tcp.set_nodelay(true)?;
     let name = target.name.clone();
     let tls = TlsConnector::from(config.clone()).connect(name, tcp);
@@ -545,7 +631,7 @@ async fn large(
 async fn review(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes) -> i32 {
     let started = Instant::now();
     let outcome = async {
-        let tls = connect(&target, &config).await?;
+        let tls = probe_connect(&target, &config).await?;
         let (client, connection) = h2::client::handshake(tls).await?;
         tokio::spawn(connection);
         let (status, _, text) = exchange(client, &body).await?;
@@ -570,6 +656,151 @@ async fn review(target: Target, config: Arc<rustls::ClientConfig>, body: Bytes) 
     });
     println!("{report}");
     i32::from(!(status == 200 && allowed))
+}
+
+/// A busy client's connection: a small review every `every`, each read.
+async fn reviewing(
+    client: h2::client::SendRequest<Bytes>,
+    body: Bytes,
+    every: Duration,
+    seen: Arc<Seen>,
+) {
+    loop {
+        match exchange(client.clone(), &body).await {
+            Ok((status, _, _)) => seen.status(status),
+            Err(_) => return,
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// TCP connections opened one after another, never sending, the last 16
+/// kept open.
+async fn churn(addr: SocketAddr, seen: Arc<Seen>) {
+    let mut held = std::collections::VecDeque::new();
+    loop {
+        match attacker_tcp(addr).await {
+            Ok(tcp) => {
+                seen.connected.fetch_add(1, Ordering::Relaxed);
+                held.push_back(tcp);
+                if held.len() > 16 {
+                    held.pop_front();
+                }
+            }
+            Err(_) => {
+                seen.connect_errors.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A request head to the admin port that never ends, again whenever the
+/// server closes the connection.
+async fn admin_head(admin: SocketAddr, seen: Arc<Seen>) {
+    let chunk = vec![b'a'; 16 * 1024];
+    loop {
+        let Ok(mut tcp) = attacker_tcp(admin).await else {
+            seen.connect_errors.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        seen.connected.fetch_add(1, Ordering::Relaxed);
+        if tcp
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: a\r\nX-Pad: ")
+            .await
+            .is_err()
+        {
+            continue;
+        }
+        while tcp.write_all(&chunk).await.is_ok() {
+            seen.sent.fetch_add(chunk.len(), Ordering::Relaxed);
+        }
+        seen.closed_by_server.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Connects in flight at once: more overflow the server's accept queue,
+/// and the kernel drops their SYNs, to be sent again only seconds later.
+static CONNECTING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(64);
+
+/// An admin connection that sends nothing, again whenever it is closed.
+async fn admin_idle(admin: SocketAddr, seen: Arc<Seen>) {
+    let mut buf = [0u8; 256];
+    loop {
+        let connecting = CONNECTING.acquire().await;
+        let connected = attacker_tcp(admin).await;
+        drop(connecting);
+        let Ok(mut tcp) = connected else {
+            seen.connect_errors.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        seen.connected.fetch_add(1, Ordering::Relaxed);
+        while matches!(tcp.read(&mut buf).await, Ok(n) if n > 0) {}
+        seen.closed_by_server.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// kubelet's readiness probe, every second for `duration`: a new
+/// connection, `GET /readyz`, 1 s for all of it.
+async fn readyz_probe(admin: SocketAddr, duration: Duration) -> serde_json::Value {
+    let started = Instant::now();
+    let (mut tries, mut answered, mut in_a_row, mut most_in_a_row) = (0, 0, 0, 0);
+    let (mut last_ok, mut longest_gap, mut seconds) = (started, Duration::ZERO, Vec::new());
+    let mut failures = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    while started.elapsed() < duration {
+        tick.tick().await;
+        tries += 1;
+        let asked = Instant::now();
+        let probe = async {
+            let mut tcp = TcpStream::connect(admin).await?;
+            let head = "GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: kube-probe/1.33\r\n\
+                        Accept: */*\r\nConnection: close\r\n\r\n";
+            tcp.write_all(head.as_bytes()).await?;
+            let mut answer = Vec::new();
+            tcp.read_to_end(&mut answer).await?;
+            Ok::<_, Error>(answer.starts_with(b"HTTP/1.1 200"))
+        };
+        match tokio::time::timeout(Duration::from_secs(1), probe).await {
+            Ok(Ok(true)) => {
+                answered += 1;
+                in_a_row = 0;
+                longest_gap = longest_gap.max(last_ok.elapsed());
+                last_ok = Instant::now();
+                seconds.push(asked.elapsed().as_secs_f64());
+            }
+            other => {
+                in_a_row += 1;
+                most_in_a_row = most_in_a_row.max(in_a_row);
+                let why = match other {
+                    Ok(Ok(_)) => "not 200".to_string(),
+                    Ok(Err(e)) => e.to_string(),
+                    Err(_) => "no answer within 1 s".to_string(),
+                };
+                if failures.len() < 5 {
+                    failures.push(format!(
+                        "at {:.1} s: {why}",
+                        started.elapsed().as_secs_f64()
+                    ));
+                }
+            }
+        }
+    }
+    longest_gap = longest_gap.max(last_ok.elapsed());
+    seconds.sort_by(f64::total_cmp);
+    json!({
+        "tries": tries,
+        "answered": answered,
+        "failed_in_a_row": most_in_a_row,
+        "longest_gap": longest_gap.as_secs_f64(),
+        "p50": seconds.get(seconds.len() / 2),
+        "max": seconds.last(),
+        "failures": failures,
+    })
 }
 
 /// One probe's reviews: how long each took to its 200, or why it failed.
@@ -702,7 +933,7 @@ impl Persistent {
         if let Some(client) = kept.as_ref() {
             return Ok(client.clone());
         }
-        let tls = connect(&self.target, &self.config).await?;
+        let tls = probe_connect(&self.target, &self.config).await?;
         let (client, connection) = h2::client::handshake(tls).await?;
         let (closed, goaway) = (self.closed.clone(), self.goaway.clone());
         tokio::spawn(async move {
@@ -733,11 +964,11 @@ async fn probes(
     target: Target,
     config: Arc<rustls::ClientConfig>,
     body: Bytes,
-    duration: Duration,
-    deadline: Duration,
-    every: Duration,
+    (duration, deadline, every): (Duration, Duration, Duration),
+    admin: Option<SocketAddr>,
 ) {
     let started = Instant::now();
+    let readyz = admin.map(|admin| tokio::spawn(readyz_probe(admin, duration)));
     let fresh = Arc::new(Mutex::new(Probed::default()));
     let kept = Arc::new(Mutex::new(Probed::default()));
     let persistent = Arc::new(Persistent {
@@ -767,7 +998,7 @@ async fn probes(
             (target.clone(), config.clone(), body.clone(), fresh.clone());
         tasks.push(tokio::spawn(async move {
             within(deadline, &fresh, || async {
-                let tls = connect(&target, &config).await?;
+                let tls = probe_connect(&target, &config).await?;
                 let (client, connection) = h2::client::handshake(tls).await?;
                 tokio::spawn(connection);
                 exchange(client, &sent).await
@@ -788,6 +1019,10 @@ async fn probes(
         }));
     }
     futures::future::join_all(tasks).await;
+    let readyz = match readyz {
+        Some(readyz) => Some(readyz.await.unwrap_or_default()),
+        None => None,
+    };
     let (fresh, kept) = (fresh.lock(), kept.lock());
     let (Ok(fresh), Ok(kept)) = (fresh, kept) else {
         return;
@@ -795,12 +1030,15 @@ async fn probes(
     let mut persistent_report = kept.report(deadline);
     persistent_report["goaway"] = json!(persistent.goaway.load(Ordering::Relaxed));
     persistent_report["closed"] = json!(persistent.closed.load(Ordering::Relaxed));
-    let report = json!({
+    let mut report = json!({
         "attack": "probes",
         "seconds": started.elapsed().as_secs_f64(),
         "new_connection": fresh.report(deadline),
         "persistent": persistent_report,
     });
+    if let Some(readyz) = readyz {
+        report["readyz"] = readyz;
+    }
     println!("{report}");
 }
 
@@ -853,6 +1091,8 @@ async fn main() -> Result<(), Error> {
         addr,
         name: ServerName::try_from(args.server_name.clone())?,
     };
+    let _ = SOURCES.set(args.source.clone());
+    let admin = args.admin.ok_or("--admin is required");
     let body = Bytes::from(std::fs::read(body)?);
     let started = Instant::now();
     let seen = Arc::new(Seen::default());
@@ -868,7 +1108,8 @@ async fn main() -> Result<(), Error> {
             deadline,
             every,
         } => {
-            probes(target, h2, body, duration, deadline, every).await;
+            let timing = (duration, deadline, every);
+            probes(target, h2, body, timing, args.admin).await;
             std::process::exit(0);
         }
         Attack::H2Unread {
@@ -966,6 +1207,33 @@ async fn main() -> Result<(), Error> {
                 })
             });
             ("trickle", hold)
+        }
+        Attack::Reviewing {
+            connections,
+            every,
+            hold,
+        } => {
+            spawn_each(connections, |_| {
+                let (seen, body) = (seen.clone(), body.clone());
+                reconnecting(target.clone(), h2.clone(), seen.clone(), move |client| {
+                    reviewing(client, body.clone(), every, seen.clone())
+                })
+            });
+            ("reviewing", hold)
+        }
+        Attack::Churn { connections, hold } => {
+            spawn_each(connections, |_| churn(target.addr, seen.clone()));
+            ("churn", hold)
+        }
+        Attack::AdminHeads { connections, hold } => {
+            let admin = admin?;
+            spawn_each(connections, |_| admin_head(admin, seen.clone()));
+            ("admin-heads", hold)
+        }
+        Attack::AdminIdle { connections, hold } => {
+            let admin = admin?;
+            spawn_each(connections, |_| admin_idle(admin, seen.clone()));
+            ("admin-idle", hold)
         }
         Attack::Large {
             clients,

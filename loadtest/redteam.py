@@ -13,6 +13,12 @@ rotation-ahead) run with two API-server-like probes through them
 while its 5 s deadline allows) and a review every second on one persistent
 HTTP/2 connection. Each probe must get 200 within 5 s for at least 99% of
 its reviews, and the server must never close the persistent connection.
+A kubelet-like readiness probe runs beside them (a new connection every
+second, `GET /readyz`, 1 s timeout), which must never fail 3 times in a
+row (kubelet's failureThreshold). The attacks of issue 58 (the admin port,
+connection churn, busy clients) come from other loopback addresses than
+the probes (127.0.0.2 to 127.0.0.5), as other pods would; one runs under
+`ulimit -n 1024`.
 
     python3 loadtest/redteam.py                  # every attack
     python3 loadtest/redteam.py h2-unread idle   # some of them
@@ -60,6 +66,12 @@ PROBE_QUORUM = 0.99
 HOLD = 15
 # The cgroup's peak charge under 200 clients sending valid 1-3 MB reviews.
 LARGE_PEAK = 100 * MIB
+# Where the attacks of issue 58 connect from: other clients than the probes'
+# 127.0.0.1.
+ATTACKERS = "127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5"
+# kubelet's failureThreshold: this many failed readiness probes in a row
+# take the pod out of its Service.
+READYZ_FAILURES = 3
 sys.path.insert(0, os.path.join(ROOT, "loadtest"))
 
 
@@ -182,7 +194,7 @@ class Peak(threading.Thread):
 
 
 class Served:
-    def __init__(self, tmp, cgroup, flags=(), cert_dir=None, ca=None, config=None):
+    def __init__(self, tmp, cgroup, flags=(), cert_dir=None, ca=None, config=None, nofile=None):
         self.tmp, self.cgroup = tmp, cgroup
         self.port, self.admin = free_port(), free_port()
         self.cert_dir = cert_dir
@@ -201,8 +213,10 @@ class Served:
 
         self.log_path = os.path.join(tmp, f"serve-{self.port}.log")
         self.log = open(self.log_path, "w")
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+                 ) if nofile else raise_nofile
         self.proc = subprocess.Popen(cgroup.enter_command() + args, stdout=self.log,
-                                     stderr=subprocess.STDOUT, preexec_fn=raise_nofile)
+                                     stderr=subprocess.STDOUT, preexec_fn=limit)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -240,9 +254,11 @@ class Served:
         line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "{}"
         return out.returncode == 0, json.loads(line)
 
-    def attack(self, body, *args):
+    def attack(self, body, *args, sources=None):
+        source = ["--source", sources] if sources else []
         return subprocess.Popen([CLIENT, "--addr", f"127.0.0.1:{self.port}", "--ca", self.ca,
-                                 "--server-name", self.server_name, "--body", body, *args],
+                                 "--server-name", self.server_name, "--body", body,
+                                 "--admin", f"127.0.0.1:{self.admin}", *source, *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 preexec_fn=raise_nofile)
 
@@ -403,7 +419,8 @@ def probes(server, duration, small=None):
     """The two API-server-like probes, started now for `duration` seconds."""
     small = small or os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
     return subprocess.Popen([CLIENT, "--addr", f"127.0.0.1:{server.port}", "--ca", server.ca,
-                             "--server-name", server.server_name, "--body", small, "probes",
+                             "--server-name", server.server_name, "--body", small,
+                             "--admin", f"127.0.0.1:{server.admin}", "probes",
                              "--duration", f"{duration}s", "--deadline", f"{TIMEOUT_SECONDS:g}s"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=raise_nofile)
@@ -440,6 +457,16 @@ def probe_figures(proc, verdict, name):
                                f"{closed} times (GOAWAY {report['persistent']['goaway']}): "
                                f"a connection that keeps completing reviews was evicted")
     figures["persistent"]["closed_by_server"] = closed
+    readyz = report.get("readyz")
+    if readyz is not None:
+        verdict.check(readyz["failed_in_a_row"] < READYZ_FAILURES,
+                      f"{name}: /readyz failed {readyz['failed_in_a_row']} times in a row "
+                      f"({readyz['answered']} of {readyz['tries']} answered within 1 s): "
+                      f"{readyz['failures']}")
+        figures["readyz"] = {key: (round(readyz[key], 3) if isinstance(readyz[key], float)
+                                   else readyz[key])
+                             for key in ("tries", "answered", "failed_in_a_row", "longest_gap",
+                                         "p50", "max")}
     return figures
 
 
@@ -465,6 +492,11 @@ def under_probes(server, verdict, name, start_attack, hold=HOLD, peak_limit=None
             f = figures[probe]
             log(f"{name}: {probe} probe: {f['answered']} of {f['reviews']} answered 200 within "
                 f"{TIMEOUT_SECONDS:g} s, p50 {f['p50']} s, p99 {f['p99']} s, max {f['max']} s")
+    if "readyz" in figures:
+        f = figures["readyz"]
+        log(f"{name}: /readyz probe: {f['answered']} of {f['tries']} answered within 1 s, "
+            f"p50 {f['p50']} s, max {f['max']} s, longest gap {f['longest_gap']} s, "
+            f"at most {f['failed_in_a_row']} failed in a row")
     log(f"{name}: peak RSS {peak_rss / MIB:.1f} MiB, cgroup peak {peak_usage / MIB:.1f} MiB "
         f"(limit {LIMIT / MIB:.0f} MiB), OOM kills {oom}")
     verdict.check(alive, f"{name}: the server died:\n{server.logs()}")
@@ -734,6 +766,71 @@ def attack_config(tmp, cgroup, verdict):
                        "cgroup_peak_mib": round(peak_usage / MIB, 1), "oom_kills": oom}}
 
 
+def attack_admin(tmp, cgroup, verdict):
+    """Issue 58, 1 and 2: the admin port, from other addresses than the
+    probes: 377 connections each sending a request head that never ends
+    (hyper's default buffers about 400 KiB of one), and 2,000 connections
+    that send nothing, each opened again whenever it is closed."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    results = {}
+    for name, args in [
+        ("admin-heads: 377 endless request heads", ["admin-heads", "--connections", "377"]),
+        ("admin-idle: 2,000 idle connections", ["admin-idle", "--connections", "2000"]),
+    ]:
+        server = Served(tmp, cgroup)
+        attack = lambda: server.attack(small, *args, "--hold", f"{HOLD}s", sources=ATTACKERS)
+        results[name] = under_probes(server, verdict, name, attack)
+        server.stop(10)
+    return results
+
+
+def attack_nofile(tmp, cgroup, verdict):
+    """Issue 58, 2: under `ulimit -n 1024` (a common container soft limit),
+    1,100 idle admin connections from other addresses than the probes:
+    more than every descriptor, were they kept."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    name = "nofile: ulimit -n 1024, 1,100 idle admin connections"
+    server = Served(tmp, cgroup, nofile=1024)
+    with open(f"/proc/{server.proc.pid}/limits") as f:
+        limit = [line for line in f if line.startswith("Max open files")]
+    log(f"{name}: {' '.join(''.join(limit).split())}")
+    attack = lambda: server.attack(small, "admin-idle", "--connections", "1100", "--hold",
+                                   f"{HOLD}s", sources=ATTACKERS)
+    result = under_probes(server, verdict, name, attack)
+    errors = server.metric("kserve_injector_accept_errors_total")
+    log(f"{name}: accept errors {errors}")
+    result["accept_errors"] = errors
+    server.stop(10)
+    return {name: result}
+
+
+def attack_churn(tmp, cgroup, verdict):
+    """Issue 58, 3: TCP connections from 4 addresses that never send a
+    byte, opened as fast as the server takes them (64 at once)."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    name = "churn: silent TCP connections from 4 addresses, 64 at once"
+    server = Served(tmp, cgroup)
+    attack = lambda: server.attack(small, "churn", "--connections", "64", "--hold", f"{HOLD}s",
+                                   sources=ATTACKERS)
+    result = under_probes(server, verdict, name, attack)
+    server.stop(10)
+    return {name: result}
+
+
+def attack_reviewing(tmp, cgroup, verdict):
+    """Issue 58, 4: 64 connections from one address, each completing a
+    small review 4 times a second (busier than the persistent probe, which
+    reviews once a second), reconnecting whenever closed."""
+    small = os.path.join(ROOT, "benches", "inputs", "minimal-oci.json")
+    name = "reviewing: 64 busy connections from one address"
+    server = Served(tmp, cgroup)
+    attack = lambda: server.attack(small, "reviewing", "--connections", "64", "--every",
+                                   "250ms", "--hold", f"{HOLD}s", sources="127.0.0.2")
+    result = under_probes(server, verdict, name, attack)
+    server.stop(10)
+    return {name: result}
+
+
 ATTACKS = {
     "h2-unread": attack_h2_unread,
     "h1-unread": attack_h1_unread,
@@ -745,6 +842,10 @@ ATTACKS = {
     "trickle": attack_trickle,
     "large": attack_large,
     "rotation-ahead": attack_rotation_ahead,
+    "admin": attack_admin,
+    "nofile": attack_nofile,
+    "churn": attack_churn,
+    "reviewing": attack_reviewing,
 }
 
 

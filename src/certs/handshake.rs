@@ -48,7 +48,7 @@ fn describe(server: &Option<Box<TlsError>>, client: &Option<Box<TlsError>>) -> S
 /// stuck, not slow.
 const MAX_FLIGHTS: usize = 16;
 
-/// Proves `config` with a TLS 1.3 and a TLS 1.2 handshake.
+/// Proves `config` with a handshake in each of `versions`.
 ///
 /// With `client_auth_required` the probe client has no certificate to
 /// show: one the client CA signed needs that CA's key, which the server
@@ -62,12 +62,14 @@ const MAX_FLIGHTS: usize = 16;
 pub fn prove(
     config: &Arc<ServerConfig>,
     provider: &Arc<CryptoProvider>,
+    versions: &[&'static SupportedProtocolVersion],
     client_auth_required: bool,
 ) -> Result<(), HandshakeError> {
-    for (version, name) in [
-        (&rustls::version::TLS13, "TLS 1.3"),
-        (&rustls::version::TLS12, "TLS 1.2"),
-    ] {
+    for version in versions {
+        let name = match version.version {
+            rustls::ProtocolVersion::TLSv1_2 => "TLS 1.2",
+            _ => "TLS 1.3",
+        };
         prove_version(config, provider, version, name, client_auth_required)?;
     }
     Ok(())

@@ -6,25 +6,31 @@
 //! hyper does not bound: the first request (HTTP/2 preface + HEADERS),
 //! idleness, and the drain. Each connection has its share of the requests
 //! in flight (`--http2-max-concurrent-streams`, which h2 enforces) and of
-//! the bytes held (`share.rs`). At the cap, a new connection takes the slot
-//! of the least productive connection (one that never completed a review,
-//! the first accepted first, else the one whose last review is the oldest;
-//! requests in flight, stalled or not, do not count), which is closed
-//! gracefully at once: its requests still waiting for their bodies are
+//! the bytes held (`share.rs`). The cap is shared fairly between client
+//! addresses (`fair.rs`): at the cap, a new connection takes the slot of a
+//! connection of the address holding the most, or is refused at once when
+//! its own address holds as many as any other; within an address, the one
+//! closed is the least productive (one that never completed a review, the
+//! first accepted first, else the one whose last review is the oldest; requests
+//! in flight, stalled or not, do not count), which is closed gracefully at
+//! once: its requests still waiting for their bodies are
 //! answered 503, the others finish, and whatever is left after
 //! [`CLOSE_GRACE`] is cut ([`Open`]). Connections that have sent no request
 //! yet give up their slots after [`SILENT_AT_CAP`]. So clients that hold
 //! connections (silent, idle, or busy with promises) cannot keep real ones
-//! (the API server) waiting, and a connection that keeps completing reviews
-//! is never the one closed while one that does not exists.
+//! (the API server) waiting, a connection that keeps completing reviews
+//! is never the one closed while one of its address that does not exists,
+//! and no client's connections, however busy, close those of a client
+//! that holds fewer.
 
+use super::accept::Backoff;
 use super::answer::CHUNK;
 use super::metered::Metered;
-use super::metrics::Metrics;
+use super::metrics::{Metrics, WEBHOOK};
 use super::service::WebhookService;
 use super::tls::Tls;
 use crate::server::settings::LimitSettings;
-use activity::{Activity, Busy, Listed, Open, OutboxWatch};
+use activity::{Activity, Busy, Eviction, Listed, Open, OutboxWatch};
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderValue, Request, StatusCode, Version};
 use hyper::body::Incoming;
@@ -104,6 +110,15 @@ impl Shutdown {
             background,
         }
     }
+}
+
+/// What a connection accepted at the cap gets.
+enum AtCap {
+    Slot(OwnedSemaphorePermit),
+    /// Its own address holds the most: it is closed at once.
+    Refused,
+    /// The listener is closing.
+    Closing,
 }
 
 /// Logs at most once per `THROTTLE`, with how many were held back.
@@ -209,6 +224,7 @@ impl Webhook {
         let slots = Arc::new(Semaphore::new(max));
         let close = self.shutdown.close.clone();
         let mut throttle = Throttle::default();
+        let mut backoff = Backoff::default();
         loop {
             let accepted = tokio::select! {
                 biased;
@@ -219,50 +235,68 @@ impl Webhook {
                 Ok((tcp, peer)) => (tcp, peer),
                 Err(e) if matches!(e.kind(), ErrorKind::ConnectionAborted) => continue,
                 Err(e) => {
-                    // Typically out of file descriptors: pause instead of spinning.
+                    // Typically out of file descriptors: pause, longer each
+                    // time, instead of spinning; the connections open are
+                    // served meanwhile on their own tasks.
+                    self.metrics.accept_error(WEBHOOK, &e);
                     throttle.warn("accept failed", &e);
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+                    let pause = backoff.next();
+                    tokio::select! {
+                        biased;
+                        _ = close.cancelled() => break,
+                        _ = tokio::time::sleep(pause) => continue,
+                    }
                 }
             };
+            backoff.reset();
+            let (tcp, peer) = tcp;
+            // Listed now, not when its task first runs: a connection
+            // accepted next at the cap must find every one it may evict,
+            // and this one is among those the cap's share may refuse.
+            let listed = self.open.enter(&self.metrics, peer.ip());
             let slot = match slots.clone().try_acquire_owned() {
                 Ok(slot) => slot,
                 Err(_) => {
-                    let message = "connection limit reached: closing the least productive connection for each new one";
+                    let message = "connection limit reached: closing, for each new connection, one of the address holding the most";
                     throttle.warn(message, &max);
                     self.at_cap.notify_waiters();
-                    let Some(slot) = self.slot_at_cap(&slots).await else {
-                        break;
-                    };
-                    slot
+                    match self.slot_at_cap(&slots, &listed.0).await {
+                        AtCap::Slot(slot) => slot,
+                        AtCap::Refused => {
+                            self.metrics.connections_refused.inc();
+                            debug!(%peer, "refused at the cap: its address holds the most connections");
+                            continue;
+                        }
+                        AtCap::Closing => break,
+                    }
                 }
             };
-            let (tcp, peer) = tcp;
             // Admission answers are single small writes; Nagle would only delay them.
             let _ = tcp.set_nodelay(true);
             // A fixed send buffer rather than one the kernel grows to
             // megabytes for a client that does not read: cgroup v2 charges
             // socket buffers to the container (docs/operations.md, "Memory").
             let _ = rustix::net::sockopt::set_socket_send_buffer_size(&tcp, SOCKET_SEND_BUFFER);
-            // Listed now, not when its task first runs: a connection
-            // accepted next at the cap must find every one it may evict.
-            let listed = self.open.enter(&self.metrics);
             tracker.spawn(self.clone().serve(tcp, peer, slot, listed));
         }
     }
 
-    /// A slot for a connection accepted at the cap: the least productive
-    /// connection is told to close, and its slot taken once it has (while
-    /// every connection is closing already, the first slot given back).
-    /// `None` once the listener closes.
-    async fn slot_at_cap(&self, slots: &Arc<Semaphore>) -> Option<OwnedSemaphorePermit> {
-        if self.open.evict_least_productive() {
-            self.metrics.connection_evictions.inc();
+    /// A slot for `newcomer`, accepted at the cap: the connection
+    /// `fair::victim` chooses is told to close, and its slot taken once it
+    /// has (while every connection is closing already, the first slot
+    /// given back); or the newcomer is the one chosen, and refused.
+    async fn slot_at_cap(&self, slots: &Arc<Semaphore>, newcomer: &Arc<Activity>) -> AtCap {
+        match self.open.evict_for(newcomer) {
+            Eviction::Other => {
+                self.metrics.connection_evictions.inc();
+            }
+            Eviction::Newcomer => return AtCap::Refused,
+            Eviction::None => {}
         }
         tokio::select! {
             biased;
-            _ = self.shutdown.close.cancelled() => None,
-            slot = slots.clone().acquire_owned() => slot.ok(),
+            _ = self.shutdown.close.cancelled() => AtCap::Closing,
+            slot = slots.clone().acquire_owned() => slot.map_or(AtCap::Closing, AtCap::Slot),
         }
     }
 

@@ -25,6 +25,10 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("invalid flags: {0}")]
+    Files(#[from] super::sizing::TooFewFiles),
+    #[error("invalid flags: {0}")]
+    TlsPolicy(#[from] super::tls_policy::TlsPolicyError),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

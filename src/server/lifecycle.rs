@@ -32,6 +32,14 @@ use tracing::{info, warn};
 /// How long admin connections (probes, scrapes) get to finish at the end.
 const ADMIN_DRAIN: Duration = Duration::from_secs(1);
 
+/// Connections the kernel completes and queues for accept() on each
+/// listener (capped by `net.core.somaxconn`, 4096 by default). While the
+/// queue is full, a new connection's SYN is dropped and its client tries
+/// again only a second later, past kubelet's probe timeout: a queue longer
+/// than std's 128 lets a flood of connections be accepted, and refused or
+/// served, before it crowds out a probe.
+const BACKLOG: u32 = 4096;
+
 /// How long the background tasks (reloaders, the log summary) get to
 /// notice the end.
 const BACKGROUND_DRAIN: Duration = Duration::from_secs(1);
@@ -188,28 +196,34 @@ fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
 }
 
 /// The bounds the flags leave out, sized to the container's memory limit
-/// and the open-file limit; logged, so an operator sees what they came to.
+/// and the open-file limit (its soft limit raised to the hard one first);
+/// logged, so an operator sees what they came to. Connections that cannot
+/// fit the open-file limit are refused, with the arithmetic.
 fn sized_to_memory(
     limits: &LimitSettings,
     memory: Option<sizing::MemoryLimit>,
     caches: u64,
-) -> Limits {
-    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+) -> Result<Limits, ServeError> {
+    let (nofile, hard) = sizing::raise_nofile();
     let limit = memory.as_ref().map(|m| m.bytes);
     let sized = sizing::size(limit, nofile, limits, caches);
+    let given = limits.max_connections.is_some();
+    sizing::check_files(nofile, hard, sized.max_connections, given)?;
     info!(
         cache_budget_bytes = caches,
         memory_limit_bytes = limit,
         memory_limit_file = memory
             .as_ref()
             .map(|m| tracing::field::display(m.file.display())),
+        open_file_limit = nofile,
         max_connections = sized.max_connections,
+        max_admin_connections = super::admin_listener::ADMIN_CONNECTIONS,
         max_buffered_bytes = sized.max_buffered_bytes,
         max_concurrent_requests = sized.max_concurrent_requests,
         large_reviews = sized.large_reviews,
         "bounds sized to the memory limit (flags given win)"
     );
-    sized
+    Ok(sized)
 }
 
 fn bind(
@@ -217,17 +231,28 @@ fn bind(
     addr: SocketAddr,
 ) -> Result<(std::net::TcpListener, SocketAddr), ServeError> {
     let error = |source| ServeError::Bind { what, addr, source };
-    let listener = std::net::TcpListener::bind(addr).map_err(error)?;
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    };
+    let socket = socket.map_err(error)?;
+    // As std's bind does: a restarted server binds while old connections linger.
+    socket.set_reuseaddr(true).map_err(error)?;
+    socket.bind(addr).map_err(error)?;
+    let listener = socket.listen(BACKLOG).map_err(error)?.into_std();
+    let listener = listener.map_err(error)?;
     listener.set_nonblocking(true).map_err(error)?;
     let bound = listener.local_addr().map_err(error)?;
     Ok((listener, bound))
 }
 
 /// The admin listener on its own thread and current-thread runtime, so
-/// probes answer whatever the webhook's workers are busy with.
+/// probes answer whatever the webhook's workers are busy with; bounded on
+/// its own (`admin_listener.rs`).
 fn spawn_admin(
     listener: std::net::TcpListener,
     router: axum::Router,
+    metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) -> Result<tokio::sync::oneshot::Receiver<()>, ServeError> {
     let (done, finished) = tokio::sync::oneshot::channel();
@@ -241,9 +266,8 @@ fn spawn_admin(
             runtime.block_on(async move {
                 match TcpListener::from_std(listener) {
                     Ok(listener) => {
-                        let serve = axum::serve(listener, router)
-                            .with_graceful_shutdown(stop.clone().cancelled_owned());
-                        let _ = serve.await;
+                        super::admin_listener::serve(listener, router, metrics, stop, ADMIN_DRAIN)
+                            .await
                     }
                     Err(e) => warn!(error = %e, "admin listener failed"),
                 }
@@ -260,6 +284,10 @@ impl Server {
     /// multi-threaded tokio runtime.
     pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
         args.validate()?;
+        let (min, suites) = (args.tls.tls_min_version, &args.tls.tls_cipher_suites);
+        let policy = super::tls_policy::policy(&crate::certs::provider(), min, suites)?;
+        // Before anything opens a descriptor.
+        sizing::raise_nofile();
         // Anything that asks rustls for the process default gets ring too.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut metrics = Metrics::new();
@@ -299,8 +327,7 @@ impl Server {
             &metrics,
             &shutdown,
         )?;
-        let (tls, self_signed_ca) =
-            serving_cert::load(&args.tls, &crate::certs::provider(), &metrics, &shutdown)?;
+        let (tls, self_signed_ca) = serving_cert::load(&args.tls, &policy, &metrics, &shutdown)?;
 
         let (webhook_listener, local_addr) = bind("webhook", args.addr())?;
         let (admin_listener, admin_addr) = bind("admin", args.admin_addr())?;
@@ -320,7 +347,7 @@ impl Server {
             inputs,
             objects,
             metrics: metrics.clone(),
-            limits: sized_to_memory(&args.limits, memory, caches),
+            limits: sized_to_memory(&args.limits, memory, caches)?,
             draining: shutdown.drain.clone(),
             cert_not_after: tls.not_after_cell(),
             mode: args.shadow.mode(),
@@ -333,7 +360,12 @@ impl Server {
         // Served from here on: the certificate is loaded and both ports are bound.
         let admin_router = router_inputs.admin_router();
         let admin_stop = CancellationToken::new();
-        let admin_done = spawn_admin(admin_listener, admin_router, admin_stop.clone())?;
+        let admin_done = spawn_admin(
+            admin_listener,
+            admin_router,
+            metrics.clone(),
+            admin_stop.clone(),
+        )?;
         let connections = TaskTracker::new();
         let max_connections = router_inputs.limits.max_connections;
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());

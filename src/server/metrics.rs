@@ -18,6 +18,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The webhook paths; anything else is reported as "other".
 const PATHS: [&str; 3] = ["/mutate-pods", "/mutate", "other"];
 const CODES: [u16; 10] = [200, 400, 404, 405, 408, 413, 415, 500, 503, 504];
+/// The `error` label of `accept_errors`.
+const ACCEPT_ERRORS: [&str; 4] = ["emfile", "enfile", "enomem", "other"];
 /// Which certificate a certificate metric is about.
 pub(crate) const SERVING: &str = "serving";
 pub(crate) const CLIENT_CA: &str = "client_ca";
@@ -59,6 +61,16 @@ pub(crate) struct CertLabels {
     pub cert: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct AcceptLabels {
+    pub listener: &'static str,
+    pub error: &'static str,
+}
+
+/// The listeners, as `accept_errors` and the admin series name them.
+pub(crate) const WEBHOOK: &str = "webhook";
+pub(crate) const ADMIN: &str = "admin";
+
 /// Buckets from 50µs (a typical review) to 5s (the default request budget).
 fn latency_histogram() -> Histogram {
     Histogram::new([
@@ -94,6 +106,12 @@ pub struct Metrics {
     pub(crate) open_connections: Gauge,
     pub(crate) connection_deadlines: Counter,
     pub(crate) connection_evictions: Counter,
+    pub(crate) connections_refused: Counter,
+    accept_errors: Family<AcceptLabels, Counter>,
+    pub(crate) admin_open_connections: Gauge,
+    pub(crate) admin_connection_evictions: Counter,
+    pub(crate) admin_connections_refused: Counter,
+    pub(crate) admin_connection_deadlines: Counter,
     pub(crate) denials: Counter,
     pub(crate) panics: Counter,
     pub(crate) tls_handshake_errors: Counter,
@@ -132,6 +150,12 @@ impl Metrics {
             open_connections: Gauge::default(),
             connection_deadlines: Counter::default(),
             connection_evictions: Counter::default(),
+            connections_refused: Counter::default(),
+            accept_errors: Family::default(),
+            admin_open_connections: Gauge::default(),
+            admin_connection_evictions: Counter::default(),
+            admin_connections_refused: Counter::default(),
+            admin_connection_deadlines: Counter::default(),
             denials: Counter::default(),
             panics: Counter::default(),
             tls_handshake_errors: Counter::default(),
@@ -160,7 +184,13 @@ impl Metrics {
             "answers_shed", "Requests refused with 503 because the answer bytes waiting, on their connection or in the whole server, were over their budget", m.answers_shed;
             "open_connections", "Webhook connections open (TLS handshake included)", m.open_connections;
             "connection_deadlines", "Connections closed for missing the handshake, first-request or idle deadline", m.connection_deadlines;
-            "connection_evictions", "Idle connections closed at --max-connections to make room for a new one", m.connection_evictions;
+            "connection_evictions", "Connections closed at --max-connections to make room for a new one (of the address holding the most)", m.connection_evictions;
+            "connections_refused", "New connections closed at once at --max-connections because their own address held the most", m.connections_refused;
+            "accept_errors", "accept() failures by listener and error (emfile, enfile: out of file descriptors; the listener backs off)", m.accept_errors;
+            "admin_open_connections", "Admin (probes, metrics) connections open", m.admin_open_connections;
+            "admin_connection_evictions", "Admin connections closed at the admin connection cap to make room for a new one (of the address holding the most)", m.admin_connection_evictions;
+            "admin_connections_refused", "New admin connections closed at once at the admin cap because their own address held the most", m.admin_connections_refused;
+            "admin_connection_deadlines", "Admin connections closed for a request head too slow or too large, or idle too long", m.admin_connection_deadlines;
             "injections", "Injector runs on admitted pods, by injector and outcome", injections;
             "denials", "Admission requests denied (the pod was refused)", m.denials;
             "panics", "Requests that panicked and were answered with 500", m.panics;
@@ -173,6 +203,13 @@ impl Metrics {
             "config_reload_errors", "Changed configs that could not be loaded (the previous one stayed in use)", m.config_reloads.failed;
             "config_last_reload_success_timestamp_seconds", "When the config in use was loaded (Unix time)", m.config_last_reload;
             "shadow_differences", "Shadow mode: pods this webhook would have changed, by injector, or denied (injector=deny)", m.shadow_differences;
+        }
+        for listener in [WEBHOOK, ADMIN] {
+            for error in ACCEPT_ERRORS {
+                m.accept_errors
+                    .get_or_create(&AcceptLabels { listener, error })
+                    .inc_by(0);
+            }
         }
         for injector in INJECTOR_NAMES.iter().chain([&MUTATOR, &SHADOW_DENY]) {
             m.shadow_differences
@@ -237,6 +274,18 @@ impl Metrics {
             failed,
             pending,
         }
+    }
+
+    /// One failed accept() on `listener`, by its cause.
+    pub(crate) fn accept_error(&self, listener: &'static str, error: &std::io::Error) {
+        let error = match error.raw_os_error() {
+            Some(libc::EMFILE) => "emfile",
+            Some(libc::ENFILE) => "enfile",
+            Some(libc::ENOBUFS | libc::ENOMEM) => "enomem",
+            _ => "other",
+        };
+        let labels = AcceptLabels { listener, error };
+        self.accept_errors.get_or_create(&labels).inc();
     }
 
     /// The cluster lookups' families, registered on this registry.

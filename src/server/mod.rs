@@ -10,13 +10,16 @@
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
+mod accept;
 mod admin;
+mod admin_listener;
 mod answer;
 mod api_error;
 mod app;
 mod body;
 mod conn;
 mod error;
+mod fair;
 pub(crate) mod image_volumes;
 mod lifecycle;
 mod limits;
@@ -35,6 +38,7 @@ mod signals;
 mod sizing;
 mod summary;
 mod tls;
+mod tls_policy;
 
 pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
@@ -45,6 +49,7 @@ pub use limits::{Limits, Pace};
 pub use metrics::Metrics;
 use std::time::Duration;
 pub use tls::TlsConfigError;
+pub use tls_policy::TlsPolicyError;
 
 /// Connection tasks still running after the drain get this long to notice
 /// the runtime is going away before the process exits regardless.

@@ -5,11 +5,11 @@ use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::tls::{Tls, TlsConfigError};
+use super::tls_policy::TlsPolicy;
 use crate::certs::{self, ServingPair};
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};
 use crate::server::settings::TlsSettings;
-use rustls::crypto::CryptoProvider;
 use std::sync::Arc;
 use tracing::info;
 
@@ -17,10 +17,11 @@ use tracing::info;
 /// `--self-signed`'s CA (written by the caller once both ports are bound).
 pub(crate) fn load(
     tls_args: &TlsSettings,
-    provider: &Arc<CryptoProvider>,
+    policy: &TlsPolicy,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<(Arc<Tls>, Option<String>), ServeError> {
+    let provider = &policy.provider;
     let trigger = Trigger {
         watch: tls_args.cert_watch,
         poll: tls_args.cert_poll_interval,
@@ -78,7 +79,7 @@ pub(crate) fn load(
         }
     };
     let (verifier, client_watch) = client_ca.unzip();
-    let tls = Arc::new(Tls::new(provider.clone(), pair, verifier)?);
+    let tls = Arc::new(Tls::new(policy.clone(), pair, verifier)?);
     let (stop, tasks) = (&shutdown.kill, &shutdown.background);
     // The metrics follow only a pair or CA that was proven and put in use.
     if let Some(loaded) = serving_watch {

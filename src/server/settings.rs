@@ -21,6 +21,7 @@ use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     Kind, LookupMode, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
 };
+pub use crate::server::tls_policy::TlsMinVersion;
 use clap::{ArgAction, Parser};
 use kserve_injector_core::release::Release;
 use kserve_injector_core::{ModelcarMode, SecurityProfile};
@@ -231,7 +232,7 @@ pub struct LookupSettings {
     pub max_service_account_secrets: usize,
     /// The bytes all admissions' GETs may hold at once; one namespace may
     /// hold a quarter of them. Default: a quarter of the caches' share of
-    /// the memory limit (5.2 MiB at 128 MiB), 8 MiB without a limit.
+    /// the memory limit (4.9 MiB at 128 MiB), 8 MiB without a limit.
     #[arg(long, value_name = "BYTES", value_parser = at_least_one::<usize>)]
     pub max_lookup_bytes: Option<usize>,
     /// Admissions of one namespace that may read the API server at once;
@@ -291,6 +292,17 @@ pub struct TlsSettings {
     /// How often the certificate files are re-read and compared.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub cert_poll_interval: Duration,
+    /// The lowest TLS version served: 1.2 or 1.3 (Kubernetes'
+    /// VersionTLS12 and VersionTLS13 are taken too).
+    #[arg(long, value_name = "VERSION", default_value = "1.2", value_parser = tls_min_version())]
+    pub tls_min_version: TlsMinVersion,
+    /// TLS 1.2 cipher suites offered, by the IANA names Kubernetes'
+    /// --tls-cipher-suites takes (comma-separated); refused at start when
+    /// unknown or not offered by the crypto provider. TLS 1.3's suites are
+    /// not configurable (as in Go). Default: every suite the provider (ring)
+    /// offers. Example: --tls-cipher-suites TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub tls_cipher_suites: Vec<String>,
 }
 
 /// Timeouts and the bounds on connections, streams, requests and bytes.
@@ -315,8 +327,10 @@ pub struct LimitSettings {
     /// this time are closed; this also bounds idle keep-alive connections.
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
     pub header_read_timeout: Duration,
-    /// Connections that do not finish the TLS handshake within this time are closed.
-    #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
+    /// Connections that do not finish the TLS handshake within this time
+    /// are closed (the API server's takes milliseconds; a slot held in a
+    /// handshake is held for nothing).
+    #[arg(long, default_value = "1s", value_parser = nonzero_duration)]
     pub handshake_timeout: Duration,
     /// Concurrent streams one HTTP/2 connection may open: each
     /// connection's share of the requests in flight (more are refused with
@@ -333,10 +347,14 @@ pub struct LimitSettings {
     /// (HTTP/2 with GOAWAY).
     #[arg(long, default_value = "90s", value_parser = nonzero_duration)]
     pub idle_timeout: Duration,
-    /// Open webhook connections; at the cap a new one takes the slot of the
-    /// connection that completed a review the longest ago (or never).
-    /// Default: sized to the container's memory limit (read from its
-    /// cgroup) and 3/4 of `ulimit -n`, at most 4096.
+    /// Open webhook connections, shared fairly between client addresses:
+    /// at the cap a new one takes the slot of a connection of the address
+    /// holding the most (of those, the one that completed a review the
+    /// longest ago, or never), or is refused when its own address holds as
+    /// many as any. Default: sized to the container's memory limit (read
+    /// from its cgroup) and to the open-file limit (its soft limit raised
+    /// to the hard one), at most 4096; refused at start when it cannot fit
+    /// the open-file limit.
     #[arg(long, value_parser = at_least_one::<usize>)]
     pub max_connections: Option<usize>,
     /// Admission requests served at once; more get 503 with Retry-After.
@@ -499,6 +517,16 @@ impl LookupSettings {
             namespace_admissions: self.max_namespace_lookups,
         }
     }
+}
+
+/// `--tls-min-version`'s parser, listing the versions in `--help`.
+fn tls_min_version() -> impl clap::builder::TypedValueParser<Value = TlsMinVersion> {
+    use clap::builder::TypedValueParser;
+    // The possible values are exactly the names, so every one parses.
+    clap::builder::PossibleValuesParser::new(TlsMinVersion::NAMES).map(|name| {
+        name.parse::<TlsMinVersion>()
+            .unwrap_or(TlsMinVersion::Tls12)
+    })
 }
 
 /// `--log-format`'s parser, listing the formats in `--help`.

@@ -37,6 +37,106 @@ pub(crate) mod cost {
     /// One review of the largest body (7 MiB) at its peak, its body and
     /// answer included (measured 15.6 MiB).
     pub const LARGEST_REVIEW: u64 = 20 * MIB;
+    /// One admin connection at its worst: hyper's 8 KiB read and write
+    /// buffers, a `/metrics` rendering its client does not read, the
+    /// kernel's send and receive buffers (16 and 8 KiB set, doubled), its
+    /// task and state (`admin_listener.rs`).
+    pub const ADMIN_CONNECTION: u64 = 96 * 1024;
+    /// The admin listener at its worst: every connection it admits.
+    pub const ADMIN_LISTENER: u64 =
+        super::super::admin_listener::ADMIN_CONNECTIONS as u64 * ADMIN_CONNECTION;
+}
+
+/// File descriptors besides the webhook's connections, planned like
+/// memory (docs/operations.md, "File descriptors").
+pub(crate) mod fds {
+    /// The admin listener's connections.
+    pub const ADMIN: u64 = super::super::admin_listener::ADMIN_CONNECTIONS as u64;
+    /// The API client's connections (watches and the GETs of objects the
+    /// caches do not hold).
+    pub const API_CLIENT: u64 = 64;
+    /// Standard streams, the two listeners, both runtimes' epoll and wake
+    /// descriptors, inotify, the signal pipe, and the files read at a
+    /// reload or at start (one at a time).
+    pub const FIXED: u64 = 32;
+    /// Of the limit, a part in this many is headroom.
+    pub const HEADROOM_PARTS: u64 = 10;
+
+    /// Descriptors `connections` webhook connections need with the rest,
+    /// headroom included.
+    pub fn needed(connections: u64) -> u64 {
+        let planned = connections + ADMIN + API_CLIENT + FIXED;
+        planned + planned.div_ceil(HEADROOM_PARTS)
+    }
+
+    /// The most webhook connections that fit `limit` descriptors.
+    pub fn connections(limit: u64) -> u64 {
+        let mut planned = limit.saturating_mul(HEADROOM_PARTS) / (HEADROOM_PARTS + 1) + 1;
+        while planned > 0 && planned + planned.div_ceil(HEADROOM_PARTS) > limit {
+            planned -= 1;
+        }
+        planned.saturating_sub(ADMIN + API_CLIENT + FIXED)
+    }
+}
+
+/// The open-file limit cannot hold the connections asked for (or the
+/// fewest the server runs with).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the open-file limit ({limit}, hard {hard}) is too low: {connections} webhook connections{asked} \
+     + {admin} admin connections + {api} for the API client + {fixed} for files, listeners and \
+     the runtime = {planned}, plus a tenth as headroom = {needed} file descriptors; raise the \
+     limit (ulimit -n, the container runtime's nofile) or lower --max-connections",
+    admin = fds::ADMIN,
+    api = fds::API_CLIENT,
+    fixed = fds::FIXED,
+    planned = connections + fds::ADMIN + fds::API_CLIENT + fds::FIXED,
+    needed = fds::needed(*connections),
+    asked = if *given { " (--max-connections)" } else { " (the fewest served)" },
+    hard = hard.map_or("unlimited".to_string(), |h| h.to_string()),
+)]
+pub struct TooFewFiles {
+    pub limit: u64,
+    pub hard: Option<u64>,
+    pub connections: u64,
+    pub given: bool,
+}
+
+/// Whether `connections` fit the open-file limit `nofile` (`None`: none).
+pub(crate) fn check_files(
+    nofile: Option<u64>,
+    hard: Option<u64>,
+    connections: usize,
+    given: bool,
+) -> Result<(), TooFewFiles> {
+    match nofile {
+        Some(limit) if fds::needed(connections as u64) > limit => Err(TooFewFiles {
+            limit,
+            hard,
+            connections: connections as u64,
+            given,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Raises the soft open-file limit to the hard one (as Go's runtime does
+/// since 1.19): the soft limit a container starts with (often 1024) is a
+/// default for programs that use `select(2)`, not a budget. Returns the
+/// soft and hard limits after (`None`: unlimited).
+pub(crate) fn raise_nofile() -> (Option<u64>, Option<u64>) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.maximum.is_some() && limit.current != limit.maximum {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            return (limit.maximum, limit.maximum);
+        }
+    }
+    (limit.current, limit.maximum)
 }
 
 /// Of the limit, what is never planned for: the allocator's fragmentation,
@@ -70,7 +170,8 @@ pub(crate) fn cache_budget(limit: Option<u64>, asked: &LimitSettings) -> Option<
         .map_or(0, |r| r as u64 * cost::REQUEST);
     limit.map(|l| {
         let usable = l - l * HEADROOM_PERCENT / 100;
-        let plannable = usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + apart);
+        let fixed = cost::BASE + cost::ADMIN_LISTENER + cost::LARGEST_REVIEW;
+        let plannable = usable.saturating_sub(fixed + apart);
         plannable * CACHES_PERCENT / 100
     })
 }
@@ -92,7 +193,8 @@ pub(crate) fn lookup_bytes(caches: Option<u64>, asked: Option<usize>) -> (Option
 /// budget takes a quarter and connections the rest, each with its streams
 /// and (unless `--max-concurrent-requests` is given, then planned apart) a
 /// request in flight on every stream; `nofile` (the open-file limit) caps
-/// connections at 3/4 of it, so the cap is reached before accept() fails.
+/// connections at what fits it with the other descriptors and headroom
+/// ([`fds`]), so the cap is reached before accept() fails.
 /// `caches` bytes (the watch caches' budget) are set aside first. The
 /// timeouts are the flags' as they are.
 pub(crate) fn size(
@@ -101,7 +203,7 @@ pub(crate) fn size(
     asked: &LimitSettings,
     caches: u64,
 ) -> Limits {
-    let by_files = nofile.map_or(MAX_CONNECTIONS as u64, |n| n.saturating_mul(3) / 4);
+    let by_files = nofile.map_or(MAX_CONNECTIONS as u64, fds::connections);
     let streams = u64::from(asked.http2_max_concurrent_streams);
     let requests = asked.max_concurrent_requests.map(|r| r as u64);
     // Requests in flight are each connection's streams unless given apart.
@@ -112,7 +214,8 @@ pub(crate) fn size(
     let plannable = limit.map(|l| {
         let usable = l - l * HEADROOM_PERCENT / 100;
         let apart = requests.map_or(0, |r| r * cost::REQUEST);
-        usable.saturating_sub(cost::BASE + cost::LARGEST_REVIEW + apart + caches)
+        let fixed = cost::BASE + cost::ADMIN_LISTENER + cost::LARGEST_REVIEW;
+        usable.saturating_sub(fixed + apart + caches)
     });
     let buffered = asked.max_buffered_bytes.unwrap_or_else(|| match plannable {
         Some(p) => (p / 4).clamp(

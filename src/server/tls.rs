@@ -4,11 +4,12 @@
 //! proven by in-process handshakes before it is used, at startup and on
 //! every reload; one that fails leaves the previous one serving.
 
+use super::tls_policy::TlsPolicy;
 use crate::certs::{HandshakeError, ServingPair, Verifier};
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::SingleCertAndKey;
-use rustls::ServerConfig;
+use rustls::{ServerConfig, SupportedProtocolVersion};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -24,6 +25,8 @@ pub enum TlsConfigError {
 /// The current parts and the config built from them.
 pub(crate) struct Tls {
     provider: Arc<CryptoProvider>,
+    /// The versions served (`--tls-min-version`).
+    versions: Vec<&'static SupportedProtocolVersion>,
     parts: Mutex<(ServingPair, Option<Verifier>)>,
     /// Shared with `/readyz` (see [`Tls::not_after_cell`]): the notAfter of
     /// the pair serving, which only a proven pair replaces.
@@ -31,16 +34,18 @@ pub(crate) struct Tls {
     pub config: ArcSwap<ServerConfig>,
 }
 
-/// TLS 1.2 and 1.3 only; ALPN offers h2 first because the API server
-/// speaks HTTP/2 when it can. Returned only once handshakes against it,
-/// in both versions, have succeeded.
+/// TLS 1.2 (unless `--tls-min-version 1.3`) and 1.3 only, with the
+/// provider's suites `--tls-cipher-suites` left; ALPN offers h2 first
+/// because the API server speaks HTTP/2 when it can. Returned only once
+/// handshakes against it, in every version served, have succeeded.
 fn build(
     provider: &Arc<CryptoProvider>,
+    versions: &[&'static SupportedProtocolVersion],
     pair: &ServingPair,
     client_ca: Option<&Verifier>,
 ) -> Result<Arc<ServerConfig>, TlsConfigError> {
-    let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?;
+    let builder =
+        ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(versions)?;
     let builder = match client_ca {
         Some(verifier) => builder.with_client_cert_verifier(verifier.clone()),
         None => builder.with_no_client_auth(),
@@ -49,19 +54,21 @@ fn build(
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let config = Arc::new(config);
     let client_auth_required = client_ca.is_some_and(|v| v.client_auth_mandatory());
-    crate::certs::prove_handshake(&config, provider, client_auth_required)?;
+    crate::certs::prove_handshake(&config, provider, versions, client_auth_required)?;
     Ok(config)
 }
 
 impl Tls {
     pub(crate) fn new(
-        provider: Arc<CryptoProvider>,
+        policy: TlsPolicy,
         pair: ServingPair,
         client_ca: Option<Verifier>,
     ) -> Result<Self, TlsConfigError> {
-        let config = build(&provider, &pair, client_ca.as_ref())?;
+        let TlsPolicy { provider, versions } = policy;
+        let config = build(&provider, &versions, &pair, client_ca.as_ref())?;
         Ok(Self {
             provider,
+            versions,
             not_after: Arc::new(AtomicI64::new(pair.not_after)),
             parts: Mutex::new((pair, client_ca)),
             config: ArcSwap::new(config),
@@ -93,7 +100,7 @@ impl Tls {
         let mut parts = self.parts.lock().unwrap_or_else(PoisonError::into_inner);
         let mut next = parts.clone();
         change(&mut next);
-        let config = build(&self.provider, &next.0, next.1.as_ref())?;
+        let config = build(&self.provider, &self.versions, &next.0, next.1.as_ref())?;
         self.config.store(config);
         self.not_after.store(next.0.not_after, Ordering::Relaxed);
         *parts = next;

@@ -3,12 +3,15 @@
 //! reload, HTTP/2 limits, drain, connection caps, attacks), plus the
 //! `serve` flags.
 
+mod admin_port;
 mod answers;
 mod args;
 mod attacks;
 mod bounded_logs;
 mod cap;
 mod drain;
+mod fair;
+mod files;
 mod http;
 mod keepalive;
 mod kserve_version;

@@ -4,6 +4,7 @@
 
 use crate::support::*;
 use hyper::StatusCode;
+use kserve_injector::server::settings::ServeSettings;
 use kserve_injector::server::RunningServer;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -333,4 +334,63 @@ async fn clients_that_stall_are_disconnected() -> TestResult {
         format!("a well-behaved client after them: {status}")
     })?;
     stop(server).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tls_policy_flags_set_the_versions_and_tls_1_2_suites_served() -> TestResult {
+    let tmp = tempfile::tempdir()?;
+    // The self-signed certificate's key is ECDSA P-256.
+    let suite = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256";
+    let flags = ["--shutdown-delay", "0s", "--tls-cipher-suites", suite];
+    let (server, ca) = start_self_signed(tmp.path(), &flags).await?;
+    let tls12 = tls_config(&ca, Some(Http::H2), None, &[&rustls::version::TLS12])?;
+    let stream = tls_connect(server.local_addr(), tls12.clone()).await?;
+    let negotiated = stream
+        .get_ref()
+        .1
+        .negotiated_cipher_suite()
+        .map(|s| s.suite());
+    ensure(negotiated.and_then(|s| s.as_str()) == Some(suite), || {
+        format!("TLS 1.2 negotiated {negotiated:?}")
+    })?;
+    let tls13 = tls_config(&ca, Some(Http::H2), None, &[&rustls::version::TLS13])?;
+    tls_connect(server.local_addr(), tls13).await?;
+    stop(server).await?;
+
+    let flags = [
+        "--shutdown-delay",
+        "0s",
+        "--tls-min-version",
+        "VersionTLS13",
+    ];
+    let (server, ca) = start_self_signed(tmp.path(), &flags).await?;
+    let tls12 = tls_config(&ca, Some(Http::H2), None, &[&rustls::version::TLS12])?;
+    let tls13 = tls_config(&ca, Some(Http::H2), None, &[&rustls::version::TLS13])?;
+    ensure(
+        tls_connect(server.local_addr(), tls12).await.is_err(),
+        || "a TLS 1.2 client was served under --tls-min-version 1.3".into(),
+    )?;
+    tls_connect(server.local_addr(), tls13).await?;
+    stop(server).await?;
+
+    for (flag, value, want) in [
+        (
+            "--tls-cipher-suites",
+            "TLS_BOGUS",
+            "unknown cipher suite \"TLS_BOGUS\"",
+        ),
+        (
+            "--tls-cipher-suites",
+            "TLS_RSA_WITH_AES_128_CBC_SHA",
+            "TLS_RSA_WITH_AES_128_CBC_SHA is not offered by the crypto provider (ring)",
+        ),
+    ] {
+        let refused = start_self_signed(tmp.path(), &[flag, value]).await;
+        let error = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        ensure(error.contains(want), || {
+            format!("{flag} {value}: {error:?}")
+        })?;
+    }
+    let unknown = ServeSettings::try_parse_from(["--tls-min-version", "1.1"]);
+    ensure(unknown.is_err(), || "--tls-min-version 1.1 parsed".into())
 }

@@ -124,7 +124,7 @@ those the chart sets from a named value, and those its objects depend on
 {{- define "kserve-injector.reservedFlags" -}}
 {{- $ports := "set ports.webhook and ports.admin instead, which the Service, probes and NetworkPolicy follow" -}}
 {{- $cert := "the chart mounts the serving certificate at the default --cert-dir; see certificates.mode" -}}
-{{- $named := dict "--request-timeout" "set server.requestTimeout instead" "--lookup-timeout" "set server.lookupTimeout instead" "--log-format" "set server.logFormat instead" "--log" "set server.logLevel instead" "--shutdown-delay" "set server.shutdownDelay instead" "--drain-timeout" "set server.drainTimeout instead" "--max-concurrent-requests" "set server.maxConcurrentRequests instead" "--max-connections" "set server.maxConnections instead" "--modelcar-mode" "set server.modelcarMode instead" "--kserve-version" "set server.kserveVersion instead" -}}
+{{- $named := dict "--request-timeout" "set server.requestTimeout instead" "--lookup-timeout" "set server.lookupTimeout instead" "--log-format" "set server.logFormat instead" "--log" "set server.logLevel instead" "--shutdown-delay" "set server.shutdownDelay instead" "--drain-timeout" "set server.drainTimeout instead" "--max-concurrent-requests" "set server.maxConcurrentRequests instead" "--max-connections" "set server.maxConnections instead" "--tls-min-version" "set server.tlsMinVersion instead" "--tls-cipher-suites" "set server.tlsCipherSuites instead" "--modelcar-mode" "set server.modelcarMode instead" "--kserve-version" "set server.kserveVersion instead" -}}
 {{- $_ := merge $named (dict "--cluster-lookups" "set clusterLookups.enabled instead" "--watch-kinds" "set clusterLookups.watch instead" "--secret-ttl" "set clusterLookups.secretTtl instead" "--secret-cache-entries" "set clusterLookups.secretCacheEntries instead" "--namespaces" "set clusterLookups.namespaces instead" "--outside-namespaces" "set clusterLookups.outsideNamespaces instead" "--config" "set inferenceServiceConfig instead" "--shadow" "set shadow.enabled instead" "--shadow-warnings" "set shadow.warnings instead") -}}
 {{- $_ = merge $named (dict "--security-profile" "set server.securityProfile instead" "--config-file" "set settings instead") -}}
 {{- $_ = merge $named (dict "--addr" $ports "--admin-addr" $ports "--cert-dir" $cert "--tls-cert-file" $cert "--tls-key-file" $cert "--self-signed" $cert "--dns-name" $cert "--self-signed-ca-file" $cert "--objects" "the chart runs the server against the cluster (clusterLookups)" "--kubeconfig" "the server uses its ServiceAccount in the cluster" "--context" "the server uses its ServiceAccount in the cluster") -}}
@@ -185,6 +185,8 @@ their values are in _checks.tpl.
 {{- with $s.drainTimeout }}{{ $args = append $args (printf "--drain-timeout=%s" .) }}{{ end -}}
 {{- with $s.maxConcurrentRequests }}{{ $args = append $args (printf "--max-concurrent-requests=%d" (int .)) }}{{ end -}}
 {{- with $s.maxConnections }}{{ $args = append $args (printf "--max-connections=%d" (int .)) }}{{ end -}}
+{{- with $s.tlsMinVersion }}{{ $args = append $args (printf "--tls-min-version=%s" .) }}{{ end -}}
+{{- with $s.tlsCipherSuites }}{{ $args = append $args (printf "--tls-cipher-suites=%s" (join "," .)) }}{{ end -}}
 {{- if .Values.shadow.enabled }}{{ $args = append $args "--shadow" }}{{ end -}}
 {{- if and .Values.shadow.enabled .Values.shadow.warnings }}{{ $args = append $args "--shadow-warnings" }}{{ end -}}
 {{- with $s.modelcarMode }}{{ $args = append $args (printf "--modelcar-mode=%s" .) }}{{ end -}}

@@ -1,4 +1,7 @@
 use super::*;
+
+/// Both versions the server serves by default.
+const BOTH: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13, &rustls::version::TLS12];
 use crate::certs::{provider, Authority, Validity};
 use rustls::server::WebPkiClientVerifier;
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
@@ -56,10 +59,17 @@ fn a_good_pair_is_proven_with_and_without_client_certificates() {
     prove(
         &config(chain.clone(), key.clone(), None),
         &provider(),
+        BOTH,
         false,
     )
     .unwrap();
-    prove(&config(chain, key, Some(&client_ca)), &provider(), true).unwrap();
+    prove(
+        &config(chain, key, Some(&client_ca)),
+        &provider(),
+        BOTH,
+        true,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -68,7 +78,9 @@ fn a_missing_client_certificate_is_the_only_failure_forgiven() {
     let (cert, key) = leaf(&ca);
     let config = config(vec![cert], key, Some(&client_ca));
     // Without being told client certificates are required, the refusal is a failure.
-    let err = prove(&config, &provider(), false).unwrap_err().to_string();
+    let err = prove(&config, &provider(), BOTH, false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("a TLS 1.3 handshake against the new TLS configuration failed (server: "),
         "{err}"
@@ -79,7 +91,7 @@ fn a_missing_client_certificate_is_the_only_failure_forgiven() {
 fn a_chain_with_a_block_no_client_parses_is_refused() {
     let (cert, key) = leaf(&authority("probe CA"));
     let chain = vec![cert, CertificateDer::from(vec![0u8, 0, 0])];
-    let err = prove(&config(chain, key, None), &provider(), false).unwrap_err();
+    let err = prove(&config(chain, key, None), &provider(), BOTH, false).unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("a TLS 1.3 handshake"), "{text}");
     assert!(
@@ -93,7 +105,13 @@ fn a_key_that_is_not_the_certificates_is_refused() {
     let ca = authority("probe CA");
     let (cert, _) = leaf(&ca);
     let (_, other_key) = leaf(&ca);
-    let err = prove(&config(vec![cert], other_key, None), &provider(), false).unwrap_err();
+    let err = prove(
+        &config(vec![cert], other_key, None),
+        &provider(),
+        BOTH,
+        false,
+    )
+    .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("client: "), "{text}");
     assert!(text.to_lowercase().contains("signature"), "{text}");
@@ -107,6 +125,8 @@ fn an_unparsable_leaf_is_refused_in_both_versions() {
         key,
         None,
     );
-    let err = prove(&config, &provider(), false).unwrap_err().to_string();
+    let err = prove(&config, &provider(), BOTH, false)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("client: invalid peer certificate"), "{err}");
 }

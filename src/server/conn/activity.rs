@@ -5,10 +5,12 @@
 //! connections, scanned for the least productive one.
 
 use crate::server::answer::Outbox;
+use crate::server::fair::Holder;
 use crate::server::metered::WriteStall;
 use crate::server::metrics::Metrics;
 use crate::server::share::Share;
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -18,6 +20,8 @@ use tokio::sync::Notify;
 pub(super) struct Activity {
     /// When the connection was accepted.
     pub(super) epoch: Instant,
+    /// Its client's address: the cap is shared fairly between addresses.
+    pub(super) peer: IpAddr,
     pub(super) started: AtomicU64,
     pub(super) in_flight: AtomicUsize,
     /// Microseconds after `epoch` when the last request finished (fine
@@ -39,10 +43,11 @@ pub(super) struct Activity {
 }
 
 impl Activity {
-    pub(super) fn new(metrics: Arc<Metrics>) -> Self {
+    pub(super) fn new(metrics: Arc<Metrics>, peer: IpAddr) -> Self {
         let epoch = Instant::now();
         Self {
             epoch,
+            peer,
             started: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
             last_done_us: AtomicU64::new(0),
@@ -62,17 +67,21 @@ impl Activity {
         (self.in_flight.load(Ordering::SeqCst) == 0).then(|| self.epoch + last_done)
     }
 
-    /// How productive the connection is, least first: one that completed
-    /// no review in the last [`RECENT`] after one that did; of those,
-    /// first the ones past their handshake with no request in flight
-    /// (silent, idle, or whose requests all failed), then the others (in
-    /// their handshake, or with a request in flight, which its body's pace
-    /// bounds to about a second); each the one whose last review, else its
-    /// accept, is the oldest first. So a new client's first review is not
-    /// cut for connections that only sit there, and requests in flight
-    /// never protect a connection from one that keeps completing reviews:
-    /// a stalled stream is a promise, not progress.
-    fn productivity(&self, now: Instant) -> (bool, bool, Instant) {
+    /// How productive the connection is, least first (compared only with
+    /// connections of its own address, `fair.rs`): one that completed no
+    /// review in the last [`RECENT`] before one that did; of those, first
+    /// the ones past their handshake with no request in flight (silent,
+    /// idle, or whose requests all failed), then the others (in their
+    /// handshake, or with a request in flight, which its body's pace bounds
+    /// to about a second); then one that never completed a review before
+    /// one that did, the one whose last review is the oldest first; then
+    /// the first accepted. So a new client's first review is not cut for
+    /// connections of its address that only sit there or reconnect (a
+    /// flood's connections are the newest, and youngest first would close
+    /// a new client's connection at the flood's next arrival), and requests
+    /// in flight never protect a connection from one that keeps completing
+    /// reviews: a stalled stream is a promise, not progress.
+    pub(super) fn productivity(&self, now: Instant) -> Productivity {
         let since = match self.last_review_us.load(Ordering::Relaxed) {
             0 => None,
             us => Some(self.epoch + Duration::from_micros(us - 1)),
@@ -80,9 +89,12 @@ impl Activity {
         let recent = since.is_some_and(|at| now.saturating_duration_since(at) < RECENT);
         let silent =
             self.handshaken.load(Ordering::Relaxed) && self.in_flight.load(Ordering::Relaxed) == 0;
-        (recent, recent || !silent, since.unwrap_or(self.epoch))
+        (recent, recent || !silent, since, self.epoch)
     }
 }
+
+/// See [`Activity::productivity`]; less is less productive.
+pub(super) type Productivity = (bool, bool, Option<Instant>, Instant);
 
 /// How long a completed review keeps a connection productive: the API
 /// server's connections review every few seconds while pods are created.
@@ -137,9 +149,13 @@ pub(super) struct Open {
 
 impl Open {
     /// Lists a connection until the returned guard drops.
-    pub(super) fn enter(self: &Arc<Self>, metrics: &Arc<Metrics>) -> (Arc<Activity>, Listed) {
+    pub(super) fn enter(
+        self: &Arc<Self>,
+        metrics: &Arc<Metrics>,
+        peer: IpAddr,
+    ) -> (Arc<Activity>, Listed) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let activity = Arc::new(Activity::new(metrics.clone()));
+        let activity = Arc::new(Activity::new(metrics.clone(), peer));
         let mut connections = self
             .connections
             .lock()
@@ -148,25 +164,48 @@ impl Open {
         (activity, Listed(self.clone(), id))
     }
 
-    /// Tells the least productive connection not yet told to close; false
-    /// when every connection is closing already.
-    pub(super) fn evict_least_productive(&self) -> bool {
+    /// For `newcomer` (listed already) at the cap: tells the connection
+    /// chosen by `fair::victim` among those not yet told to close (the
+    /// newcomer included) to close, and says which it was.
+    pub(super) fn evict_for(&self, newcomer: &Arc<Activity>) -> Eviction {
         let now = Instant::now();
         let connections = self
             .connections
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let least = (connections.values())
+        let open: Vec<&Arc<Activity>> = (connections.values())
             .filter(|a| !a.share.evict.is_cancelled())
-            .min_by_key(|a| a.productivity(now));
-        match least {
-            Some(activity) => {
-                activity.share.evict.cancel();
-                true
+            .collect();
+        let ranked: Vec<_> = (open.iter())
+            .map(|a| Holder {
+                addr: a.peer,
+                accepted: a.epoch,
+                rank: a.productivity(now),
+            })
+            .collect();
+        let Some(at) = open.iter().position(|a| Arc::ptr_eq(a, newcomer)) else {
+            return Eviction::None;
+        };
+        match crate::server::fair::victim(&ranked, at) {
+            Some(i) if i == at => Eviction::Newcomer,
+            Some(i) => {
+                open[i].share.evict.cancel();
+                Eviction::Other
             }
-            None => false,
+            None => Eviction::None,
         }
     }
+}
+
+/// What [`Open::evict_for`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Eviction {
+    /// Told another connection to close.
+    Other,
+    /// The newcomer is the one to go: it is refused.
+    Newcomer,
+    /// Every connection is closing already.
+    None,
 }
 
 /// A connection's entry in [`Open`], removed on drop.

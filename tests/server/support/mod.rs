@@ -22,7 +22,7 @@ use rustls::ClientConfig;
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -314,7 +314,30 @@ pub async fn tls_connect(
     addr: SocketAddr,
     config: Arc<ClientConfig>,
 ) -> Result<TlsStream<TcpStream>, Error> {
-    let tcp = TcpStream::connect(addr).await?;
+    tls_connect_from(None, addr, config).await
+}
+
+/// A TCP connection to `addr` from `source` (another loopback address than
+/// 127.0.0.1 stands for another client), or from the address the kernel
+/// picks.
+pub async fn tcp_from(source: Option<IpAddr>, addr: SocketAddr) -> std::io::Result<TcpStream> {
+    let Some(source) = source else {
+        return TcpStream::connect(addr).await;
+    };
+    let socket = match source {
+        IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.bind(SocketAddr::new(source, 0))?;
+    socket.connect(addr).await
+}
+
+pub async fn tls_connect_from(
+    source: Option<IpAddr>,
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+) -> Result<TlsStream<TcpStream>, Error> {
+    let tcp = tcp_from(source, addr).await?;
     tcp.set_nodelay(true)?;
     let stream = tokio::time::timeout(
         PATIENCE,
@@ -360,7 +383,16 @@ pub fn post(path: &str, content_type: Option<&str>, body: Body) -> Result<Reques
 
 impl Client {
     pub async fn connect(addr: SocketAddr, config: Arc<ClientConfig>) -> Result<Self, Error> {
-        let stream = tls_connect(addr, config).await?;
+        Self::connect_from(None, addr, config).await
+    }
+
+    /// A client connected from `source` (see [`tcp_from`]).
+    pub async fn connect_from(
+        source: Option<IpAddr>,
+        addr: SocketAddr,
+        config: Arc<ClientConfig>,
+    ) -> Result<Self, Error> {
+        let stream = tls_connect_from(source, addr, config).await?;
         let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
         let io = TokioIo::new(stream);
         let sender = if h2 {

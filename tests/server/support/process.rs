@@ -36,6 +36,54 @@ pub fn command(flags: &[&str]) -> Command {
     command
 }
 
+/// [`command`] run by bash after `ulimit -Sn soft; ulimit -Hn hard`: the
+/// open-file limits a container may start with.
+pub fn under_nofile(soft: u64, hard: u64, flags: &[&str]) -> Command {
+    let inner = command(flags);
+    let mut shell = Command::new("bash");
+    shell
+        .arg("-c")
+        .arg(format!(
+            "ulimit -Sn {soft} && ulimit -Hn {hard} && exec \"$@\""
+        ))
+        .arg("bash")
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (key, value) in inner.get_envs() {
+        match value {
+            Some(value) => shell.env(key, value),
+            None => shell.env_remove(key),
+        };
+    }
+    shell
+}
+
+/// Runs `command` until it exits (killed after [`PATIENCE`]); its exit
+/// code and stderr.
+pub fn exit_of(mut command: Command) -> Result<(Option<i32>, String), Error> {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(fail(format!("still running after {PATIENCE:?}")));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut stderr)?;
+    }
+    Ok((status.code(), stderr))
+}
+
 /// Runs `serve` with `flags` until it exits (killed after [`PATIENCE`]);
 /// its exit code and stderr.
 pub fn serve_exit(flags: &[&str]) -> Result<(Option<i32>, String), Error> {
@@ -65,7 +113,13 @@ pub fn serve_exit(flags: &[&str]) -> Result<(Option<i32>, String), Error> {
 impl Serve {
     /// Starts `serve` with `flags` and waits for its "listening" line.
     pub fn spawn(flags: &[&str]) -> Result<Self, Error> {
-        let mut child = command(flags)
+        Self::spawn_command(command(flags))
+    }
+
+    /// Starts `command` (a `serve`, see [`command`]) and waits for its
+    /// "listening" line.
+    pub fn spawn_command(mut command: Command) -> Result<Self, Error> {
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
@@ -157,6 +211,12 @@ impl Serve {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+}
+
+impl Serve {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 
