@@ -22,21 +22,42 @@ enum Outcome {
     Refused(String),
 }
 
+/// The handshake the API server makes (TLS 1.2 or 1.3, the newest both
+/// offer), then, once it succeeded, one offering TLS 1.2 alone: what the
+/// server negotiates with each (`--tls-min-version`, `--tls-cipher-suites`).
 async fn handshake(
     bundle: &[CertificateDer<'static>],
     target: &Target,
     within: Duration,
 ) -> Outcome {
+    let newest = handshake_with(bundle, target, within, rustls::DEFAULT_VERSIONS).await;
+    let Outcome::Done(newest) = newest else {
+        return newest;
+    };
+    let tls12 = handshake_with(bundle, target, within, &[&rustls::version::TLS12]).await;
+    match tls12 {
+        Outcome::Done(how) => Outcome::Done(format!("{newest}; offered TLS 1.2 alone: {how}")),
+        Outcome::Refused(why) | Outcome::Unreachable(why) => {
+            Outcome::Done(format!("{newest}; offered TLS 1.2 alone: refused ({why})"))
+        }
+    }
+}
+
+async fn handshake_with(
+    bundle: &[CertificateDer<'static>],
+    target: &Target,
+    within: Duration,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Outcome {
     let mut roots = RootCertStore::empty();
     for ca in bundle {
         let _ = roots.add(ca.clone());
     }
-    let config = match ClientConfig::builder_with_provider(provider())
-        .with_safe_default_protocol_versions()
-    {
-        Ok(b) => b.with_root_certificates(roots).with_no_client_auth(),
-        Err(e) => return Outcome::Refused(e.to_string()),
-    };
+    let config =
+        match ClientConfig::builder_with_provider(provider()).with_protocol_versions(versions) {
+            Ok(b) => b.with_root_certificates(roots).with_no_client_auth(),
+            Err(e) => return Outcome::Refused(e.to_string()),
+        };
     let mut config = config;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let host = target.host();
@@ -67,7 +88,10 @@ async fn handshake(
                 .alpn_protocol()
                 .map(|p| String::from_utf8_lossy(p).into_owned())
                 .unwrap_or_else(|| "no ALPN".into());
-            Outcome::Done(format!("{version}, {alpn}"))
+            let suite = (session.negotiated_cipher_suite())
+                .map(|s| format!("{:?}", s.suite()))
+                .unwrap_or_default();
+            Outcome::Done(format!("{version}, {suite}, {alpn}"))
         }
         Ok(Err(e)) => Outcome::Refused(describe(&e)),
     }

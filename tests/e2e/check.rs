@@ -266,6 +266,15 @@ async fn check_install(kube: Kube) {
         "every check passes:\n{}",
         good.text
     );
+    // What serve negotiates: TLS 1.3 by default, and TLS 1.2 (its default
+    // minimum) when offered alone.
+    let handshake = (good.text.lines()).find(|l| l.contains("webhook.handshake"));
+    let handshake = handshake.unwrap_or_default();
+    assert!(
+        handshake.contains("TLSv1_3, TLS13_")
+            && handshake.contains("offered TLS 1.2 alone: TLSv1_2, TLS_ECDHE_"),
+        "{handshake}"
+    );
     let ids: BTreeSet<&str> = good.statuses.iter().map(|(id, _)| id.as_str()).collect();
     for id in [
         "webhook.configuration",

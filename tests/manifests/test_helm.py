@@ -99,6 +99,7 @@ VALUE_SETS = {
                               "metrics.dashboards.enabled=true"]),
     "native-sidecar": ("kserve", ["server.modelcarMode=native-sidecar"]),
     "restricted-profile": ("kserve", ["server.securityProfile=restricted"]),
+    "tls-1.3": ("kserve", ["server.tlsMinVersion=1.3"]),
     "watch-secrets": ("kserve", ["clusterLookups.watch.secrets=true"]),
     "namespaced": ("kserve", ["clusterLookups.namespaces={models-a,models-b}",
                               "clusterLookups.outsideNamespaces=allow",
@@ -470,6 +471,17 @@ components:
 transformers:
   - ../../manifests/follow-namespace
 """)
+    (cases / "tls-1.3").mkdir()
+    (cases / "tls-1.3" / "kustomization.yaml").write_text("""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../manifests
+components:
+  - ../../manifests/components/tls-1.3
+transformers:
+  - ../../manifests/follow-namespace
+""")
     static = tree / "manifests" / "overlays" / "static-certs" / "certs"
     static.mkdir(exist_ok=True)
     for name in ("ca.crt", "tls.crt", "tls.key"):
@@ -484,6 +496,7 @@ transformers:
                            []),
         "restricted-profile": (cases / "restricted-profile", "kserve",
                                ["server.securityProfile=restricted"], []),
+        "tls-1.3": (cases / "tls-1.3", "kserve", ["server.tlsMinVersion=1.3"], []),
         "host-network": (cases / "host-network", "kserve", VALUE_SETS["host-network"][1], []),
         "static-certs": (tree / "manifests" / "overlays" / "static-certs", "kserve", sets, files),
         "watch-secrets": (cases / "watch-secrets", "kserve", [WATCH_SECRETS], []),
@@ -492,7 +505,7 @@ transformers:
 
 
 @pytest.mark.parametrize("case", ["default", "other-namespace", "prometheus", "monitoring", "native-sidecar",
-                                  "restricted-profile", "static-certs", "watch-secrets",
+                                  "restricted-profile", "tls-1.3", "static-certs", "watch-secrets",
                                   "namespaced", "host-network"])
 def test_equal_to_kustomize(any_tools, case, certs, tmp_path):
     """`helm template` and `kubectl kustomize` give the same objects, compared
