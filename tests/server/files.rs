@@ -5,6 +5,7 @@
 
 use crate::support::process::{exit_of, under_nofile, Serve};
 use crate::support::*;
+use std::time::{Duration, Instant};
 
 fn self_signed(dir: &std::path::Path) -> Vec<String> {
     let ca = dir.join("ca.crt").to_string_lossy().into_owned();
@@ -68,4 +69,94 @@ fn connections_that_cannot_fit_the_open_file_limit_are_refused_with_the_arithmet
     let mut serve = Serve::spawn_command(under_nofile(256, 256, &fits))?;
     let sized = serve.wait_for_log(PATIENCE, "the sizing line", |e| e["message"] == SIZED)?;
     ensure(sized["max_connections"] == 100, || format!("{sized}"))
+}
+
+/// Serve's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat).
+fn cpu_ticks(pid: u32) -> Result<u64, Error> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Ok(tick(11) + tick(12))
+}
+
+/// Out of descriptors (the soft limit lowered under the running process to
+/// what it holds): accepts fail with EMFILE, the listener backs off instead
+/// of spinning on the readable socket, the established connection keeps
+/// being served, and once descriptors are free again new connections are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_descriptors_the_listener_backs_off_and_established_connections_are_served(
+) -> TestResult {
+    use rustix::process::{prlimit, Pid, Resource, Rlimit};
+    let tmp = tempfile::tempdir()?;
+    let flags = self_signed(tmp.path());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let serve = Serve::spawn(&flags)?;
+    let ca = std::fs::read_to_string(tmp.path().join("ca.crt"))?;
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    let body = review_request(&pod, "admission.k8s.io/v1", "uid-1")?;
+    let mut client = Client::open(serve.addr, &ca, Http::H2).await?;
+    let (status, _) = client.post_json("/mutate-pods", body.clone()).await?;
+    ensure(status == hyper::StatusCode::OK, || format!("{status}"))?;
+
+    let pid = Pid::from_raw(serve.pid() as i32).ok_or_else(|| fail("no pid"))?;
+    let held = std::fs::read_dir(format!("/proc/{}/fd", serve.pid()))?.count() as u64;
+    // The hard limit stays (raising it is not ours to do): only the soft one moves.
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", serve.pid()))?;
+    let hard = (limits.lines())
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(4))
+        .and_then(|h| h.parse::<u64>().ok());
+    let limit = |current| Rlimit {
+        current: Some(current),
+        maximum: hard,
+    };
+    let before = prlimit(Some(pid), Resource::Nofile, limit(held))?;
+    // Connections the kernel completes and serve cannot accept.
+    let mut waiting = Vec::new();
+    for _ in 0..10 {
+        waiting.push(tokio::net::TcpStream::connect(serve.addr).await?);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (ticks, at) = (cpu_ticks(serve.pid())?, Instant::now());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let used = cpu_ticks(serve.pid())? - ticks;
+    let (status, _) = client.post_json("/mutate-pods", body.clone()).await?;
+    let served = status == hyper::StatusCode::OK;
+    prlimit(Some(pid), Resource::Nofile, before)?;
+    // Spinning on accept() would take the 2 s whole (200 ticks at 100 Hz).
+    ensure(used < 40, || {
+        format!(
+            "{used} ticks of CPU in {:?} out of descriptors",
+            at.elapsed()
+        )
+    })?;
+    ensure(served, || {
+        format!("the established connection got {status}")
+    })?;
+    drop(waiting);
+    let (status, metrics) = admin_get(serve.admin, "/metrics").await?;
+    ensure(status == hyper::StatusCode::OK, || {
+        format!("/metrics: {status}")
+    })?;
+    let series = "kserve_injector_accept_errors_total{listener=\"webhook\",error=\"emfile\"}";
+    let errors = metric(&metrics, series).unwrap_or(0.0);
+    ensure(errors >= 1.0, || format!("{series} = {errors}"))?;
+    let mut again = Client::open(serve.addr, &ca, Http::H2).await?;
+    let (status, _) = again.post_json("/mutate-pods", body).await?;
+    ensure(status == hyper::StatusCode::OK, || {
+        format!("a new connection after: {status}")
+    })
 }
