@@ -199,12 +199,17 @@ pub(super) trait Decode: Send + Sync + 'static {
     fn weight(key: &Self::Key, value: &Self::Value) -> usize;
 }
 
-fn too_large(kind: Kind, at: String, bytes: usize, limit: usize) -> InvalidObject {
-    InvalidObject::TooLarge {
-        kind: kind.label(),
-        at,
-        bytes,
-        limit,
+/// `value`, shared, when what it keeps (`bytes`) is within the bound; else
+/// the marker naming it.
+fn held<T>(kind: Kind, at: &ObjectRef, value: T, bytes: usize, bounds: Bounds) -> Parsed<Arc<T>> {
+    match bytes > bounds.object {
+        true => Err(InvalidObject::TooLarge {
+            kind: kind.label(),
+            at: at.to_string(),
+            bytes,
+            limit: bounds.object,
+        }),
+        false => Ok(Arc::new(value)),
     }
 }
 
@@ -260,10 +265,8 @@ impl Decode for ServiceAccounts {
                 .map(|r| r.name.unwrap_or_default())
                 .collect(),
         };
-        match sa.kept_bytes() {
-            n if n > bounds.object => Err(too_large(Self::KIND, at.to_string(), n, bounds.object)),
-            _ => Ok(Arc::new(sa)),
-        }
+        let bytes = sa.kept_bytes();
+        held(Self::KIND, &at, sa, bytes, bounds)
     }
     fn weight(key: &ObjectRef, value: &Self::Value) -> usize {
         weigh(key, value, ServiceAccount::kept_bytes)
@@ -298,10 +301,8 @@ impl Decode for Secrets {
             secret = secret.with_data(key, value);
             zeroize::Zeroize::zeroize(value);
         }
-        match secret.kept_bytes() {
-            n if n > bounds.object => Err(too_large(Self::KIND, at.to_string(), n, bounds.object)),
-            _ => Ok(Arc::new(secret)),
-        }
+        let bytes = secret.kept_bytes();
+        held(Self::KIND, &at, secret, bytes, bounds)
     }
     fn weight(key: &ObjectRef, value: &Self::Value) -> usize {
         weigh(key, value, Secret::kept_bytes)
@@ -335,10 +336,8 @@ impl Decode for InferenceServices {
                 source: e.into(),
             }
         })?;
-        match isvc.kept_bytes() {
-            n if n > bounds.object => Err(too_large(Self::KIND, at.to_string(), n, bounds.object)),
-            _ => Ok(Arc::new(isvc)),
-        }
+        let bytes = isvc.kept_bytes();
+        held(Self::KIND, &at, isvc, bytes, bounds)
     }
     fn weight(key: &ObjectRef, value: &Self::Value) -> usize {
         weigh(key, value, InferenceService::kept_bytes)
