@@ -7,7 +7,7 @@
 //! API-server-like review on a new TLS connection is answered, and the
 //! server's resident memory stays bounded.
 
-use crate::support::process::{under_nofile, Serve};
+use crate::support::process::{self_signed, under_nofile, Serve};
 use crate::support::*;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -126,19 +126,6 @@ async fn probe_for(
     }
     seen.longest_gap = seen.longest_gap.max(last_ok.elapsed());
     Ok(seen)
-}
-
-fn self_signed(dir: &std::path::Path) -> Vec<String> {
-    let ca = dir.join("ca.crt").to_string_lossy().into_owned();
-    [
-        "--self-signed",
-        "--self-signed-ca-file",
-        &ca,
-        "--shutdown-delay",
-        "0s",
-    ]
-    .map(String::from)
-    .to_vec()
 }
 
 /// Connections from attacker addresses, each writing a request head that

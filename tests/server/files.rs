@@ -3,22 +3,9 @@
 //! limit is raised to the hard one, the connection cap derived from it,
 //! and a --max-connections that cannot fit is refused with the arithmetic.
 
-use crate::support::process::{exit_of, under_nofile, Serve};
+use crate::support::process::{exit_of, self_signed, under_nofile, Serve};
 use crate::support::*;
 use std::time::{Duration, Instant};
-
-fn self_signed(dir: &std::path::Path) -> Vec<String> {
-    let ca = dir.join("ca.crt").to_string_lossy().into_owned();
-    [
-        "--self-signed",
-        "--self-signed-ca-file",
-        &ca,
-        "--shutdown-delay",
-        "0s",
-    ]
-    .map(String::from)
-    .to_vec()
-}
 
 const SIZED: &str = "bounds sized to the memory limit (flags given win)";
 

@@ -36,6 +36,21 @@ pub fn command(flags: &[&str]) -> Command {
     command
 }
 
+/// `serve`'s flags for a self-signed certificate whose CA is written to
+/// `dir/ca.crt`, and no shutdown delay.
+pub fn self_signed(dir: &std::path::Path) -> Vec<String> {
+    let ca = dir.join("ca.crt").to_string_lossy().into_owned();
+    [
+        "--self-signed",
+        "--self-signed-ca-file",
+        &ca,
+        "--shutdown-delay",
+        "0s",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// [`command`] run by bash after `ulimit -Sn soft; ulimit -Hn hard`: the
 /// open-file limits a container may start with.
 pub fn under_nofile(soft: u64, hard: u64, flags: &[&str]) -> Command {
