@@ -20,7 +20,8 @@ every answer is checked for that pod's Secret and CSC.
     python3 loadtest/lookups_scale.py --objects 20000 --cscs 5000 --mode default
     python3 loadtest/lookups_scale.py --objects 20000 --cscs 5000 --mode all
 
-Prints one row: ready, peak cgroup memory, reviews right, p50 / p99, OOM
+Prints one row: ready, peak cgroup memory until ready (the caches'
+first listing) and overall, reviews right, p50 / p99, OOM
 kills. The cluster is kept between runs with the same --objects (only the
 CSCs are changed), so several rows cost one population. Needs root and a
 memory cgroup controller (loadtest/redteam.py's Cgroup).
@@ -241,6 +242,8 @@ def main():
     parser.add_argument("--fresh", action="store_true", help="start the API server from an empty etcd")
     parser.add_argument("--populate-only", action="store_true", help="create the objects and stop")
     parser.add_argument("--limit-mib", type=int, default=LIMIT // MIB, help="the cgroup's memory limit")
+    parser.add_argument("--streaming-lists", choices=["auto", "off"], default="auto",
+                        help="serve's --streaming-lists: the caches filled by streaming lists, or paged LISTs")
     args = parser.parse_args()
     if args.fresh or not os.path.exists(os.path.join(WORK, "kubeconfig")):
         harness("stop.sh")
@@ -276,18 +279,20 @@ def main():
     log_file = open(os.path.join(tmp, "serve.log"), "w")
     flags = ["serve", "--addr", "127.0.0.1:26444", "--admin-addr", "127.0.0.1:26445",
              "--tls-cert-file", f"{WORK}/pki/webhook.crt", "--tls-key-file", f"{WORK}/pki/webhook.key",
-             "--kubeconfig", kubeconfig, "--cluster-lookups", "on", "--shutdown-delay", "0s"] + watch
+             "--kubeconfig", kubeconfig, "--cluster-lookups", "on", "--shutdown-delay", "0s",
+             "--streaming-lists", args.streaming_lists] + watch
     oom_before = cgroup.oom_kills()
     started = time.time()
     proc = subprocess.Popen(cgroup.enter_command() + [BIN] + flags, stdout=log_file, stderr=log_file)
     peak = Peak(proc.pid, cgroup)
-    ready = None
+    ready = listing_peak = None
     while time.time() - started < 300 and proc.poll() is None:
         try:
             conn = http.client.HTTPConnection("127.0.0.1", 26445, timeout=2)
             conn.request("GET", "/readyz")
             if conn.getresponse().status == 200:
                 ready = time.time() - started
+                listing_peak = peak.usage
                 break
         except OSError:
             pass
@@ -326,10 +331,12 @@ def main():
     good = sorted(t for t, ok in results if ok)
     pct = (lambda q: f"{good[min(len(good) - 1, int(len(good) * q))] * 1000:.0f}") if good else (lambda q: "-")
     mode = "default" if args.mode == "default" else "every kind watched"
+    mode += ", paged LISTs" if args.streaming_lists == "off" else ""
     if args.limit_mib != LIMIT // MIB:
         mode += f", {args.limit_mib} MiB limit"
     row = (f"| {args.objects:,} each | {args.cscs:,} | {mode} "
-           f"| {f'{ready:.1f} s' if ready else 'never'} | {peak.usage / MIB:.0f} MiB | {len(good):,} / {n:,} "
+           f"| {f'{ready:.1f} s' if ready else 'never'} "
+           f"| {f'{listing_peak / MIB:.0f} MiB' if listing_peak else '-'} | {peak.usage / MIB:.0f} MiB | {len(good):,} / {n:,} "
            f"| {pct(0.5)} / {pct(0.99)} ms | {'yes' if oom or not alive else 'no'} |")
     print(row, flush=True)
     if oom or not alive:

@@ -6,6 +6,7 @@
 //! of the caches' budget, as the objects arrive.
 
 use super::metrics::KindMetrics;
+use super::options::StreamingLists;
 use super::reduce::Collection;
 use super::stream::{self, Change, StreamError};
 use super::wire::{Decode, Scoped};
@@ -221,23 +222,25 @@ pub async fn run<D: Decode>(
     client: Client,
     at: Collection,
     scope: Option<String>,
-    bounds: super::wire::Bounds,
+    how: super::watch::Filling,
     cache: Arc<Cache<D::Key, D::Value>>,
 ) {
     let kind = D::KIND.label();
     let namespace = scope.as_deref().unwrap_or("(all)");
+    let bounds = how.bounds;
+    let mut streaming = how.lists == StreamingLists::Auto;
     let mut pause = RELIST_PAUSE;
     let mut listed_once = false;
     // Counted in the kind's `stale` gauge from `Cache::new` until listed.
     let mut in_sync = false;
     loop {
         let mut listed_at = None;
-        // A LIST is applied in place as its items arrive, so a relist holds
-        // the objects once (and the keys seen), not twice; until it is done
-        // the cache mixes the old and the new state of objects.
+        // A listing is applied in place as its items arrive, so a relist
+        // holds the objects once (and the keys seen), not twice; until it is
+        // done the cache mixes the old and the new state of objects.
         let listed = Arc::new(std::sync::Mutex::new(HashSet::<D::Key>::new()));
         let (filling, keys) = (cache.clone(), listed.clone());
-        let listing = stream::list(&client, &at, move |head, text| {
+        let each = move |head: &super::wire::Head, text: &str| {
             let key = D::key(head);
             filling.insert(key.clone(), D::value(head, text, bounds));
             keys.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
@@ -246,12 +249,30 @@ pub async fn run<D: Decode>(
                 return Err(StreamError::OverBudget);
             }
             Ok(())
-        })
-        .await;
+        };
+        let listing = if streaming {
+            stream::streaming_list(&client, &at, each).await
+        } else {
+            stream::list(&client, &at, each).await
+        };
+        if let Err(StreamError::NoStreamingLists(reason)) = &listing {
+            tracing::info!(
+                kind,
+                namespace,
+                reason,
+                "the API server offers no streaming lists: listing in pages"
+            );
+            streaming = false;
+            continue;
+        }
         let listed = std::mem::take(&mut *listed.lock().unwrap_or_else(|e| e.into_inner()));
         let ended = match listing {
             Ok(mut version) => {
                 cache.listed_scope(scope.as_deref(), &listed, !listed_once);
+                match streaming {
+                    true => cache.metrics.streaming_lists.inc(),
+                    false => cache.metrics.paged_lists.inc(),
+                };
                 drop(listed);
                 listed_once = true;
                 listed_at = Some(tokio::time::Instant::now());

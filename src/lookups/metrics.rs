@@ -14,6 +14,13 @@ struct KindLabels {
     kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListLabels {
+    kind: &'static str,
+    /// `streaming` or `paged`.
+    how: &'static str,
+}
+
 /// The handles for one kind of object.
 #[derive(Clone, Debug, Default)]
 pub struct KindMetrics {
@@ -38,6 +45,10 @@ pub struct KindMetrics {
     /// Admissions denied because an object they need keeps more than
     /// `--max-lookup-object-bytes` of what KServe reads.
     pub too_large: Counter,
+    /// Complete listings applied: streaming lists (a WATCH with
+    /// `sendInitialEvents`) and paged LISTs.
+    pub streaming_lists: Counter,
+    pub paged_lists: Counter,
 }
 
 /// Metrics for every [`Kind`], indexed by the kind's position.
@@ -56,7 +67,8 @@ impl LookupMetrics {
     /// `cluster_cache_over_budget`,
     /// `cluster_cache_hits`, `cluster_cache_misses`, `cluster_fallback_gets`,
     /// `cluster_lookup_errors`, `cluster_watch_errors`,
-    /// `cluster_objects_too_large`, label `kind`) on
+    /// `cluster_objects_too_large`, label `kind`; `cluster_lists`, labels
+    /// `kind` and `how`) on
     /// `registry` (its prefix applies) and resolves every handle.
     pub fn register(registry: &mut Registry) -> Self {
         let objects = Family::<KindLabels, Gauge>::default();
@@ -109,12 +121,28 @@ impl LookupMetrics {
             "1 when the kind's watch cache reached its share of the memory limit and was dropped: the kind is read from the API server for each admission",
             over_budget.clone(),
         );
+        let lists = Family::<ListLabels, Counter>::default();
+        registry.register(
+            "cluster_lists",
+            "Complete listings applied to each watch cache, by how they were read (streaming: a watch that begins with every object, where the API server offers it; paged: LIST)",
+            lists.clone(),
+        );
         for (name, help, family) in &families {
             registry.register(*name, *help, family.clone());
         }
         let kinds = Kind::ALL.map(|kind| {
             let labels = KindLabels { kind: kind.label() };
             let counter = |i: usize| families[i].2.get_or_create(&labels).clone();
+            // One statement per handle: the family's read guard lives to
+            // the end of the statement, and a second get_or_create inside
+            // it would wait for its own write lock.
+            let listed = |how| {
+                let handle = lists.get_or_create(&ListLabels {
+                    kind: kind.label(),
+                    how,
+                });
+                handle.clone()
+            };
             KindMetrics {
                 objects: objects.get_or_create(&labels).clone(),
                 hits: counter(0),
@@ -125,6 +153,8 @@ impl LookupMetrics {
                 too_large: counter(5),
                 stale: stale.get_or_create(&labels).clone(),
                 over_budget: over_budget.get_or_create(&labels).clone(),
+                streaming_lists: listed("streaming"),
+                paged_lists: listed("paged"),
             }
         });
         Self { kinds }
@@ -159,5 +189,14 @@ mod tests {
         assert!(text.contains(
             "kserve_injector_cluster_cache_hits_total{kind=\"clusterstoragecontainers\"} 0"
         ));
+        m.kind(Kind::ServiceAccounts).streaming_lists.inc();
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains(
+                "kserve_injector_cluster_lists_total{kind=\"serviceaccounts\",how=\"streaming\"} 1"
+            ),
+            "{text}"
+        );
     }
 }

@@ -35,8 +35,8 @@ pub use metrics::{KindMetrics, LookupMetrics};
 pub use mode::{resolve_client, KubeConfigSource, KubeEnvironment, LookupMode, LookupModeError};
 pub use objects_file::{load_objects, load_objects_within, ObjectsFileError};
 pub use options::{
-    Kind, LookupOptions, OutsideNamespaces, DEFAULT_GET_TIMEOUT, DEFAULT_MAX_SA_SECRETS,
-    DEFAULT_SECRET_CACHE_ENTRIES, DEFAULT_SECRET_TTL, DEFAULT_WATCHED,
+    Kind, LookupOptions, OutsideNamespaces, StreamingLists, DEFAULT_GET_TIMEOUT,
+    DEFAULT_MAX_SA_SECRETS, DEFAULT_SECRET_CACHE_ENTRIES, DEFAULT_SECRET_TTL, DEFAULT_WATCHED,
 };
 pub use reduce::{inference_service_resource, storage_container_resource, InvalidObject};
 pub use shares::{Shed, DEFAULT_LOOKUP_BYTES, DEFAULT_NAMESPACE_ADMISSIONS};
@@ -143,12 +143,16 @@ impl Lookups {
     /// Tokio runtime.
     pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
         let mut this = Self::unstarted(client, metrics, options);
-        let (c, scopes, max) = (&this.client, options.scopes(), this.bounds);
+        let (c, scopes) = (&this.client, options.scopes());
+        let how = watch::Filling {
+            bounds: this.bounds,
+            lists: options.streaming_lists,
+        };
         let tasks = [
-            spawn_watch::<wire::ServiceAccounts>(c, &this.service_accounts, &scopes, max),
-            spawn_watch::<wire::Secrets>(c, &this.secrets, &scopes, max),
-            spawn_watch::<wire::StorageContainers>(c, &this.storage_containers, &[None], max),
-            spawn_watch::<wire::InferenceServices>(c, &this.inference_services, &scopes, max),
+            spawn_watch::<wire::ServiceAccounts>(c, &this.service_accounts, &scopes, how),
+            spawn_watch::<wire::Secrets>(c, &this.secrets, &scopes, how),
+            spawn_watch::<wire::StorageContainers>(c, &this.storage_containers, &[None], how),
+            spawn_watch::<wire::InferenceServices>(c, &this.inference_services, &scopes, how),
         ];
         this.tasks.extend(tasks.into_iter().flatten());
         this

@@ -77,6 +77,20 @@ pub enum OutsideNamespaces {
     Allow,
 }
 
+/// `--streaming-lists`: how a watch cache reads its complete listing, at
+/// start and after every watch error.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamingLists {
+    /// A streaming list (a WATCH that begins with every object,
+    /// `sendInitialEvents`) where the API server offers it, paged LISTs
+    /// where it refuses one (its WatchList feature off, as by default in
+    /// 1.31 and 1.33).
+    #[default]
+    Auto,
+    /// Paged LISTs only.
+    Off,
+}
+
 /// Which caches to run and how long a fallback GET may take.
 #[derive(Debug, Clone)]
 pub struct LookupOptions {
@@ -107,6 +121,8 @@ pub struct LookupOptions {
     pub lookup_bytes: usize,
     /// Admissions of one namespace reading the API server at once.
     pub namespace_admissions: usize,
+    /// How the watch caches list.
+    pub streaming_lists: StreamingLists,
 }
 
 impl Default for LookupOptions {
@@ -123,6 +139,7 @@ impl Default for LookupOptions {
             max_sa_secrets: DEFAULT_MAX_SA_SECRETS,
             lookup_bytes: super::shares::DEFAULT_LOOKUP_BYTES,
             namespace_admissions: super::shares::DEFAULT_NAMESPACE_ADMISSIONS,
+            streaming_lists: StreamingLists::default(),
         }
     }
 }

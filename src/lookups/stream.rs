@@ -63,6 +63,10 @@ pub(super) enum StreamError {
     /// The cache gave up at its byte budget while the LIST streamed.
     #[error("the cache went over its budget")]
     OverBudget,
+    /// The API server does not offer streaming lists (its WatchList
+    /// feature is off): list in pages instead.
+    #[error("the API server refused a streaming list: {0}")]
+    NoStreamingLists(String),
     #[error("the listing task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -257,15 +261,18 @@ pub(super) enum Change<'a> {
     Delete(&'a Head),
 }
 
-/// Watches from `version` until the server ends the watch (then `Ok`, with
-/// `version` at the last one seen, to resume from) or an error.
-pub(super) async fn watch(
+/// A watch's event lines as they arrive, each at most [`MAX_EVENT_BYTES`].
+type Lines =
+    futures::stream::BoxStream<'static, Result<String, tokio_util::codec::LinesCodecError>>;
+
+/// Opens a WATCH of `at` from `version` (its field selector applied).
+async fn open(
     client: &Client,
     at: &Collection,
-    version: &mut String,
-    mut change: impl FnMut(Change<'_>) -> Result<(), StreamError>,
-) -> Result<(), StreamError> {
-    let mut wp = WatchParams::default().timeout(WATCH_SECONDS);
+    mut wp: WatchParams,
+    version: &str,
+) -> Result<Lines, StreamError> {
+    wp = wp.timeout(WATCH_SECONDS);
     if let Some(fields) = at.fields {
         wp = wp.fields(fields);
     }
@@ -281,31 +288,52 @@ pub(super) async fn watch(
         .into_data_stream()
         .map_err(std::io::Error::other);
     let codec = tokio_util::codec::LinesCodec::new_with_max_length(MAX_EVENT_BYTES);
-    let mut lines =
-        tokio_util::codec::FramedRead::new(tokio_util::io::StreamReader::new(body), codec);
+    Ok(tokio_util::codec::FramedRead::new(tokio_util::io::StreamReader::new(body), codec).boxed())
+}
+
+/// The next event line, `None` once the server ended the watch (also
+/// mid-chunk, as it does at a long watch's timeout).
+async fn next_line(lines: &mut Lines) -> Result<Option<String>, StreamError> {
     while let Some(line) = lines.next().await {
-        let line = match line {
-            Ok(line) => line,
-            // The server closing a long watch mid-chunk: resume.
+        match line {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => return Ok(Some(line)),
             Err(tokio_util::codec::LinesCodecError::Io(e))
                 if e.kind() == std::io::ErrorKind::UnexpectedEof =>
             {
-                return Ok(())
+                return Ok(None)
             }
             Err(e) => return Err(e.into()),
-        };
-        if line.trim().is_empty() {
-            continue;
         }
-        let event: Event = serde_json::from_str(&line)?;
+    }
+    Ok(None)
+}
+
+/// One event line decoded; an ERROR event is the watch's end.
+fn decode(line: &str) -> Result<Event<'_>, StreamError> {
+    let event: Event = serde_json::from_str(line)?;
+    if event.kind == "ERROR" {
+        let status: Status = serde_json::from_str(event.object.get())?;
+        return Err(match status.code {
+            410 => StreamError::Gone,
+            _ => StreamError::Event(crate::log_text::bounded(&status.message).to_string()),
+        });
+    }
+    Ok(event)
+}
+
+/// Watches from `version` until the server ends the watch (then `Ok`, with
+/// `version` at the last one seen, to resume from) or an error.
+pub(super) async fn watch(
+    client: &Client,
+    at: &Collection,
+    version: &mut String,
+    mut change: impl FnMut(Change<'_>) -> Result<(), StreamError>,
+) -> Result<(), StreamError> {
+    let mut lines = open(client, at, WatchParams::default(), version).await?;
+    while let Some(line) = next_line(&mut lines).await? {
+        let event = decode(&line)?;
         let text = event.object.get();
-        if event.kind == "ERROR" {
-            let status: Status = serde_json::from_str(text)?;
-            return Err(match status.code {
-                410 => StreamError::Gone,
-                _ => StreamError::Event(crate::log_text::bounded(&status.message).to_string()),
-            });
-        }
         let head = Head::parse(text)?;
         match &*event.kind {
             "ADDED" | "MODIFIED" => change(Change::Apply(&head, text))?,
@@ -317,4 +345,105 @@ pub(super) async fn watch(
         }
     }
     Ok(())
+}
+
+/// The annotation on the bookmark that ends a streaming list's objects
+/// (apimachinery's `metav1.InitialEventsAnnotationKey`).
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// A BOOKMARK event's object: its resourceVersion and whether it ends the
+/// initial events.
+#[derive(Deserialize)]
+struct Bookmark {
+    metadata: BookmarkMeta,
+}
+
+#[derive(Deserialize)]
+struct BookmarkMeta {
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: String,
+    #[serde(default)]
+    annotations: BookmarkAnnotations,
+}
+
+#[derive(Deserialize, Default)]
+struct BookmarkAnnotations {
+    #[serde(default, rename = "k8s.io/initial-events-end")]
+    end: Option<String>,
+}
+
+/// A complete listing as a streaming list (KEP-3157 `sendInitialEvents`,
+/// the API server's `WatchList`: beta and on by default in 1.32 and since
+/// 1.34): a WATCH that begins with an ADDED event for every object and then
+/// a bookmark carrying the listing's resourceVersion. Each object goes to
+/// `each` as its line arrives; returns that resourceVersion, from which
+/// `watch` goes on (a new WATCH: one more request per listing, and the
+/// listing reads like `list`'s). The server answers 422 where the feature is
+/// off (1.31, 1.33): [`StreamError::NoStreamingLists`].
+pub(super) async fn streaming_list<F>(
+    client: &Client,
+    at: &Collection,
+    mut each: F,
+) -> Result<String, StreamError>
+where
+    F: FnMut(&Head, &str) -> Result<(), StreamError>,
+{
+    let mut lines = match open(client, at, WatchParams::streaming_lists(), "").await {
+        Err(StreamError::Api(kube::Error::Api(s))) if s.code == 422 => {
+            return Err(StreamError::NoStreamingLists(
+                crate::log_text::bounded(&s.message).to_string(),
+            ))
+        }
+        other => other?,
+    };
+    while let Some(line) = next_line(&mut lines).await? {
+        let event = decode(&line)?;
+        let text = event.object.get();
+        match &*event.kind {
+            "ADDED" | "MODIFIED" => each(&Head::parse(text)?, text)?,
+            "BOOKMARK" => {
+                let mark: Bookmark = serde_json::from_str(text)?;
+                if mark.metadata.annotations.end.as_deref() == Some("true") {
+                    return Ok(mark.metadata.resource_version);
+                }
+            }
+            other => {
+                return Err(StreamError::Event(format!(
+                    "a {} event before the streaming list's {INITIAL_EVENTS_END} bookmark",
+                    crate::log_text::bounded(other)
+                )))
+            }
+        }
+    }
+    Err(StreamError::Event(format!(
+        "the streaming list ended before its {INITIAL_EVENTS_END} bookmark"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bookmark_that_ends_a_streaming_list_is_told_from_other_bookmarks() {
+        let end = r#"{"type":"BOOKMARK","object":{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"resourceVersion":"42","creationTimestamp":null,"annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
+        let plain = r#"{"type":"BOOKMARK","object":{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"resourceVersion":"43"}}}"#;
+        let mark = |line| -> Bookmark {
+            let event = decode(line).unwrap();
+            assert_eq!(event.kind, "BOOKMARK");
+            serde_json::from_str(event.object.get()).unwrap()
+        };
+        let ended = mark(end);
+        assert_eq!(ended.metadata.annotations.end.as_deref(), Some("true"));
+        assert_eq!(ended.metadata.resource_version, "42");
+        assert_eq!(mark(plain).metadata.annotations.end, None);
+    }
+
+    #[test]
+    fn an_error_event_ends_the_watch_and_410_asks_for_a_relist() {
+        let gone = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version","reason":"Expired","code":410}}"#;
+        assert!(matches!(decode(gone), Err(StreamError::Gone)));
+        let other = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"internal","code":500}}"#;
+        assert!(matches!(decode(other), Err(StreamError::Event(m)) if m == "internal"));
+    }
 }

@@ -28,20 +28,28 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
     }
 }
 
+/// What every watch cache is filled with: the objects' bounds and how it
+/// lists.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Filling {
+    pub(super) bounds: super::wire::Bounds,
+    pub(super) lists: super::options::StreamingLists,
+}
+
 /// Spawns the watches filling `cache` of kind `D`, one per scope, when the
 /// kind is watched (`cache` is `Some`).
 pub(super) fn spawn_watch<D: Decode>(
     client: &Client,
     cache: &CacheOf<D::Key, D::Value>,
     scopes: &[Option<String>],
-    bounds: super::wire::Bounds,
+    how: Filling,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let Some(cache) = cache.as_ref() else {
         return Vec::new();
     };
     let watch = |scope: &Option<String>| {
         let at = collection(D::KIND, scope.as_deref());
-        let run = super::cache::run::<D>(client.clone(), at, scope.clone(), bounds, cache.clone());
+        let run = super::cache::run::<D>(client.clone(), at, scope.clone(), how, cache.clone());
         tokio::spawn(run)
     };
     scopes.iter().map(watch).collect()

@@ -19,7 +19,8 @@ use crate::flag_values::{
 };
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
-    Kind, LookupMode, LookupOptions, OutsideNamespaces, DEFAULT_SECRET_CACHE_ENTRIES,
+    Kind, LookupMode, LookupOptions, OutsideNamespaces, StreamingLists,
+    DEFAULT_SECRET_CACHE_ENTRIES,
 };
 pub use crate::server::tls_policy::TlsMinVersion;
 use clap::{ArgAction, Parser};
@@ -239,6 +240,12 @@ pub struct LookupSettings {
     /// one more is answered 503 with Retry-After.
     #[arg(long, value_name = "N", default_value_t = crate::lookups::DEFAULT_NAMESPACE_ADMISSIONS, value_parser = at_least_one::<usize>)]
     pub max_namespace_lookups: usize,
+    /// How a watch cache reads its complete listing (at start and after a
+    /// watch error): auto, a streaming list (a WATCH that begins with every
+    /// object) where the API server offers one and paged LISTs where it
+    /// refuses; off, paged LISTs only.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub streaming_lists: StreamingLists,
     /// Serve only these namespaces (comma-separated): watches and GETs are
     /// limited to them, so namespaced Roles suffice (only
     /// ClusterStorageContainers, cluster-scoped, need a ClusterRole).
@@ -515,6 +522,7 @@ impl LookupSettings {
             max_sa_secrets: self.max_service_account_secrets,
             lookup_bytes: (self.max_lookup_bytes).unwrap_or(crate::lookups::DEFAULT_LOOKUP_BYTES),
             namespace_admissions: self.max_namespace_lookups,
+            streaming_lists: self.streaming_lists,
         }
     }
 }

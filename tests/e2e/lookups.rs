@@ -184,6 +184,23 @@ async fn rss_with_10k_secrets_and_service_accounts() {
     );
 }
 
+/// Listings applied to the ServiceAccount, CSC and InferenceService caches:
+/// streaming lists (`true`) or paged LISTs.
+fn listings(lookups: &Lookups, streaming: bool) -> [u64; 3] {
+    [
+        Kind::ServiceAccounts,
+        Kind::StorageContainers,
+        Kind::InferenceServices,
+    ]
+    .map(|kind| {
+        let m = lookups.metrics().kind(kind);
+        match streaming {
+            true => m.streaming_lists.get(),
+            false => m.paged_lists.get(),
+        }
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lookups_against_a_real_api_server_on_1_36() {
     lookups_against(Kube::V1_36).await
@@ -230,6 +247,11 @@ async fn lookups_against(kube: Kube) {
     );
     assert_eq!(lookups.cached(Kind::StorageContainers), 1);
     assert_eq!(lookups.cached(Kind::InferenceServices), 1);
+    // 1.36 offers streaming lists (WatchList, on by default since 1.34): the
+    // caches are filled by them. 1.31 refuses them (422): paged LISTs.
+    let streams = listings(&lookups, kube == Kube::V1_36);
+    assert_eq!(streams, [1, 1, 1], "{}", watch_state(&lookups));
+    assert_eq!(listings(&lookups, kube != Kube::V1_36), [0, 0, 0]);
     // No Secret is held before a pod needs it.
     assert_eq!(lookups.cached(Kind::Secrets), 0);
 
@@ -525,6 +547,10 @@ async fn lookups_against(kube: Kube) {
         .watch_errors
         .get();
     assert!(watch_errors > watch_errors_before);
+    // The relists took the same way as the first listing.
+    let relisted = listings(&lookups, kube == Kube::V1_36);
+    assert!(relisted.iter().all(|&n| n >= 2), "{relisted:?}");
+    assert_eq!(listings(&lookups, kube != Kube::V1_36), [0, 0, 0]);
     eprintln!(
         "e2e lookups: total {:?}, restart and recovery {:?}",
         started.elapsed(),
