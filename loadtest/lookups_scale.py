@@ -232,6 +232,30 @@ def right(patch, i, j, cscs):
     return all(w in patch for w in want)
 
 
+def caches_state():
+    """What serve's /metrics says of its caches: objects held by kind, the
+    kinds over budget, the listings by how they were read."""
+    conn = http.client.HTTPConnection("127.0.0.1", 26445, timeout=5)
+    conn.request("GET", "/metrics")
+    held, over, lists = {}, [], {}
+    for line in conn.getresponse().read().decode().splitlines():
+        if line.startswith("#") or "{" not in line:
+            continue
+        name, rest = line.split("{", 1)
+        labels, value = rest.rsplit("} ", 1)
+        labels = dict(part.split("=", 1) for part in labels.split(","))
+        kind = labels.get("kind", "").strip('"')
+        if name == "kserve_injector_cluster_cache_objects":
+            held[kind] = int(float(value))
+        elif name == "kserve_injector_cluster_cache_over_budget" and float(value) > 0:
+            over.append(kind)
+        elif name == "kserve_injector_cluster_lists_total" and float(value) > 0:
+            how = labels["how"].strip('"')
+            lists[how] = lists.get(how, 0) + int(float(value))
+    return (f"cached {', '.join(f'{k} {v:,}' for k, v in sorted(held.items()))}; "
+            f"over budget: {', '.join(over) or 'none'}; listings: {lists}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--objects", type=int, default=5_000, help="ServiceAccounts, Secrets and InferenceServices each")
@@ -242,7 +266,7 @@ def main():
     parser.add_argument("--fresh", action="store_true", help="start the API server from an empty etcd")
     parser.add_argument("--populate-only", action="store_true", help="create the objects and stop")
     parser.add_argument("--limit-mib", type=int, default=LIMIT // MIB, help="the cgroup's memory limit")
-    parser.add_argument("--streaming-lists", choices=["auto", "off"], default="auto",
+    parser.add_argument("--streaming-lists", choices=["auto", "off"], default="off",
                         help="serve's --streaming-lists: the caches filled by streaming lists, or paged LISTs")
     args = parser.parse_args()
     if args.fresh or not os.path.exists(os.path.join(WORK, "kubeconfig")):
@@ -297,6 +321,8 @@ def main():
         except OSError:
             pass
         time.sleep(0.05)
+    if ready is not None:
+        log(caches_state())
     ctx = ssl.create_default_context(cafile=f"{WORK}/pki/ca.crt")
     n = min(args.reviews, args.objects)
     results = []
@@ -331,7 +357,7 @@ def main():
     good = sorted(t for t, ok in results if ok)
     pct = (lambda q: f"{good[min(len(good) - 1, int(len(good) * q))] * 1000:.0f}") if good else (lambda q: "-")
     mode = "default" if args.mode == "default" else "every kind watched"
-    mode += ", paged LISTs" if args.streaming_lists == "off" else ""
+    mode += ", streaming lists" if args.streaming_lists == "auto" else ""
     if args.limit_mib != LIMIT // MIB:
         mode += f", {args.limit_mib} MiB limit"
     row = (f"| {args.objects:,} each | {args.cscs:,} | {mode} "

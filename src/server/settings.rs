@@ -241,10 +241,10 @@ pub struct LookupSettings {
     #[arg(long, value_name = "N", default_value_t = crate::lookups::DEFAULT_NAMESPACE_ADMISSIONS, value_parser = at_least_one::<usize>)]
     pub max_namespace_lookups: usize,
     /// How a watch cache reads its complete listing (at start and after a
-    /// watch error): auto, a streaming list (a WATCH that begins with every
-    /// object) where the API server offers one and paged LISTs where it
-    /// refuses; off, paged LISTs only.
-    #[arg(long, value_enum, default_value = "auto")]
+    /// watch error): off, paged LISTs; auto, a streaming list (a WATCH that
+    /// begins with every object, Kubernetes' WatchList) where the API server
+    /// offers one, paged LISTs where it refuses.
+    #[arg(long, value_enum, default_value = "off")]
     pub streaming_lists: StreamingLists,
     /// Serve only these namespaces (comma-separated): watches and GETs are
     /// limited to them, so namespaced Roles suffice (only

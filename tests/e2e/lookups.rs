@@ -10,7 +10,7 @@
 use crate::harness::*;
 use k8s_openapi::api::core::v1::Secret as ApiSecret;
 use kserve_injector::lookups::{
-    fetch_once, Kind, LookupError, LookupMetrics, LookupOptions, Lookups,
+    fetch_once, Kind, LookupError, LookupMetrics, LookupOptions, Lookups, StreamingLists,
 };
 use kserve_injector_core::cluster::ClusterSnapshot;
 use kserve_injector_core::cluster::NOT_A_STORAGE_SPEC;
@@ -237,6 +237,7 @@ async fn lookups_against(kube: Kube) {
     let ttl = Duration::from_secs(2);
     let options = LookupOptions {
         secret_ttl: ttl,
+        streaming_lists: StreamingLists::Auto,
         ..LookupOptions::default()
     };
     let lookups = Lookups::start(injector.clone(), metrics, &options);
@@ -247,8 +248,9 @@ async fn lookups_against(kube: Kube) {
     );
     assert_eq!(lookups.cached(Kind::StorageContainers), 1);
     assert_eq!(lookups.cached(Kind::InferenceServices), 1);
-    // 1.36 offers streaming lists (WatchList, on by default since 1.34): the
-    // caches are filled by them. 1.31 refuses them (422): paged LISTs.
+    // With --streaming-lists auto: 1.36 offers streaming lists (WatchList,
+    // on by default since 1.34), and the caches are filled by them; 1.31
+    // refuses them (422), and they fall back to paged LISTs.
     let streams = listings(&lookups, kube == Kube::V1_36);
     assert_eq!(streams, [1, 1, 1], "{}", watch_state(&lookups));
     assert_eq!(listings(&lookups, kube != Kube::V1_36), [0, 0, 0]);
@@ -547,9 +549,17 @@ async fn lookups_against(kube: Kube) {
         .watch_errors
         .get();
     assert!(watch_errors > watch_errors_before);
-    // The relists took the same way as the first listing.
-    let relisted = listings(&lookups, kube == Kube::V1_36);
-    assert!(relisted.iter().all(|&n| n >= 2), "{relisted:?}");
+    // The relists take the same way as the first listing (the
+    // InferenceServices' once its CRD is back).
+    eventually(
+        "every cache relisted after the restart",
+        Duration::from_secs(30),
+        || async {
+            let relisted = listings(&lookups, kube == Kube::V1_36);
+            relisted.iter().all(|&n| n >= 2).then_some(())
+        },
+    )
+    .await;
     assert_eq!(listings(&lookups, kube != Kube::V1_36), [0, 0, 0]);
     eprintln!(
         "e2e lookups: total {:?}, restart and recovery {:?}",
