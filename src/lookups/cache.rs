@@ -216,13 +216,21 @@ impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
     }
 }
 
+/// What every watch cache is filled with: the objects' bounds and how it
+/// lists.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Filling {
+    pub(super) bounds: super::wire::Bounds,
+    pub(super) lists: StreamingLists,
+}
+
 /// Runs the watch of `at` (the whole of `scope`: a namespace, or the
 /// cluster for `None`) into `cache` until the task is aborted.
 pub async fn run<D: Decode>(
     client: Client,
     at: Collection,
     scope: Option<String>,
-    how: super::watch::Filling,
+    how: Filling,
     cache: Arc<Cache<D::Key, D::Value>>,
 ) {
     let kind = D::KIND.label();

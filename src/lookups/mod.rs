@@ -144,7 +144,7 @@ impl Lookups {
     pub fn start(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
         let mut this = Self::unstarted(client, metrics, options);
         let (c, scopes) = (&this.client, options.scopes());
-        let how = watch::Filling {
+        let how = cache::Filling {
             bounds: this.bounds,
             lists: options.streaming_lists,
         };

@@ -1,6 +1,6 @@
 //! The watches that fill the caches, and what every cache can report.
 
-use super::cache::Cache;
+use super::cache::{Cache, Filling};
 use super::reduce::collection;
 use super::wire::Decode;
 use kube::Client;
@@ -26,14 +26,6 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
     fn held_bytes(&self) -> u64 {
         self.bytes()
     }
-}
-
-/// What every watch cache is filled with: the objects' bounds and how it
-/// lists.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Filling {
-    pub(super) bounds: super::wire::Bounds,
-    pub(super) lists: super::options::StreamingLists,
 }
 
 /// Spawns the watches filling `cache` of kind `D`, one per scope, when the
