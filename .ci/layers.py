@@ -13,6 +13,10 @@ ones (`super::{a::X, b}`) included; comments and test files (tests.rs,
 *_tests.rs, test_support.rs, tests/) are left out, since tests may reach
 any layer.
 
+One layout throughout: a module with files of its own is NAME.rs beside
+the folder NAME/ (its tests in NAME/tests.rs), so the check fails on a
+mod.rs or a `#[path]` attribute in either crate.
+
 The crates of the workspace are layered too: the product is the root
 package and what it reaches through `[dependencies]`; a member with
 `publish = false` (the test oracle, kserve-injector-oracle) is beside the
@@ -192,6 +196,24 @@ def crate_layers(root, show):
     return ok, sorted(product), outside
 
 
+PATH_ATTRIBUTE = re.compile(r"^\s*#\[path\s*=", re.M)
+
+
+def layout(crate_src, root):
+    """The files that break the one layout: a mod.rs, a `#[path]` module."""
+    broken = []
+    for folder, _, names in os.walk(crate_src):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if name == "mod.rs":
+                broken.append(f"{os.path.relpath(path, root)}: a mod.rs (use NAME.rs beside NAME/)")
+            elif name.endswith(".rs"):
+                with open(path, encoding="utf-8") as f:
+                    if PATH_ATTRIBUTE.search(f.read()):
+                        broken.append(f"{os.path.relpath(path, root)}: a #[path] module")
+    return broken
+
+
 def main(argv):
     root = next((a for a in argv if not a.startswith("--")),
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -199,6 +221,9 @@ def main(argv):
     crates_ok, product, outside = crate_layers(root, "--graph" in argv)
     failed |= not crates_ok
     for crate_src in (os.path.join(root, "core", "src"), os.path.join(root, "src")):
+        for broken in layout(crate_src, root):
+            print(f"layers: {broken}", file=sys.stderr)
+            failed = True
         for folder, parent_path in levels(crate_src):
             edges = graph(folder, parent_path)
             if len(edges) < 2:

@@ -382,5 +382,4 @@ fn same_scalar(ctx: &str, want: &Value, got: &Value) -> bool {
 }
 
 #[cfg(test)]
-#[path = "compare_tests.rs"]
 mod tests;

@@ -240,8 +240,7 @@ fn pod_facts_keep_only_what_the_rules_read() {
     );
 }
 
-#[path = "props.rs"]
-mod props;
+mod properties;
 
 #[test]
 fn an_oci_mode_uri_is_a_download_before_v0_20() {
