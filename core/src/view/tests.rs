@@ -1,5 +1,6 @@
 use super::*;
 use serde_json::json;
+use std::borrow::Cow;
 
 #[test]
 fn strings_without_escapes_are_borrowed() {
