@@ -96,12 +96,14 @@ fn push_token(text: &mut String, key: &str) {
 }
 
 pub(crate) mod build;
+mod container;
+mod edits;
 pub(crate) mod recorded;
 mod working;
 
-pub use recorded::{apply_all, ApplyError, Op, OpKind};
 #[cfg(feature = "oracle")]
-pub use working::TypedContainer;
+pub use container::TypedContainer;
+pub use recorded::{apply_all, ApplyError, Op, OpKind};
 pub use working::WorkingSet;
 
 #[cfg(test)]
