@@ -13,7 +13,7 @@ pub use upgrade_to::run_upgrade;
 
 use crate::config_file;
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
-use kserve_injector_core::{config::Config, Inputs};
+use kserve_injector_core::config::Config;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -30,11 +30,9 @@ pub struct AuditSettings {
     /// Containers other webhooks add, not compared (besides the built-in list).
     pub ignore_container: Vec<String>,
     pub controller_namespace: String,
-    pub config: Option<PathBuf>,
-    pub config_file: Option<PathBuf>,
-    pub modelcar_mode: kserve_injector_core::ModelcarMode,
-    pub kserve_version: Option<kserve_injector_core::release::Release>,
-    pub security_profile: kserve_injector_core::SecurityProfile,
+    /// The inferenceservice-config (else the cluster's), the settings
+    /// file, the release, the modelcar's shape and the security profile.
+    pub inputs: crate::input_flags::InputFlags,
     /// List literal credentials in env instead of comparing.
     pub credentials: bool,
     /// Compare each pod under the current release and this one instead.
@@ -118,24 +116,22 @@ pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunErro
 pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
-    let settings = config_file::load_settings(args.config_file.as_deref())?;
-    let config = match &args.config {
-        Some(path) => config_file::load_config(Some(path), &settings, args.kserve_version)?,
+    let flags = &args.inputs;
+    let settings = flags.settings()?;
+    let config = match &flags.config {
+        Some(path) => config_file::load_config(Some(path), &settings, flags.kserve_version())?,
         None => {
             let data = cluster_config(&inventory, &args.controller_namespace)?;
             Config::from_data_with(
                 data,
                 &settings.storage_initializer,
-                settings.release(args.kserve_version),
+                flags.release(&settings),
             )
             .map_err(RunError::ClusterConfig)?
         }
     };
-    let mut inputs = Inputs::new(config);
+    let mut inputs = flags.inputs(config, &settings);
     inputs.controller_namespace = args.controller_namespace.clone();
-    inputs.modelcar_mode = args.modelcar_mode;
-    inputs.security_profile = args.security_profile;
-    inputs.model_volume = settings.model_volume;
     let mut rules = Rules::default();
     rules.sidecars.extend(args.ignore_container.iter().cloned());
     let mut report = inventory.audit(&inputs, &rules);

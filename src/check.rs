@@ -332,7 +332,7 @@ impl Checker<'_> {
         let file = self.settings_file(served).await;
         let release = serving::served_release(settings, file.as_ref());
         match &served.config_map {
-            None if settings.inference_config.config.is_none() => {
+            None if settings.inference_config.inputs.config.is_none() => {
                 lines.push(Line::skip(
                     "config.inferenceservice-config",
                     format!(
@@ -427,7 +427,7 @@ impl Checker<'_> {
                 (selected.unwrap_or(false) && served).then_some(name)
             })
             .collect();
-        let profile = settings.inference_config.security_profile;
+        let profile = settings.inference_config.inputs.security_profile;
         Some(cluster::pod_security_line(profile, &restricted))
     }
 

@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod config_file;
 pub mod flag_values;
+pub mod input_flags;
 pub mod limits;
 pub mod log_text;
 pub mod lookups;

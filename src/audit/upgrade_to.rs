@@ -9,18 +9,18 @@ use kserve_injector_core::audit::{Side, Upgrade, UpgradeReport};
 use kserve_injector_core::config::ConfigMapData;
 use kserve_injector_core::config::{release_of_images, Config};
 use kserve_injector_core::release::Release;
-use kserve_injector_core::Inputs;
 
 /// Reads the objects and compares every pod under both releases.
 pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeReport, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
-    let settings = config_file::load_settings(args.config_file.as_deref())?;
-    let current_data = match &args.config {
+    let flags = &args.inputs;
+    let settings = flags.settings()?;
+    let current_data = match &flags.config {
         Some(path) => config_file::load_data(path)?,
         None => cluster_config(&inventory, &args.controller_namespace)?.clone(),
     };
-    let current = match args.kserve_version.or(settings.kserve_version) {
+    let current = match flags.given_release(&settings) {
         Some(release) => release,
         None => running_release(&current_data)?,
     };
@@ -28,11 +28,8 @@ pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeRepor
         Some(path) => config_file::load_data(path)?,
         None => current_data.clone(),
     };
-    let mut inputs = Inputs::default();
+    let mut inputs = flags.inputs(Config::default(), &settings);
     inputs.controller_namespace = args.controller_namespace.clone();
-    inputs.modelcar_mode = args.modelcar_mode;
-    inputs.security_profile = args.security_profile;
-    inputs.model_volume = settings.model_volume;
     let upgrade = Upgrade::new(
         Side::new(current, current_data),
         Side::new(target, target_data),

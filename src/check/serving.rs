@@ -142,11 +142,11 @@ pub fn served(deployment: &Deployment) -> Served {
         let name = v.secret.as_ref()?.secret_name.clone()?;
         Some((name, file_name(&rest, "tls.crt")))
     });
-    if let Some(path) = &settings.inference_config.config {
+    if let Some(path) = &settings.inference_config.inputs.config {
         served.config_map = mounted(&spec, container, path)
             .and_then(|(v, _)| Some(v.config_map.as_ref()?.name.clone()));
     }
-    if let Some(path) = &settings.inference_config.config_file {
+    if let Some(path) = &settings.inference_config.inputs.config_file {
         served.settings_file = mounted(&spec, container, path).and_then(|(v, rest)| {
             Some((
                 v.config_map.as_ref()?.name.clone(),
@@ -233,7 +233,7 @@ pub fn served_release(
     file: Option<&Settings>,
 ) -> (Release, &'static str) {
     match (
-        settings.inference_config.kserve_version,
+        settings.inference_config.inputs.kserve_version(),
         file.and_then(|f| f.kserve_version),
     ) {
         (Some(r), _) => (r, "--kserve-version"),

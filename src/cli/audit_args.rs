@@ -8,9 +8,25 @@ pub enum AuditFormat {
     Json,
 }
 
+/// `audit --config`: it replaces the cluster's ConfigMap.
+const CONFIG_HELP: &str = "Use this inferenceservice-config (a ConfigMap manifest or a mounted \
+     directory) instead of the cluster's. Example: --config ./config.yaml";
+
+/// `audit --kserve-version`: the release the webhook runs, which the
+/// cluster's images tell when the upgrade audit is not told.
+const KSERVE_VERSION_HELP: &str =
+    "The KServe release whose pod mutator the webhook reproduces (its \
+     `--kserve-version`): a tag from v0.15.0 to v0.20.0, or head; a minor alone is its last patch \
+     release. Default: the --config-file's kserveVersion, else head; with --upgrade-to, the \
+     release the cluster runs: else the one whose tag the ConfigMap's agent and \
+     storage-initializer images carry (a tag of no release modelled, such as v0.15.3, stops the \
+     audit). Example: --kserve-version v0.15.0";
+
 /// Flags of `kserve-injector audit`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Examples:
+#[command(mut_arg("config", |a| a.help(CONFIG_HELP)),
+          mut_arg("kserve_version", |a| a.help(KSERVE_VERSION_HELP)),
+          after_help = "Examples:
   kserve-injector audit -A                                  # every namespace, current context
   kserve-injector audit --context prod -n models -o json
   kubectl get pods,rs,deploy,sa,secrets,cm,isvc,clusterstoragecontainers -A -o json > dump.json
@@ -60,33 +76,8 @@ pub struct AuditArgs {
     /// The namespace of inferenceservice-config (KServe's controller namespace).
     #[arg(long, default_value = kserve_injector_core::constants::DEFAULT_CONTROLLER_NAMESPACE)]
     pub controller_namespace: String,
-    /// Use this inferenceservice-config (a ConfigMap manifest or a mounted
-    /// directory) instead of the cluster's. Example: --config ./config.yaml
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// kserve-injector's own settings file, as the webhook's `--config-file`.
-    /// Example: --config-file ./kserve-injector.yaml
-    #[arg(long, value_name = "PATH")]
-    pub config_file: Option<PathBuf>,
-    /// The modelcar's shape the webhook runs with (its `--modelcar-mode`):
-    /// classic or native-sidecar. Example: --modelcar-mode native-sidecar
-    #[arg(long, value_name = "MODE", default_value = "classic",
-          value_parser = crate::flag_values::modelcar_mode())]
-    pub modelcar_mode: kserve_injector_core::ModelcarMode,
-    /// The KServe release whose pod mutator the webhook reproduces (its
-    /// `--kserve-version`): a tag from v0.15.0 to v0.20.0, or head; a minor
-    /// alone is its last patch release. Default: the --config-file's
-    /// kserveVersion, else head; with --upgrade-to, the release the cluster
-    /// runs: else the one whose tag the ConfigMap's agent and
-    /// storage-initializer images carry (a tag of no release modelled, such
-    /// as v0.15.3, stops the audit). Example: --kserve-version v0.15.0
-    #[arg(long, value_name = "VERSION", value_parser = crate::flag_values::kserve_version())]
-    pub kserve_version: Option<kserve_injector_core::release::Release>,
-    /// The security profile the webhook runs with (its `--security-profile`):
-    /// baseline or restricted. Example: --security-profile restricted
-    #[arg(long, value_name = "PROFILE", default_value = "baseline",
-          value_parser = crate::flag_values::security_profile())]
-    pub security_profile: kserve_injector_core::SecurityProfile,
+    #[command(flatten)]
+    pub inputs: crate::input_flags::InputFlags,
     /// Instead of comparing, list every live pod (any label) whose
     /// containers carry a literal value in an env variable KServe fills from
     /// a Secret (AWS_SECRET_ACCESS_KEY, HF_TOKEN, AZURE_CLIENT_SECRET, …),
@@ -122,11 +113,7 @@ impl From<&AuditArgs> for crate::audit::AuditSettings {
             all_namespaces: args.all_namespaces,
             ignore_container: args.ignore_container.clone(),
             controller_namespace: args.controller_namespace.clone(),
-            config: args.config.clone(),
-            config_file: args.config_file.clone(),
-            modelcar_mode: args.modelcar_mode,
-            kserve_version: args.kserve_version,
-            security_profile: args.security_profile,
+            inputs: args.inputs.clone(),
             credentials: args.credentials,
             upgrade_to: args.upgrade_to,
             upgrade_config: args.upgrade_config.clone(),

@@ -8,7 +8,7 @@ use super::{
 use crate::config_file::Accept;
 use crate::log_text::bounded;
 use crate::lookups::load_objects_within;
-use kserve_injector_core::{cluster::ClusterSnapshot, Inputs};
+use kserve_injector_core::{cluster::ClusterSnapshot, config::Config};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
 use std::process::ExitCode;
@@ -54,7 +54,7 @@ pub fn write_stdout(text: &str) -> ExitCode {
 
 /// Prints the shipped ConfigMap of the release asked for, HEAD's by default.
 pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
-    let release = args.kserve_version.unwrap_or_default();
+    let release = args.release.kserve_version.unwrap_or_default();
     write_stdout(kserve_injector_core::config::Config::shipped_manifest(
         release,
     ))
@@ -173,15 +173,15 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         Ok(f) => f,
         Err(e) => return fail(&CliError::from_write(e)),
     };
-    let loaded =
-        crate::config_file::load_settings(args.config_file.as_deref()).and_then(|settings| {
-            let config = crate::config_file::load_config(
-                args.config.as_deref(),
-                &settings,
-                args.kserve_version,
-            )?;
-            Ok((config, settings))
-        });
+    let flags = &args.inputs;
+    let loaded = flags.settings().and_then(|settings| {
+        let config = crate::config_file::load_config(
+            flags.config.as_deref(),
+            &settings,
+            flags.kserve_version(),
+        )?;
+        Ok((config, settings))
+    });
     let (config, settings) = match loaded {
         Ok(c) => c,
         Err(e) => {
@@ -194,10 +194,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         Ok(cluster) => cluster,
         Err(e) => return fail(&e),
     };
-    let mut inputs = Inputs::new(config);
-    inputs.modelcar_mode = args.modelcar_mode;
-    inputs.security_profile = args.security_profile;
-    inputs.model_volume = settings.model_volume;
+    let inputs = flags.inputs(config, &settings);
     let namespace = args.namespace.as_deref();
     let mut out = BufWriter::new(stdout);
     let result = match args.file.as_ref().filter(|p| p.as_os_str() != "-") {
@@ -240,21 +237,19 @@ fn compare(args: &MutateArgs, target: kserve_injector_core::release::Release) ->
         Err(e) => return fail(&CliError::from(InputError::OutputChoice(e))),
     };
     let config_error = |e: crate::config_file::LoadError| CliError::from(InputError::Config(e));
-    let prepared = crate::config_file::load_settings(args.config_file.as_deref())
+    let flags = &args.inputs;
+    let prepared = (flags.settings())
         .map_err(config_error)
         .and_then(|settings| {
-            let current = settings.release(args.kserve_version);
-            let sides = match &args.config {
+            let current = flags.release(&settings);
+            let sides = match &flags.config {
                 Some(path) => {
                     let data = crate::config_file::load_data(path).map_err(config_error)?;
                     (Side::new(current, data.clone()), Side::new(target, data))
                 }
                 None => (Side::shipped(current), Side::shipped(target)),
             };
-            let mut inputs = Inputs::default();
-            inputs.modelcar_mode = args.modelcar_mode;
-            inputs.security_profile = args.security_profile;
-            inputs.model_volume = settings.model_volume.clone();
+            let inputs = flags.inputs(Config::default(), &settings);
             Upgrade::new(sides.0, sides.1, &inputs, &settings.storage_initializer).map_err(
                 |source| {
                     CliError::from(InputError::AsRelease {

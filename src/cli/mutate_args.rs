@@ -61,16 +61,8 @@ AdmissionReview (whose response is still printed), 2 unreadable input or
 config, or output that cannot be written. With --compare-to: 0 no pod
 changes, 1 a pod changes or is denied by either release, 2 as above.")]
 pub struct MutateArgs {
-    /// KServe's inferenceservice-config: a ConfigMap manifest (YAML or JSON) or
-    /// a directory where the ConfigMap is mounted. Default: the values the
-    /// --kserve-version release shipped (`default-config` prints them).
-    /// Example: --config ./inferenceservice-config.yaml
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
-    /// has no key for, as `serve --config-file`. Example: --config-file ./kserve-injector.yaml
-    #[arg(long, value_name = "PATH")]
-    pub config_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub inputs: crate::input_flags::InputFlags,
     /// Output: the mutated objects as yaml (the default) or json, or the
     /// JSON Patch the webhook would return; with --compare-to, the
     /// difference as a table (the default) or json, or only its summary.
@@ -94,28 +86,12 @@ pub struct MutateArgs {
     /// The kubeconfig context to use. Example: --context kind-kserve
     #[arg(long, value_name = "NAME", requires = "kubeconfig")]
     pub context: Option<String>,
-    /// The modelcar's shape, as `serve --modelcar-mode`: classic or
-    /// native-sidecar. Example: --modelcar-mode native-sidecar
-    #[arg(long, value_name = "MODE", default_value = "classic",
-          value_parser = crate::flag_values::modelcar_mode())]
-    pub modelcar_mode: kserve_injector_core::ModelcarMode,
-    /// The KServe release whose pod mutator to reproduce, as `serve
-    /// --kserve-version`: a tag from v0.15.0 to v0.20.0, or head; a minor
-    /// alone is its last patch release. Default: the --config-file's
-    /// kserveVersion, else head. Example: --kserve-version v0.15.2
-    #[arg(long, value_name = "VERSION", value_parser = crate::flag_values::kserve_version())]
-    pub kserve_version: Option<kserve_injector_core::release::Release>,
     /// Instead of the mutated objects, print how each pod differs under
     /// this release from --kserve-version's: each changed field with the
     /// docs/compatibility.md row that explains it, and denials. Both read
     /// --config, else each its own shipped ConfigMap. Example: --compare-to v0.16.0
     #[arg(long, value_name = "VERSION", value_parser = crate::flag_values::kserve_version())]
     pub compare_to: Option<kserve_injector_core::release::Release>,
-    /// The security profile of the containers added, as `serve
-    /// --security-profile`: baseline or restricted. Example: --security-profile restricted
-    #[arg(long, value_name = "PROFILE", default_value = "baseline",
-          value_parser = crate::flag_values::security_profile())]
-    pub security_profile: kserve_injector_core::SecurityProfile,
     /// A Pod, a multi-document YAML, a v1 List, a workload with a pod template
     /// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) or an
     /// AdmissionReview; "-" or nothing reads standard input. Example: pod.yaml

@@ -120,28 +120,26 @@ fn load_config(
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
 ) -> Result<Arc<ArcSwap<Inputs>>, ServeError> {
-    let settings = match &args.config_file {
+    let flags = args.inputs.clone();
+    let settings = match &flags.config_file {
         Some(path) => {
             let snap = crate::reload::read_once(std::slice::from_ref(path));
             config_file::parse_settings(path, &snap)?
         }
         None => Default::default(),
     };
-    let release = settings.release(args.kserve_version);
-    let (defaults, model_volume) = (settings.storage_initializer, settings.model_volume);
+    let release = flags.release(&settings);
+    let defaults = settings.storage_initializer.clone();
     let namespace = args.resolved_controller_namespace();
-    let (modelcar_mode, security_profile) = (args.modelcar_mode, args.security_profile);
+    let path = flags.config.clone();
     let make_inputs = move |config| {
-        let mut inputs = Inputs::new(config);
+        let mut inputs = flags.inputs(config, &settings);
         inputs.controller_namespace = namespace.clone();
-        inputs.modelcar_mode = modelcar_mode;
-        inputs.security_profile = security_profile;
-        inputs.model_volume = model_volume.clone();
         inputs.drops_image_volumes = drops_image_volumes;
         Arc::new(inputs)
     };
     metrics.config_last_reload.set(unix_now());
-    let Some(path) = args.config.clone() else {
+    let Some(path) = path else {
         info!(kserve_version = %release, "using the inferenceservice-config this KServe release shipped");
         let config = Config::shipped(release);
         warn_image_release(&config);
@@ -309,7 +307,7 @@ impl Server {
         );
         let objects = objects.await?;
         if let SnapshotSource::Live(lookups) = &objects {
-            let mode = args.inference_config.modelcar_mode;
+            let mode = args.inference_config.inputs.modelcar_mode;
             super::native_sidecar::check(lookups.client(), mode).await?;
         }
         let drops_image_volumes = match &objects {

@@ -13,10 +13,8 @@
 //! [`ServeSettings::addr`], [`ServeSettings::admin_addr`] and
 //! `server::sizing`.
 
-use crate::flag_values::{
-    at_least_one, kserve_version, modelcar_mode, namespace_name, nonzero_duration, parse_duration,
-    security_profile,
-};
+use crate::flag_values::{at_least_one, namespace_name, nonzero_duration, parse_duration};
+use crate::input_flags::InputFlags;
 use crate::limits::MAX_BODY_BYTES;
 use crate::lookups::{
     Kind, LookupMode, LookupOptions, OutsideNamespaces, StreamingLists,
@@ -24,8 +22,6 @@ use crate::lookups::{
 };
 pub use crate::server::tls_policy::TlsMinVersion;
 use clap::{ArgAction, Parser};
-use kserve_injector_core::release::Release;
-use kserve_injector_core::{ModelcarMode, SecurityProfile};
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::num::NonZeroUsize;
@@ -75,10 +71,16 @@ pub enum InvalidSettings {
     NoConfig(PathBuf),
 }
 
+/// `serve --config`: read as `mutate --config` reads it, and reloaded.
+const SERVE_CONFIG_HELP: &str =
+    "inferenceservice-config: a ConfigMap manifest or the directory it is \
+     mounted at; reloaded when it changes. Default: the values the --kserve-version release \
+     shipped (`default-config` prints them).";
+
 /// Everything `serve` runs with, in the groups of its `--help`; an
 /// adapter takes only the group it needs.
 #[derive(Debug, Clone, clap::Args)]
-#[command(mut_args = env_var, after_help = "Examples:
+#[command(mut_args = env_var, mut_arg("config", |a| a.help(SERVE_CONFIG_HELP)), after_help = "Examples:
   kserve-injector serve --self-signed                 # local try-out; prints the CA path
   kserve-injector serve --config /etc/kserve/config   # mounted inferenceservice-config
   kserve-injector serve --self-signed --kubeconfig ~/.kube/config   # lookups from a cluster
@@ -139,15 +141,8 @@ pub struct ListenSettings {
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Config")]
 pub struct ConfigSettings {
-    /// inferenceservice-config: a ConfigMap manifest or the directory it is
-    /// mounted at; reloaded when it changes. Default: the values the
-    /// --kserve-version release shipped (`default-config` prints them).
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
-    /// kserve-injector's own settings (YAML or JSON): what KServe's ConfigMap
-    /// has no key for. Read once at start. Example: --config-file /etc/kserve-injector/settings.yaml
-    #[arg(long, value_name = "PATH")]
-    pub config_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub inputs: InputFlags,
     /// Watch the config path for changes (in addition to polling).
     #[arg(long, default_value_t = true,
           action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
@@ -159,25 +154,6 @@ pub struct ConfigSettings {
     /// then "kserve".
     #[arg(long)]
     pub controller_namespace: Option<String>,
-    /// The modelcar's shape: classic (KServe's regular container) or
-    /// native-sidecar (an init container with restartPolicy Always, started
-    /// before the model server; Kubernetes 1.29 or newer). A pod's
-    /// kserve-injector.io/modelcar-mode annotation overrides it.
-    #[arg(long, value_name = "MODE", default_value = "classic", value_parser = modelcar_mode())]
-    pub modelcar_mode: ModelcarMode,
-    /// The KServe release the cluster runs, whose pod mutator to reproduce:
-    /// a tag from v0.15.0 to v0.20.0 (patch releases included: v0.15.1,
-    /// v0.15.2, v0.17.1, v0.18.1) or head; a minor alone (v0.15) is the last
-    /// patch release of that line (v0.15.2). Default: the --config-file's
-    /// kserveVersion key, else head.
-    #[arg(long, value_name = "VERSION", value_parser = kserve_version())]
-    pub kserve_version: Option<Release>,
-    /// The security profile of the containers the webhook adds: baseline
-    /// (KServe's containers as they are) or restricted (each meets the
-    /// restricted Pod Security Standard). A pod's
-    /// kserve-injector.io/security-profile annotation overrides it.
-    #[arg(long, value_name = "PROFILE", default_value = "baseline", value_parser = security_profile())]
-    pub security_profile: SecurityProfile,
 }
 
 /// Where the cluster objects an admission reads come from.
@@ -430,7 +406,7 @@ impl ServeSettings {
         {
             return Err(InvalidSettings::BufferedBytes);
         }
-        match &self.inference_config.config {
+        match &self.inference_config.inputs.config {
             Some(path) if !path.exists() => Err(InvalidSettings::NoConfig(path.clone())),
             _ => Ok(()),
         }

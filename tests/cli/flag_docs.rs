@@ -138,3 +138,62 @@ fn a_changed_help_text_is_found() {
         "no \"<!-- flags of mutate -->\\n\" marker"
     );
 }
+
+/// The five flags that say how pods are mutated are declared once
+/// (`src/input_flags.rs`) and reach every subcommand that mutates or
+/// compares pods; a subcommand that words one differently overrides its
+/// help (`mut_arg`), never redeclares it.
+#[test]
+fn the_mutation_flags_are_declared_once_and_reach_each_subcommand() {
+    const FLAGS: [&str; 5] = [
+        "config",
+        "config_file",
+        "modelcar_mode",
+        "kserve_version",
+        "security_profile",
+    ];
+    let declared = regex::Regex::new(
+        r"(?s)#\[arg\(.*?\)\]\s*pub (config|config_file|modelcar_mode|kserve_version|security_profile):",
+    )
+    .unwrap();
+    let mut found: Vec<(String, String)> = Vec::new();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut dirs = vec![src.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let file = path.strip_prefix(&src).unwrap().display().to_string();
+                for m in declared.captures_iter(&text) {
+                    found.push((m[1].to_string(), file.clone()));
+                }
+            }
+        }
+    }
+    for flag in FLAGS {
+        let places: Vec<&str> = (found.iter())
+            .filter(|(f, _)| f == flag)
+            .map(|(_, file)| file.as_str())
+            .collect();
+        assert_eq!(
+            places,
+            ["input_flags.rs"],
+            "--{flag} is declared in {places:?}"
+        );
+    }
+    for (name, mut command) in subcommands() {
+        let help = command.render_long_help().to_string();
+        let wanted: &[&str] = match name {
+            "serve" | "mutate" | "audit" => &FLAGS,
+            "default-config" => &["kserve_version"],
+            _ => &[],
+        };
+        for flag in wanted {
+            let long = format!("--{} ", flag.replace('_', "-"));
+            assert!(help.contains(&long), "{name} --help has no {long}");
+        }
+    }
+}

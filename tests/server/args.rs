@@ -136,12 +136,12 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
     use kserve_injector_core::ModelcarMode;
     let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
-        default.inference_config.modelcar_mode,
+        default.inference_config.inputs.modelcar_mode,
         ModelcarMode::Classic
     );
     let native = ServeSettings::try_parse_from(["--modelcar-mode", "native-sidecar"])?;
     assert_eq!(
-        native.inference_config.modelcar_mode,
+        native.inference_config.inputs.modelcar_mode,
         ModelcarMode::NativeSidecar
     );
     let message = match ServeSettings::try_parse_from(["--modelcar-mode", "native"]) {
@@ -160,25 +160,25 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
 {
     use kserve_injector_core::release::Release;
     let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
-    assert_eq!(default.inference_config.kserve_version, None);
+    assert_eq!(default.inference_config.inputs.kserve_version(), None);
     let v0_17 = ServeSettings::try_parse_from(["--kserve-version", "v0.17.0"])?;
     assert_eq!(
-        v0_17.inference_config.kserve_version,
+        v0_17.inference_config.inputs.kserve_version(),
         Some(Release::V0_17_0)
     );
     let v0_15 = ServeSettings::try_parse_from(["--kserve-version", "v0.15"])?;
     assert_eq!(
-        v0_15.inference_config.kserve_version,
+        v0_15.inference_config.inputs.kserve_version(),
         Some(Release::V0_15_2)
     );
     let v0_15_0 = ServeSettings::try_parse_from(["--kserve-version", "v0.15.0"])?;
     assert_eq!(
-        v0_15_0.inference_config.kserve_version,
+        v0_15_0.inference_config.inputs.kserve_version(),
         Some(Release::V0_15_0)
     );
     let v0_18_1 = ServeSettings::try_parse_from(["--kserve-version", "0.18.1"])?;
     assert_eq!(
-        v0_18_1.inference_config.kserve_version,
+        v0_18_1.inference_config.inputs.kserve_version(),
         Some(Release::V0_18_1)
     );
     for (spelling, says) in [
@@ -203,10 +203,10 @@ fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Re
     use kserve_injector_core::SecurityProfile;
     let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
-        default.inference_config.security_profile,
+        default.inference_config.inputs.security_profile,
         SecurityProfile::Baseline
     );
-    assert_eq!(default.inference_config.config_file, None);
+    assert_eq!(default.inference_config.inputs.config_file, None);
     let set = ServeSettings::try_parse_from([
         "--security-profile",
         "restricted",
@@ -214,10 +214,10 @@ fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Re
         "/etc/kserve-injector/settings/settings.yaml",
     ])?;
     assert_eq!(
-        set.inference_config.security_profile,
+        set.inference_config.inputs.security_profile,
         SecurityProfile::Restricted
     );
-    assert!(set.inference_config.config_file.is_some());
+    assert!(set.inference_config.inputs.config_file.is_some());
     let message = match ServeSettings::try_parse_from(["--security-profile", "strict"]) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),

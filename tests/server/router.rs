@@ -67,8 +67,8 @@ fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs,
     let args = ServeSettings::try_parse_from(flags)?;
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
-    env.modelcar_mode = args.inference_config.modelcar_mode;
-    env.security_profile = args.inference_config.security_profile;
+    env.modelcar_mode = args.inference_config.inputs.modelcar_mode;
+    env.security_profile = args.inference_config.inputs.security_profile;
     Ok(RouterInputs::new(env, &args.limits))
 }
 
