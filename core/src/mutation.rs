@@ -67,7 +67,10 @@ pub struct Edits {
 /// pod over it is denied before any injector runs: the API server would
 /// refuse it after admission anyway, and the injectors copy annotations
 /// (the storage URI into the modelcar and its init container) into the
-/// patch, so a review's memory stays bounded whatever the pod.
+/// patch, so a review's memory stays bounded whatever the pod. A pod the
+/// injectors' own annotations (the metrics injector's two) take over it is
+/// denied too: the API server would refuse the injected pod, and a
+/// reinvocation would deny what the first review let through.
 pub(crate) const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
 
 /// Runs the injectors on the view of a pod created in `namespace`. A pod
@@ -102,6 +105,15 @@ pub fn edit(
     let unsupported = unsupported(&doc, inputs.config.release);
     let before = doc.changes();
     let runs = injectors::run_steps(&mut doc, inputs, &plan)?;
+    let injected_bytes = doc.annotation_bytes();
+    if injected_bytes > MAX_ANNOTATION_BYTES {
+        let message = format!(
+            "metadata.annotations: {injected_bytes} bytes in all once injected ({annotation_bytes} \
+             in the pod), more than the {MAX_ANNOTATION_BYTES} the API server accepts on an object \
+             (it would refuse the injected pod after admission)"
+        );
+        return Err(InjectError::new(injectors::MUTATOR, message));
+    }
     let mut ends = Vec::with_capacity(runs.len() + 1);
     ends.push((injectors::MUTATOR, before));
     ends.extend(runs.iter().map(|r| (r.name, r.changes_after)));

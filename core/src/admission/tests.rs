@@ -837,8 +837,30 @@ fn annotations_over_the_api_servers_limit_are_denied_before_injection() {
         pod["metadata"]["annotations"][uri_key] = json!(format!("{uri}{}", "m".repeat(fill)));
         review_body("admission.k8s.io/v1", request("Pod", "CREATE", pod))
     };
-    let (at_limit, _) = answer(&with_uri(256 * 1024), &Inputs::default());
+    // The metrics injector adds two annotations of 97 bytes together
+    // (`serving.kserve.io/enable-metric-aggregation` and
+    // `…/enable-prometheus-scraping`, each "false"): a pod that ends at the
+    // limit once injected is admitted, and its reinvocation changes nothing.
+    let fits = 256 * 1024 - 97;
+    let (at_limit, response) = answer(&with_uri(fits), &Inputs::default());
     assert!(at_limit.allowed, "{:?}", at_limit.denial);
+    let mut again: Value = serde_json::from_slice(&with_uri(fits)).unwrap();
+    let patch: json_patch::Patch = serde_json::from_value(decoded_patch(&response)).unwrap();
+    json_patch::patch(&mut again["request"]["object"], &patch).unwrap();
+    let (reinvoked, _) = answer(&serde_json::to_vec(&again).unwrap(), &Inputs::default());
+    assert!(reinvoked.allowed, "{:?}", reinvoked.denial);
+    assert_eq!(reinvoked.patch_ops, 0);
+    // One byte more: the injected pod would be over the limit, so the first
+    // review denies it (before, it was admitted, the API server refused the
+    // injected pod, and a reinvocation denied it: found by the review fuzzer).
+    let (over_once_injected, response) = answer(&with_uri(fits + 1), &Inputs::default());
+    assert!(!over_once_injected.allowed);
+    assert_eq!(
+        response["response"]["status"]["message"].as_str().unwrap(),
+        "metadata.annotations: 262145 bytes in all once injected (262048 in the pod), more than \
+         the 262144 the API server accepts on an object (it would refuse the injected pod after \
+         admission)"
+    );
     let (over, response) = answer(&with_uri(256 * 1024 + 1), &Inputs::default());
     assert!(!over.allowed);
     assert_eq!(response["response"]["status"]["code"], 500);

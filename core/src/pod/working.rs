@@ -199,6 +199,11 @@ impl<'a> WorkingSet<'a> {
         self.pod.label(key)
     }
 
+    /// The bytes of the annotations as edited so far, keys and values.
+    pub(crate) fn annotation_bytes(&self) -> usize {
+        self.pod.annotation_bytes()
+    }
+
     pub fn name(&self) -> &str {
         (self.pod.metadata.as_ref().and_then(|m| m.name.as_ref()))
             .map(Str::as_str)
