@@ -251,8 +251,14 @@ async fn lookups_against(kube: Kube) {
     // With --streaming-lists auto: 1.36 offers streaming lists (WatchList,
     // on by default since 1.34), and the caches are filled by them; 1.31
     // refuses them (422), and they fall back to paged LISTs.
+    // At least one each: a watch error right after the first listing (a
+    // loaded machine) relists the same way before this is read.
     let streams = listings(&lookups, kube == Kube::V1_36);
-    assert_eq!(streams, [1, 1, 1], "{}", watch_state(&lookups));
+    assert!(
+        streams.iter().all(|&n| n >= 1),
+        "{streams:?}: {}",
+        watch_state(&lookups)
+    );
     assert_eq!(listings(&lookups, kube != Kube::V1_36), [0, 0, 0]);
     // No Secret is held before a pod needs it.
     assert_eq!(lookups.cached(Kind::Secrets), 0);
