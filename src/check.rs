@@ -580,13 +580,13 @@ impl Checker<'_> {
         )
         .await;
         let answer = match sent {
-            Err(_) => probe::Answer::Failed("no answer from the API server".into()),
-            Ok(Ok(pod)) => probe::Answer::Admitted(Box::new(pod)),
-            Ok(Err(kube::Error::Api(status))) => probe::Answer::Refused {
+            Err(_) => probe::DryRun::Failed("no answer from the API server".into()),
+            Ok(Ok(pod)) => probe::DryRun::Admitted(Box::new(pod)),
+            Ok(Err(kube::Error::Api(status))) => probe::DryRun::Refused {
                 code: status.code,
                 message: status.message,
             },
-            Ok(Err(e)) => probe::Answer::Failed(e.to_string()),
+            Ok(Err(e)) => probe::DryRun::Failed(e.to_string()),
         };
         probe::dry_run_line(&answer, namespace, shadow)
     }

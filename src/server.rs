@@ -10,46 +10,32 @@
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
-mod accept;
 mod admin;
-mod admin_listener;
-mod answer;
-mod api_error;
-mod app;
-mod body;
 mod conn;
 mod error;
-mod fair;
 pub(crate) mod image_volumes;
 mod lifecycle;
 mod limits;
 mod logging;
-mod metered;
 mod metrics;
 mod native_sidecar;
-mod observe;
-mod review;
-mod routes;
-mod service;
 mod serving_cert;
 pub mod settings;
-mod share;
 mod signals;
 mod sizing;
-mod summary;
 mod tls;
-mod tls_policy;
+mod webhook;
 
 pub use crate::certs::ServingCertError;
 use crate::server::settings::ServeSettings;
-pub use app::RouterInputs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use limits::{Limits, Pace};
 pub use metrics::Metrics;
 use std::time::Duration;
+pub use tls::policy::TlsPolicyError;
 pub use tls::TlsConfigError;
-pub use tls_policy::TlsPolicyError;
+pub use webhook::RouterInputs;
 
 /// Connection tasks still running after the drain get this long to notice
 /// the runtime is going away before the process exits regardless.

@@ -62,9 +62,9 @@ pub fn probe_pod(namespace: &str) -> Pod {
     .unwrap_or_default()
 }
 
-/// What the API server answered the dry run.
+/// What the API server answered the dry run of the probe pod.
 #[derive(Debug, Clone)]
-pub enum Answer {
+pub enum DryRun {
     /// The pod as it would have been stored.
     Admitted(Box<Pod>),
     /// The API server's refusal (its HTTP code and message).
@@ -105,9 +105,9 @@ fn hardened(c: &Container) -> bool {
 
 /// The end-to-end line. `shadow`: serve changes no pod, so the probe can
 /// only come back as KServe's mutator made it.
-pub fn dry_run_line(answer: &Answer, namespace: &str, shadow: bool) -> Line {
+pub fn dry_run_line(answer: &DryRun, namespace: &str, shadow: bool) -> Line {
     match answer {
-        Answer::Admitted(pod) => match (injected(pod), shadow) {
+        DryRun::Admitted(pod) => match (injected(pod), shadow) {
             (Some(c), false) if hardened(c) => Line::pass(
                 ID,
                 format!("a dry-run pod in {namespace} came back from the API server with the {} kserve-injector injected", c.name),
@@ -128,12 +128,12 @@ pub fn dry_run_line(answer: &Answer, namespace: &str, shadow: bool) -> Line {
                 format!("check that the namespaceSelector selects {namespace} and the failurePolicy line; --probe-namespace names a namespace the webhook serves"),
             ),
         },
-        Answer::Refused { code, message } => Line::fail(
+        DryRun::Refused { code, message } => Line::fail(
             ID,
             format!("the API server refused a dry-run pod in {namespace} ({code}): {}", bounded(message)),
             hint(message),
         ),
-        Answer::Failed(message) => Line::fail(
+        DryRun::Failed(message) => Line::fail(
             ID,
             format!("the dry run of a pod in {namespace} got no answer: {}", bounded(message)),
             "check the connection to the API server",

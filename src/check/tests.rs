@@ -461,12 +461,12 @@ fn rbac_follows_the_lookup_flags() {
     );
 }
 
-fn admitted(containers: serde_json::Value, inits: serde_json::Value) -> probe::Answer {
+fn admitted(containers: serde_json::Value, inits: serde_json::Value) -> probe::DryRun {
     let pod: Pod = serde_json::from_value(
         json!({"spec": {"containers": containers, "initContainers": inits}}),
     )
     .unwrap();
-    probe::Answer::Admitted(Box::new(pod))
+    probe::DryRun::Admitted(Box::new(pod))
 }
 
 #[test]
@@ -496,7 +496,7 @@ fn the_dry_run_passes_only_with_our_injection() {
         line(admitted(json!([server]), json!([initializer])), false),
         Status::Pass
     );
-    let refused = probe::Answer::Refused { code: 500, message: "Internal error occurred: failed calling webhook \"pod-mutator.kserve-injector.kserve.io\": Post \"https://127.0.0.1:1/mutate-pods?timeout=5s\": dial tcp 127.0.0.1:1: connect: connection refused".into() };
+    let refused = probe::DryRun::Refused { code: 500, message: "Internal error occurred: failed calling webhook \"pod-mutator.kserve-injector.kserve.io\": Post \"https://127.0.0.1:1/mutate-pods?timeout=5s\": dial tcp 127.0.0.1:1: connect: connection refused".into() };
     let line = probe::dry_run_line(&refused, "models", false);
     assert_eq!(line.status, Status::Fail);
     assert!(line.fix.unwrap().contains("nothing listens"));

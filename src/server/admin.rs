@@ -1,7 +1,11 @@
-//! The plain-HTTP admin router: `/healthz`, `/readyz`, `/metrics`.
+//! The plain-HTTP admin router: `/healthz`, `/readyz`, `/metrics`, and
+//! the bounded listener that serves it (`listener.rs`).
+
+pub(crate) mod listener;
 
 use super::metrics::unix_now;
 use super::metrics::Metrics;
+use super::webhook::RouterInputs;
 use crate::lookups::SnapshotSource;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
@@ -16,7 +20,19 @@ use tokio_util::sync::CancellationToken;
 /// once the certificate is loaded and both listeners are bound; `/readyz`
 /// then fails from the first shutdown signal on (`draining`), while the
 /// served certificate is expired, and until the watch caches have listed.
-pub(crate) fn admin(
+impl RouterInputs {
+    /// The admin router: `/healthz`, `/readyz`, `/metrics`.
+    pub fn admin_router(&self) -> Router {
+        admin(
+            self.draining.clone(),
+            self.cert_not_after.clone(),
+            self.objects.clone(),
+            self.metrics.clone(),
+        )
+    }
+}
+
+fn admin(
     draining: CancellationToken,
     cert_not_after: Arc<AtomicI64>,
     objects: Arc<SnapshotSource>,

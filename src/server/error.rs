@@ -28,7 +28,7 @@ pub enum ServeError {
     #[error("invalid flags: {0}")]
     Files(#[from] super::sizing::TooFewFiles),
     #[error("invalid flags: {0}")]
-    TlsPolicy(#[from] super::tls_policy::TlsPolicyError),
+    TlsPolicy(#[from] super::tls::policy::TlsPolicyError),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,

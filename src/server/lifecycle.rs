@@ -4,14 +4,13 @@
 //! the listener closes, then in-flight requests finish, then the process
 //! exits. Each stage is a token of [`Shutdown`].
 
-use super::app::RouterInputs;
 use super::conn::{Shutdown, Webhook};
 use super::error::ServeError;
 use super::limits::Limits;
 use super::metrics::{unix_now, Metrics};
-use super::service;
 use super::serving_cert;
 use super::sizing;
+use super::webhook::{self, RouterInputs};
 use crate::config_file::{self, Snapshot};
 use crate::log_text::bounded;
 use crate::lookups::{KubeEnvironment, SnapshotSource};
@@ -215,7 +214,7 @@ fn sized_to_memory(
             .map(|m| tracing::field::display(m.file.display())),
         open_file_limit = nofile,
         max_connections = sized.max_connections,
-        max_admin_connections = super::admin_listener::ADMIN_CONNECTIONS,
+        max_admin_connections = super::admin::listener::ADMIN_CONNECTIONS,
         max_buffered_bytes = sized.max_buffered_bytes,
         max_concurrent_requests = sized.max_concurrent_requests,
         large_reviews = sized.large_reviews,
@@ -246,7 +245,7 @@ fn bind(
 
 /// The admin listener on its own thread and current-thread runtime, so
 /// probes answer whatever the webhook's workers are busy with; bounded on
-/// its own (`admin_listener.rs`).
+/// its own (`admin/listener.rs`).
 fn spawn_admin(
     listener: std::net::TcpListener,
     router: axum::Router,
@@ -264,7 +263,7 @@ fn spawn_admin(
             runtime.block_on(async move {
                 match TcpListener::from_std(listener) {
                     Ok(listener) => {
-                        super::admin_listener::serve(listener, router, metrics, stop, ADMIN_DRAIN)
+                        super::admin::listener::serve(listener, router, metrics, stop, ADMIN_DRAIN)
                             .await
                     }
                     Err(e) => warn!(error = %e, "admin listener failed"),
@@ -283,7 +282,7 @@ impl Server {
     pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
         args.validate()?;
         let (min, suites) = (args.tls.tls_min_version, &args.tls.tls_cipher_suites);
-        let policy = super::tls_policy::policy(&crate::certs::provider(), min, suites)?;
+        let policy = super::tls::policy::policy(&crate::certs::provider(), min, suites)?;
         // Before anything opens a descriptor.
         sizing::raise_nofile();
         // Anything that asks rustls for the process default gets ring too.
@@ -352,7 +351,7 @@ impl Server {
         };
         // The router `RouterInputs::webhook_router` builds, keeping its
         // state for the log summary.
-        let router = service::webhook(&router_inputs);
+        let router = webhook::webhook(&router_inputs);
         let app = router.app().clone();
         let webhook = Webhook::new(&args.limits, tls, router, &metrics, &shutdown);
         // Served from here on: the certificate is loaded and both ports are bound.
@@ -369,7 +368,7 @@ impl Server {
         let accept = Arc::new(webhook).accept_loop(listener, max_connections, connections.clone());
         let accept = tokio::spawn(accept);
         let (summary_interval, stop) = (args.logging.log_summary_interval, shutdown.kill.clone());
-        let summary = async move { app.summary.log_every(summary_interval, stop).await };
+        let summary = async move { app.summary().log_every(summary_interval, stop).await };
         shutdown.background.spawn(summary);
         info!(addr = %local_addr, admin_addr = %admin_addr, max_connections, "listening");
         if args.tls.self_signed {

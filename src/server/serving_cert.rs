@@ -4,8 +4,8 @@
 use super::conn::Shutdown;
 use super::error::ServeError;
 use super::metrics::{Metrics, CLIENT_CA, SERVING};
+use super::tls::policy::TlsPolicy;
 use super::tls::{Tls, TlsConfigError};
-use super::tls_policy::TlsPolicy;
 use crate::certs::{self, ServingPair};
 use crate::config_file::Snapshot;
 use crate::reload::{Source, Trigger};

@@ -20,7 +20,7 @@ use crate::lookups::{
     Kind, LookupMode, LookupOptions, OutsideNamespaces, StreamingLists,
     DEFAULT_SECRET_CACHE_ENTRIES,
 };
-pub use crate::server::tls_policy::TlsMinVersion;
+pub use crate::server::tls::policy::TlsMinVersion;
 use clap::{ArgAction, Parser};
 use std::ffi::OsString;
 use std::net::{Ipv4Addr, SocketAddr};

@@ -40,18 +40,18 @@ pub(crate) mod cost {
     /// One admin connection at its worst: hyper's 8 KiB read and write
     /// buffers, a `/metrics` rendering its client does not read, the
     /// kernel's send and receive buffers (16 and 8 KiB set, doubled), its
-    /// task and state (`admin_listener.rs`).
+    /// task and state (`admin/listener.rs`).
     pub const ADMIN_CONNECTION: u64 = 96 * 1024;
     /// The admin listener at its worst: every connection it admits.
     pub const ADMIN_LISTENER: u64 =
-        super::super::admin_listener::ADMIN_CONNECTIONS as u64 * ADMIN_CONNECTION;
+        super::super::admin::listener::ADMIN_CONNECTIONS as u64 * ADMIN_CONNECTION;
 }
 
 /// File descriptors besides the webhook's connections, planned like
 /// memory (docs/operations.md, "File descriptors").
 pub(crate) mod fds {
     /// The admin listener's connections.
-    pub const ADMIN: u64 = super::super::admin_listener::ADMIN_CONNECTIONS as u64;
+    pub const ADMIN: u64 = super::super::admin::listener::ADMIN_CONNECTIONS as u64;
     /// The API client's connections (watches and the GETs of objects the
     /// caches do not hold).
     pub const API_CLIENT: u64 = 64;

@@ -4,9 +4,11 @@
 //! proven by in-process handshakes before it is used, at startup and on
 //! every reload; one that fails leaves the previous one serving.
 
-use super::tls_policy::TlsPolicy;
+pub(crate) mod policy;
+
 use crate::certs::{HandshakeError, ServingPair, Verifier};
 use arc_swap::ArcSwap;
+use policy::TlsPolicy;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::SingleCertAndKey;
 use rustls::{ServerConfig, SupportedProtocolVersion};

@@ -1,14 +1,14 @@
-//! Each connection's activity, for the watchdog in `conn.rs` and for
+//! Each connection's activity, for the watchdog (`watchdog.rs`) and for
 //! eviction at the connection cap: when its requests started and ended,
 //! when it last completed a review, its answers waiting ([`Outbox`]) and
 //! its socket's waiting writes, its share ([`Share`]), and the open
 //! connections, scanned for the least productive one.
 
-use crate::server::answer::Outbox;
-use crate::server::fair::Holder;
-use crate::server::metered::WriteStall;
+use super::fair::Holder;
+use super::metered::WriteStall;
 use crate::server::metrics::Metrics;
-use crate::server::share::Share;
+use crate::server::webhook::reply::Outbox;
+use crate::server::webhook::share::Share;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -186,7 +186,7 @@ impl Open {
         let Some(at) = open.iter().position(|a| Arc::ptr_eq(a, newcomer)) else {
             return Eviction::None;
         };
-        match crate::server::fair::victim(&ranked, at) {
+        match super::fair::victim(&ranked, at) {
             Some(i) if i == at => Eviction::Newcomer,
             Some(i) => {
                 open[i].share.evict.cancel();

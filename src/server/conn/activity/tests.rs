@@ -78,7 +78,7 @@ fn an_outbox_is_stalled_from_the_first_look_that_finds_it_waiting_unmoved() {
     let outbox = Outbox::new(Arc::new(Metrics::new()));
     let mut watch = OutboxWatch::default();
     assert_eq!(watch.look(&outbox), None);
-    let mut answer = crate::server::answer::AnswerBody::new(vec![1u8; 100].into());
+    let mut answer = crate::server::webhook::reply::ReplyBody::new(vec![1u8; 100].into());
     let outbox = Arc::new(outbox);
     answer.queue_in(&outbox);
     let first = watch.look(&outbox).expect("waiting");

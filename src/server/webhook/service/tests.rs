@@ -1,5 +1,4 @@
 use super::*;
-use crate::server::app::RouterInputs;
 use axum::http::header::CONTENT_TYPE;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
@@ -28,9 +27,11 @@ async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
         .header(CONTENT_TYPE, "application/json")
         .body(body)
         .expect("request");
-    let mut answering = service.answer(req, None);
+    let mut answering = service.reply(req, None);
     assert!((&mut answering).now_or_never().is_none());
     assert_eq!(inputs.metrics.in_flight.get(), 1);
     drop(answering);
     assert_eq!(inputs.metrics.in_flight.get(), 0);
 }
+
+mod review;

@@ -10,20 +10,18 @@ impl App {
     /// A request that is not an AdmissionReview we can read: counted in the
     /// summary, logged at debug (its sender may retry it at any rate).
     pub(crate) fn malformed(&self, e: &kserve_injector_core::admission::ReviewError) {
-        self.summary.count_malformed();
+        self.summary().count_malformed();
         debug!(error = %bounded(e), "malformed admission request");
     }
 
     /// Metrics, the summary, and the per-request line at debug level.
     pub(crate) fn observe(&self, r: &Reviewed) {
         for (injector, outcome) in &r.outcomes {
-            self.router_inputs
-                .metrics
-                .record_injection(injector, outcome.as_str());
+            self.metrics().record_injection(injector, outcome.as_str());
         }
-        self.summary.count(r);
+        self.summary().count(r);
         if r.denial.is_some() {
-            self.router_inputs.metrics.denials.inc();
+            self.metrics().denials.inc();
         }
         if !r.withheld.is_empty() {
             self.shadow_difference(r);
@@ -66,9 +64,7 @@ impl App {
         injectors.sort_unstable();
         injectors.dedup();
         for injector in &injectors {
-            self.router_inputs
-                .metrics
-                .record_shadow_difference(injector);
+            self.metrics().record_shadow_difference(injector);
         }
         let changes: Vec<String> = (r.withheld.iter())
             .map(|w| format!("{} {} ({})", w.op, w.path, w.injector))
@@ -89,9 +85,8 @@ impl App {
     /// Shadow mode allowed a pod this webhook would have denied: one line
     /// with the reason, counted as `injector="deny"`.
     fn shadow_denial(&self, r: &Reviewed, reason: &str) {
-        self.router_inputs
-            .metrics
-            .record_shadow_difference(super::metrics::SHADOW_DENY);
+        self.metrics()
+            .record_shadow_difference(crate::server::metrics::SHADOW_DENY);
         info!(
             request_uid = %bounded(&r.uid),
             namespace = %bounded(&r.namespace),

@@ -18,7 +18,7 @@
 //!   rest of its window is, per stream, at most [`HANDED_WHOLE`] bytes of
 //!   an answer up to that size, handed over whole (the answers of nearly
 //!   every review: one chunk, one DATA frame), and a byte of a larger one,
-//!   whose last byte is a chunk of its own ([`AnswerBody::last_byte_alone`]):
+//!   whose last byte is a chunk of its own ([`ReplyBody::last_byte_alone`]):
 //!   h2 asks for a stream's next chunk only while what the stream holds is
 //!   less than the window its client granted (and than two chunks, the
 //!   send buffer set in `conn.rs`), so a larger answer stays counted until
@@ -31,8 +31,8 @@
 //!   the stream's task on every review: about 5,000 instructions of a
 //!   request's 80,000 (docs/performance.md, "The CI guard").
 
+use super::share::Held;
 use crate::server::metrics::Metrics;
-use crate::server::share::Held;
 use axum::body::Bytes;
 use hyper::body::{Body, Buf, Frame, SizeHint};
 use std::convert::Infallible;
@@ -128,7 +128,7 @@ impl Drop for Queued {
 
 /// The body of every webhook answer.
 #[derive(Debug)]
-pub(crate) struct AnswerBody {
+pub(crate) struct ReplyBody {
     rest: Bytes,
     /// Copies of at most [`CHUNK`] bytes rather than slices of `rest`.
     copy: bool,
@@ -138,7 +138,7 @@ pub(crate) struct AnswerBody {
     queued: Option<Queued>,
 }
 
-impl AnswerBody {
+impl ReplyBody {
     pub(crate) fn new(bytes: Bytes) -> Self {
         Self {
             copy: bytes.len() > CHUNK,
@@ -199,7 +199,7 @@ impl AnswerBody {
     }
 }
 
-impl Body for AnswerBody {
+impl Body for ReplyBody {
     type Data = Bytes;
     type Error = Infallible;
 

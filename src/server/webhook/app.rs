@@ -3,18 +3,18 @@
 //! copied field by field) and what each router holds of its own (its
 //! concurrency limit, byte budget, turns for large reviews and summary).
 
-use super::limits::Limits;
-use super::metrics::Metrics;
 use super::share::Budget;
 use super::summary::Summary;
 use crate::lookups::SnapshotSource;
+use crate::server::limits::{Limits, Pace};
+use crate::server::metrics::Metrics;
 use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use kserve_injector_core::admission::Mode;
 use kserve_injector_core::Inputs;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 /// Everything the two routers need, without sockets or TLS: the one value
@@ -51,7 +51,7 @@ impl RouterInputs {
             inputs: Arc::new(ArcSwap::from_pointee(inputs)),
             objects: Arc::new(SnapshotSource::Off),
             metrics: Arc::new(Metrics::new()),
-            limits: super::sizing::size(None, None, limits, 0),
+            limits: crate::server::sizing::size(None, None, limits, 0),
             draining: CancellationToken::new(),
             cert_not_after: Arc::new(AtomicI64::new(i64::MAX)),
             mode: Mode::Mutate,
@@ -63,22 +63,22 @@ impl RouterInputs {
 /// patch.
 const ENVELOPE: usize = 16 * 1024;
 
-/// What the webhook routes share.
+/// What the webhook routes share, read through its methods.
 pub(crate) struct App {
     /// The config, the cluster objects, the metrics, the limits and the mode.
-    pub router_inputs: RouterInputs,
+    router_inputs: RouterInputs,
     /// One per request being answered; none left and the request is shed
     /// (`--max-concurrent-requests`).
-    pub permits: Semaphore,
+    permits: Semaphore,
     /// The bytes held in memory beyond each connection's own: of request
-    /// bodies until they are reviewed, of answers until hyper has taken them.
-    pub budget: Budget,
+    /// bodies until they are reviewed, of replies until hyper has taken them.
+    budget: Budget,
     /// One permit per review of a body too large to review inline.
-    pub large_reviews: Arc<Semaphore>,
+    large_reviews: Semaphore,
     /// The largest patch an answer may carry, base64-encoded: an answer
     /// must fit in a connection's part of the byte budget whole.
-    pub max_patch: usize,
-    pub summary: Summary,
+    max_patch: usize,
+    summary: Summary,
 }
 
 impl App {
@@ -89,9 +89,57 @@ impl App {
             permits: Semaphore::new(limits.max_concurrent_requests),
             max_patch: budget.per_connection().saturating_sub(ENVELOPE),
             budget,
-            large_reviews: Arc::new(Semaphore::new(limits.large_reviews)),
+            large_reviews: Semaphore::new(limits.large_reviews),
             summary: Summary::default(),
             router_inputs: inputs.clone(),
         })
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.router_inputs.metrics
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.router_inputs.limits
+    }
+
+    /// The pace a request body must keep.
+    pub(crate) fn body_pace(&self) -> &Pace {
+        &self.router_inputs.limits.body_pace
+    }
+
+    /// The inputs in force now (a config reload swaps them whole).
+    pub(crate) fn inputs(&self) -> Arc<Inputs> {
+        self.router_inputs.inputs.load_full()
+    }
+
+    pub(crate) fn objects(&self) -> &Arc<SnapshotSource> {
+        &self.router_inputs.objects
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.router_inputs.mode
+    }
+
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    pub(crate) fn max_patch(&self) -> usize {
+        self.max_patch
+    }
+
+    pub(crate) fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// A place among the requests in flight, or `None` when they are all taken.
+    pub(crate) fn permit(&self) -> Option<SemaphorePermit<'_>> {
+        self.permits.try_acquire().ok()
+    }
+
+    /// The turn of a review too large to review inline (`None`: closed).
+    pub(crate) async fn large_review_turn(&self) -> Option<SemaphorePermit<'_>> {
+        self.large_reviews.acquire().await.ok()
     }
 }

@@ -66,7 +66,8 @@ stringData: {awsAccessKeyID: AKIAEXAMPLE, awsSecretAccessKey: not-a-real-key}
 /// A config whose S3 credential keys are `awsAccessKeyID` and
 /// `awsSecretAccessKey` (KServe's shipped keys differ).
 fn s3_keys() -> Inputs {
-    let manifest = include_str!("../../../fixtures/s13-credential-s3-service-account/config.yaml");
+    let manifest =
+        include_str!("../../../../../fixtures/s13-credential-s3-service-account/config.yaml");
     let config = kserve_injector_core::config::Config::from_manifest(manifest).unwrap();
     Inputs::new(config)
 }

@@ -1,7 +1,7 @@
-//! The webhook's error answers: a status and `{"error": ...}`, with
+//! The webhook's error replies: a status and `{"error": ...}`, with
 //! `Retry-After` on 503 so a shed client knows to come back.
 
-use super::answer::AnswerBody;
+use super::reply::ReplyBody;
 use crate::limits::MAX_BODY_BYTES;
 use axum::body::Bytes;
 use axum::http::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -9,8 +9,9 @@ use axum::http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// What the webhook answers: a whole body, which hyper sends as it is.
-pub(crate) type Answer = Response<AnswerBody>;
+/// The server's reply to one request: a whole body, which hyper sends as
+/// it is (the core's `Reviewed` is its AdmissionReview answer, carried in it).
+pub(crate) type Reply = Response<ReplyBody>;
 
 /// Every error the webhook answers with: a status and the `error` text.
 #[derive(Debug)]
@@ -21,9 +22,9 @@ impl ApiError {
         Self(status, message.into())
     }
 
-    pub(crate) fn answer(self) -> Answer {
+    pub(crate) fn reply(self) -> Reply {
         let body = serde_json::json!({ "error": self.1 }).to_string();
-        let mut response = json_answer(self.0, body);
+        let mut response = json_reply(self.0, body);
         if self.0 == StatusCode::SERVICE_UNAVAILABLE {
             let retry = HeaderValue::from_static("1");
             response.headers_mut().insert(RETRY_AFTER, retry);
@@ -31,19 +32,19 @@ impl ApiError {
         response
     }
 
-    /// The answer, with `headers` added (`Connection: close`, `Allow`).
-    pub(crate) fn answer_with(self, headers: HeaderMap) -> Answer {
-        let mut response = self.answer();
+    /// The reply, with `headers` added (`Connection: close`, `Allow`).
+    pub(crate) fn reply_with(self, headers: HeaderMap) -> Reply {
+        let mut response = self.reply();
         response.headers_mut().extend(headers);
         response
     }
 }
 
-pub(crate) fn json_answer(status: StatusCode, body: impl Into<Bytes>) -> Answer {
-    json_body(status, AnswerBody::new(body.into()))
+pub(crate) fn json_reply(status: StatusCode, body: impl Into<Bytes>) -> Reply {
+    json_body(status, ReplyBody::new(body.into()))
 }
 
-pub(crate) fn json_body(status: StatusCode, body: AnswerBody) -> Answer {
+pub(crate) fn json_body(status: StatusCode, body: ReplyBody) -> Reply {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, JSON);

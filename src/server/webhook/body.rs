@@ -11,9 +11,9 @@
 //! is in hand when the request is answered costs nothing of this: the timer
 //! is armed only when a frame has to be waited for.
 
-use super::api_error::{too_large, ApiError};
-use super::limits::Pace;
+use super::errors::{too_large, ApiError};
 use super::share::{Budget, Full, Held, Share};
+use crate::server::limits::Pace;
 use axum::body::Bytes;
 use axum::http::header::CONNECTION;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Version};
@@ -44,7 +44,7 @@ enum Stop {
 }
 
 impl Stop {
-    fn answer(self, start: Instant, pace: &Pace) -> ApiError {
+    fn refusal(self, start: Instant, pace: &Pace) -> ApiError {
         match self {
             Stop::Pace { received } => {
                 let message = format!(
@@ -181,7 +181,7 @@ where
         let frame = match frames.next().await {
             Ok(Some(frame)) => frame,
             Ok(None) => break,
-            Err(stop) => return Err(stop.answer(arrival.start, pace)),
+            Err(stop) => return Err(stop.refusal(arrival.start, pace)),
         };
         let frame = frame.map_err(|e| match e.into() {
             inner if inner.is::<LengthLimitError>() => too_large(),

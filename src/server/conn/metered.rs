@@ -1,6 +1,6 @@
 //! A connection's socket, as hyper writes to it, watched for writes that
 //! cannot go out: while the client does not read, the bytes hyper and
-//! rustls already hold for it stay in memory. The watchdog in `conn.rs`
+//! rustls already hold for it stay in memory. The watchdog (`watchdog.rs`)
 //! closes a connection whose pending write has made no progress for
 //! `--write-timeout`.
 

@@ -4,7 +4,7 @@
 //! memory or the file descriptors the webhook needs. It serves HTTP/1.1 only
 //! (kubelet and Prometheus speak it) on its own thread and current-thread
 //! runtime, with at most [`ADMIN_CONNECTIONS`] connections, shared fairly
-//! between client addresses as the webhook's are (`fair.rs`): at the cap,
+//! between client addresses as the webhook's are (`conn/fair.rs`): at the cap,
 //! the connection closed for a newcomer is of the address holding the most,
 //! the one that answered nothing or the longest ago first, then the first
 //! accepted. A request head must come whole within [`HEAD_TIMEOUT`] of the
@@ -14,9 +14,9 @@
 //! thread and the encoding does not yield. Its memory is planned
 //! (`sizing::cost::ADMIN_CONNECTION`).
 
-use super::accept::Backoff;
-use super::fair;
-use super::metrics::{Metrics, ADMIN};
+use crate::server::conn::backoff::Backoff;
+use crate::server::conn::fair;
+use crate::server::metrics::{Metrics, ADMIN};
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioIo, TokioTimer};

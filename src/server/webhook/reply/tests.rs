@@ -1,8 +1,8 @@
 use super::*;
-use crate::server::share::Budget;
+use crate::server::webhook::share::Budget;
 use std::task::Waker;
 
-fn chunks(body: &mut AnswerBody) -> Vec<Bytes> {
+fn chunks(body: &mut ReplyBody) -> Vec<Bytes> {
     let mut cx = Context::from_waker(Waker::noop());
     let mut out = Vec::new();
     while let Poll::Ready(Some(Ok(frame))) = Pin::new(&mut *body).poll_frame(&mut cx) {
@@ -18,7 +18,7 @@ fn answer(len: usize) -> Bytes {
 #[test]
 fn a_small_answer_is_handed_whole_without_a_copy() {
     let bytes = answer(1500);
-    let mut body = AnswerBody::new(bytes.clone());
+    let mut body = ReplyBody::new(bytes.clone());
     let got = chunks(&mut body);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].as_ptr(), bytes.as_ptr());
@@ -28,7 +28,7 @@ fn a_small_answer_is_handed_whole_without_a_copy() {
 #[test]
 fn a_large_answer_is_handed_in_copies_that_do_not_pin_it() {
     let bytes = answer(5 * CHUNK + 7);
-    let mut body = AnswerBody::new(bytes.clone());
+    let mut body = ReplyBody::new(bytes.clone());
     let got = chunks(&mut body);
     assert_eq!(got.len(), 6);
     assert!(got.iter().all(|c| c.len() <= CHUNK));
@@ -41,7 +41,7 @@ fn a_large_answer_is_handed_in_copies_that_do_not_pin_it() {
 fn over_http2_a_small_answer_goes_whole() {
     for len in [2, 1500, HANDED_WHOLE] {
         let bytes = answer(len);
-        let mut body = AnswerBody::new(bytes.clone());
+        let mut body = ReplyBody::new(bytes.clone());
         body.last_byte_alone();
         let got = chunks(&mut body);
         assert_eq!(got.len(), 1, "len {len}");
@@ -53,7 +53,7 @@ fn over_http2_a_small_answer_goes_whole() {
 fn over_http2_the_last_byte_of_a_larger_answer_goes_alone_and_pins_nothing() {
     for len in [HANDED_WHOLE + 1, CHUNK, CHUNK + 1, 3 * CHUNK] {
         let bytes = answer(len);
-        let mut body = AnswerBody::new(bytes.clone());
+        let mut body = ReplyBody::new(bytes.clone());
         body.last_byte_alone();
         let got = chunks(&mut body);
         let last = got.last().expect("chunks");
@@ -71,7 +71,7 @@ fn an_answer_is_counted_until_its_body_is_dropped() {
     let len = 3 * CHUNK;
     let mut held = Budget::hold(None);
     budget.take(&mut held, len).expect("fits");
-    let mut body = AnswerBody::new(answer(len)).holding(held);
+    let mut body = ReplyBody::new(answer(len)).holding(held);
     body.queue_in(&outbox);
     assert_eq!(outbox.bytes(), len);
     assert_eq!(metrics.answers_waiting.get(), 1);
@@ -98,10 +98,10 @@ fn an_answer_dropped_unsent_gives_everything_back() {
     let metrics = Arc::new(Metrics::new());
     let outbox = Arc::new(Outbox::new(metrics.clone()));
     let before = outbox.progress();
-    let mut body = AnswerBody::new(answer(100));
+    let mut body = ReplyBody::new(answer(100));
     body.queue_in(&outbox);
     assert_eq!(outbox.progress(), before + 1);
-    let mut second = AnswerBody::new(answer(50));
+    let mut second = ReplyBody::new(answer(50));
     // Queued behind a waiting answer: the wait did not start again.
     second.queue_in(&outbox);
     assert_eq!(outbox.progress(), before + 1);

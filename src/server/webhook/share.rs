@@ -13,7 +13,7 @@
 //!   connection cap has taken its slot.
 //!
 //! Requests in flight are shared out by the listener (at most
-//! `--http2-max-concurrent-streams` per connection, `conn.rs`), and the
+//! `--http2-max-concurrent-streams` per connection, `conn/`), and the
 //! memory all of it may take is planned in `sizing.rs`.
 
 use crate::limits::MAX_BODY_BYTES;
@@ -23,7 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// The bytes each connection may hold of its own, besides the byte budget:
-/// a review up to the size reviewed inline (`review.rs`) and its answer.
+/// a review up to the size reviewed inline (`service.rs`) and its answer.
 pub(crate) const OWN_BYTES: usize = 64 * 1024;
 
 /// One connection's share.
