@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every public item of the core is named outside it, by one path.
+"""Every public item of a crate of ours is named outside it, by one path.
 
 Reads the core's rustdoc JSON (which .ci/public-api.sh builds) and walks
 the public surface from the crate root: modules, `pub use`s, types,
@@ -19,6 +19,11 @@ associated constants of inherent impls. Fails, naming each item, when
   or variants hold it (what `prepare` returns, an error's source, a
   config's section): it cannot be private while they are public.
 
+The same holds for the root crate's library (`--crate kserve_injector`),
+whose users are the binary (src/main.rs), tests/, benches/,
+fuzz/fuzz_targets/ and examples/: what they call stays public and nothing
+else (`unreachable_pub` is denied in both crates).
+
 A name search is a floor, not a proof: a common name (`new`, `table`) is
 found whether or not the core's item is the one meant. It catches what
 grew public for no caller, which `unreachable_pub` and `dead_code` do not.
@@ -29,6 +34,7 @@ public-api.sh runs it on the JSON built with the `oracle` feature, so the
 `internals` only the oracle, the tests and the benches reach are checked too.
 
     python3 .ci/public_unused.py target/public-api/doc/kserve_injector_core.json
+    python3 .ci/public_unused.py --crate kserve_injector target/public-api/doc/kserve_injector.json
 """
 
 import json
@@ -36,7 +42,11 @@ import os
 import re
 import sys
 
-USERS = ("src", "tests", "benches", "fuzz/fuzz_targets", "examples", "oracle")
+# Each crate's users: folders, or single files.
+USERS = {
+    "kserve_injector_core": ("src", "tests", "benches", "fuzz/fuzz_targets", "examples", "oracle"),
+    "kserve_injector": ("src/main.rs", "tests", "benches", "fuzz/fuzz_targets", "examples"),
+}
 CRATE = "kserve_injector_core"
 LINE_COMMENT = re.compile(r"//[^\n]*")
 BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -133,9 +143,13 @@ def interface(doc, item_id):
 
 
 def users_text(root):
-    """The text of every file of the core's users, comments out."""
+    """The text of every file of the crate's users, comments out."""
     every = []
-    for top in USERS:
+    for top in USERS[CRATE]:
+        if top.endswith(".rs"):
+            with open(os.path.join(root, top), encoding="utf-8") as f:
+                every.append(LINE_COMMENT.sub("", BLOCK_COMMENT.sub("", f.read())))
+            continue
         for folder, _, names in os.walk(os.path.join(root, top)):
             if "/target" in folder:
                 continue
@@ -149,9 +163,13 @@ def users_text(root):
 
 
 def main():
+    global CRATE
+    args = sys.argv[1:]
+    if args[:1] == ["--crate"]:
+        CRATE, args = args[1], args[2:]
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
-    with open(sys.argv[1], encoding="utf-8") as f:
+    with open(args[0], encoding="utf-8") as f:
         doc = json.load(f)
     found, empty = surface(doc)
     every = users_text(root)
@@ -179,16 +197,17 @@ def main():
                 todo.append(ref)
     for item_id, (kind, paths) in found.items():
         if paths != [CRATE] and item_id not in used and item_id not in held:
-            problems.append(f"{paths[0]}: a public {kind} named nowhere outside the core")
+            problems.append(f"{paths[0]}: a public {kind} named nowhere outside the crate")
     for line in sorted(set(problems)):
         print(f"public surface: {line}", file=sys.stderr)
     items = sum(1 for kind, paths in found.values() if paths != [CRATE])
     if problems:
-        print(f"public surface: {len(set(problems))} problem(s) in {items} public items; the core's"
-              f" users searched: {', '.join(d + '/' for d in USERS)}. Make an item no user names"
-              " pub(crate), or drop it.", file=sys.stderr)
+        users = ", ".join(d if d.endswith(".rs") else d + "/" for d in USERS[CRATE])
+        print(f"public surface of {CRATE}: {len(set(problems))} problem(s) in {items} public items;"
+              f" its users searched: {users}. Make an item no user names pub(crate), or drop it.",
+              file=sys.stderr)
         return 1
-    print(f"public surface: {items} public items, each by one path and named outside the core")
+    print(f"public surface of {CRATE}: {items} public items, each by one path and named outside it")
     return 0
 
 

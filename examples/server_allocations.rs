@@ -112,8 +112,8 @@ fn run(args: &[String]) -> Result<(), Error> {
                 "--self-signed", "--self-signed-ca-file", &ca, "--addr", "127.0.0.1:0",
                 "--admin-addr", "127.0.0.1:0", "--cluster-lookups", "off", "--shutdown-delay", "0s",
             ];
-            let settings = kserve_injector::server::settings::ServeSettings::try_parse_from(flags)?;
-            let server = runtime.block_on(kserve_injector::server::Server::start(settings))?;
+            let args = kserve_injector::server::args::ServeArgs::try_parse_from(flags)?;
+            let server = runtime.block_on(kserve_injector::server::Server::start(args))?;
             let url = format!("https://{}/mutate-pods", server.local_addr());
             let measured = measure(&url, body, n.parse()?);
             let _ = std::fs::remove_dir_all(&dir);

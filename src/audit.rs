@@ -5,43 +5,20 @@
 pub use kserve_injector_core::audit::CredentialReport;
 pub use kserve_injector_core::audit::*;
 
+mod args;
 pub mod cluster;
 pub mod dump;
 mod upgrade_to;
 
 pub use upgrade_to::run_upgrade;
 
-use crate::config_file;
+use crate::files;
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
+pub use args::AuditArgs;
 use kserve_injector_core::config::Config;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
-
-/// What an audit runs with, made from `audit`'s flags at the edge.
-#[derive(Debug, Clone)]
-pub struct AuditSettings {
-    /// A dump to read instead of a cluster ("-": standard input).
-    pub objects: Option<PathBuf>,
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-    pub namespace: Option<String>,
-    pub all_namespaces: bool,
-    /// Containers other webhooks add, not compared (besides the built-in list).
-    pub ignore_container: Vec<String>,
-    pub controller_namespace: String,
-    /// The inferenceservice-config (else the cluster's), the settings
-    /// file, the release, the modelcar's shape and the security profile.
-    pub inputs: crate::input_flags::InputFlags,
-    /// List literal credentials in env instead of comparing.
-    pub credentials: bool,
-    /// Compare each pod under the current release and this one instead.
-    pub upgrade_to: Option<kserve_injector_core::release::Release>,
-    /// The ConfigMap the target release reads (default: the current one).
-    pub upgrade_config: Option<PathBuf>,
-    /// What reading the dump may cost.
-    pub budget: kserve_injector_core::reader::Budget,
-}
 
 /// Why the audit could not run (exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +44,7 @@ pub enum RunError {
     List(#[from] cluster::ListError),
     /// The settings file or `--config`.
     #[error(transparent)]
-    Config(#[from] config_file::LoadError),
+    Config(#[from] files::LoadError),
     #[error("{CONFIG_MAP_NAME}: {0}")]
     ClusterConfig(#[source] kserve_injector_core::config::ConfigError),
     #[error("no {CONFIG_MAP_NAME} ConfigMap in namespace {namespace:?} (see --controller-namespace, or pass --config)")]
@@ -93,14 +70,14 @@ pub enum UnknownRelease {
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.
-pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunError> {
+pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
     let mut inventory = Inventory::default();
     inventory.credentials = Some(CredentialReport {
         only_namespace: args.namespace.clone().filter(|_| args.objects.is_some()),
         ..CredentialReport::default()
     });
     match (&args.objects, args.all_namespaces, &args.namespace) {
-        (Some(path), ..) => read_dump(path, &mut inventory, args.budget)?,
+        (Some(path), ..) => read_dump(path, &mut inventory, args.budget.budget())?,
         (None, true, _) => read_cluster(args, cluster::Scope::All, &mut inventory)?,
         (None, false, ns) => {
             let scope = cluster::Scope::Namespace(ns.clone().unwrap_or_default());
@@ -113,13 +90,13 @@ pub fn run_credentials(args: &AuditSettings) -> Result<CredentialReport, RunErro
 }
 
 /// Reads the objects, audits, and gives the report.
-pub fn run(args: &AuditSettings) -> Result<Report, RunError> {
+pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
     let flags = &args.inputs;
     let settings = flags.settings()?;
     let config = match &flags.config {
-        Some(path) => config_file::load_config(Some(path), &settings, flags.kserve_version())?,
+        Some(path) => files::load_config(Some(path), &settings, flags.kserve_version())?,
         None => {
             let data = cluster_config(&inventory, &args.controller_namespace)?;
             Config::from_data_with(
@@ -161,15 +138,15 @@ fn cluster_config<'i>(
 
 /// The namespace to keep of a dump (`-n` with `--objects`; a cluster is
 /// listed in that namespace only).
-fn dump_namespace(args: &AuditSettings) -> Option<&str> {
+fn dump_namespace(args: &AuditArgs) -> Option<&str> {
     args.namespace.as_deref().filter(|_| args.objects.is_some())
 }
 
 /// The dump, or the cluster in the namespaces of `-n`/`-A`, into `inventory`.
-fn read_objects(args: &AuditSettings, inventory: &mut Inventory) -> Result<(), RunError> {
+fn read_objects(args: &AuditArgs, inventory: &mut Inventory) -> Result<(), RunError> {
     let scope = match (&args.objects, args.all_namespaces, &args.namespace) {
         (Some(path), ..) => {
-            read_dump(path, inventory, args.budget)?;
+            read_dump(path, inventory, args.budget.budget())?;
             None
         }
         (None, true, _) => Some(cluster::Scope::All),
@@ -209,7 +186,7 @@ fn read_dump(
 }
 
 fn read_cluster(
-    args: &AuditSettings,
+    args: &AuditArgs,
     scope: cluster::Scope,
     inventory: &mut Inventory,
 ) -> Result<(), RunError> {

@@ -7,6 +7,7 @@
 //! through the real admission chain. The reads are here; what each check
 //! concludes is decided by pure functions in the submodules.
 
+mod args;
 mod certs;
 mod cluster;
 mod probe;
@@ -23,6 +24,7 @@ pub use report::{Line, Report, Status};
 pub use webhook::WEBHOOK_NAME;
 
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode, LookupModeError};
+pub use args::CheckArgs;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authorization::v1::{
@@ -39,21 +41,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// What a check runs with, made from `check`'s flags at the edge.
-#[derive(Debug, Clone)]
-pub struct CheckSettings {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-    /// Where kserve-injector is installed.
-    pub namespace: String,
-    /// Its objects' name (the chart's fullname).
-    pub name: String,
-    /// Where the dry-run probe pod goes.
-    pub probe_namespace: String,
-    /// The bound on the handshake and on each request to the API server.
-    pub timeout: Duration,
-}
-
 /// Why no check could run.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -67,13 +54,13 @@ pub enum CheckError {
 }
 
 /// Runs every check; the report says what passed and what failed.
-pub fn run(settings: &CheckSettings) -> Result<Report, CheckError> {
+pub fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(CheckError::Runtime)?;
     runtime.block_on(async {
-        let mut environment = KubeEnvironment::from_process(settings.kubeconfig.clone());
+        let mut environment = KubeEnvironment::from_process(args.kubeconfig.clone());
         if environment.kubeconfig_flag.is_none() && environment.kubeconfig_env.is_none() {
             // As kubectl: ~/.kube/config when nothing else says where.
             let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -84,7 +71,7 @@ pub fn run(settings: &CheckSettings) -> Result<Report, CheckError> {
             .detect()
             .map(|s| s.to_string())
             .unwrap_or_default();
-        let client = match resolve_client(LookupMode::On, &environment, settings.context.as_deref())
+        let client = match resolve_client(LookupMode::On, &environment, args.context.as_deref())
             .await
         {
             Ok(Some(client)) => client,
@@ -95,12 +82,12 @@ pub fn run(settings: &CheckSettings) -> Result<Report, CheckError> {
             Ok(v) => format!("Kubernetes {}", v.git_version),
             Err(e) => format!("version unknown: {e}"),
         };
-        let checks = Checker { client, settings }.all().await;
+        let checks = Checker { client, args }.all().await;
         Ok(Report {
             server: source,
             version,
-            namespace: settings.namespace.clone(),
-            name: settings.name.clone(),
+            namespace: args.namespace.clone(),
+            name: args.name.clone(),
             checks,
         })
     })
@@ -127,7 +114,7 @@ fn api_error(e: &kube::Error) -> String {
 
 struct Checker<'s> {
     client: Client,
-    settings: &'s CheckSettings,
+    args: &'s CheckArgs,
 }
 
 impl Checker<'_> {
@@ -136,11 +123,11 @@ impl Checker<'_> {
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
         <K as kube::Resource>::DynamicType: Default,
     {
-        Api::namespaced(self.client.clone(), &self.settings.namespace)
+        Api::namespaced(self.client.clone(), &self.args.namespace)
     }
 
     async fn all(&self) -> Vec<Line> {
-        let s = self.settings;
+        let s = self.args;
         let mut lines = Vec::new();
         let deployment = match get(&self.namespaced::<Deployment>(), &s.name).await {
             Ok(d) => d,
@@ -159,14 +146,14 @@ impl Checker<'_> {
             }
         };
         let served = deployment.as_ref().map(serving::served);
-        let settings = served.as_ref().and_then(|s| s.settings.clone());
+        let serve = served.as_ref().and_then(|s| s.serve_args.clone());
         let expected = webhook::Expected {
             shadow: served.as_ref().is_some_and(serving::Served::shadow),
-            request_timeout: settings
+            request_timeout: serve
                 .as_ref()
                 .map(|s| s.limits.request_timeout)
                 .unwrap_or(Duration::from_secs(5)),
-            request_timeout_from: if settings.is_some() {
+            request_timeout_from: if serve.is_some() {
                 "the Deployment's"
             } else {
                 "serve's default"
@@ -249,7 +236,7 @@ impl Checker<'_> {
     async fn namespace_labels(&self) -> BTreeMap<String, BTreeMap<String, String>> {
         let api: Api<Namespace> = Api::all(self.client.clone());
         let mut out = BTreeMap::new();
-        for name in ["kube-system", self.settings.namespace.as_str()] {
+        for name in ["kube-system", self.args.namespace.as_str()] {
             let read = get(&api, name)
                 .await
                 .ok()
@@ -287,7 +274,7 @@ impl Checker<'_> {
         match secret {
             None => lines.push(Line::skip("webhook.caBundle", "the Deployment mounts no Secret where serve reads tls.crt; the handshake below checks the caBundle")),
             Some((name, key)) => {
-                let shown = format!("{}/{name}", self.settings.namespace);
+                let shown = format!("{}/{name}", self.args.namespace);
                 match get(&self.namespaced::<Secret>(), &name).await {
                     Ok(Some(secret)) => {
                         let pem = secret.data.as_ref().and_then(|d| d.get(&key)).map(|b| b.0.clone());
@@ -306,7 +293,7 @@ impl Checker<'_> {
                 }
             }
         }
-        lines.push(tls::handshake_line(&bundle, &target, self.settings.timeout).await);
+        lines.push(tls::handshake_line(&bundle, &target, self.args.timeout).await);
         lines
     }
 
@@ -315,13 +302,13 @@ impl Checker<'_> {
         deployment: &Deployment,
         served: &serving::Served,
     ) -> Vec<Line> {
-        let s = self.settings;
+        let s = self.args;
         let mut lines = vec![serving::replicas_line(deployment, &s.name)];
         lines.push(serving::budget_line(
             self.budgets().await.as_deref(),
             &served.pod_labels,
         ));
-        let Some(settings) = &served.settings else {
+        let Some(serve) = &served.serve_args else {
             lines.push(Line::fail(
                 "config.inferenceservice-config",
                 format!("cannot read how the Deployment runs serve: {}", served.unreadable.clone().unwrap_or_default()),
@@ -330,9 +317,9 @@ impl Checker<'_> {
             return lines;
         };
         let file = self.settings_file(served).await;
-        let release = serving::served_release(settings, file.as_ref());
+        let release = serving::served_release(serve, file.as_ref());
         match &served.config_map {
-            None if settings.inference_config.inputs.config.is_none() => {
+            None if serve.inference_config.inputs.config.is_none() => {
                 lines.push(Line::skip(
                     "config.inferenceservice-config",
                     format!(
@@ -382,7 +369,7 @@ impl Checker<'_> {
     }
 
     /// A dry-run PodTemplate with an image volume in our namespace (what
-    /// serve asks at start), against what serve's settings give pods.
+    /// serve asks at start), against what serve's settings file gives pods.
     async fn image_volume_line(&self, served: Option<&serving::Served>) -> Line {
         let file = match served {
             Some(served) => self.settings_file(served).await,
@@ -390,7 +377,7 @@ impl Checker<'_> {
         };
         let model_volume = file.as_ref().and_then(|f| f.model_volume.as_ref());
         let asked = (model_volume.is_some_and(|v| v.image.is_some())).then_some(
-            "serve's settings give the model volume an image source (modelVolume.image)",
+            "serve's settings file gives the model volume an image source (modelVolume.image)",
         );
         let kept = crate::server::image_volumes::dry_run(&self.namespaced()).await;
         cluster::image_volume_line(&kept, asked)
@@ -404,7 +391,7 @@ impl Checker<'_> {
         hook: &k8s_openapi::api::admissionregistration::v1::MutatingWebhook,
         served: &serving::Served,
     ) -> Option<Line> {
-        let settings = served.settings.as_ref()?;
+        let serve = served.serve_args.as_ref()?;
         let api: Api<Namespace> = Api::all(self.client.clone());
         let params = ListParams::default().labels("pod-security.kubernetes.io/enforce=restricted");
         let list = match api.list(&params).await {
@@ -417,7 +404,7 @@ impl Checker<'_> {
                 ))
             }
         };
-        let only = &settings.lookups.namespaces;
+        let only = &serve.lookups.namespaces;
         let restricted: Vec<String> = (list.items.into_iter())
             .filter_map(|n| {
                 let name = n.metadata.name?;
@@ -427,7 +414,7 @@ impl Checker<'_> {
                 (selected.unwrap_or(false) && served).then_some(name)
             })
             .collect();
-        let profile = settings.inference_config.inputs.security_profile;
+        let profile = serve.inference_config.inputs.security_profile;
         Some(cluster::pod_security_line(profile, &restricted))
     }
 
@@ -473,7 +460,7 @@ impl Checker<'_> {
         let gvk = GroupVersionKind::gvk("policy", "v1beta1", "PodDisruptionBudget");
         let resource = ApiResource::from_gvk_with_plural(&gvk, "poddisruptionbudgets");
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), &self.settings.namespace, &resource);
+            Api::namespaced_with(self.client.clone(), &self.args.namespace, &resource);
         let list = api.list(&ListParams::default()).await.ok()?;
         Some(
             list.items
@@ -502,7 +489,7 @@ impl Checker<'_> {
                 let others: Vec<MutatingWebhookConfiguration> = list
                     .items
                     .into_iter()
-                    .filter(|c| c.metadata.name.as_deref() != Some(self.settings.name.as_str()))
+                    .filter(|c| c.metadata.name.as_deref() != Some(self.args.name.as_str()))
                     .collect();
                 webhook::kserve_mutator_line(
                     &webhook::kserve_mutator_configurations(&others),
@@ -521,22 +508,22 @@ impl Checker<'_> {
     }
 
     async fn rbac_line(&self, served: &serving::Served) -> Line {
-        let Some(settings) = &served.settings else {
+        let Some(serve) = &served.serve_args else {
             return Line::skip("rbac.lookups", "serve's flags could not be read");
         };
         let user = format!(
             "system:serviceaccount:{}:{}",
-            self.settings.namespace, served.service_account
+            self.args.namespace, served.service_account
         );
         let api: Api<SubjectAccessReview> = Api::all(self.client.clone());
         let mut results = Vec::new();
-        for access in rbac::needed(&settings.lookups) {
+        for access in rbac::needed(&serve.lookups) {
             let review = SubjectAccessReview {
                 spec: SubjectAccessReviewSpec {
                     user: Some(user.clone()),
                     groups: Some(vec![
                         "system:serviceaccounts".into(),
-                        format!("system:serviceaccounts:{}", self.settings.namespace),
+                        format!("system:serviceaccounts:{}", self.args.namespace),
                         "system:authenticated".into(),
                     ]),
                     resource_attributes: Some(ResourceAttributes {
@@ -561,21 +548,21 @@ impl Checker<'_> {
         rbac::rbac_line(
             &format!(
                 "ServiceAccount {}/{}",
-                self.settings.namespace, served.service_account
+                self.args.namespace, served.service_account
             ),
             &results,
         )
     }
 
     async fn dry_run(&self, shadow: bool) -> Line {
-        let namespace = &self.settings.probe_namespace;
+        let namespace = &self.args.probe_namespace;
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let params = PostParams {
             dry_run: true,
             field_manager: Some("kserve-injector-check".into()),
         };
         let sent = tokio::time::timeout(
-            self.settings.timeout + Duration::from_secs(30),
+            self.args.timeout + Duration::from_secs(30),
             pods.create(&params, &probe::probe_pod(namespace)),
         )
         .await;

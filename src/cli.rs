@@ -1,7 +1,7 @@
 //! The CLI's library side: the offline `mutate` command (documents in,
 //! mutated documents, patches or AdmissionReview responses out, through the
 //! same core as the webhook), and the flags of the other subcommands
-//! (`serve`'s are the server's own: `server::settings::ServeSettings`).
+//! (`serve`'s are the server's own: `server::args::ServeArgs`).
 
 use crate::log_text::bounded;
 use crate::lookups::LookupError;
@@ -16,10 +16,9 @@ use kserve_injector_core::{mutate, mutate_template, Inputs, MutationError};
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
-pub use audit_args::{AuditArgs, AuditFormat};
-pub use budget_args::BudgetArgs;
+pub use crate::audit::AuditArgs;
+pub use crate::check::CheckArgs;
 pub use certs_args::CertsArgs;
-pub use check_args::CheckArgs;
 pub use default_config_args::DefaultConfigArgs;
 pub use error::{CliError, Denial, InputError};
 pub use live_cluster::LiveCluster;
@@ -353,10 +352,7 @@ fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<(),
     out.write_all(b"\n").map_err(write_error)
 }
 
-mod audit_args;
-mod budget_args;
 mod certs_args;
-mod check_args;
 pub mod commands;
 mod compare;
 mod default_config_args;

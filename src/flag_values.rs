@@ -1,10 +1,17 @@
-//! The value parsers the flags of several subcommands share (`serve`'s in
-//! `server::settings`, the others' in `cli`), a module of its own so that
-//! the server's settings never import the CLI for them.
+//! The values the flags of several subcommands share: their parsers, and
+//! the report format of `audit` and `check`. A module of its own so that
+//! the server's, the audit's and the check's flags never import the CLI.
 
 use kserve_injector_core::release::Release;
 use kserve_injector_core::{ModelcarMode, SecurityProfile};
 use std::time::Duration;
+
+/// How `audit` and `check` print their report (`-o`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
+}
 
 /// A flag's value that its parser refuses; clap prints it after the
 /// flag's name.

@@ -5,11 +5,13 @@
 //! modelcar's shape and the security profile. A subcommand whose flag means
 //! a little more says so with `mut_arg` on its own command, never with a
 //! second declaration. Beside `flag_values.rs`, so the server, the CLI and
-//! the audit import it without an upward import.
+//! the audit import it without an upward import. Also the reader's budget
+//! as flags (`BudgetFlags`), for `mutate` and `audit`.
 
-use crate::config_file::{self, LoadError};
+use crate::files::{self, LoadError};
 use crate::flag_values::{kserve_version, modelcar_mode, security_profile};
 use kserve_injector_core::config::Config;
+use kserve_injector_core::reader::Budget;
 use kserve_injector_core::release::Release;
 use kserve_injector_core::{Inputs, ModelcarMode, SecurityProfile, Settings};
 use std::path::PathBuf;
@@ -64,7 +66,7 @@ impl InputFlags {
 
     /// The settings file (`--config-file`), or the defaults without one.
     pub fn settings(&self) -> Result<Settings, LoadError> {
-        config_file::load_settings(self.config_file.as_deref())
+        files::load_settings(self.config_file.as_deref())
     }
 
     /// The release given: `--kserve-version`, else the settings file's
@@ -87,5 +89,44 @@ impl InputFlags {
         inputs.security_profile = self.security_profile;
         inputs.model_volume = settings.model_volume.clone();
         inputs
+    }
+}
+
+/// What one input may cost the reader (see docs/operations.md, "Limits").
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Input limits")]
+pub struct BudgetFlags {
+    /// Most bytes in one document: its source text, and the text its
+    /// values expand to (an alias counted each time it is used).
+    /// Example: --max-document-bytes 268435456
+    #[arg(long, value_name = "BYTES", default_value_t = Budget::default().document_bytes,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_document_bytes: u64,
+    /// Most nodes (mappings, sequences, scalars) in one document.
+    /// Example: --max-document-nodes 4000000
+    #[arg(long, value_name = "N", default_value_t = Budget::default().document_nodes,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_document_nodes: u64,
+    /// Most bytes of text in all the documents of one input together.
+    /// Example: --max-input-bytes 4294967296
+    #[arg(long, value_name = "BYTES", default_value_t = Budget::default().input_bytes,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_input_bytes: u64,
+    /// Most nodes in all the documents of one input together.
+    /// Example: --max-input-nodes 64000000
+    #[arg(long, value_name = "N", default_value_t = Budget::default().input_nodes,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_input_nodes: u64,
+}
+
+impl BudgetFlags {
+    pub fn budget(&self) -> Budget {
+        Budget {
+            document_bytes: self.max_document_bytes,
+            document_nodes: self.max_document_nodes,
+            input_bytes: self.max_input_bytes,
+            input_nodes: self.max_input_nodes,
+            ..Budget::default()
+        }
     }
 }

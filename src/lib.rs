@@ -1,7 +1,7 @@
 #![deny(unsafe_code)]
 //! Layer: the adapters around `kserve-injector-core`: the HTTPS webhook
 //! ([`server`]), the CLI ([`cli`]), the cluster caches ([`lookups`]), the
-//! config and certificate sources ([`config_file`], [`reload`], [`certs`]).
+//! config and certificate sources ([`files`], [`reload`], [`certs`]).
 //! The core is named `kserve_injector_core::…` wherever an adapter uses it,
 //! so a path says whose module it is; `kserve_injector_core::mutate` is the
 //! core function the CLI and the webhook both call.
@@ -10,7 +10,7 @@ pub mod audit;
 pub mod certs;
 pub mod check;
 pub mod cli;
-pub mod config_file;
+pub mod files;
 pub mod flag_values;
 pub mod input_flags;
 pub mod limits;

@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use kserve_injector::cli::{
     commands, AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs,
 };
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use std::process::ExitCode;
 
 /// A review makes many small short-lived allocations (the view's strings,
@@ -28,7 +28,7 @@ enum Command {
     /// Mutate pods offline, exactly as the webhook would.
     Mutate(MutateArgs),
     /// Serve the admission webhook over HTTPS.
-    Serve(Box<ServeSettings>),
+    Serve(Box<ServeArgs>),
     /// Compare the InferenceService pods a cluster runs with what this
     /// webhook would make of their templates (before replacing KServe's mutator).
     Audit(Box<AuditArgs>),

@@ -27,7 +27,7 @@ mod read;
 
 pub use read::READ_LIMIT;
 
-use crate::config_file::{LoadError, Snapshot};
+use crate::files::{LoadError, Snapshot};
 use crate::log_text::bounded;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;

@@ -4,13 +4,14 @@
 //! serving, and a graceful drain on SIGTERM.
 //!
 //! Embedding (as the integration tests do):
-//! [`Server::start`] with a [`settings::ServeSettings`] (parsed from
+//! [`Server::start`] with a [`args::ServeArgs`] (parsed from
 //! `serve`'s flags, which it defines, or built directly), then
 //! [`RunningServer::shutdown`] and [`RunningServer::wait`]. Or, without
 //! sockets or TLS, the routers alone: [`RouterInputs::webhook_router`] and
 //! [`RouterInputs::admin_router`], called with `tower::ServiceExt::oneshot`.
 
 mod admin;
+pub mod args;
 mod conn;
 mod error;
 pub(crate) mod image_volumes;
@@ -20,14 +21,13 @@ mod logging;
 mod metrics;
 mod native_sidecar;
 mod serving_cert;
-pub mod settings;
 mod signals;
 mod sizing;
 mod tls;
 mod webhook;
 
 pub use crate::certs::ServingCertError;
-use crate::server::settings::ServeSettings;
+use crate::server::args::ServeArgs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};
 pub use limits::{Limits, Pace};
@@ -43,7 +43,7 @@ const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// `kserve-injector serve`: runs until SIGTERM/SIGINT and the drain that
 /// follows, then returns.
-pub fn run(args: ServeSettings) -> Result<(), ServeError> {
+pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     logging::init(&args.logging)?;
     logging::log_panics();
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -1,11 +1,11 @@
 //! Config parsing through today's public readers, in both forms:
-//! manifest text (`Config::from_manifest`, `config_file::load` on a file) and
-//! key → value data (`Config::from_data`, `config_file::load` on a
+//! manifest text (`Config::from_manifest`, `files::load` on a file) and
+//! key → value data (`Config::from_data`, `files::load` on a
 //! kubelet-projected directory). Never panics; each file form agrees with its
 //! in-memory form. (At merge: re-point these calls at the one config reader.)
 #![no_main]
 
-use kserve_injector::config_file;
+use kserve_injector::files;
 use kserve_injector_core::config::Config;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
@@ -59,7 +59,7 @@ fuzz_target!(|input: &[u8]| {
             let dir = tempfile::tempdir().unwrap();
             let file = dir.path().join("cm.yaml");
             std::fs::write(&file, text).unwrap();
-            let from_file = config_file::load(&file).map_err(|e| e.to_string());
+            let from_file = files::load(&file).map_err(|e| e.to_string());
             let in_memory = Config::from_manifest(text);
             assert_eq!(from_file.is_ok(), in_memory.is_ok(), "{from_file:?}");
             if let (Ok(a), Ok(b)) = (from_file, in_memory) {
@@ -71,7 +71,7 @@ fuzz_target!(|input: &[u8]| {
             data.retain(|k, _| projectable(k));
             let dir = tempfile::tempdir().unwrap();
             project(dir.path(), &data);
-            let from_dir = config_file::load(dir.path()).map_err(|e| e.to_string());
+            let from_dir = files::load(dir.path()).map_err(|e| e.to_string());
             let in_memory = Config::from_data(&data);
             assert_eq!(from_dir.is_ok(), in_memory.is_ok(), "{from_dir:?}");
             if let (Ok(a), Ok(b)) = (from_dir, in_memory) {

@@ -3,21 +3,21 @@
 //! release ([`kserve_injector_core::audit::upgrade`]).
 
 use super::UnknownRelease;
-use super::{cluster_config, dump_namespace, read_objects, AuditSettings, Inventory, RunError};
-use crate::config_file;
+use super::{cluster_config, dump_namespace, read_objects, AuditArgs, Inventory, RunError};
+use crate::files;
 use kserve_injector_core::audit::{Side, Upgrade, UpgradeReport};
 use kserve_injector_core::config::ConfigMapData;
 use kserve_injector_core::config::{release_of_images, Config};
 use kserve_injector_core::release::Release;
 
 /// Reads the objects and compares every pod under both releases.
-pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeReport, RunError> {
+pub fn run_upgrade(args: &AuditArgs, target: Release) -> Result<UpgradeReport, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
     let flags = &args.inputs;
     let settings = flags.settings()?;
     let current_data = match &flags.config {
-        Some(path) => config_file::load_data(path)?,
+        Some(path) => files::load_data(path)?,
         None => cluster_config(&inventory, &args.controller_namespace)?.clone(),
     };
     let current = match flags.given_release(&settings) {
@@ -25,7 +25,7 @@ pub fn run_upgrade(args: &AuditSettings, target: Release) -> Result<UpgradeRepor
         None => running_release(&current_data)?,
     };
     let target_data = match &args.upgrade_config {
-        Some(path) => config_file::load_data(path)?,
+        Some(path) => files::load_data(path)?,
         None => current_data.clone(),
     };
     let mut inputs = flags.inputs(Config::default(), &settings);

@@ -14,7 +14,7 @@
 use super::chain::{check_signatures, ChainError};
 use super::pem::{self, PemError};
 use super::{Authority, Validity};
-use crate::config_file::Snapshot;
+use crate::files::Snapshot;
 use rustls::crypto::CryptoProvider;
 use rustls::server::danger::ClientCertVerifier;
 use rustls::server::WebPkiClientVerifier;
@@ -31,7 +31,7 @@ use time::OffsetDateTime;
 pub enum ServingCertError {
     /// A file of the pair could not be read (the reader's message names it).
     #[error(transparent)]
-    Read(#[from] crate::config_file::Unreadable),
+    Read(#[from] crate::files::Unreadable),
     #[error("{path}: no PEM private key found")]
     NoKey { path: PathBuf },
     #[error("{path}: {source}")]
@@ -363,7 +363,7 @@ mod tests {
         std::fs::write(&key_path, key.serialize_pem()).expect("written");
         let snap = Snapshot::read(
             &[cert_path.clone(), key_path.clone()],
-            crate::config_file::Accept::RegularFile,
+            crate::files::Accept::RegularFile,
         );
         load_pair(&snap, &cert_path, &key_path, &provider())
     }

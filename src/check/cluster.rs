@@ -13,7 +13,7 @@ pub const POD_SECURITY: &str = "podSecurity.restricted";
 const SHOWN: usize = 5;
 
 /// `kept`: the dry-run PodTemplate's answer (`Ok(true)`: it came back with
-/// its image volume); `asked`: what in serve's settings gives pods one.
+/// its image volume); `asked`: what in serve's settings file gives pods one.
 pub fn image_volume_line<E: std::fmt::Display>(
     kept: &Result<bool, E>,
     asked: Option<&str>,

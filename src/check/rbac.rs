@@ -6,7 +6,7 @@
 
 use super::report::Line;
 use crate::lookups::{Kind, LookupMode};
-use crate::server::settings::LookupSettings;
+use crate::server::args::LookupFlags;
 
 /// One permission: a verb on a resource, in a namespace or cluster-wide.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +40,7 @@ fn group(kind: Kind) -> &'static str {
 
 /// What the lookups of `lookups` need; nothing when they are off.
 /// `auto` counts as on: in a pod with a ServiceAccount token it is.
-pub fn needed(lookups: &LookupSettings) -> Vec<Access> {
+pub fn needed(lookups: &LookupFlags) -> Vec<Access> {
     if lookups.cluster_lookups == LookupMode::Off || lookups.objects.is_some() {
         return Vec::new();
     }

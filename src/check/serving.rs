@@ -4,7 +4,7 @@
 //! ConfigMap it reads. Pure: the objects come from the caller.
 
 use super::report::Line;
-use crate::server::settings::ServeSettings;
+use crate::server::args::ServeArgs;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -22,7 +22,7 @@ pub const CONTAINER: &str = "kserve-injector";
 #[derive(Debug, Clone, Default)]
 pub struct Served {
     /// Its flags, or why they could not be read.
-    pub settings: Option<ServeSettings>,
+    pub serve_args: Option<ServeArgs>,
     pub unreadable: Option<String>,
     pub service_account: String,
     pub pod_labels: BTreeMap<String, String>,
@@ -36,7 +36,7 @@ pub struct Served {
 
 impl Served {
     pub fn shadow(&self) -> bool {
-        self.settings.as_ref().is_some_and(|s| s.shadow.shadow)
+        self.serve_args.as_ref().is_some_and(|s| s.shadow.shadow)
     }
 }
 
@@ -128,25 +128,25 @@ pub fn served(deployment: &Deployment) -> Served {
         served.unreadable = Some("the Deployment has no container".into());
         return served;
     };
-    let settings = match serve_flags(container)
-        .and_then(|f| ServeSettings::try_parse_from(&f).map_err(|e| first_line(&e.to_string())))
+    let serve = match serve_flags(container)
+        .and_then(|f| ServeArgs::try_parse_from(&f).map_err(|e| first_line(&e.to_string())))
     {
-        Ok(settings) => settings,
+        Ok(serve) => serve,
         Err(e) => {
             served.unreadable = Some(e);
             return served;
         }
     };
-    let cert = settings.tls.cert_file();
+    let cert = serve.tls.cert_file();
     served.serving_secret = mounted(&spec, container, &cert).and_then(|(v, rest)| {
         let name = v.secret.as_ref()?.secret_name.clone()?;
         Some((name, file_name(&rest, "tls.crt")))
     });
-    if let Some(path) = &settings.inference_config.inputs.config {
+    if let Some(path) = &serve.inference_config.inputs.config {
         served.config_map = mounted(&spec, container, path)
             .and_then(|(v, _)| Some(v.config_map.as_ref()?.name.clone()));
     }
-    if let Some(path) = &settings.inference_config.inputs.config_file {
+    if let Some(path) = &serve.inference_config.inputs.config_file {
         served.settings_file = mounted(&spec, container, path).and_then(|(v, rest)| {
             Some((
                 v.config_map.as_ref()?.name.clone(),
@@ -154,7 +154,7 @@ pub fn served(deployment: &Deployment) -> Served {
             ))
         });
     }
-    served.settings = Some(settings);
+    served.serve_args = Some(serve);
     served
 }
 
@@ -228,12 +228,9 @@ pub fn budget_line(budgets: Option<&[Budget]>, pod_labels: &BTreeMap<String, Str
 
 /// The release `serve` reproduces: its flag, else the settings file's key,
 /// else HEAD; with where it came from.
-pub fn served_release(
-    settings: &ServeSettings,
-    file: Option<&Settings>,
-) -> (Release, &'static str) {
+pub fn served_release(serve: &ServeArgs, file: Option<&Settings>) -> (Release, &'static str) {
     match (
-        settings.inference_config.inputs.kserve_version(),
+        serve.inference_config.inputs.kserve_version(),
         file.and_then(|f| f.kserve_version),
     ) {
         (Some(r), _) => (r, "--kserve-version"),

@@ -304,8 +304,8 @@ fn the_deployment_says_how_serve_runs_and_what_it_mounts() {
         "--shadow",
     ];
     let served = serving::served(&deployment(&shipped, 2, Some(2)));
-    let settings = served.settings.clone().expect("the flags parse");
-    assert_eq!(settings.limits.request_timeout, Duration::from_secs(3));
+    let serve = served.serve_args.clone().expect("the flags parse");
+    assert_eq!(serve.limits.request_timeout, Duration::from_secs(3));
     assert!(served.shadow());
     assert_eq!(
         served.serving_secret,
@@ -321,7 +321,7 @@ fn the_deployment_says_how_serve_runs_and_what_it_mounts() {
     );
     assert_eq!(served.service_account, "kserve-injector");
     let broken = serving::served(&deployment(&["serve", "--no-such-flag"], 2, Some(2)));
-    assert!(broken.settings.is_none() && broken.unreadable.unwrap().contains("--no-such-flag"));
+    assert!(broken.serve_args.is_none() && broken.unreadable.unwrap().contains("--no-such-flag"));
 }
 
 #[test]
@@ -405,7 +405,7 @@ fn rbac_follows_the_lookup_flags() {
     let lookups = |flags: &[&str]| {
         let mut all = vec!["serve".to_string()];
         all.extend(flags.iter().map(|s| s.to_string()));
-        crate::server::settings::ServeSettings::try_parse_from(&all[1..])
+        crate::server::args::ServeArgs::try_parse_from(&all[1..])
             .unwrap()
             .lookups
     };

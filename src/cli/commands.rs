@@ -2,10 +2,11 @@
 //! as the binary runs them: flags in, output on stdout, an exit code out.
 
 use super::{
-    mutate_stream_within, AuditArgs, AuditFormat, CertsArgs, CheckArgs, CliError,
-    DefaultConfigArgs, InputError, LiveCluster, MutateArgs, MutateOutput, MutateSource,
+    mutate_stream_within, AuditArgs, CertsArgs, CheckArgs, CliError, DefaultConfigArgs, InputError,
+    LiveCluster, MutateArgs, MutateOutput, MutateSource,
 };
-use crate::config_file::Accept;
+use crate::files::Accept;
+use crate::flag_values::ReportFormat;
 use crate::log_text::bounded;
 use crate::lookups::load_objects_within;
 use kserve_injector_core::{cluster::ClusterSnapshot, config::Config};
@@ -101,9 +102,9 @@ pub fn stderr_logs_from_env() {
 /// `--objects`: a regular file or a pipe that delivers something.
 fn open_objects(path: &std::path::Path) -> std::io::Result<BufReader<File>> {
     use std::io::BufRead;
-    let mut input = BufReader::new(crate::config_file::open(path, Accept::RegularFileOrPipe)?);
+    let mut input = BufReader::new(crate::files::open(path, Accept::RegularFileOrPipe)?);
     let delivered = input.fill_buf()?.len();
-    crate::config_file::check_pipe_delivered(input.get_ref(), delivered)?;
+    crate::files::check_pipe_delivered(input.get_ref(), delivered)?;
     Ok(input)
 }
 
@@ -175,11 +176,8 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     };
     let flags = &args.inputs;
     let loaded = flags.settings().and_then(|settings| {
-        let config = crate::config_file::load_config(
-            flags.config.as_deref(),
-            &settings,
-            flags.kserve_version(),
-        )?;
+        let config =
+            crate::files::load_config(flags.config.as_deref(), &settings, flags.kserve_version())?;
         Ok((config, settings))
     });
     let (config, settings) = match loaded {
@@ -236,7 +234,7 @@ fn compare(args: &MutateArgs, target: kserve_injector_core::release::Release) ->
         Ok(output) => output,
         Err(e) => return fail(&CliError::from(InputError::OutputChoice(e))),
     };
-    let config_error = |e: crate::config_file::LoadError| CliError::from(InputError::Config(e));
+    let config_error = |e: crate::files::LoadError| CliError::from(InputError::Config(e));
     let flags = &args.inputs;
     let prepared = (flags.settings())
         .map_err(config_error)
@@ -244,7 +242,7 @@ fn compare(args: &MutateArgs, target: kserve_injector_core::release::Release) ->
             let current = flags.release(&settings);
             let sides = match &flags.config {
                 Some(path) => {
-                    let data = crate::config_file::load_data(path).map_err(config_error)?;
+                    let data = crate::files::load_data(path).map_err(config_error)?;
                     (Side::new(current, data.clone()), Side::new(target, data))
                 }
                 None => (Side::shipped(current), Side::shipped(target)),
@@ -323,7 +321,7 @@ pub fn certs(args: &CertsArgs) -> ExitCode {
 /// (differences, or credentials found), 2 when the audit could not run.
 fn print_report<R: serde::Serialize, E: std::fmt::Display>(
     report: Result<R, E>,
-    output: AuditFormat,
+    output: ReportFormat,
     table: impl Fn(&R) -> String,
     flagged: impl Fn(&R) -> bool,
 ) -> ExitCode {
@@ -335,8 +333,8 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
         }
     };
     let text = match output {
-        AuditFormat::Table => table(&report),
-        AuditFormat::Json => match serde_json::to_string_pretty(&report) {
+        ReportFormat::Table => table(&report),
+        ReportFormat::Json => match serde_json::to_string_pretty(&report) {
             Ok(json) => json + "\n",
             Err(e) => return fail(&CliError::Report(e)),
         },
@@ -349,11 +347,10 @@ fn print_report<R: serde::Serialize, E: std::fmt::Display>(
 }
 
 pub fn audit(args: &AuditArgs) -> ExitCode {
-    use crate::audit::{run, run_credentials, run_upgrade, AuditSettings};
-    let settings = AuditSettings::from(args);
+    use crate::audit::{run, run_credentials, run_upgrade};
     if let Some(target) = args.upgrade_to {
         return print_report(
-            run_upgrade(&settings, target),
+            run_upgrade(args, target),
             args.output,
             |r| r.table(),
             |r| r.flagged(),
@@ -361,19 +358,19 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
     }
     if args.credentials {
         return print_report(
-            run_credentials(&settings),
+            run_credentials(args),
             args.output,
             |r| r.table(),
             |r| r.found(),
         );
     }
-    print_report(run(&settings), args.output, |r| r.table(), |r| r.differs())
+    print_report(run(args), args.output, |r| r.table(), |r| r.differs())
 }
 
 /// `check`: a line per check (or JSON); exit code 1 when one failed, 2
 /// when none could run.
 pub fn check(args: &CheckArgs) -> ExitCode {
-    let report = match crate::check::run(&args.into()) {
+    let report = match crate::check::run(args) {
         Ok(report) => report,
         Err(e) => {
             eprintln!("error: {e}");
@@ -381,8 +378,8 @@ pub fn check(args: &CheckArgs) -> ExitCode {
         }
     };
     let text = match args.output {
-        AuditFormat::Table => report.text(),
-        AuditFormat::Json => report.json(),
+        ReportFormat::Table => report.text(),
+        ReportFormat::Json => report.json(),
     };
     match write_stdout(&text) {
         code if code != ExitCode::SUCCESS => code,

@@ -104,7 +104,7 @@ pub enum InputError {
     OutputChoice(&'static str),
     /// The ConfigMap or settings file a command reads.
     #[error(transparent)]
-    Config(#[from] crate::config_file::LoadError),
+    Config(#[from] crate::files::LoadError),
     /// `--compare-to`: the ConfigMap as one of the two releases reads it.
     #[error("the ConfigMap, as KServe {release} reads it: {source}")]
     AsRelease {

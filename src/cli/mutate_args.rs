@@ -1,6 +1,7 @@
 //! Flags of `kserve-injector mutate`.
 
-use super::{BudgetArgs, OutputFormat};
+use super::OutputFormat;
+use crate::input_flags::BudgetFlags;
 use std::path::PathBuf;
 
 /// `mutate -o`: the mutated objects or the patch, or, with
@@ -98,5 +99,5 @@ pub struct MutateArgs {
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
     #[command(flatten)]
-    pub budget: BudgetArgs,
+    pub budget: BudgetFlags,
 }

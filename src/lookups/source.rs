@@ -55,13 +55,12 @@ impl SnapshotSource {
         metrics: impl FnOnce() -> LookupMetrics,
     ) -> Result<Self, SnapshotSourceError> {
         if let Some(path) = file {
-            let accept = crate::config_file::Accept::RegularFile;
-            let file = crate::config_file::open(path, accept).map_err(|source| {
-                SnapshotSourceError::Open {
+            let accept = crate::files::Accept::RegularFile;
+            let file =
+                crate::files::open(path, accept).map_err(|source| SnapshotSourceError::Open {
                     path: path.to_path_buf(),
                     source,
-                }
-            })?;
+                })?;
             let loaded = crate::lookups::load_objects(&mut std::io::BufReader::new(file)).map_err(
                 |source| SnapshotSourceError::File {
                     path: path.to_path_buf(),

@@ -7,7 +7,7 @@
 //! blocking pool, because the runtime waits for its blocking tasks when
 //! it shuts down.
 
-use crate::config_file::{Accept, Snapshot};
+use crate::files::{Accept, Snapshot};
 use kserve_injector_core::AnyError;
 use std::path::PathBuf;
 use std::sync::Arc;

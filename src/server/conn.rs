@@ -38,7 +38,7 @@ use super::metrics::Metrics;
 use super::tls::Tls;
 use super::webhook::reply::CHUNK;
 use super::webhook::WebhookService;
-use crate::server::settings::LimitSettings;
+use crate::server::args::LimitFlags;
 use activity::Open;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -117,7 +117,7 @@ pub(crate) struct Webhook {
 
 impl Webhook {
     pub(crate) fn new(
-        limits: &LimitSettings,
+        limits: &LimitFlags,
         tls: Arc<Tls>,
         router: WebhookService,
         metrics: &Arc<Metrics>,

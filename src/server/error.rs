@@ -5,7 +5,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("invalid flags: {0}")]
-    Args(#[from] super::settings::InvalidSettings),
+    Args(#[from] super::args::InvalidFlags),
     /// The serving certificate is missing where it is looked for by
     /// default, which is most often a missing mount or flag.
     #[error("invalid flags: {source} (mount the serving certificate Secret at {cert_dir}, point --cert-dir at it, or try --self-signed)")]
@@ -14,7 +14,7 @@ pub enum ServeError {
         source: Box<crate::certs::ServingCertError>,
     },
     #[error(transparent)]
-    Config(#[from] crate::config_file::LoadError),
+    Config(#[from] crate::files::LoadError),
     #[error(transparent)]
     Cert(#[from] crate::certs::ServingCertError),
     #[error(transparent)]

@@ -11,12 +11,12 @@ use super::metrics::{unix_now, Metrics};
 use super::serving_cert;
 use super::sizing;
 use super::webhook::{self, RouterInputs};
-use crate::config_file::{self, Snapshot};
+use crate::files::{self, Snapshot};
 use crate::log_text::bounded;
 use crate::lookups::{KubeEnvironment, SnapshotSource};
 use crate::reload::{Source, Trigger};
-use crate::server::settings::LimitSettings;
-use crate::server::settings::{ConfigSettings, ServeSettings};
+use crate::server::args::LimitFlags;
+use crate::server::args::{ConfigFlags, ServeArgs};
 use arc_swap::ArcSwap;
 use kserve_injector_core::{config::Config, Inputs};
 use std::net::SocketAddr;
@@ -114,7 +114,7 @@ fn warn_if_exposed(addr: SocketAddr, admin_addr: SocketAddr) {
 /// The inferenceservice-config, reloaded like the certificates;
 /// `drops_image_volumes` is what the API server said at start.
 fn load_config(
-    args: &ConfigSettings,
+    args: &ConfigFlags,
     drops_image_volumes: bool,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,
@@ -123,7 +123,7 @@ fn load_config(
     let settings = match &flags.config_file {
         Some(path) => {
             let snap = crate::reload::read_once(std::slice::from_ref(path));
-            config_file::parse_settings(path, &snap)?
+            files::parse_settings(path, &snap)?
         }
         None => Default::default(),
     };
@@ -154,7 +154,7 @@ fn load_config(
         counters: metrics.config_reloads.clone(),
     };
     let shown = path.display().to_string();
-    let parse = move |snap: &Snapshot| config_file::parse_with(&path, snap, &defaults, release);
+    let parse = move |snap: &Snapshot| files::parse_with(&path, snap, &defaults, release);
     let (config, loaded) = source.load(parse)?;
     info!(config = shown, kserve_version = %config.release(), "inferenceservice-config loaded");
     warn_image_release(&config);
@@ -197,7 +197,7 @@ fn write_ca(path: PathBuf, pem: &str) -> Result<PathBuf, ServeError> {
 /// logged, so an operator sees what they came to. Connections that cannot
 /// fit the open-file limit are refused, with the arithmetic.
 fn sized_to_memory(
-    limits: &LimitSettings,
+    limits: &LimitFlags,
     memory: Option<sizing::MemoryLimit>,
     caches: u64,
 ) -> Result<Limits, ServeError> {
@@ -279,7 +279,7 @@ impl Server {
     /// Loads config and certificates, binds both listeners, writes the
     /// `--self-signed` CA, and starts serving. Must run inside a
     /// multi-threaded tokio runtime.
-    pub async fn start(args: ServeSettings) -> Result<RunningServer, ServeError> {
+    pub async fn start(args: ServeArgs) -> Result<RunningServer, ServeError> {
         args.validate()?;
         let (min, suites) = (args.tls.tls_min_version, &args.tls.tls_cipher_suites);
         let policy = super::tls::policy::policy(&crate::certs::provider(), min, suites)?;

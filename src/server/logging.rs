@@ -3,12 +3,12 @@
 //! span's fields (uid, namespace, name, ...).
 
 use super::error::ServeError;
-use crate::server::settings::{LogFormat, LoggingSettings};
+use crate::server::args::{LogFormat, LoggingFlags};
 use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber. `--log` uses RUST_LOG syntax; without
 /// it RUST_LOG applies, else "info".
-pub fn init(logging: &LoggingSettings) -> Result<(), ServeError> {
+pub fn init(logging: &LoggingFlags) -> Result<(), ServeError> {
     let (format, filter) = (logging.log_format, logging.log_filter.as_deref());
     let filter = match filter {
         Some(text) => EnvFilter::try_new(text).map_err(|source| ServeError::LogFilter {

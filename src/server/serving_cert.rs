@@ -7,16 +7,16 @@ use super::metrics::{Metrics, CLIENT_CA, SERVING};
 use super::tls::policy::TlsPolicy;
 use super::tls::{Tls, TlsConfigError};
 use crate::certs::{self, ServingPair};
-use crate::config_file::Snapshot;
+use crate::files::Snapshot;
 use crate::reload::{Source, Trigger};
-use crate::server::settings::TlsSettings;
+use crate::server::args::TlsFlags;
 use std::sync::Arc;
 use tracing::info;
 
 /// The TLS configuration, kept current until `shutdown.kill`, and
 /// `--self-signed`'s CA (written by the caller once both ports are bound).
 pub(crate) fn load(
-    tls_args: &TlsSettings,
+    tls_args: &TlsFlags,
     policy: &TlsPolicy,
     metrics: &Arc<Metrics>,
     shutdown: &Shutdown,

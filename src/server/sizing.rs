@@ -7,7 +7,7 @@
 //! in docs/operations.md ("Memory").
 
 use super::limits::{Limits, Pace};
-use crate::server::settings::LimitSettings;
+use crate::server::args::LimitFlags;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
@@ -164,7 +164,7 @@ const CACHES_PERCENT: u64 = 40;
 /// requests in flight are planned apart only when `--max-concurrent-requests`
 /// is given; otherwise they are each connection's streams, planned with the
 /// connections out of what the caches leave.
-pub(crate) fn cache_budget(limit: Option<u64>, asked: &LimitSettings) -> Option<u64> {
+pub(crate) fn cache_budget(limit: Option<u64>, asked: &LimitFlags) -> Option<u64> {
     let apart = asked
         .max_concurrent_requests
         .map_or(0, |r| r as u64 * cost::REQUEST);
@@ -200,7 +200,7 @@ pub(crate) fn lookup_bytes(caches: Option<u64>, asked: Option<usize>) -> (Option
 pub(crate) fn size(
     limit: Option<u64>,
     nofile: Option<u64>,
-    asked: &LimitSettings,
+    asked: &LimitFlags,
     caches: u64,
 ) -> Limits {
     let by_files = nofile.map_or(MAX_CONNECTIONS as u64, fds::connections);

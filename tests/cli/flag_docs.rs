@@ -11,13 +11,13 @@
 
 use clap::{ArgAction, Args, Command};
 use kserve_injector::cli::{AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs};
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use std::path::Path;
 
 fn subcommands() -> Vec<(&'static str, Command)> {
     vec![
         ("mutate", MutateArgs::augment_args(Command::new("mutate"))),
-        ("serve", ServeSettings::augment_args(Command::new("serve"))),
+        ("serve", ServeArgs::augment_args(Command::new("serve"))),
         ("audit", AuditArgs::augment_args(Command::new("audit"))),
         ("certs", CertsArgs::augment_args(Command::new("certs"))),
         ("check", CheckArgs::augment_args(Command::new("check"))),

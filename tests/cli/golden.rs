@@ -43,7 +43,7 @@
 //! release makes is a golden.
 
 use base64::Engine;
-use kserve_injector::config_file;
+use kserve_injector::files;
 use kserve_injector_core::Settings;
 use kserve_injector_core::{admission, config::Config, reader, release::Release, Inputs};
 use serde_json::{json, Value};
@@ -186,12 +186,12 @@ fn release_flag(case: &Path) -> Option<Release> {
 /// config.
 fn config_for(case: &Path, release: Option<Release>) -> Result<(Config, Settings), String> {
     let settings = case_file(case, "settings.yaml");
-    let settings = config_file::load_settings(settings.as_deref()).map_err(|e| e.to_string())?;
+    let settings = files::load_settings(settings.as_deref()).map_err(|e| e.to_string())?;
     let config = case_file(case, "config.yaml");
-    config_file::load_config(config.as_deref(), &settings, release)
+    files::load_config(config.as_deref(), &settings, release)
         // Without the path, which the golden cannot hold.
         .map_err(|e| match e {
-            config_file::LoadError::Invalid { source, .. } => source.to_string(),
+            files::LoadError::Invalid { source, .. } => source.to_string(),
             other => other.to_string(),
         })
         .map(|config| (config, settings))

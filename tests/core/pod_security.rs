@@ -8,7 +8,7 @@
 //! Each check reads a container's securityContext and, where the standard
 //! lets the pod's value stand in for an unset one, the pod's.
 
-use kserve_injector::config_file;
+use kserve_injector::files;
 use kserve_injector_core::constants::SECURITY_PROFILE_ANNOTATION;
 use kserve_injector_core::{mutate, Inputs};
 use kserve_injector_core::{ModelcarMode, SecurityProfile};
@@ -220,10 +220,9 @@ fn goldens() -> Vec<Golden> {
         .map(|dir| {
             let optional = |name: &str| Some(dir.join(name)).filter(|p| p.is_file());
             let settings =
-                config_file::load_settings(optional("settings.yaml").as_deref()).expect("settings");
-            let config =
-                config_file::load_config(optional("config.yaml").as_deref(), &settings, None)
-                    .expect("config");
+                files::load_settings(optional("settings.yaml").as_deref()).expect("settings");
+            let config = files::load_config(optional("config.yaml").as_deref(), &settings, None)
+                .expect("config");
             let mut inputs = Inputs::new(config);
             inputs.model_volume = settings.model_volume;
             if let Some(path) = optional("cluster.yaml") {

@@ -338,7 +338,7 @@ async fn check_install(kube: Kube) {
         run.text
     );
 
-    // serve's settings give the model volume an image source: on an API
+    // serve's settings file gives the model volume an image source: on an API
     // server that drops image volumes (1.31, the gate off) check fails.
     let gate_on = std::env::var("E2E_APISERVER_ARGS").is_ok_and(|a| a.contains("ImageVolume=true"));
     let kept = kube == Kube::V1_36 || gate_on;

@@ -2,7 +2,7 @@
 //! docs' table of them.
 
 use kserve_injector::flag_values::parse_duration;
-use kserve_injector::server::settings::{ServeSettings, DEFAULT_CERT_DIR};
+use kserve_injector::server::args::{ServeArgs, DEFAULT_CERT_DIR};
 use std::path::Path;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ fn durations() {
 
 #[test]
 fn defaults_match_the_issue() -> Result<(), clap::Error> {
-    let args = ServeSettings::try_parse_from(Vec::<String>::new())?;
+    let args = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(args.addr().port(), 9443);
     assert_eq!(args.admin_addr().port(), 8081);
     assert_eq!(
@@ -35,8 +35,7 @@ fn defaults_match_the_issue() -> Result<(), clap::Error> {
     assert_eq!(args.shutdown.shutdown_delay, Duration::from_secs(5));
     assert_eq!(args.shutdown.drain_timeout, Duration::from_secs(20));
     assert_eq!(args.limits.request_timeout, Duration::from_secs(5));
-    let args =
-        ServeSettings::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
+    let args = ServeArgs::try_parse_from(["--cert-watch=false", "--cert-poll-interval", "250ms"])?;
     assert!(!args.tls.cert_watch);
     assert_eq!(args.tls.cert_poll_interval, Duration::from_millis(250));
     Ok(())
@@ -48,8 +47,8 @@ fn defaults_match_the_issue() -> Result<(), clap::Error> {
 #[test]
 fn self_signed_listens_on_loopback_unless_told_otherwise() -> Result<(), clap::Error> {
     let listen = |flags: &[&str]| -> Result<_, clap::Error> {
-        let settings = ServeSettings::try_parse_from(flags)?;
-        Ok((settings.addr(), settings.admin_addr()))
+        let args = ServeArgs::try_parse_from(flags)?;
+        Ok((args.addr(), args.admin_addr()))
     };
     let pod = listen(&[])?;
     assert_eq!(pod.0.to_string(), "0.0.0.0:9443");
@@ -65,7 +64,7 @@ fn self_signed_listens_on_loopback_unless_told_otherwise() -> Result<(), clap::E
 
 #[test]
 fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
-    let refused = |flags: &[&str]| match ServeSettings::try_parse_from(flags) {
+    let refused = |flags: &[&str]| match ServeArgs::try_parse_from(flags) {
         Ok(_) => format!("{flags:?} accepted"),
         Err(e) => e.to_string(),
     };
@@ -95,20 +94,20 @@ fn zero_limits_and_timeouts_are_refused_with_a_plain_reason() {
         let message = refused(&[flag, "0s"]);
         assert!(message.contains("must be greater than zero"), "{message}");
     }
-    let args = ServeSettings::try_parse_from(["--max-connections", "1", "--shutdown-delay", "0s"]);
+    let args = ServeArgs::try_parse_from(["--max-connections", "1", "--shutdown-delay", "0s"]);
     assert!(args.is_ok_and(|a| a.limits.max_connections == Some(1)));
 }
 
 #[test]
 fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     use kserve_injector::lookups::{Kind, OutsideNamespaces};
-    let args = ServeSettings::try_parse_from(Vec::<&str>::new()).unwrap();
+    let args = ServeArgs::try_parse_from(Vec::<&str>::new()).unwrap();
     let options = args.lookups.options();
     assert!(!options.watched.contains(&Kind::Secrets));
     assert_eq!(options.secret_ttl, std::time::Duration::from_secs(30));
     assert_eq!(options.secret_cache_entries.get(), 1000);
     assert!(options.namespaces.is_empty());
-    let args = ServeSettings::try_parse_from([
+    let args = ServeArgs::try_parse_from([
         "--namespaces",
         "models-a,models-b",
         "--outside-namespaces",
@@ -124,7 +123,7 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
     );
     assert_eq!(options.outside, OutsideNamespaces::Allow);
     assert_eq!(options.secret_ttl, std::time::Duration::from_secs(5));
-    let refused = ServeSettings::try_parse_from(["--namespaces", "Models_A"]).unwrap_err();
+    let refused = ServeArgs::try_parse_from(["--namespaces", "Models_A"]).unwrap_err();
     assert!(
         refused.to_string().contains("is not a namespace name"),
         "{refused}"
@@ -134,17 +133,17 @@ fn secrets_are_fetched_by_default_and_namespaces_are_checked() {
 #[test]
 fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), clap::Error> {
     use kserve_injector_core::ModelcarMode;
-    let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.inputs.modelcar_mode,
         ModelcarMode::Classic
     );
-    let native = ServeSettings::try_parse_from(["--modelcar-mode", "native-sidecar"])?;
+    let native = ServeArgs::try_parse_from(["--modelcar-mode", "native-sidecar"])?;
     assert_eq!(
         native.inference_config.inputs.modelcar_mode,
         ModelcarMode::NativeSidecar
     );
-    let message = match ServeSettings::try_parse_from(["--modelcar-mode", "native"]) {
+    let message = match ServeArgs::try_parse_from(["--modelcar-mode", "native"]) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),
     };
@@ -159,24 +158,24 @@ fn modelcar_mode_is_classic_unless_asked_and_names_its_choices() -> Result<(), c
 fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Result<(), clap::Error>
 {
     use kserve_injector_core::release::Release;
-    let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(default.inference_config.inputs.kserve_version(), None);
-    let v0_17 = ServeSettings::try_parse_from(["--kserve-version", "v0.17.0"])?;
+    let v0_17 = ServeArgs::try_parse_from(["--kserve-version", "v0.17.0"])?;
     assert_eq!(
         v0_17.inference_config.inputs.kserve_version(),
         Some(Release::V0_17_0)
     );
-    let v0_15 = ServeSettings::try_parse_from(["--kserve-version", "v0.15"])?;
+    let v0_15 = ServeArgs::try_parse_from(["--kserve-version", "v0.15"])?;
     assert_eq!(
         v0_15.inference_config.inputs.kserve_version(),
         Some(Release::V0_15_2)
     );
-    let v0_15_0 = ServeSettings::try_parse_from(["--kserve-version", "v0.15.0"])?;
+    let v0_15_0 = ServeArgs::try_parse_from(["--kserve-version", "v0.15.0"])?;
     assert_eq!(
         v0_15_0.inference_config.inputs.kserve_version(),
         Some(Release::V0_15_0)
     );
-    let v0_18_1 = ServeSettings::try_parse_from(["--kserve-version", "0.18.1"])?;
+    let v0_18_1 = ServeArgs::try_parse_from(["--kserve-version", "0.18.1"])?;
     assert_eq!(
         v0_18_1.inference_config.inputs.kserve_version(),
         Some(Release::V0_18_1)
@@ -185,7 +184,7 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
         ("v0.14", "\"v0.14\" is not a KServe version"),
         ("v0.15.3", "\"v0.15.3\" is not a KServe version"),
     ] {
-        let message = match ServeSettings::try_parse_from(["--kserve-version", spelling]) {
+        let message = match ServeArgs::try_parse_from(["--kserve-version", spelling]) {
             Ok(_) => "accepted".to_string(),
             Err(e) => e.to_string(),
         };
@@ -201,13 +200,13 @@ fn kserve_version_is_unset_unless_asked_and_refuses_what_is_not_modelled() -> Re
 fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Result<(), clap::Error>
 {
     use kserve_injector_core::SecurityProfile;
-    let default = ServeSettings::try_parse_from(Vec::<String>::new())?;
+    let default = ServeArgs::try_parse_from(Vec::<String>::new())?;
     assert_eq!(
         default.inference_config.inputs.security_profile,
         SecurityProfile::Baseline
     );
     assert_eq!(default.inference_config.inputs.config_file, None);
-    let set = ServeSettings::try_parse_from([
+    let set = ServeArgs::try_parse_from([
         "--security-profile",
         "restricted",
         "--config-file",
@@ -218,7 +217,7 @@ fn security_profile_is_baseline_unless_asked_and_config_file_is_optional() -> Re
         SecurityProfile::Restricted
     );
     assert!(set.inference_config.inputs.config_file.is_some());
-    let message = match ServeSettings::try_parse_from(["--security-profile", "strict"]) {
+    let message = match ServeArgs::try_parse_from(["--security-profile", "strict"]) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),
     };

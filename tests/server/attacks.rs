@@ -8,7 +8,7 @@ use crate::support::*;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::StatusCode;
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use kserve_injector::server::Server;
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -531,7 +531,7 @@ async fn a_second_instance_on_a_taken_port_leaves_the_running_ca_alone() -> Test
     let (server, ca) = start_self_signed(tmp.path(), &["--shutdown-delay", "0s"]).await?;
     let ca_file = tmp.path().join("ca.crt");
     let (addr, ca_path) = (server.local_addr().to_string(), ca_file.to_string_lossy());
-    let args = ServeSettings::try_parse_from([
+    let args = ServeArgs::try_parse_from([
         "--self-signed",
         "--self-signed-ca-file",
         &ca_path,

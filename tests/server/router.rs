@@ -16,7 +16,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use kserve_injector::limits::MAX_BODY_BYTES;
 use kserve_injector::lookups::SnapshotSource;
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use kserve_injector::server::RouterInputs;
 use kserve_injector_core::{config::Config, Inputs};
 use serde_json::Value;
@@ -64,7 +64,7 @@ fn inputs_with(config: Config) -> Result<RouterInputs, Error> {
 
 /// As `serve` with `flags` starts.
 fn inputs_with_flags(config: Config, flags: Vec<String>) -> Result<RouterInputs, Error> {
-    let args = ServeSettings::try_parse_from(flags)?;
+    let args = ServeArgs::try_parse_from(flags)?;
     let mut env = Inputs::new(config);
     env.controller_namespace = args.inference_config.resolved_controller_namespace();
     env.modelcar_mode = args.inference_config.inputs.modelcar_mode;
@@ -184,13 +184,9 @@ async fn every_golden_fixture_through_the_router() -> TestResult {
 /// `serve --config --config-file --objects` with those flags would load them.
 fn fixture_inputs(case: &Path) -> Result<RouterInputs, Error> {
     let optional = |name: &str| Some(case.join(name)).filter(|p| p.is_file());
-    let settings =
-        kserve_injector::config_file::load_settings(optional("settings.yaml").as_deref())?;
-    let config = kserve_injector::config_file::load_config(
-        optional("config.yaml").as_deref(),
-        &settings,
-        None,
-    )?;
+    let settings = kserve_injector::files::load_settings(optional("settings.yaml").as_deref())?;
+    let config =
+        kserve_injector::files::load_config(optional("config.yaml").as_deref(), &settings, None)?;
     let mut inputs = inputs_with_flags(config, case_flags(case))?;
     if let Some(volume) = settings.model_volume {
         let mut env = (*inputs.inputs.load_full()).clone();
@@ -532,7 +528,7 @@ async fn config_swaps_apply_to_the_next_request() -> TestResult {
     let dir = tempfile::tempdir()?;
     let file = dir.path().join("inferenceservice-config.yaml");
     std::fs::write(&file, manifest)?;
-    let mut env = Inputs::new(kserve_injector::config_file::load(&file)?);
+    let mut env = Inputs::new(kserve_injector::files::load(&file)?);
     env.controller_namespace = inputs.inputs.load().controller_namespace.clone();
     inputs.inputs.store(Arc::new(env));
     let second = post_json(&router, "/mutate-pods", review).await?;

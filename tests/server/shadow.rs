@@ -8,7 +8,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{Method, Request, StatusCode};
 use axum::Router;
 use http_body_util::BodyExt;
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use kserve_injector::server::RouterInputs;
 use kserve_injector_core::{mutate, Inputs};
 use serde_json::Value;
@@ -16,7 +16,7 @@ use tower::ServiceExt;
 
 /// Router inputs as `serve` builds them from `flags`.
 fn shadow_inputs(flags: &[&str]) -> Result<RouterInputs, Error> {
-    let args = ServeSettings::try_parse_from(flags.iter().copied())?;
+    let args = ServeArgs::try_parse_from(flags.iter().copied())?;
     let mut inputs = RouterInputs::new(Inputs::default(), &args.limits);
     inputs.mode = args.shadow.mode();
     Ok(inputs)
@@ -91,8 +91,8 @@ async fn shadow_warnings_reach_the_response_and_an_agreeing_pod_counts_nothing()
 
 #[test]
 fn shadow_warnings_need_shadow() {
-    assert!(ServeSettings::try_parse_from(["--shadow-warnings"]).is_err());
-    let plain = ServeSettings::try_parse_from(Vec::<&str>::new()).map(|a| a.shadow.mode());
+    assert!(ServeArgs::try_parse_from(["--shadow-warnings"]).is_err());
+    let plain = ServeArgs::try_parse_from(Vec::<&str>::new()).map(|a| a.shadow.mode());
     assert_eq!(
         plain.ok(),
         Some(kserve_injector_core::admission::Mode::Mutate)

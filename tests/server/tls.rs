@@ -4,7 +4,7 @@
 
 use crate::support::*;
 use hyper::StatusCode;
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use kserve_injector::server::RunningServer;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -391,6 +391,6 @@ async fn the_tls_policy_flags_set_the_versions_and_tls_1_2_suites_served() -> Te
             format!("{flag} {value}: {error:?}")
         })?;
     }
-    let unknown = ServeSettings::try_parse_from(["--tls-min-version", "1.1"]);
+    let unknown = ServeArgs::try_parse_from(["--tls-min-version", "1.1"]);
     ensure(unknown.is_err(), || "--tls-min-version 1.1 parsed".into())
 }

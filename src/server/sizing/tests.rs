@@ -75,10 +75,10 @@ fn asked(
     max_connections: Option<usize>,
     max_buffered_bytes: Option<usize>,
     max_concurrent_requests: Option<usize>,
-) -> LimitSettings {
+) -> LimitFlags {
     let flags = ["--http2-max-concurrent-streams", "8"];
-    let settings = crate::server::settings::ServeSettings::try_parse_from(flags);
-    let mut limits = settings.expect("serve's defaults parse").limits;
+    let args = crate::server::args::ServeArgs::try_parse_from(flags);
+    let mut limits = args.expect("serve's defaults parse").limits;
     limits.max_connections = max_connections;
     limits.max_buffered_bytes = max_buffered_bytes;
     limits.max_concurrent_requests = max_concurrent_requests;

@@ -6,9 +6,9 @@
 use super::share::Budget;
 use super::summary::Summary;
 use crate::lookups::SnapshotSource;
+use crate::server::args::LimitFlags;
 use crate::server::limits::{Limits, Pace};
 use crate::server::metrics::Metrics;
-use crate::server::settings::LimitSettings;
 use arc_swap::ArcSwap;
 use kserve_injector_core::admission::Mode;
 use kserve_injector_core::Inputs;
@@ -46,7 +46,7 @@ impl RouterInputs {
     /// `inputs` with cluster lookups off, fresh metrics, not draining, a
     /// certificate that never expires, and `limits` sized as without a
     /// memory limit (`Server::start` sizes them to the container's).
-    pub fn new(inputs: Inputs, limits: &LimitSettings) -> Self {
+    pub fn new(inputs: Inputs, limits: &LimitFlags) -> Self {
         Self {
             inputs: Arc::new(ArcSwap::from_pointee(inputs)),
             objects: Arc::new(SnapshotSource::Off),

@@ -10,7 +10,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::{http1, http2};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kserve_injector::server::settings::ServeSettings;
+use kserve_injector::server::args::ServeArgs;
 use kserve_injector::server::{RunningServer, Server};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
@@ -234,7 +234,7 @@ pub async fn start(flags: &[&str]) -> Result<RunningServer, Error> {
         all.extend(["--cluster-lookups", "off"]);
     }
     all.extend_from_slice(flags);
-    let args = ServeSettings::try_parse_from(all)?;
+    let args = ServeArgs::try_parse_from(all)?;
     Ok(Server::start(args).await?)
 }
 

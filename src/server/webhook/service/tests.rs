@@ -7,7 +7,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn a_request_dropped_unanswered_leaves_the_in_flight_count() {
-    let defaults = crate::server::settings::ServeSettings::try_parse_from(Vec::<&str>::new());
+    let defaults = crate::server::args::ServeArgs::try_parse_from(Vec::<&str>::new());
     let mut inputs = RouterInputs::new(Inputs::default(), &defaults.expect("defaults").limits);
     inputs.limits = crate::server::limits::Limits {
         max_connections: 1,

@@ -1,12 +1,8 @@
-//! Flags of `kserve-injector audit`.
+//! Flags of `kserve-injector audit`, owned by the audit (as `serve`'s are
+//! by the server): the CLI flattens [`AuditArgs`] into its subcommand.
 
+use crate::flag_values::ReportFormat;
 use std::path::PathBuf;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AuditFormat {
-    Table,
-    Json,
-}
 
 /// `audit --config`: it replaces the cluster's ConfigMap.
 const CONFIG_HELP: &str = "Use this inferenceservice-config (a ConfigMap manifest or a mounted \
@@ -68,7 +64,7 @@ pub struct AuditArgs {
     pub all_namespaces: bool,
     /// Output: a table, or the whole report as JSON.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: AuditFormat,
+    pub output: ReportFormat,
     /// A container another webhook adds, not compared (repeatable; added to
     /// the built-in list). Example: --ignore-container vault-agent
     #[arg(long, value_name = "NAME")]
@@ -99,25 +95,5 @@ pub struct AuditArgs {
     #[arg(long, value_name = "PATH", requires = "upgrade_to")]
     pub upgrade_config: Option<PathBuf>,
     #[command(flatten)]
-    pub budget: super::BudgetArgs,
-}
-
-/// The audit takes plain settings; the flags are one way to make them.
-impl From<&AuditArgs> for crate::audit::AuditSettings {
-    fn from(args: &AuditArgs) -> Self {
-        Self {
-            objects: args.objects.clone(),
-            kubeconfig: args.kubeconfig.clone(),
-            context: args.context.clone(),
-            namespace: args.namespace.clone(),
-            all_namespaces: args.all_namespaces,
-            ignore_container: args.ignore_container.clone(),
-            controller_namespace: args.controller_namespace.clone(),
-            inputs: args.inputs.clone(),
-            credentials: args.credentials,
-            upgrade_to: args.upgrade_to,
-            upgrade_config: args.upgrade_config.clone(),
-            budget: args.budget.budget(),
-        }
-    }
+    pub budget: crate::input_flags::BudgetFlags,
 }

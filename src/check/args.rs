@@ -1,6 +1,6 @@
 //! Flags of `kserve-injector check`.
 
-use super::AuditFormat;
+use crate::flag_values::ReportFormat;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -49,19 +49,5 @@ pub struct CheckArgs {
     pub timeout: Duration,
     /// Output: a line per check, or the report as JSON.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: AuditFormat,
-}
-
-/// The check takes plain settings; the flags are one way to make them.
-impl From<&CheckArgs> for crate::check::CheckSettings {
-    fn from(args: &CheckArgs) -> Self {
-        Self {
-            kubeconfig: args.kubeconfig.clone(),
-            context: args.context.clone(),
-            namespace: args.namespace.clone(),
-            name: args.name.clone(),
-            probe_namespace: args.probe_namespace.clone(),
-            timeout: args.timeout,
-        }
-    }
+    pub output: ReportFormat,
 }

@@ -1,6 +1,6 @@
 //! What `serve` runs with: one struct per group of flags (each a `--help`
 //! heading), each deriving `clap::Args` itself, so the server owns its
-//! flags and the CLI only flattens [`ServeSettings`] into its `serve`
+//! flags and the CLI only flattens [`ServeArgs`] into its `serve`
 //! subcommand (kubert's `ServerArgs` is the pattern). Every flag can also
 //! come from an environment variable, so a Deployment can configure the
 //! server without rewriting its command line: `KSERVE_INJECTOR_` and the
@@ -10,7 +10,7 @@
 //! The values here are the flags as given; what a flag left out and is
 //! derived from others or from the machine (the listeners' addresses, the
 //! bounds sized to the memory limit) is worked out in one place each:
-//! [`ServeSettings::addr`], [`ServeSettings::admin_addr`] and
+//! [`ServeArgs::addr`], [`ServeArgs::admin_addr`] and
 //! `server::sizing`.
 
 use crate::flag_values::{at_least_one, namespace_name, nonzero_duration, parse_duration};
@@ -62,7 +62,7 @@ impl std::str::FromStr for LogFormat {
 /// Settings that cannot work together or at all, found before anything
 /// starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum InvalidSettings {
+pub enum InvalidFlags {
     #[error("--objects replaces the cluster lookups: leave out --cluster-lookups on")]
     ObjectsWithLookups,
     #[error("--max-buffered-bytes must be at least {MAX_BODY_BYTES} (one maximal request)")]
@@ -87,30 +87,30 @@ const SERVE_CONFIG_HELP: &str =
   curl --cacert \"$CA\" -H 'content-type: application/json' --data @review.json https://localhost:9443/mutate-pods
 
 Durations take a unit: 500ms, 5s, 2m.")]
-pub struct ServeSettings {
+pub struct ServeArgs {
     #[command(flatten)]
-    pub listen: ListenSettings,
+    pub listen: ListenFlags,
     #[command(flatten)]
-    pub inference_config: ConfigSettings,
+    pub inference_config: ConfigFlags,
     #[command(flatten)]
-    pub lookups: LookupSettings,
+    pub lookups: LookupFlags,
     #[command(flatten)]
-    pub tls: TlsSettings,
+    pub tls: TlsFlags,
     #[command(flatten)]
-    pub limits: LimitSettings,
+    pub limits: LimitFlags,
     #[command(flatten)]
-    pub shutdown: ShutdownSettings,
+    pub shutdown: ShutdownFlags,
     #[command(flatten)]
-    pub logging: LoggingSettings,
+    pub logging: LoggingFlags,
     #[command(flatten)]
-    pub shadow: ShadowSettings,
+    pub shadow: ShadowFlags,
 }
 
 /// Shadow mode: run beside another pod mutator and report, without
 /// changing any pod, what this one would change.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Shadow mode")]
-pub struct ShadowSettings {
+pub struct ShadowFlags {
     /// Allow every pod without a patch; log each pod this webhook would
     /// change (paths and injectors) and count it in
     /// kserve_injector_shadow_differences_total.
@@ -125,7 +125,7 @@ pub struct ShadowSettings {
 /// The two listeners: the webhook's and the admin (probes, metrics) one.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Listeners")]
-pub struct ListenSettings {
+pub struct ListenFlags {
     /// HTTPS listener for the webhook (POST /mutate-pods, POST /mutate).
     /// Default: 0.0.0.0:9443 (every interface, as in a pod); with
     /// --self-signed, 127.0.0.1:9443 (a local try-out stays off the network).
@@ -140,7 +140,7 @@ pub struct ListenSettings {
 /// The inferenceservice-config and how it is reloaded.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Config")]
-pub struct ConfigSettings {
+pub struct ConfigFlags {
     #[command(flatten)]
     pub inputs: InputFlags,
     /// Watch the config path for changes (in addition to polling).
@@ -159,7 +159,7 @@ pub struct ConfigSettings {
 /// Where the cluster objects an admission reads come from.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Cluster lookups")]
-pub struct LookupSettings {
+pub struct LookupFlags {
     /// Read ServiceAccounts, Secrets, ClusterStorageContainers and
     /// InferenceServices from the cluster (watch caches). auto: on when
     /// --kubeconfig, KUBECONFIG or an in-cluster service account is found.
@@ -243,7 +243,7 @@ pub struct LookupSettings {
 /// The serving certificate, the client CA, and how they are reloaded.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "TLS")]
-pub struct TlsSettings {
+pub struct TlsFlags {
     /// Directory holding tls.crt and tls.key (a mounted Secret).
     #[arg(long, default_value = DEFAULT_CERT_DIR)]
     pub cert_dir: PathBuf,
@@ -291,7 +291,7 @@ pub struct TlsSettings {
 /// Timeouts and the bounds on connections, streams, requests and bytes.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Limits")]
-pub struct LimitSettings {
+pub struct LimitFlags {
     /// Budget for reading and answering one admission request (then 504).
     /// Keep it below the webhook's timeoutSeconds.
     #[arg(long, default_value = "5s", value_parser = nonzero_duration)]
@@ -364,7 +364,7 @@ pub struct LimitSettings {
 /// The graceful shutdown after SIGTERM.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Shutdown")]
-pub struct ShutdownSettings {
+pub struct ShutdownFlags {
     /// After SIGTERM, keep serving (with /readyz at 503) this long so the
     /// endpoint is withdrawn before the listener closes.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
@@ -377,7 +377,7 @@ pub struct ShutdownSettings {
 /// Log format, filter and the periodic admission summary.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Logging")]
-pub struct LoggingSettings {
+pub struct LoggingFlags {
     /// How often the info-level admission summary is logged (each review is
     /// logged at debug).
     #[arg(long, default_value = "10s", value_parser = nonzero_duration)]
@@ -391,23 +391,23 @@ pub struct LoggingSettings {
     pub log_filter: Option<String>,
 }
 
-impl ServeSettings {
+impl ServeArgs {
     /// What the flags' parser cannot check alone (values that would make the
     /// server useless rather than merely slow are refused there).
-    pub fn validate(&self) -> Result<(), InvalidSettings> {
+    pub fn validate(&self) -> Result<(), InvalidFlags> {
         let lookups = &self.lookups;
         if lookups.objects.is_some() && lookups.cluster_lookups == LookupMode::On {
-            return Err(InvalidSettings::ObjectsWithLookups);
+            return Err(InvalidFlags::ObjectsWithLookups);
         }
         if self
             .limits
             .max_buffered_bytes
             .is_some_and(|n| n < MAX_BODY_BYTES)
         {
-            return Err(InvalidSettings::BufferedBytes);
+            return Err(InvalidFlags::BufferedBytes);
         }
         match &self.inference_config.inputs.config {
-            Some(path) if !path.exists() => Err(InvalidSettings::NoConfig(path.clone())),
+            Some(path) if !path.exists() => Err(InvalidFlags::NoConfig(path.clone())),
             _ => Ok(()),
         }
     }
@@ -436,7 +436,7 @@ impl ServeSettings {
     }
 }
 
-impl ShadowSettings {
+impl ShadowFlags {
     pub fn mode(&self) -> kserve_injector_core::admission::Mode {
         if self.shadow {
             kserve_injector_core::admission::Mode::Shadow {
@@ -448,7 +448,7 @@ impl ShadowSettings {
     }
 }
 
-impl TlsSettings {
+impl TlsFlags {
     pub fn cert_file(&self) -> PathBuf {
         self.tls_cert_file
             .clone()
@@ -468,7 +468,7 @@ impl TlsSettings {
     }
 }
 
-impl ConfigSettings {
+impl ConfigFlags {
     /// Flag, then KServe's POD_NAMESPACE convention, then KServe's default.
     pub fn resolved_controller_namespace(&self) -> String {
         let pod_namespace = std::env::var("POD_NAMESPACE").ok();
@@ -482,7 +482,7 @@ impl ConfigSettings {
     }
 }
 
-impl LookupSettings {
+impl LookupFlags {
     /// The options of the watch caches and the fallback GETs.
     pub fn options(&self) -> LookupOptions {
         LookupOptions {
@@ -535,10 +535,10 @@ fn env_var(arg: clap::Arg) -> clap::Arg {
 #[command(name = "serve", no_binary_name = true)]
 struct Standalone {
     #[command(flatten)]
-    settings: ServeSettings,
+    serve: ServeArgs,
 }
 
-impl ServeSettings {
+impl ServeArgs {
     /// Parses flags as `serve` would (without the subcommand name), for
     /// embedding the server, for `check` (a Deployment's flags) and for tests.
     pub fn try_parse_from<I, T>(flags: I) -> Result<Self, clap::Error>
@@ -546,6 +546,6 @@ impl ServeSettings {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        Standalone::try_parse_from(flags).map(|s| s.settings)
+        Standalone::try_parse_from(flags).map(|s| s.serve)
     }
 }
