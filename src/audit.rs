@@ -2,15 +2,15 @@
 //! objects come from a dump ([`dump`]) or a cluster ([`cluster`]); the
 //! comparison and the report are the core's ([`kserve_injector_core::audit`]).
 
-pub use kserve_injector_core::audit::CredentialReport;
-pub use kserve_injector_core::audit::*;
+pub(crate) use kserve_injector_core::audit::CredentialReport;
+pub(crate) use kserve_injector_core::audit::*;
 
 mod args;
-pub mod cluster;
-pub mod dump;
+pub(crate) mod cluster;
+pub(crate) mod dump;
 mod upgrade_to;
 
-pub use upgrade_to::run_upgrade;
+pub(crate) use upgrade_to::run_upgrade;
 
 use crate::files;
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode};
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 
 /// Why the audit could not run (exit code 2).
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     #[error("--objects {path}: {source}")]
     ObjectsOpen {
         path: String,
@@ -62,7 +62,7 @@ pub enum RunError {
 
 /// Why the ConfigMap does not tell the release the cluster runs.
 #[derive(Debug, thiserror::Error)]
-pub enum UnknownRelease {
+pub(crate) enum UnknownRelease {
     #[error("its ConfigMap is unreadable ({0})")]
     Unreadable(#[source] kserve_injector_core::config::ConfigError),
     #[error(transparent)]
@@ -70,7 +70,7 @@ pub enum UnknownRelease {
 }
 
 /// `audit --credentials`: reads the pods and gives what the scan found.
-pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
+pub(crate) fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
     let mut inventory = Inventory::default();
     inventory.credentials = Some(CredentialReport {
         only_namespace: args.namespace.clone().filter(|_| args.objects.is_some()),
@@ -90,7 +90,7 @@ pub fn run_credentials(args: &AuditArgs) -> Result<CredentialReport, RunError> {
 }
 
 /// Reads the objects, audits, and gives the report.
-pub fn run(args: &AuditArgs) -> Result<Report, RunError> {
+pub(crate) fn run(args: &AuditArgs) -> Result<Report, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
     let flags = &args.inputs;

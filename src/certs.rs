@@ -14,13 +14,12 @@ mod pem;
 mod serving;
 
 pub use chain::ChainError;
-pub use files::{write_ca, write_certs, CertFiles, CertsRequest, Written};
-pub use handshake::{prove as prove_handshake, HandshakeError};
+pub(crate) use files::{write_ca, write_certs, CertsRequest};
+pub(crate) use handshake::prove as prove_handshake;
+pub use handshake::HandshakeError;
 pub use pem::{certificates, PemError};
-pub use serving::{
-    client_verifier, load_pair, provider, self_signed, SelfSigned, ServingCertError, ServingPair,
-    Verifier,
-};
+pub(crate) use serving::{client_verifier, load_pair, Verifier};
+pub use serving::{provider, self_signed, SelfSigned, ServingCertError, ServingPair};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

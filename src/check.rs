@@ -20,8 +20,8 @@ mod webhook;
 #[cfg(test)]
 mod tests;
 
-pub use report::{Line, Report, Status};
-pub use webhook::WEBHOOK_NAME;
+pub(crate) use report::{Line, Report};
+pub(crate) use webhook::WEBHOOK_NAME;
 
 use crate::lookups::{resolve_client, KubeEnvironment, LookupMode, LookupModeError};
 pub use args::CheckArgs;
@@ -43,7 +43,7 @@ use std::time::Duration;
 
 /// Why no check could run.
 #[derive(Debug, thiserror::Error)]
-pub enum CheckError {
+pub(crate) enum CheckError {
     /// The runtime the cluster client needs could not start.
     #[error(transparent)]
     Runtime(std::io::Error),
@@ -54,7 +54,7 @@ pub enum CheckError {
 }
 
 /// Runs every check; the report says what passed and what failed.
-pub fn run(args: &CheckArgs) -> Result<Report, CheckError> {
+pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

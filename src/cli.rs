@@ -20,14 +20,14 @@ pub use crate::audit::AuditArgs;
 pub use crate::check::CheckArgs;
 pub use certs_args::CertsArgs;
 pub use default_config_args::DefaultConfigArgs;
-pub use error::{CliError, Denial, InputError};
-pub use live_cluster::LiveCluster;
+pub(crate) use error::{CliError, Denial, InputError};
+pub(crate) use live_cluster::LiveCluster;
 pub use mutate_args::{MutateArgs, MutateOutput};
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
 /// objects of `--objects` are a [`ClusterSnapshot`]; a live cluster
 /// (`--kubeconfig`) is read by the binary's own source.
-pub trait MutateSource {
+pub(crate) trait MutateSource {
     /// The objects `facts` needs (see [`kserve_injector_core::cluster::needed_keys`]);
     /// an error is a lookup that could not be answered.
     fn snapshot(
@@ -247,7 +247,8 @@ fn process(
 }
 
 /// [`mutate_stream_within`] the default [`reader::Budget`].
-pub fn mutate_stream(
+#[cfg(test)]
+pub(crate) fn mutate_stream(
     input: &mut impl BufRead,
     out: &mut impl Write,
     format: OutputFormat,
@@ -266,7 +267,7 @@ pub fn mutate_stream(
 /// written (it is the answer) and then reported as [`CliError::Denied`].
 /// Each pod's cluster objects come from `cluster`; the input is read within
 /// `budget`.
-pub fn mutate_stream_within(
+pub(crate) fn mutate_stream_within(
     input: &mut impl BufRead,
     out: &mut impl Write,
     format: OutputFormat,
@@ -315,9 +316,10 @@ pub fn mutate_stream_within(
     Ok(())
 }
 
-/// [`mutate_stream`] over text, for callers that hold the whole input; the
-/// cluster objects are `inputs.cluster`.
-pub fn run_mutate(
+/// [`mutate_stream`] over text, for the unit tests; the cluster objects are
+/// `inputs.cluster`.
+#[cfg(test)]
+pub(crate) fn run_mutate(
     text: &str,
     format: OutputFormat,
     namespace: Option<&str>,
@@ -333,7 +335,7 @@ pub fn run_mutate(
         inputs,
         &mut cluster,
     )?;
-    String::from_utf8(out).map_err(|e| InputError::NotUtf8(e).into())
+    Ok(String::from_utf8(out).expect("mutate writes UTF-8"))
 }
 
 fn read_error(e: reader::ReadError) -> CliError {

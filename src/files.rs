@@ -7,7 +7,8 @@
 
 mod open;
 
-pub use open::{check_pipe_delivered, open, Accept};
+pub(crate) use open::check_pipe_delivered;
+pub use open::{open, Accept};
 
 use kserve_injector_core::config::{Config, ConfigError, ConfigMapData, Resources};
 use kserve_injector_core::release::Release;
@@ -113,7 +114,7 @@ impl Snapshot {
     }
 
     /// Every source as unreadable, for `why` (a read that did not finish).
-    pub fn unreadable(sources: &[PathBuf], why: AnyError) -> Self {
+    pub(crate) fn unreadable(sources: &[PathBuf], why: AnyError) -> Self {
         let entries = sources
             .iter()
             .map(|p| {
@@ -131,7 +132,7 @@ impl Snapshot {
     }
 
     /// The bytes of one file source, or why it has none.
-    pub fn file(&self, path: &Path) -> Result<&[u8], Unreadable> {
+    pub(crate) fn file(&self, path: &Path) -> Result<&[u8], Unreadable> {
         match self.entries.iter().find(|(p, _)| p == path) {
             Some((_, Ok(bytes))) => Ok(bytes),
             Some((_, Err(e))) => Err(e.clone()),
@@ -146,7 +147,7 @@ impl Snapshot {
 /// or a Secret (the usual origin of these files) under 1 MiB; a file over
 /// the cap is refused after reading one byte past it, so a huge file costs
 /// no more memory than the cap.
-pub const MAX_FILE_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 4 << 20;
 
 fn read(path: &Path, accept: Accept) -> Result<Vec<u8>, Unreadable> {
     read_capped(path, accept).map_err(|e| unreadable(path, e))
@@ -202,7 +203,7 @@ pub fn parse(path: &Path, snap: &Snapshot) -> Result<Config, LoadError> {
 /// [`parse`], with our settings file's storage-initializer defaults for the
 /// keys the ConfigMap leaves out ([`Config::from_data_with`]), read as
 /// `release` reads the ConfigMap.
-pub fn parse_with(
+pub(crate) fn parse_with(
     path: &Path,
     snap: &Snapshot,
     defaults: &Resources,
@@ -245,7 +246,7 @@ pub fn load_config(
 
 /// The data of a ConfigMap manifest file or a mounted ConfigMap directory,
 /// unparsed (`audit --upgrade-config`, which reads it as two releases).
-pub fn load_data(path: &Path) -> Result<ConfigMapData, LoadError> {
+pub(crate) fn load_data(path: &Path) -> Result<ConfigMapData, LoadError> {
     let snap = Snapshot::read(&[path.to_path_buf()], Accept::RegularFileOrPipe);
     snapshot_data(path, &snap)
 }
@@ -297,7 +298,7 @@ pub fn load_settings(path: Option<&Path>) -> Result<Settings, LoadError> {
 
 /// Parses the settings file `path` of a snapshot (`serve` reads it within
 /// the reloader's bounds).
-pub fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadError> {
+pub(crate) fn parse_settings(path: &Path, snap: &Snapshot) -> Result<Settings, LoadError> {
     let bytes = snap.file(path).map_err(|source| LoadError::Unreadable {
         path: path.to_path_buf(),
         source,

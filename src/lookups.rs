@@ -17,8 +17,8 @@ mod budget;
 mod cache;
 mod error;
 mod fetched;
-pub mod metrics;
-pub mod mode;
+mod metrics;
+mod mode;
 mod objects_file;
 mod options;
 mod reduce;
@@ -32,17 +32,20 @@ mod wire;
 
 pub use error::LookupError;
 pub use metrics::{KindMetrics, LookupMetrics};
-pub use mode::{resolve_client, KubeConfigSource, KubeEnvironment, LookupMode, LookupModeError};
-pub use objects_file::{load_objects, load_objects_within, ObjectsFileError};
-pub use options::{
-    Kind, LookupOptions, OutsideNamespaces, StreamingLists, DEFAULT_GET_TIMEOUT,
-    DEFAULT_MAX_SA_SECRETS, DEFAULT_SECRET_CACHE_ENTRIES, DEFAULT_SECRET_TTL, DEFAULT_WATCHED,
+pub use mode::{resolve_client, KubeEnvironment, LookupMode, LookupModeError};
+pub(crate) use objects_file::load_objects_within;
+pub use objects_file::{load_objects, ObjectsFileError};
+pub use options::{Kind, LookupOptions, OutsideNamespaces, StreamingLists};
+pub(crate) use options::{
+    DEFAULT_GET_TIMEOUT, DEFAULT_MAX_SA_SECRETS, DEFAULT_SECRET_CACHE_ENTRIES,
 };
-pub use reduce::{inference_service_resource, storage_container_resource, InvalidObject};
-pub use shares::{Shed, DEFAULT_LOOKUP_BYTES, DEFAULT_NAMESPACE_ADMISSIONS};
+pub use reduce::InvalidObject;
+pub(crate) use reduce::{inference_service_resource, storage_container_resource};
+pub use shares::Shed;
+pub(crate) use shares::{DEFAULT_LOOKUP_BYTES, DEFAULT_NAMESPACE_ADMISSIONS};
 pub use snapshot::fetch_once;
 pub use source::{SnapshotSource, SnapshotSourceError};
-pub use wire::DEFAULT_MAX_OBJECT_BYTES;
+pub(crate) use wire::DEFAULT_MAX_OBJECT_BYTES;
 
 use cache::Cache;
 use fetched::FetchCache;
@@ -173,7 +176,7 @@ impl Lookups {
 
     /// No caches: every key is fetched directly (what `mutate --kubeconfig`
     /// does once).
-    pub fn uncached(client: Client, get_timeout: Duration) -> Self {
+    pub(crate) fn uncached(client: Client, get_timeout: Duration) -> Self {
         let options = LookupOptions {
             watched: Vec::new(),
             get_timeout,
@@ -259,11 +262,6 @@ impl Lookups {
             true => self.fetched_secrets.len(),
             false => self.cache_state(kind).map_or(0, |c| c.objects()),
         }
-    }
-
-    /// Bytes a watched cache holds now (`None`: not watched).
-    pub fn cached_bytes(&self, kind: Kind) -> Option<u64> {
-        self.cache_state(kind).map(|c| c.held_bytes())
     }
 
     /// Whether Secrets are fetched (and kept for the TTL) rather than

@@ -9,7 +9,7 @@
 /// `tests/server/memory.rs` checks; neither `mimalloc` nor std offers a
 /// safe call that does it.
 #[allow(unsafe_code)]
-pub fn give_back() {
+pub(crate) fn give_back() {
     // Callable from any thread at any time, also where mimalloc is not the
     // global allocator (its heaps are then empty, as in the test binaries).
     // SAFETY: mi_collect trusts no argument and walks only mimalloc's heaps.

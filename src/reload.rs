@@ -10,7 +10,7 @@
 //! never arrive).
 //!
 //! Every read is bounded (see the `read` module): regular files only, at most 4 MiB
-//! each, within [`READ_LIMIT`]; a source that cannot be read counts as a
+//! each, within [`read::READ_LIMIT`]; a source that cannot be read counts as a
 //! failed reload like one that does not parse.
 //!
 //! A refused snapshot is remembered, so the same bytes are not parsed and
@@ -24,8 +24,6 @@
 //! source's pending gauge instead of counting as a failed reload.
 
 mod read;
-
-pub use read::READ_LIMIT;
 
 use crate::files::{LoadError, Snapshot};
 use crate::log_text::bounded;
@@ -54,7 +52,7 @@ const PENDING_RECHECK: Duration = Duration::from_secs(3600);
 /// A reloaded source's success and failure counters, and the notBefore
 /// (Unix seconds) of the snapshot waiting to become valid, 0 when none is.
 #[derive(Debug, Clone, Default)]
-pub struct ReloadCounters {
+pub(crate) struct ReloadCounters {
     pub ok: Counter,
     pub failed: Counter,
     pub pending: Gauge,
@@ -62,7 +60,7 @@ pub struct ReloadCounters {
 
 /// Why a source's snapshot was not loaded, and whether time alone may cure
 /// it.
-pub trait Refusal: Display {
+pub(crate) trait Refusal: Display {
     /// The Unix second from which the same bytes may load (a certificate
     /// not valid yet); `None` when only a change of the files can help.
     fn valid_from(&self) -> Option<i64> {
@@ -83,14 +81,14 @@ enum Outcome {
 
 /// How to look for changes.
 #[derive(Debug, Clone, Copy)]
-pub struct Trigger {
+pub(crate) struct Trigger {
     pub watch: bool,
     pub poll: Duration,
 }
 
 /// A reloaded source: what it is called in logs, the paths it reads, how to
 /// look for changes, and its success and failure counters.
-pub struct Source {
+pub(crate) struct Source {
     pub what: &'static str,
     pub paths: Vec<PathBuf>,
     pub trigger: Trigger,
@@ -98,7 +96,7 @@ pub struct Source {
 }
 
 /// A source loaded once, ready to be watched.
-pub struct Loaded<P> {
+pub(crate) struct Loaded<P> {
     source: Source,
     reader: Reader,
     last: Snapshot,
@@ -107,14 +105,14 @@ pub struct Loaded<P> {
 
 /// One bounded read of `paths` as `serve` reads them (for a file read once
 /// at startup, such as `--config-file`).
-pub fn read_once(paths: &[PathBuf]) -> Snapshot {
+pub(crate) fn read_once(paths: &[PathBuf]) -> Snapshot {
     Reader::new(paths).read_blocking()
 }
 
 impl Source {
     /// Reads and parses the source now; the caller builds its shared state
     /// from the value, then calls [`Loaded::watch`] with how to replace it.
-    pub fn load<T, E, P>(self, parse: P) -> Result<(T, Loaded<P>), E>
+    pub(crate) fn load<T, E, P>(self, parse: P) -> Result<(T, Loaded<P>), E>
     where
         P: Fn(&Snapshot) -> Result<T, E>,
     {
@@ -142,8 +140,12 @@ impl<P> Loaded<P> {
     /// once, not at every poll; one refused until a time (see
     /// [`Refusal::valid_from`]) is parsed again then. `stop` ends the task
     /// at once, even in the middle of a read.
-    pub fn watch<T, E, A, F>(mut self, stop: &CancellationToken, tasks: &TaskTracker, apply: A)
-    where
+    pub(crate) fn watch<T, E, A, F>(
+        mut self,
+        stop: &CancellationToken,
+        tasks: &TaskTracker,
+        apply: A,
+    ) where
         P: Fn(&Snapshot) -> Result<T, E> + Send + 'static,
         A: Fn(T) -> Result<(), F> + Send + 'static,
         E: Refusal,

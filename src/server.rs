@@ -26,7 +26,6 @@ mod sizing;
 mod tls;
 mod webhook;
 
-pub use crate::certs::ServingCertError;
 use crate::server::args::ServeArgs;
 pub use error::ServeError;
 pub use lifecycle::{RunningServer, Server, ShutdownHandle};

@@ -10,7 +10,7 @@ thread_local! {
     static LIVE: Cell<i64> = const { Cell::new(0) };
 }
 
-pub struct Counting;
+pub(crate) struct Counting;
 
 // SAFETY: every call is forwarded to `System` unchanged; the thread-local
 // counter is a const-initialised `Cell`, which never allocates.
@@ -41,7 +41,7 @@ unsafe impl GlobalAlloc for Counting {
 }
 
 /// Bytes the current thread allocated while running `f`, and its result.
-pub fn allocated_by<T>(f: impl FnOnce() -> T) -> (u64, T) {
+pub(crate) fn allocated_by<T>(f: impl FnOnce() -> T) -> (u64, T) {
     let before = ALLOCATED.with(Cell::get);
     let out = f();
     (ALLOCATED.with(Cell::get) - before, out)
@@ -49,7 +49,7 @@ pub fn allocated_by<T>(f: impl FnOnce() -> T) -> (u64, T) {
 
 /// Bytes `f` left allocated on the current thread (allocated less freed),
 /// and its result: what a structure it built holds.
-pub fn kept_by<T>(f: impl FnOnce() -> T) -> (i64, T) {
+pub(crate) fn kept_by<T>(f: impl FnOnce() -> T) -> (i64, T) {
     let before = LIVE.with(Cell::get);
     let out = f();
     (LIVE.with(Cell::get) - before, out)

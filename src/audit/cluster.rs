@@ -16,7 +16,7 @@ use std::fmt::Debug;
 const PAGE: u32 = 500;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ListError {
+pub(crate) enum ListError {
     #[error("cannot list {what}: {source}")]
     List { what: String, source: kube::Error },
     #[error(transparent)]
@@ -30,7 +30,7 @@ pub enum ListError {
 
 /// Which namespaces the audit covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     All,
     Namespace(String),
 }
@@ -57,7 +57,7 @@ impl Scope {
 
 /// Lists every kind the audit reads into `inventory`; the config comes
 /// from `controller_namespace`. A CRD that is not installed lists nothing.
-pub async fn list_into(
+pub(crate) async fn list_into(
     client: &Client,
     scope: &Scope,
     controller_namespace: &str,
@@ -114,7 +114,7 @@ pub async fn list_into(
 }
 
 /// `audit --credentials`: the pods only (no config or lookups needed).
-pub async fn list_pods_into(
+pub(crate) async fn list_pods_into(
     client: &Client,
     scope: &Scope,
     inventory: &mut Inventory,

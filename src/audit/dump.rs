@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 /// Why a dump could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum DumpError {
+pub(crate) enum DumpError {
     #[error(transparent)]
     Read(#[from] reader::ReadError),
     #[error("document {document}: not valid JSON: {message}")]
@@ -28,7 +28,7 @@ pub enum DumpError {
 }
 
 /// Reads every object of `input` into `inventory`, within `budget`.
-pub fn read_into(
+pub(crate) fn read_into(
     input: &mut impl BufRead,
     inventory: &mut Inventory,
     budget: Budget,

@@ -11,7 +11,7 @@ use kserve_injector_core::config::{release_of_images, Config};
 use kserve_injector_core::release::Release;
 
 /// Reads the objects and compares every pod under both releases.
-pub fn run_upgrade(args: &AuditArgs, target: Release) -> Result<UpgradeReport, RunError> {
+pub(crate) fn run_upgrade(args: &AuditArgs, target: Release) -> Result<UpgradeReport, RunError> {
     let mut inventory = Inventory::default();
     read_objects(args, &mut inventory)?;
     let flags = &args.inputs;

@@ -24,7 +24,7 @@ pub struct ChainError {
 /// Checks the signature of every certificate whose issuer is the next one.
 /// The certificates have been parsed already (see `pem`); one that does
 /// not parse here is left to that check's error.
-pub fn check_signatures(chain: &[CertificateDer<'_>]) -> Result<(), ChainError> {
+pub(super) fn check_signatures(chain: &[CertificateDer<'_>]) -> Result<(), ChainError> {
     let parsed: Vec<X509Certificate<'_>> = chain
         .iter()
         .filter_map(|der| x509_parser::parse_x509_certificate(der).ok())

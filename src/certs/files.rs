@@ -12,7 +12,7 @@ const CA_DAYS: u32 = 3650;
 
 /// What `kserve-injector certs` was asked for.
 #[derive(Debug)]
-pub struct CertsRequest<'a> {
+pub(crate) struct CertsRequest<'a> {
     pub service: &'a str,
     pub namespace: &'a str,
     pub out: &'a Path,
@@ -25,7 +25,7 @@ pub struct CertsRequest<'a> {
 
 /// The four files, by role.
 #[derive(Debug)]
-pub struct CertFiles {
+pub(crate) struct CertFiles {
     pub ca_cert: PathBuf,
     pub ca_key: PathBuf,
     pub cert: PathBuf,
@@ -45,14 +45,14 @@ impl CertFiles {
 
 /// What was written.
 #[derive(Debug)]
-pub struct Written {
+pub(crate) struct Written {
     pub files: CertFiles,
     pub reused_ca: bool,
     pub names: Vec<String>,
     pub not_after: OffsetDateTime,
 }
 
-pub fn write_certs(request: &CertsRequest<'_>) -> Result<Written, CertGenError> {
+pub(crate) fn write_certs(request: &CertsRequest<'_>) -> Result<Written, CertGenError> {
     let names = service_dns_names(request.service, request.namespace)?;
     let files = CertFiles::in_dir(request.out);
     std::fs::create_dir_all(request.out).map_err(|source| CertGenError::Io {
@@ -130,7 +130,7 @@ fn write_file(path: &Path, contents: &[u8], secret: bool) -> Result<(), CertGenE
 }
 
 /// `serve --self-signed`'s CA, where `curl --cacert` will read it.
-pub fn write_ca(path: &Path, pem: &str) -> std::io::Result<()> {
+pub(crate) fn write_ca(path: &Path, pem: &str) -> std::io::Result<()> {
     write_atomically(path, pem.as_bytes(), 0o644)
 }
 

@@ -59,7 +59,7 @@ const MAX_FLIGHTS: usize = 16;
 /// verified its handshake signature, and the server's one objection is the
 /// missing client certificate. Everything the server sends comes before
 /// that objection, in both versions.
-pub fn prove(
+pub(crate) fn prove(
     config: &Arc<ServerConfig>,
     provider: &Arc<CryptoProvider>,
     versions: &[&'static SupportedProtocolVersion],

@@ -187,7 +187,7 @@ fn certs(snap: &Snapshot, path: &Path) -> Result<Vec<CertificateDer<'static>>, S
 /// Parses a PEM chain and key, checks the validity window of the leaf and
 /// of each intermediate, the chain's signatures and that the key matches
 /// the leaf.
-pub fn load_pair(
+pub(crate) fn load_pair(
     snap: &Snapshot,
     cert_path: &Path,
     key_path: &Path,
@@ -220,11 +220,11 @@ pub fn load_pair(
     Ok(ServingPair { key, not_after })
 }
 
-pub type Verifier = Arc<dyn ClientCertVerifier>;
+pub(crate) type Verifier = Arc<dyn ClientCertVerifier>;
 
 /// A client CA bundle as a verifier, with the earliest notAfter among its
 /// certificates (when any of them expires, some clients stop verifying).
-pub fn client_verifier(
+pub(crate) fn client_verifier(
     snap: &Snapshot,
     path: &Path,
     provider: &Arc<CryptoProvider>,

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use x509_parser::extensions::GeneralName;
 
 /// Below this many days left, a warning (the alert's default warning).
-pub const WARNING_DAYS: i64 = 7;
+pub(super) const WARNING_DAYS: i64 = 7;
 
 /// The caBundle's certificates, or the failing line.
-pub fn bundle(ca_bundle: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, Line> {
+pub(super) fn bundle(ca_bundle: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, Line> {
     const ID: &str = "webhook.caBundle";
     let fix = "the caBundle comes from cert-manager's CA injector (the cert-manager.io/inject-ca-from annotation and its Certificate), the chart (self-signed or provided certificates) or the static-certs overlay: check whichever fills it";
     match ca_bundle {
@@ -30,7 +30,7 @@ pub fn bundle(ca_bundle: Option<&[u8]>) -> Result<Vec<CertificateDer<'static>>, 
 
 /// Why the caBundle does not verify the serving chain.
 #[derive(Debug, thiserror::Error)]
-pub enum NotVerified {
+pub(super) enum NotVerified {
     #[error("the Secret holds no certificate")]
     NoCertificate,
     #[error("a caBundle certificate is not a CA")]
@@ -50,7 +50,7 @@ pub enum NotVerified {
 /// Whether `bundle` verifies `chain` (leaf first), as a TLS client would.
 /// `now` outside the leaf's validity is replaced by a moment inside it: the
 /// lifetime has its own line.
-pub fn verifies(
+pub(super) fn verifies(
     bundle: &[CertificateDer<'static>],
     chain: &[CertificateDer<'static>],
     host: &str,
@@ -90,7 +90,7 @@ pub fn verifies(
 
 /// The caBundle line for the serving chain the Deployment mounts, read
 /// from `secret` (`namespace/name`).
-pub fn ca_bundle_line(
+pub(super) fn ca_bundle_line(
     bundle: &[CertificateDer<'static>],
     chain: &[CertificateDer<'static>],
     secret: &str,
@@ -114,7 +114,7 @@ pub fn ca_bundle_line(
 /// Whether the leaf's subjectAltNames cover `host`, as Go's
 /// crypto/x509 VerifyHostname matches (exact names, a wildcard for the
 /// leftmost label, IP addresses only as IP SANs).
-pub fn names_line(chain: &[CertificateDer<'static>], host: &str, target: &str) -> Line {
+pub(super) fn names_line(chain: &[CertificateDer<'static>], host: &str, target: &str) -> Line {
     const ID: &str = "certificate.names";
     let names = san_names(chain.first());
     let covered = match host.parse::<IpAddr>() {
@@ -147,7 +147,7 @@ fn dns_matches(pattern: &str, host: &str) -> bool {
 }
 
 /// The DNS names and IP addresses of the leaf's subjectAltName.
-pub fn san_names(leaf: Option<&CertificateDer<'static>>) -> Vec<String> {
+pub(super) fn san_names(leaf: Option<&CertificateDer<'static>>) -> Vec<String> {
     let Some(parsed) = leaf.and_then(|d| x509_parser::parse_x509_certificate(d).ok()) else {
         return Vec::new();
     };
@@ -180,7 +180,7 @@ fn validity(leaf: &CertificateDer<'_>) -> Option<(u64, u64)> {
 }
 
 /// The serving certificate's remaining lifetime at `now`.
-pub fn lifetime_line(chain: &[CertificateDer<'static>], now: UnixTime) -> Line {
+pub(super) fn lifetime_line(chain: &[CertificateDer<'static>], now: UnixTime) -> Line {
     const ID: &str = "certificate.lifetime";
     let Some((from, to)) = chain.first().and_then(validity) else {
         return Line::fail(

@@ -7,14 +7,14 @@ use super::report::Line;
 use kserve_injector_core::SecurityProfile;
 
 const IMAGE_VOLUME: &str = "cluster.imageVolume";
-pub const POD_SECURITY: &str = "podSecurity.restricted";
+pub(super) const POD_SECURITY: &str = "podSecurity.restricted";
 
 /// How many namespace names a line lists before it counts the rest.
 const SHOWN: usize = 5;
 
 /// `kept`: the dry-run PodTemplate's answer (`Ok(true)`: it came back with
 /// its image volume); `asked`: what in serve's settings file gives pods one.
-pub fn image_volume_line<E: std::fmt::Display>(
+pub(super) fn image_volume_line<E: std::fmt::Display>(
     kept: &Result<bool, E>,
     asked: Option<&str>,
 ) -> Line {
@@ -47,7 +47,7 @@ pub fn image_volume_line<E: std::fmt::Display>(
 
 /// `restricted`: the namespaces the webhook serves whose
 /// `pod-security.kubernetes.io/enforce` is `restricted`.
-pub fn pod_security_line(profile: SecurityProfile, restricted: &[String]) -> Line {
+pub(super) fn pod_security_line(profile: SecurityProfile, restricted: &[String]) -> Line {
     if restricted.is_empty() {
         return Line::pass(
             POD_SECURITY,

@@ -26,10 +26,10 @@ const ID: &str = "endToEnd.dryRun";
 /// The probe's model: an OCI image, so that the modelcar is injected (or,
 /// where the ConfigMap turns the modelcar off, the storage-initializer);
 /// never pulled, since nothing is created.
-pub const PROBE_MODEL: &str = "oci://registry.invalid/kserve-injector-check/model:probe";
+pub(super) const PROBE_MODEL: &str = "oci://registry.invalid/kserve-injector-check/model:probe";
 
 /// The pod `check` sends with `dryRun=All` into `namespace`.
-pub fn probe_pod(namespace: &str) -> Pod {
+pub(super) fn probe_pod(namespace: &str) -> Pod {
     let restricted = json!({
         "allowPrivilegeEscalation": false,
         "capabilities": {"drop": ["ALL"]},
@@ -64,7 +64,7 @@ pub fn probe_pod(namespace: &str) -> Pod {
 
 /// What the API server answered the dry run of the probe pod.
 #[derive(Debug, Clone)]
-pub enum DryRun {
+pub(super) enum DryRun {
     /// The pod as it would have been stored.
     Admitted(Box<Pod>),
     /// The API server's refusal (its HTTP code and message).
@@ -105,7 +105,7 @@ fn hardened(c: &Container) -> bool {
 
 /// The end-to-end line. `shadow`: serve changes no pod, so the probe can
 /// only come back as KServe's mutator made it.
-pub fn dry_run_line(answer: &DryRun, namespace: &str, shadow: bool) -> Line {
+pub(super) fn dry_run_line(answer: &DryRun, namespace: &str, shadow: bool) -> Line {
     match answer {
         DryRun::Admitted(pod) => match (injected(pod), shadow) {
             (Some(c), false) if hardened(c) => Line::pass(
@@ -151,7 +151,7 @@ fn bounded(text: &str) -> String {
 
 /// What to do about the API server's message, for the errors users see
 /// first (docs/operations.md, "Troubleshooting").
-pub fn hint(message: &str) -> String {
+pub(super) fn hint(message: &str) -> String {
     let fix = if message.contains("x509: certificate signed by unknown authority")
         || message.contains("certificate signed by unknown authority")
     {

@@ -10,7 +10,7 @@ use crate::server::args::LookupFlags;
 
 /// One permission: a verb on a resource, in a namespace or cluster-wide.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Access {
+pub(super) struct Access {
     pub verb: &'static str,
     pub group: &'static str,
     pub resource: &'static str,
@@ -40,7 +40,7 @@ fn group(kind: Kind) -> &'static str {
 
 /// What the lookups of `lookups` need; nothing when they are off.
 /// `auto` counts as on: in a pod with a ServiceAccount token it is.
-pub fn needed(lookups: &LookupFlags) -> Vec<Access> {
+pub(super) fn needed(lookups: &LookupFlags) -> Vec<Access> {
     if lookups.cluster_lookups == LookupMode::Off || lookups.objects.is_some() {
         return Vec::new();
     }
@@ -78,7 +78,7 @@ pub fn needed(lookups: &LookupFlags) -> Vec<Access> {
 
 /// What the API server said of one access (a SubjectAccessReview).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     Allowed,
     Denied,
     /// The review could not be asked; why, as the API server or the
@@ -88,7 +88,7 @@ pub enum Verdict {
 
 /// The RBAC line for `account` from each needed access and the API
 /// server's verdict on it.
-pub fn rbac_line(account: &str, results: &[(Access, Verdict)]) -> Line {
+pub(super) fn rbac_line(account: &str, results: &[(Access, Verdict)]) -> Line {
     const ID: &str = "rbac.lookups";
     if results.is_empty() {
         return Line::pass(

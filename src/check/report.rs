@@ -6,7 +6,7 @@ use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     Pass,
     Warn,
     Fail,
@@ -27,7 +27,7 @@ impl Status {
 /// One check's result. `id` is stable (the JSON's key for scripts);
 /// `fix` says what to do, on a warning or a failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Line {
+pub(crate) struct Line {
     pub id: &'static str,
     pub status: Status,
     pub message: String,
@@ -36,19 +36,27 @@ pub struct Line {
 }
 
 impl Line {
-    pub fn pass(id: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn pass(id: &'static str, message: impl Into<String>) -> Self {
         Self::new(id, Status::Pass, message, None)
     }
 
-    pub fn warn(id: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn warn(
+        id: &'static str,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Self::new(id, Status::Warn, message, Some(fix.into()))
     }
 
-    pub fn fail(id: &'static str, message: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn fail(
+        id: &'static str,
+        message: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Self::new(id, Status::Fail, message, Some(fix.into()))
     }
 
-    pub fn skip(id: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn skip(id: &'static str, message: impl Into<String>) -> Self {
         Self::new(id, Status::Skip, message, None)
     }
 
@@ -69,7 +77,7 @@ impl Line {
 
 /// Every line of one run, with what was checked.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     /// The API server, as the kube client reached it.
     pub server: String,
     /// Its version (`gitVersion`), when it answered.
@@ -80,16 +88,16 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn count(&self, status: Status) -> usize {
+    pub(crate) fn count(&self, status: Status) -> usize {
         self.checks.iter().filter(|l| l.status == status).count()
     }
 
     /// Exit code 1: a check failed (warnings and skips do not count).
-    pub fn failed(&self) -> bool {
+    pub(crate) fn failed(&self) -> bool {
         self.count(Status::Fail) > 0
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut out = format!(
             "kserve-injector check: {}/{} on {} ({})\n",
             self.namespace, self.name, self.server, self.version
@@ -115,7 +123,7 @@ impl Report {
         out
     }
 
-    pub fn json(&self) -> String {
+    pub(crate) fn json(&self) -> String {
         let summary = serde_json::json!({
             "passed": self.count(Status::Pass),
             "warnings": self.count(Status::Warn),

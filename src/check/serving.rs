@@ -16,11 +16,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The container's name in the kustomize base and the chart.
-pub const CONTAINER: &str = "kserve-injector";
+pub(super) const CONTAINER: &str = "kserve-injector";
 
 /// How the Deployment runs `serve`.
 #[derive(Debug, Clone, Default)]
-pub struct Served {
+pub(super) struct Served {
     /// Its flags, or why they could not be read.
     pub serve_args: Option<ServeArgs>,
     pub unreadable: Option<String>,
@@ -35,7 +35,7 @@ pub struct Served {
 }
 
 impl Served {
-    pub fn shadow(&self) -> bool {
+    pub(super) fn shadow(&self) -> bool {
         self.serve_args.as_ref().is_some_and(|s| s.shadow.shadow)
     }
 }
@@ -104,7 +104,7 @@ fn file_name(rest: &Path, default: &str) -> String {
 }
 
 /// How `deployment` runs `serve`.
-pub fn served(deployment: &Deployment) -> Served {
+pub(super) fn served(deployment: &Deployment) -> Served {
     let template = deployment.spec.as_ref().map(|s| &s.template);
     let spec = template.and_then(|t| t.spec.clone()).unwrap_or_default();
     let labels = template
@@ -167,7 +167,7 @@ fn first_line(text: &str) -> String {
 }
 
 /// The replicas line: none ready is an outage under failurePolicy Fail.
-pub fn replicas_line(deployment: &Deployment, name: &str) -> Line {
+pub(super) fn replicas_line(deployment: &Deployment, name: &str) -> Line {
     const ID: &str = "deployment.replicas";
     let desired = deployment
         .spec
@@ -199,7 +199,7 @@ pub fn replicas_line(deployment: &Deployment, name: &str) -> Line {
 
 /// A PodDisruptionBudget as the check needs it: its name, selector and budget.
 #[derive(Debug, Clone)]
-pub struct Budget {
+pub(super) struct Budget {
     pub name: String,
     pub selector: Option<LabelSelector>,
     pub budget: String,
@@ -207,7 +207,10 @@ pub struct Budget {
 
 /// Whether a budget covers the Deployment's pods; `None`: the API serves no
 /// PodDisruptionBudgets (neither policy/v1 nor v1beta1).
-pub fn budget_line(budgets: Option<&[Budget]>, pod_labels: &BTreeMap<String, String>) -> Line {
+pub(super) fn budget_line(
+    budgets: Option<&[Budget]>,
+    pod_labels: &BTreeMap<String, String>,
+) -> Line {
     const ID: &str = "deployment.podDisruptionBudget";
     let Some(budgets) = budgets else {
         return Line::skip(ID, "the API server serves no PodDisruptionBudgets");
@@ -228,7 +231,10 @@ pub fn budget_line(budgets: Option<&[Budget]>, pod_labels: &BTreeMap<String, Str
 
 /// The release `serve` reproduces: its flag, else the settings file's key,
 /// else HEAD; with where it came from.
-pub fn served_release(serve: &ServeArgs, file: Option<&Settings>) -> (Release, &'static str) {
+pub(super) fn served_release(
+    serve: &ServeArgs,
+    file: Option<&Settings>,
+) -> (Release, &'static str) {
     match (
         serve.inference_config.inputs.kserve_version(),
         file.and_then(|f| f.kserve_version),
@@ -241,7 +247,7 @@ pub fn served_release(serve: &ServeArgs, file: Option<&Settings>) -> (Release, &
 
 /// The `--kserve-version` line: the release `serve` runs against the one
 /// the cluster's ConfigMap images name (what `audit --upgrade-to` reads).
-pub fn release_line(served: (Release, &str), config: Option<&Config>) -> Line {
+pub(super) fn release_line(served: (Release, &str), config: Option<&Config>) -> Line {
     const ID: &str = "deployment.kserveVersion";
     let (release, from) = served;
     let Some(config) = config else {
@@ -274,7 +280,7 @@ pub fn release_line(served: (Release, &str), config: Option<&Config>) -> Line {
 
 /// The ConfigMap line: parsed as `release` reads it, with the settings
 /// file's storage-initializer defaults.
-pub fn config_line(
+pub(super) fn config_line(
     name: &str,
     data: Option<&ConfigMapData>,
     release: Release,

@@ -117,7 +117,7 @@ fn describe(e: &std::io::Error) -> String {
 }
 
 /// The handshake line for `target`.
-pub async fn handshake_line(
+pub(super) async fn handshake_line(
     bundle: &[CertificateDer<'static>],
     target: &Target,
     within: Duration,

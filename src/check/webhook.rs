@@ -10,22 +10,22 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// Our entry's name, in the kustomize base and the chart alike.
-pub const WEBHOOK_NAME: &str = "pod-mutator.kserve-injector.kserve.io";
+pub(crate) const WEBHOOK_NAME: &str = "pod-mutator.kserve-injector.kserve.io";
 /// KServe's pod mutator, in its MutatingWebhookConfiguration.
-pub const KSERVE_WEBHOOK: &str = "inferenceservice.kserve-webhook-server.pod-mutator";
+pub(super) const KSERVE_WEBHOOK: &str = "inferenceservice.kserve-webhook-server.pod-mutator";
 /// The label KServe puts on every InferenceService pod.
-pub const ISVC_LABEL: &str = "serving.kserve.io/inferenceservice";
+pub(super) const ISVC_LABEL: &str = "serving.kserve.io/inferenceservice";
 /// The label the API server gives every namespace (Kubernetes 1.22 on),
 /// which the shipped namespaceSelector excludes namespaces by.
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+pub(super) const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// The time `serve` needs beyond its `--request-timeout` within the API
 /// server's `timeoutSeconds`: the connection and the TLS handshake (the
 /// chart and CI check the same margin).
-pub const HANDSHAKE_MARGIN: Duration = Duration::from_secs(2);
+pub(super) const HANDSHAKE_MARGIN: Duration = Duration::from_secs(2);
 
 /// What the entry is checked against: how the Deployment runs `serve`.
 #[derive(Debug, Clone)]
-pub struct Expected {
+pub(super) struct Expected {
     /// `serve --shadow`: failurePolicy Ignore, beside KServe's mutator.
     pub shadow: bool,
     pub request_timeout: Duration,
@@ -35,7 +35,7 @@ pub struct Expected {
 
 /// Where the API server sends the admission requests.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(super) enum Target {
     Service {
         name: String,
         namespace: String,
@@ -49,7 +49,7 @@ pub enum Target {
 
 impl Target {
     /// The name the API server verifies the serving certificate for.
-    pub fn host(&self) -> String {
+    pub(super) fn host(&self) -> String {
         match self {
             Target::Service {
                 name, namespace, ..
@@ -58,7 +58,7 @@ impl Target {
         }
     }
 
-    pub fn port(&self) -> u16 {
+    pub(super) fn port(&self) -> u16 {
         match self {
             Target::Service { port, .. } | Target::Url { port, .. } => *port,
         }
@@ -80,7 +80,7 @@ impl std::fmt::Display for Target {
 
 /// The entry's clientConfig as a [`Target`]; `None` when it has neither a
 /// service nor a URL that parses.
-pub fn target(hook: &MutatingWebhook) -> Option<Target> {
+pub(super) fn target(hook: &MutatingWebhook) -> Option<Target> {
     let config = &hook.client_config;
     if let Some(service) = &config.service {
         return Some(Target::Service {
@@ -116,7 +116,7 @@ pub fn target(hook: &MutatingWebhook) -> Option<Target> {
 }
 
 /// Our entry in `config`, or the failing line that says it is missing.
-pub fn our_entry<'c>(
+pub(super) fn our_entry<'c>(
     config: Option<&'c MutatingWebhookConfiguration>,
     name: &str,
 ) -> Result<&'c MutatingWebhook, Line> {
@@ -143,7 +143,7 @@ pub fn our_entry<'c>(
 /// The lines about the entry's settings. `namespaces` holds the labels of
 /// kube-system and our namespace (with the label the API server sets from
 /// Kubernetes 1.22 on).
-pub fn entry_lines(
+pub(super) fn entry_lines(
     hook: &MutatingWebhook,
     expected: &Expected,
     namespaces: &BTreeMap<String, BTreeMap<String, String>>,
@@ -248,7 +248,7 @@ fn timeout(hook: &MutatingWebhook, expected: &Expected) -> Line {
 
 /// Whether `selector` (`None`: everything) selects `labels`; an invalid
 /// selector is an error the line reports.
-pub fn selects(
+pub(super) fn selects(
     selector: Option<&LabelSelector>,
     labels: &BTreeMap<String, String>,
 ) -> Result<bool, ParseExpressionError> {
@@ -338,7 +338,7 @@ fn rules(hook: &MutatingWebhook) -> Line {
 /// KServe's pod mutator beside ours: `found` names each configuration that
 /// still has its entry. Both injecting is what replacing it avoids; in
 /// shadow mode it must be there (it is the one that injects).
-pub fn kserve_mutator_line(found: &[String], shadow: bool) -> Line {
+pub(super) fn kserve_mutator_line(found: &[String], shadow: bool) -> Line {
     const ID: &str = "kserve.podMutator";
     match (found.is_empty(), shadow) {
         (true, false) => Line::pass(ID, format!("KServe's {KSERVE_WEBHOOK} is not registered: only kserve-injector injects")),
@@ -360,7 +360,7 @@ pub fn kserve_mutator_line(found: &[String], shadow: bool) -> Line {
 }
 
 /// The names of the configurations in `all` that have KServe's entry.
-pub fn kserve_mutator_configurations(all: &[MutatingWebhookConfiguration]) -> Vec<String> {
+pub(super) fn kserve_mutator_configurations(all: &[MutatingWebhookConfiguration]) -> Vec<String> {
     all.iter()
         .filter(|c| {
             c.webhooks
@@ -374,7 +374,7 @@ pub fn kserve_mutator_configurations(all: &[MutatingWebhookConfiguration]) -> Ve
 
 /// The labels `namespace` is selected by: its own (when it could be read)
 /// and the one the API server sets on every namespace from Kubernetes 1.22.
-pub fn namespace_labels(
+pub(super) fn namespace_labels(
     name: &str,
     read: Option<BTreeMap<String, String>>,
 ) -> BTreeMap<String, String> {

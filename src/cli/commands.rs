@@ -42,7 +42,7 @@ fn stdout_file() -> std::io::Result<std::fs::File> {
 
 /// Writes the result; a reader that went away (`| head`) ends quietly, any
 /// other write failure (closed stdout, full disk) is exit code 2.
-pub fn write_stdout(text: &str) -> ExitCode {
+pub(crate) fn write_stdout(text: &str) -> ExitCode {
     let written = stdout_file().and_then(|mut out| {
         out.write_all(text.as_bytes())?;
         out.flush()

@@ -9,7 +9,7 @@ use kserve_injector_core::MutationError;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// Unreadable input (exit code 2).
     #[error(transparent)]
     Input(Box<InputError>),
@@ -31,7 +31,7 @@ pub enum CliError {
 
 /// Why the input, or what `mutate` reads besides it, cannot be used.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     #[error(transparent)]
     Read(#[from] reader::ReadError),
     #[error("input holds no document")]
@@ -97,8 +97,6 @@ pub enum InputError {
     /// A mutated document or patch that has no JSON form.
     #[error(transparent)]
     Unwritable(serde_json::Error),
-    #[error(transparent)]
-    NotUtf8(std::string::FromUtf8Error),
     /// `-o` not meant for what was asked (`--compare-to` or not).
     #[error("{0}")]
     OutputChoice(&'static str),
@@ -122,7 +120,7 @@ pub enum InputError {
 
 /// What denied a pod.
 #[derive(Debug, thiserror::Error)]
-pub enum Denial {
+pub(crate) enum Denial {
     /// KServe's mutator, in its words.
     #[error(transparent)]
     Injector(InjectError),
@@ -140,7 +138,7 @@ impl From<InputError> for CliError {
 impl CliError {
     /// An I/O error of the reader, as an error reading the input file `path`
     /// (which the reader does not know).
-    pub fn reading(self, path: &std::path::Path) -> Self {
+    pub(crate) fn reading(self, path: &std::path::Path) -> Self {
         match self {
             CliError::Input(e) => match *e {
                 InputError::Read(reader::ReadError::Io(source)) => InputError::Open {
@@ -155,7 +153,7 @@ impl CliError {
     }
 
     /// Classifies a failed write of the output.
-    pub fn from_write(e: std::io::Error) -> Self {
+    pub(crate) fn from_write(e: std::io::Error) -> Self {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             CliError::ReaderGone
         } else {
@@ -163,7 +161,7 @@ impl CliError {
         }
     }
 
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             CliError::Input(_) | CliError::Output(_) | CliError::Report(_) => 2,
             CliError::Denied(_) => 1,

@@ -11,14 +11,14 @@ use std::path::Path;
 
 /// `mutate --kubeconfig`: the objects each pod needs, read from a live
 /// cluster with direct GETs (no watches for a one-shot command).
-pub struct LiveCluster {
+pub(crate) struct LiveCluster {
     // Dropped before the runtime its client was built on.
     lookups: Lookups,
     runtime: tokio::runtime::Runtime,
 }
 
 impl LiveCluster {
-    pub fn connect(kubeconfig: &Path, context: Option<&str>) -> Result<Self, CliError> {
+    pub(crate) fn connect(kubeconfig: &Path, context: Option<&str>) -> Result<Self, CliError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -20,7 +20,7 @@ pub enum Accept {
     /// The one-shot commands' files: a regular file or a pipe, so
     /// `--config <(kubectl get configmap … -o yaml)` works. A pipe is read
     /// blocking once opened, until its writer closes it; a FIFO with no
-    /// writer yet reads nothing at once, which [`check_pipe_delivered`]
+    /// writer yet reads nothing at once, which `check_pipe_delivered`
     /// makes an error rather than an empty input.
     RegularFileOrPipe,
 }
@@ -54,7 +54,7 @@ pub fn open(path: &Path, accept: Accept) -> io::Result<File> {
 /// Refuses a pipe that delivered nothing: a named FIFO nobody had open
 /// for writing when it was opened (a process substitution always has its
 /// writer). `delivered` is how many bytes were read from it.
-pub fn check_pipe_delivered(file: &File, delivered: usize) -> io::Result<()> {
+pub(crate) fn check_pipe_delivered(file: &File, delivered: usize) -> io::Result<()> {
     if delivered == 0 && file.metadata()?.file_type().is_fifo() {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,

@@ -136,7 +136,7 @@ mod tests {
     fn caps_share_the_budget_by_weight_among_the_watched_kinds() {
         assert_eq!(byte_caps(None, &Kind::ALL), [None; 4]);
         let budget = 18 << 20;
-        let default = byte_caps(Some(budget), &crate::lookups::DEFAULT_WATCHED);
+        let default = byte_caps(Some(budget), &crate::lookups::options::DEFAULT_WATCHED);
         let all = byte_caps(Some(budget), &Kind::ALL);
         // Without Secrets watched, the other kinds get most of their share,
         // the fetched Secrets a little.

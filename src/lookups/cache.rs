@@ -44,7 +44,7 @@ const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 /// cluster, or each namespace of `--namespaces`), and how many scopes have
 /// not applied a full LIST yet.
 #[derive(Debug)]
-pub struct Cache<K, T> {
+pub(super) struct Cache<K, T> {
     map: RwLock<HashMap<K, T>>,
     /// Bumped by every change, under the map's write lock.
     generation: AtomicU64,
@@ -63,13 +63,13 @@ pub struct Cache<K, T> {
 
 impl<K: Hash + Eq, T> Cache<K, T> {
     #[cfg(test)]
-    pub fn new(metrics: KindMetrics, scopes: usize) -> Self {
+    pub(super) fn new(metrics: KindMetrics, scopes: usize) -> Self {
         Self::capped(metrics, scopes, None, |_, _| 0)
     }
 
     /// A cache that gives up beyond `cap` bytes, each value weighing what
     /// `weigh` says.
-    pub fn capped(
+    pub(super) fn capped(
         metrics: KindMetrics,
         scopes: usize,
         cap: Option<u64>,
@@ -91,12 +91,12 @@ impl<K: Hash + Eq, T> Cache<K, T> {
 
     /// True once every scope's LIST has been applied (stays true while a
     /// watch reconnects: misses then go to the API server).
-    pub fn synced(&self) -> bool {
+    pub(super) fn synced(&self) -> bool {
         self.unlisted.load(Ordering::Acquire) == 0
     }
 
     /// True once the cache gave up at its cap: lookups go to the API server.
-    pub fn over_budget(&self) -> bool {
+    pub(super) fn over_budget(&self) -> bool {
         self.over_budget.load(Ordering::Acquire)
     }
 
@@ -106,7 +106,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
     }
 
     /// Bytes held now, as the values' weights add up.
-    pub fn bytes(&self) -> u64 {
+    pub(super) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Acquire)
     }
 
@@ -135,16 +135,16 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         );
     }
 
-    pub fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
+    pub(super) fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
         self.map.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.read().len()
     }
 
     /// Changes so far: equal generations, equal contents.
-    pub fn generation(&self) -> u64 {
+    pub(super) fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
@@ -156,7 +156,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
     }
 
     /// Adds or replaces one object (a watch `Apply`).
-    pub fn insert(&self, key: K, value: T) {
+    pub(super) fn insert(&self, key: K, value: T) {
         use std::collections::hash_map::Entry;
         let mut map = self.write();
         match map.entry(key) {
@@ -172,7 +172,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.metrics.objects.set(map.len() as i64);
     }
 
-    pub fn remove(&self, key: &K) {
+    pub(super) fn remove(&self, key: &K) {
         let mut map = self.write();
         let old = map.remove(key);
         self.held(key, None, old.as_ref());
@@ -180,7 +180,7 @@ impl<K: Hash + Eq, T> Cache<K, T> {
     }
 
     /// Replaces everything with a complete listing and marks the cache synced.
-    pub fn replace_all(&self, listed: HashMap<K, T>) {
+    pub(super) fn replace_all(&self, listed: HashMap<K, T>) {
         let len = listed.len();
         let bytes: u64 = listed.iter().map(|(k, v)| (self.weigh)(k, v) as u64).sum();
         let mut map = self.write();
@@ -226,7 +226,7 @@ pub(super) struct Filling {
 
 /// Runs the watch of `at` (the whole of `scope`: a namespace, or the
 /// cluster for `None`) into `cache` until the task is aborted.
-pub async fn run<D: Decode>(
+pub(super) async fn run<D: Decode>(
     client: Client,
     at: Collection,
     scope: Option<String>,

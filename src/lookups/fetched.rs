@@ -29,7 +29,7 @@ struct Entry<V> {
 
 type Outcome<V> = Result<Option<V>, Arc<LookupError>>;
 
-pub struct FetchCache<K, V> {
+pub(super) struct FetchCache<K, V> {
     ttl: Duration,
     entries: Mutex<Held<K, V>>,
     flights: Mutex<HashMap<K, Arc<OnceCell<Outcome<V>>>>>,
@@ -76,7 +76,7 @@ fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
-    pub fn new(
+    pub(super) fn new(
         ttl: Duration,
         capacity: NonZeroUsize,
         cap: Option<u64>,
@@ -99,7 +99,7 @@ impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
 
     /// The entry for `key` when it was fetched less than `ttl` ago:
     /// `Some(None)` is a fresh "not found".
-    pub fn fresh(&self, key: &K) -> Option<Option<V>> {
+    pub(super) fn fresh(&self, key: &K) -> Option<Option<V>> {
         let mut entries = locked(&self.entries);
         let entry = entries.lru.get(key)?;
         if entry.fetched.elapsed() < self.ttl {
@@ -110,27 +110,31 @@ impl<K: Hash + Eq + Clone, V: Clone> FetchCache<K, V> {
         None
     }
 
-    pub fn insert(&self, key: K, value: Option<V>) {
+    pub(super) fn insert(&self, key: K, value: Option<V>) {
         let mut entries = locked(&self.entries);
         let fetched = Instant::now();
         entries.put(key, Entry { fetched, value });
         self.metrics.objects.set(entries.lru.len() as i64);
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         locked(&self.entries).lru.len()
     }
 
     /// Bytes the kept entries weigh.
     #[cfg(test)]
-    pub fn bytes(&self) -> u64 {
+    pub(super) fn bytes(&self) -> u64 {
         locked(&self.entries).bytes
     }
 
     /// The fresh entry, else the result of `fetch`, run once for all the
     /// callers that ask for `key` meanwhile. A failed fetch is not kept:
     /// the next caller tries again.
-    pub async fn get_or_fetch<F, Fut>(&self, key: &K, fetch: F) -> Result<Option<V>, LookupError>
+    pub(super) async fn get_or_fetch<F, Fut>(
+        &self,
+        key: &K,
+        fetch: F,
+    ) -> Result<Option<V>, LookupError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<Option<V>, LookupError>>,

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Where a service account token is mounted in a pod.
-pub const IN_CLUSTER_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+pub(crate) const IN_CLUSTER_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
 /// How long the startup probe of the API server may take.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LookupMode {
@@ -26,7 +26,7 @@ pub enum LookupMode {
 }
 
 /// What the process can see of a cluster configuration; kept apart from the
-/// process environment so [`detect`](KubeEnvironment::detect) is a pure function.
+/// process environment so `detect` is a pure function.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KubeEnvironment {
     /// `--kubeconfig`.
@@ -39,7 +39,7 @@ pub struct KubeEnvironment {
 
 /// The configuration used, in kubectl's order of precedence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KubeConfigSource {
+pub(crate) enum KubeConfigSource {
     KubeconfigFlag(PathBuf),
     KubeconfigEnv(OsString),
     InCluster,
@@ -57,7 +57,7 @@ impl std::fmt::Display for KubeConfigSource {
 
 impl KubeEnvironment {
     /// Reads `KUBECONFIG`, `KUBERNETES_SERVICE_HOST` and the token mount.
-    pub fn from_process(kubeconfig_flag: Option<PathBuf>) -> Self {
+    pub(crate) fn from_process(kubeconfig_flag: Option<PathBuf>) -> Self {
         Self {
             kubeconfig_flag,
             kubeconfig_env: std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()),
@@ -66,7 +66,7 @@ impl KubeEnvironment {
         }
     }
 
-    pub fn detect(&self) -> Option<KubeConfigSource> {
+    pub(crate) fn detect(&self) -> Option<KubeConfigSource> {
         if let Some(p) = &self.kubeconfig_flag {
             return Some(KubeConfigSource::KubeconfigFlag(p.clone()));
         }
@@ -110,7 +110,7 @@ pub enum LookupModeError {
 /// The client the lookups use, or `None` when they are off. `auto` without
 /// a configuration logs why lookups are off and returns `None`; a found
 /// configuration (either mode) must load and its API server must answer a
-/// version request within [`PROBE_TIMEOUT`], else the error says which.
+/// version request within `PROBE_TIMEOUT`, else the error says which.
 pub async fn resolve_client(
     mode: LookupMode,
     env: &KubeEnvironment,
@@ -151,18 +151,6 @@ pub async fn resolve_client(
             after: PROBE_TIMEOUT,
         }),
     }
-}
-
-/// A client for `source` (and `context`, for a kubeconfig), without a probe.
-pub async fn client_for(
-    source: &KubeConfigSource,
-    context: Option<&str>,
-) -> Result<Client, LookupModeError> {
-    let config = config_for(source, context).await?;
-    Client::try_from(config).map_err(|e| LookupModeError::Config {
-        source_name: source.to_string(),
-        source: e.into(),
-    })
 }
 
 /// The client configuration `source` (and `context`) gives.

@@ -23,7 +23,7 @@ pub fn load_objects(input: &mut impl BufRead) -> Result<LoadedSnapshot, ObjectsF
 }
 
 /// [`load_objects`] within `budget`.
-pub fn load_objects_within(
+pub(crate) fn load_objects_within(
     input: &mut impl BufRead,
     budget: reader::Budget,
 ) -> Result<LoadedSnapshot, ObjectsFileError> {

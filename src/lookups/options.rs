@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// Default bound on one fallback GET: admission must answer well within the
 /// webhook's own timeout (KServe registers 10 s).
-pub const DEFAULT_GET_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_GET_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The four kinds the lookups read (named as in RBAC on the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -32,7 +32,7 @@ impl Kind {
     ];
 
     /// The resource's plural name, as in RBAC and the metrics' `kind` label.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Kind::ServiceAccounts => "serviceaccounts",
             Kind::Secrets => "secrets",
@@ -48,18 +48,18 @@ impl Kind {
 
 /// Default for `--secret-ttl`: how long a fetched Secret is used before the
 /// next admission that needs it reads it again.
-pub const DEFAULT_SECRET_TTL: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_SECRET_TTL: Duration = Duration::from_secs(30);
 /// Default for `--secret-cache-entries`.
-pub const DEFAULT_SECRET_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1000).unwrap();
+pub(crate) const DEFAULT_SECRET_CACHE_ENTRIES: NonZeroUsize = NonZeroUsize::new(1000).unwrap();
 
 /// Default for `--max-service-account-secrets`: KServe's users list a
 /// handful; a ServiceAccount listing more gets its pods denied before any
 /// of them is read.
-pub const DEFAULT_MAX_SA_SECRETS: usize = 64;
+pub(crate) const DEFAULT_MAX_SA_SECRETS: usize = 64;
 
 /// The kinds watched by default: none of them holds a credential. Secrets
 /// are fetched when a pod needs them and kept for [`DEFAULT_SECRET_TTL`].
-pub const DEFAULT_WATCHED: [Kind; 3] = [
+pub(crate) const DEFAULT_WATCHED: [Kind; 3] = [
     Kind::ServiceAccounts,
     Kind::StorageContainers,
     Kind::InferenceServices,

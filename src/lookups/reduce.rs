@@ -8,7 +8,7 @@ use kube::api::{ApiResource, GroupVersionKind};
 
 /// A cached object, or why it cannot be used (reported by the lookup that
 /// needs it, as KServe's typed decode would fail that lookup).
-pub type Parsed<T> = Result<T, InvalidObject>;
+pub(super) type Parsed<T> = Result<T, InvalidObject>;
 
 /// Why a watched or fetched object cannot be used; cloned out of the cache
 /// with it.
@@ -48,12 +48,12 @@ pub enum InvalidObject {
     },
 }
 
-pub fn storage_container_resource() -> ApiResource {
+pub(crate) fn storage_container_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("serving.kserve.io", "v1alpha1", "ClusterStorageContainer");
     ApiResource::from_gvk_with_plural(&gvk, "clusterstoragecontainers")
 }
 
-pub fn inference_service_resource() -> ApiResource {
+pub(crate) fn inference_service_resource() -> ApiResource {
     let gvk = GroupVersionKind::gvk("serving.kserve.io", "v1beta1", "InferenceService");
     ApiResource::from_gvk_with_plural(&gvk, "inferenceservices")
 }
@@ -68,7 +68,7 @@ pub(super) struct Collection {
 /// Helm's release records (often hundreds of KiB each, never a credential)
 /// are left out of the Secrets' watch; should a pod ever name one it is
 /// fetched by the fallback GET.
-pub const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
+pub(super) const SECRET_FIELD_SELECTOR: &str = "type!=helm.sh/release.v1";
 
 /// The collection of `kind` in `namespace` (`None`: every namespace; the
 /// cluster-scoped ClusterStorageContainers ignore it).

@@ -18,13 +18,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Default bytes all admissions' GETs may hold at once.
-pub const DEFAULT_LOOKUP_BYTES: usize = 8 << 20;
+pub(crate) const DEFAULT_LOOKUP_BYTES: usize = 8 << 20;
 /// Default for how many admissions of one namespace read the API server at once.
-pub const DEFAULT_NAMESPACE_ADMISSIONS: usize = 16;
+pub(crate) const DEFAULT_NAMESPACE_ADMISSIONS: usize = 16;
 /// What one admission's GETs may hold: the API server stores objects of
 /// up to 1.5 MiB, whose JSON may be larger; a pod's lookups usually take a
 /// few KiB.
-pub const PER_ADMISSION_BYTES: usize = 2 << 20;
+pub(super) const PER_ADMISSION_BYTES: usize = 2 << 20;
 
 #[derive(Debug, Default)]
 struct Held {

@@ -117,7 +117,7 @@ impl SnapshotSource {
     }
 
     /// Whether a pod's facts are worth computing at all.
-    pub fn is_off(&self) -> bool {
+    pub(crate) fn is_off(&self) -> bool {
         matches!(self, Self::Off)
     }
 }

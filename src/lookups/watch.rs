@@ -13,7 +13,6 @@ pub(super) type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
 pub(super) trait CacheState {
     fn is_synced(&self) -> bool;
     fn objects(&self) -> usize;
-    fn held_bytes(&self) -> u64;
 }
 
 impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
@@ -22,9 +21,6 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
     }
     fn objects(&self) -> usize {
         self.len()
-    }
-    fn held_bytes(&self) -> u64 {
-        self.bytes()
     }
 }
 

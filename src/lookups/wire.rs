@@ -30,7 +30,7 @@ use std::sync::Arc;
 /// (what [`ServiceAccount::kept_bytes`] counts). A ServiceAccount listing a
 /// handful of Secrets keeps a few hundred bytes, a storage-config Secret
 /// with a hundred entries about 20 KiB.
-pub const DEFAULT_MAX_OBJECT_BYTES: usize = 64 * 1024;
+pub(crate) const DEFAULT_MAX_OBJECT_BYTES: usize = 64 * 1024;
 
 /// What one object may keep: `--max-lookup-object-bytes` and, for a
 /// ServiceAccount, `--max-service-account-secrets`.
@@ -170,7 +170,7 @@ struct WirePredictor {
 
 /// The namespace a cache key belongs to (`None`: cluster-scoped), so that
 /// one namespace's LIST replaces only that namespace's entries.
-pub trait Scoped {
+pub(super) trait Scoped {
     fn namespace(&self) -> Option<&str>;
 }
 

@@ -17,13 +17,13 @@ use tokio::sync::oneshot;
 /// How long one read of a source's files may take. Reading a few files
 /// of at most 4 MiB each from a local or projected volume takes
 /// milliseconds; a read still running after this is not going to finish.
-pub const READ_LIMIT: Duration = Duration::from_secs(5);
+pub(crate) const READ_LIMIT: Duration = Duration::from_secs(5);
 
 type ReadFn = Arc<dyn Fn(&[PathBuf]) -> Snapshot + Send + Sync>;
 
 /// Why a read gave no files.
 #[derive(Debug, thiserror::Error)]
-pub enum ReadStopped {
+pub(super) enum ReadStopped {
     #[error("cannot start a thread to read it: {0}")]
     NoThread(#[source] std::io::Error),
     #[error("the read ended without a result")]
@@ -33,7 +33,7 @@ pub enum ReadStopped {
 }
 
 /// Reads one source's paths as `serve` accepts them: regular files only.
-pub struct Reader {
+pub(super) struct Reader {
     paths: Arc<[PathBuf]>,
     read: ReadFn,
     limit: Duration,
@@ -42,7 +42,7 @@ pub struct Reader {
 }
 
 impl Reader {
-    pub fn new(paths: &[PathBuf]) -> Self {
+    pub(super) fn new(paths: &[PathBuf]) -> Self {
         let read: ReadFn = Arc::new(|paths| Snapshot::read(paths, Accept::RegularFile));
         Self::with(paths, read, READ_LIMIT)
     }
@@ -57,7 +57,7 @@ impl Reader {
     }
 
     /// Reads now, waiting on the calling thread (startup).
-    pub fn read_blocking(&self) -> Snapshot {
+    pub(super) fn read_blocking(&self) -> Snapshot {
         let (done, result) = std::sync::mpsc::sync_channel(1);
         if let Err(e) = self.spawn(move |snap| drop(done.send(snap))) {
             return self.unreadable(ReadStopped::NoThread(e));
@@ -68,7 +68,7 @@ impl Reader {
     }
 
     /// Reads now, or reports the read still stuck from an earlier call.
-    pub async fn read(&mut self) -> Snapshot {
+    pub(super) async fn read(&mut self) -> Snapshot {
         if let Some(earlier) = &mut self.stuck {
             match earlier.try_recv() {
                 // Reported when it timed out; the same report compares

@@ -33,20 +33,20 @@ use std::time::Duration;
 pub const DEFAULT_CERT_DIR: &str = "/tmp/k8s-webhook-server/serving-certs";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
+pub(crate) enum LogFormat {
     Json,
     Text,
 }
 
 impl LogFormat {
     /// The names `--log-format` accepts, in this order.
-    pub const NAMES: [&str; 2] = ["json", "text"];
+    pub(crate) const NAMES: [&str; 2] = ["json", "text"];
 }
 
 /// A `--log-format` that is neither `json` nor `text`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown log format {0:?} (json or text)")]
-pub struct UnknownLogFormat(pub String);
+pub(crate) struct UnknownLogFormat(pub String);
 
 impl std::str::FromStr for LogFormat {
     type Err = UnknownLogFormat;
@@ -384,7 +384,7 @@ pub struct LoggingFlags {
     pub log_summary_interval: Duration,
     /// Log format.
     #[arg(long, default_value = "json", value_parser = log_format())]
-    pub log_format: LogFormat,
+    pub(crate) log_format: LogFormat,
     /// Log filter in RUST_LOG syntax, e.g. "info" or "kserve_injector=debug".
     /// Default: RUST_LOG, else "info".
     #[arg(long = "log", env = "KSERVE_INJECTOR_LOG", value_name = "FILTER")]
@@ -394,7 +394,7 @@ pub struct LoggingFlags {
 impl ServeArgs {
     /// What the flags' parser cannot check alone (values that would make the
     /// server useless rather than merely slow are refused there).
-    pub fn validate(&self) -> Result<(), InvalidFlags> {
+    pub(crate) fn validate(&self) -> Result<(), InvalidFlags> {
         let lookups = &self.lookups;
         if lookups.objects.is_some() && lookups.cluster_lookups == LookupMode::On {
             return Err(InvalidFlags::ObjectsWithLookups);
@@ -461,7 +461,7 @@ impl TlsFlags {
             .unwrap_or_else(|| self.cert_dir.join("tls.key"))
     }
 
-    pub fn ca_out_file(&self) -> PathBuf {
+    pub(crate) fn ca_out_file(&self) -> PathBuf {
         self.self_signed_ca_file
             .clone()
             .unwrap_or_else(|| std::env::temp_dir().join("kserve-injector-ca.crt"))

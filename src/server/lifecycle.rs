@@ -20,7 +20,7 @@ use crate::server::args::{ConfigFlags, ServeArgs};
 use arc_swap::ArcSwap;
 use kserve_injector_core::{config::Config, Inputs};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -62,7 +62,6 @@ impl ShutdownHandle {
 pub struct RunningServer {
     local_addr: SocketAddr,
     admin_addr: SocketAddr,
-    ca_file: Option<PathBuf>,
     shutdown: ShutdownHandle,
     _drop_guard: DropGuard,
     task: tokio::task::JoinHandle<()>,
@@ -77,11 +76,6 @@ impl RunningServer {
     /// The bound admin (plain HTTP) address.
     pub fn admin_addr(&self) -> SocketAddr {
         self.admin_addr
-    }
-
-    /// The CA file written by `--self-signed`.
-    pub fn ca_file(&self) -> Option<&Path> {
-        self.ca_file.as_deref()
     }
 
     pub fn shutdown_handle(&self) -> ShutdownHandle {
@@ -331,8 +325,9 @@ impl Server {
         let listener = TcpListener::from_std(webhook_listener).map_err(ServeError::Runtime)?;
         // Only now that both ports are bound, so an instance that fails to
         // start never replaces a running one's CA.
-        let ca_file = self_signed_ca.map(|pem| write_ca(args.tls.ca_out_file(), &pem));
-        let ca_file = ca_file.transpose()?;
+        if let Some(pem) = self_signed_ca {
+            write_ca(args.tls.ca_out_file(), &pem)?;
+        }
 
         // The caches' budget (the lookups' bytes among it) is set aside
         // only when there are caches.
@@ -416,7 +411,6 @@ impl Server {
         Ok(RunningServer {
             local_addr,
             admin_addr,
-            ca_file,
             shutdown: ShutdownHandle(token.clone()),
             _drop_guard: token.drop_guard(),
             task,

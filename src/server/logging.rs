@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber. `--log` uses RUST_LOG syntax; without
 /// it RUST_LOG applies, else "info".
-pub fn init(logging: &LoggingFlags) -> Result<(), ServeError> {
+pub(super) fn init(logging: &LoggingFlags) -> Result<(), ServeError> {
     let (format, filter) = (logging.log_format, logging.log_filter.as_deref());
     let filter = match filter {
         Some(text) => EnvFilter::try_new(text).map_err(|source| ServeError::LogFilter {
@@ -34,7 +34,7 @@ pub fn init(logging: &LoggingFlags) -> Result<(), ServeError> {
 
 /// Routes panic reports through the logger (so they arrive as JSON with the
 /// rest) instead of raw stderr text.
-pub fn log_panics() {
+pub(super) fn log_panics() {
     std::panic::set_hook(Box::new(|info| {
         let location = info
             .location()

@@ -30,7 +30,7 @@ pub enum Unsupported {
 }
 
 /// Checks the API server behind `client` when native sidecars are on.
-pub async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsupported> {
+pub(super) async fn check(client: &kube::Client, mode: ModelcarMode) -> Result<(), Unsupported> {
     if mode != ModelcarMode::NativeSidecar {
         return Ok(());
     }

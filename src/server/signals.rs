@@ -9,13 +9,13 @@ use tracing::{info, warn};
 /// Signal streams registered before the server starts, so a signal that
 /// arrives during startup is delivered to us instead of killing the process
 /// with the default action.
-pub struct Signals {
+pub(super) struct Signals {
     term: Signal,
     int: Signal,
 }
 
 impl Signals {
-    pub fn install() -> Result<Self, ServeError> {
+    pub(super) fn install() -> Result<Self, ServeError> {
         Ok(Self {
             term: signal(SignalKind::terminate()).map_err(ServeError::Signals)?,
             int: signal(SignalKind::interrupt()).map_err(ServeError::Signals)?,
@@ -30,7 +30,7 @@ impl Signals {
     }
 
     /// The first signal starts the graceful shutdown, the second exits.
-    pub fn forward_to(mut self, handle: ShutdownHandle) {
+    pub(super) fn forward_to(mut self, handle: ShutdownHandle) {
         tokio::spawn(async move {
             let first = self.next().await;
             info!(

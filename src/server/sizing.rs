@@ -19,31 +19,31 @@ pub(crate) mod cost {
 
     /// The process serving nothing, resident: binary, runtime, config, TLS
     /// config, metrics, logging, the allocator's own pages (measured 18 MiB).
-    pub const BASE: u64 = 24 * MIB;
+    pub(crate) const BASE: u64 = 24 * MIB;
     /// One connection at its worst, besides its streams: idle HTTP/2 after
     /// a review (measured 37 KiB), what a client may send ahead (64 KiB
     /// window), what hyper, h2 and rustls hold for a client that does not
     /// read (three 16 KiB buffers), the kernel's send buffer (128 KiB, which
     /// cgroup v2 charges to the container), and the bytes its requests and
     /// answers may hold of their own (`share::OWN_BYTES`, 64 KiB).
-    pub const CONNECTION: u64 = 352 * 1024;
+    pub(crate) const CONNECTION: u64 = 352 * 1024;
     /// One HTTP/2 stream at its worst (a connection has
     /// `--http2-max-concurrent-streams`): its state with an answer waiting
     /// (9 KiB) and what h2 may hold of an answer handed to it whole for a
     /// client that withholds its window (`answer::HANDED_WHOLE`, 4 KiB).
-    pub const STREAM: u64 = 16 * 1024;
+    pub(crate) const STREAM: u64 = 16 * 1024;
     /// One request in flight besides its body: the review's state.
-    pub const REQUEST: u64 = 16 * 1024;
+    pub(crate) const REQUEST: u64 = 16 * 1024;
     /// One review of the largest body (7 MiB) at its peak, its body and
     /// answer included (measured 15.6 MiB).
-    pub const LARGEST_REVIEW: u64 = 20 * MIB;
+    pub(crate) const LARGEST_REVIEW: u64 = 20 * MIB;
     /// One admin connection at its worst: hyper's 8 KiB read and write
     /// buffers, a `/metrics` rendering its client does not read, the
     /// kernel's send and receive buffers (16 and 8 KiB set, doubled), its
     /// task and state (`admin/listener.rs`).
-    pub const ADMIN_CONNECTION: u64 = 96 * 1024;
+    pub(crate) const ADMIN_CONNECTION: u64 = 96 * 1024;
     /// The admin listener at its worst: every connection it admits.
-    pub const ADMIN_LISTENER: u64 =
+    pub(crate) const ADMIN_LISTENER: u64 =
         super::super::admin::listener::ADMIN_CONNECTIONS as u64 * ADMIN_CONNECTION;
 }
 
@@ -51,26 +51,26 @@ pub(crate) mod cost {
 /// memory (docs/operations.md, "File descriptors").
 pub(crate) mod fds {
     /// The admin listener's connections.
-    pub const ADMIN: u64 = super::super::admin::listener::ADMIN_CONNECTIONS as u64;
+    pub(crate) const ADMIN: u64 = super::super::admin::listener::ADMIN_CONNECTIONS as u64;
     /// The API client's connections (watches and the GETs of objects the
     /// caches do not hold).
-    pub const API_CLIENT: u64 = 64;
+    pub(crate) const API_CLIENT: u64 = 64;
     /// Standard streams, the two listeners, both runtimes' epoll and wake
     /// descriptors, inotify, the signal pipe, and the files read at a
     /// reload or at start (one at a time).
-    pub const FIXED: u64 = 32;
+    pub(crate) const FIXED: u64 = 32;
     /// Of the limit, a part in this many is headroom.
-    pub const HEADROOM_PARTS: u64 = 10;
+    pub(crate) const HEADROOM_PARTS: u64 = 10;
 
     /// Descriptors `connections` webhook connections need with the rest,
     /// headroom included.
-    pub fn needed(connections: u64) -> u64 {
+    pub(crate) fn needed(connections: u64) -> u64 {
         let planned = connections + ADMIN + API_CLIENT + FIXED;
         planned + planned.div_ceil(HEADROOM_PARTS)
     }
 
     /// The most webhook connections that fit `limit` descriptors.
-    pub fn connections(limit: u64) -> u64 {
+    pub(crate) fn connections(limit: u64) -> u64 {
         let mut planned = limit.saturating_mul(HEADROOM_PARTS) / (HEADROOM_PARTS + 1) + 1;
         while planned > 0 && planned + planned.div_ceil(HEADROOM_PARTS) > limit {
             planned -= 1;

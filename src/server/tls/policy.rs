@@ -20,7 +20,7 @@ pub enum TlsMinVersion {
 
 impl TlsMinVersion {
     /// The names `--tls-min-version` accepts: ours, then Kubernetes'.
-    pub const NAMES: [&str; 4] = ["1.2", "1.3", "VersionTLS12", "VersionTLS13"];
+    pub(crate) const NAMES: [&str; 4] = ["1.2", "1.3", "VersionTLS12", "VersionTLS13"];
 }
 
 /// A `--tls-min-version` that is neither 1.2 nor 1.3.
