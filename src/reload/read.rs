@@ -147,8 +147,18 @@ mod tests {
         assert_eq!(reader.read().await, first);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
         drop(release);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let fresh = reader.read().await;
+        // Once the stuck thread has returned (soon, but later on a loaded
+        // machine) the next read starts afresh; until then each read gets
+        // the same report and starts nothing.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let fresh = loop {
+            let snapshot = reader.read().await;
+            if snapshot != first || std::time::Instant::now() > deadline {
+                break snapshot;
+            }
+            assert_eq!(calls.load(Ordering::SeqCst), 1);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
         assert_eq!(
             fresh.file(&paths[0]).unwrap_err().to_string(),
             "cannot read /certs/tls.crt: read 1"

@@ -208,7 +208,7 @@ fn sized_to_memory(
             .map(|m| tracing::field::display(m.file.display())),
         open_file_limit = nofile,
         max_connections = sized.max_connections,
-        max_admin_connections = super::admin::listener::ADMIN_CONNECTIONS,
+        max_admin_connections = super::limits::ADMIN_CONNECTIONS,
         max_buffered_bytes = sized.max_buffered_bytes,
         max_concurrent_requests = sized.max_concurrent_requests,
         large_reviews = sized.large_reviews,

@@ -47,3 +47,8 @@ impl Pace {
         start + self.timeout + Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
     }
 }
+
+/// Admin connections open at once: kubelet opens one per probe and closes
+/// it, Prometheus keeps one or two. Fixed, not sized: the memory plan
+/// (`sizing.rs`) counts them at their worst.
+pub(crate) const ADMIN_CONNECTIONS: usize = 32;

@@ -44,14 +44,14 @@ pub(crate) mod cost {
     pub(crate) const ADMIN_CONNECTION: u64 = 96 * 1024;
     /// The admin listener at its worst: every connection it admits.
     pub(crate) const ADMIN_LISTENER: u64 =
-        super::super::admin::listener::ADMIN_CONNECTIONS as u64 * ADMIN_CONNECTION;
+        super::super::limits::ADMIN_CONNECTIONS as u64 * ADMIN_CONNECTION;
 }
 
 /// File descriptors besides the webhook's connections, planned like
 /// memory (docs/operations.md, "File descriptors").
 pub(crate) mod fds {
     /// The admin listener's connections.
-    pub(crate) const ADMIN: u64 = super::super::admin::listener::ADMIN_CONNECTIONS as u64;
+    pub(crate) const ADMIN: u64 = super::super::limits::ADMIN_CONNECTIONS as u64;
     /// The API client's connections (watches and the GETs of objects the
     /// caches do not hold).
     pub(crate) const API_CLIENT: u64 = 64;

@@ -3,7 +3,7 @@
 //! whatever anyone does to this port, and nothing sent to it may take the
 //! memory or the file descriptors the webhook needs. It serves HTTP/1.1 only
 //! (kubelet and Prometheus speak it) on its own thread and current-thread
-//! runtime, with at most [`ADMIN_CONNECTIONS`] connections, shared fairly
+//! runtime, with at most `limits::ADMIN_CONNECTIONS` connections, shared fairly
 //! between client addresses as the webhook's are (`conn/fair.rs`): at the cap,
 //! the connection closed for a newcomer is of the address holding the most,
 //! the one that answered nothing or the longest ago first, then the first
@@ -16,6 +16,7 @@
 
 use crate::server::conn::backoff::Backoff;
 use crate::server::conn::fair;
+use crate::server::limits::ADMIN_CONNECTIONS;
 use crate::server::metrics::{Metrics, ADMIN};
 use hyper::body::Incoming;
 use hyper::Request;
@@ -35,10 +36,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
-
-/// Admin connections open at once: kubelet opens one per probe and closes
-/// it, Prometheus keeps one or two.
-pub(crate) const ADMIN_CONNECTIONS: usize = 32;
 
 /// A request head must have arrived whole this long after the accept, or
 /// after its first byte on a connection kept alive: kubelet and Prometheus
