@@ -384,8 +384,9 @@ impl Decode for InferenceServices {
 }
 
 /// What one cached ClusterStorageContainer like `loadtest/lookups_scale.py`'s
-/// (530 B on the wire, one in ten matched by a regex) is planned to hold:
-/// 600 B measured, about a third more (docs/operations.md, "Memory").
+/// (520 B on the wire, one in ten matched by a regex) is planned to hold:
+/// 562 B measured (`budget.rs`), and 158 B in the set every admission reads
+/// and its index, rounded up (docs/operations.md, "Memory").
 pub(super) const STORAGE_CONTAINER_BYTES: usize = 800;
 
 /// Cluster-scoped, written by cluster administrators only: decoded whole
