@@ -282,7 +282,7 @@ fn bench(c: &mut Criterion) {
         let got = warm_snapshot(&lookups, &pod, &config);
         let want = format!("registry.example.com/initializer-{}:1.0", n / 2 + 1);
         let chosen = select_storage_container(&got, &uri, None).unwrap().unwrap();
-        assert_eq!(chosen.container.image.as_deref(), Some(want.as_str()));
+        assert_eq!(chosen.container().unwrap().image, Some(want));
         group.bench_function(format!("snapshot_warm/{n}"), |b| {
             b.iter(|| black_box(warm_snapshot(&lookups, &pod, &config)))
         });
@@ -291,7 +291,7 @@ fn bench(c: &mut Criterion) {
                 black_box(
                     select_storage_container(&got, &uri, None)
                         .unwrap()
-                        .map(|c| c.name.len()),
+                        .map(|c| c.name().len()),
                 )
             })
         });

@@ -15,10 +15,12 @@
 
 mod budget;
 mod cache;
+mod entry;
 mod error;
 mod fetched;
 mod metrics;
 mod mode;
+mod names;
 mod objects_file;
 mod options;
 mod reduce;
@@ -48,6 +50,7 @@ pub use source::{SnapshotSource, SnapshotSourceError};
 pub(crate) use wire::DEFAULT_MAX_OBJECT_BYTES;
 
 use cache::Cache;
+use entry::Entry;
 use fetched::FetchCache;
 use kserve_injector_core::cluster::{
     ClusterSnapshot, ClusterStorageContainer, InferenceService, ObjectRef, Secret, ServiceAccount,
@@ -55,7 +58,6 @@ use kserve_injector_core::cluster::{
 use kube::Client;
 use reduce::Parsed;
 use std::collections::BTreeSet;
-use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 use watch::{preload, spawn_watch, CacheOf, CacheState};
@@ -67,15 +69,15 @@ pub struct Lookups {
     get_timeout: Duration,
     /// What one object may keep.
     bounds: wire::Bounds,
-    service_accounts: CacheOf<ObjectRef, Parsed<Arc<ServiceAccount>>>,
-    secrets: CacheOf<ObjectRef, Parsed<Arc<Secret>>>,
+    service_accounts: CacheOf<ServiceAccount>,
+    secrets: CacheOf<Secret>,
     /// When Secrets are not watched, or their cache went over its budget:
     /// the ones fetched lately.
     fetched_secrets: FetchCache<ObjectRef, Parsed<Arc<Secret>>>,
-    storage_containers: CacheOf<String, Parsed<Arc<ClusterStorageContainer>>>,
+    storage_containers: CacheOf<ClusterStorageContainer>,
     /// The storage containers' shared set, rebuilt once per change.
     storage_view: view::StorageView,
-    inference_services: CacheOf<ObjectRef, Parsed<Arc<InferenceService>>>,
+    inference_services: CacheOf<InferenceService>,
     /// What admissions' lookups hold, shared out between namespaces.
     shares: shares::Shares,
     namespaces: BTreeSet<String>,
@@ -93,10 +95,7 @@ impl Drop for Lookups {
 
 impl Lookups {
     fn unstarted(client: Client, metrics: LookupMetrics, options: &LookupOptions) -> Self {
-        fn cache<D: wire::Decode>(
-            m: &LookupMetrics,
-            o: &LookupOptions,
-        ) -> CacheOf<D::Key, D::Value> {
+        fn cache<D: wire::Decode>(m: &LookupMetrics, o: &LookupOptions) -> CacheOf<D::Object> {
             let kind = D::KIND;
             let handles = m.kind(kind).clone();
             let scopes = match kind {
@@ -120,7 +119,7 @@ impl Lookups {
                     options.secret_ttl,
                     options.secret_cache_entries,
                     fetched_cap,
-                    <wire::Secrets as wire::Decode>::weight,
+                    wire::fetched_secret_weight,
                     handles,
                 )
             },
@@ -196,26 +195,23 @@ impl Lookups {
         data: ClusterSnapshot,
     ) -> Self {
         let this = Self::unstarted(client, metrics, options);
-        fn parsed<K, T>((k, v): (K, T)) -> (K, Parsed<T>) {
-            (k, Ok(v))
-        }
         preload(
             &this.service_accounts,
-            data.service_accounts.into_iter().map(parsed),
+            data.service_accounts.into_values().map(Entry::Usable),
         );
         match this.secrets_fetched() {
             true => (data.secrets.into_iter())
                 .for_each(|(k, v)| this.fetched_secrets.insert(k, Some(Ok(v)))),
-            false => preload(&this.secrets, data.secrets.into_iter().map(parsed)),
+            false => preload(&this.secrets, data.secrets.into_values().map(Entry::Usable)),
         }
         let containers = data.storage_containers.iter();
         preload(
             &this.storage_containers,
-            containers.map(|c| (c.name.clone(), Ok(Arc::new(c.clone())))),
+            containers.map(|c| Entry::Usable(Arc::new(c.clone()))),
         );
         preload(
             &this.inference_services,
-            (data.inference_services.into_iter()).map(|(k, v)| (k, Ok(Arc::new(v)))),
+            (data.inference_services.into_values()).map(|v| Entry::Usable(Arc::new(v))),
         );
         this
     }
@@ -244,7 +240,7 @@ impl Lookups {
     /// value types differ, so it hands back what they have in common.
     /// `None` when the kind is not watched.
     fn cache_state(&self, kind: Kind) -> Option<&dyn CacheState> {
-        fn state<K: Hash + Eq, T>(cache: &CacheOf<K, T>) -> Option<&dyn CacheState> {
+        fn state<T: entry::Named>(cache: &CacheOf<T>) -> Option<&dyn CacheState> {
             cache.as_deref().map(|c| c as &dyn CacheState)
         }
         match kind {

@@ -18,6 +18,7 @@ pub(crate) mod keys;
 pub(crate) mod load;
 pub(crate) mod logger;
 pub(crate) mod objects;
+mod packed;
 mod s3;
 mod secret_kinds;
 pub(crate) mod storage_container;

@@ -1,21 +1,22 @@
 //! One watch cache: a LIST then a WATCH from its resourceVersion
 //! (`stream.rs`, each object decoded on its own into what the core reads,
-//! `wire.rs`) feeding a map of reduced objects, keyed by the core's own key
-//! types so a lookup borrows the key it was given. What the map holds is
-//! charged in bytes (each value's `Decode::weight`) against the kind's share
-//! of the caches' budget, as the objects arrive.
+//! `wire.rs`) feeding a set of reduced objects, each found by its namespace
+//! and name, which it holds itself: a key is not a second copy of them,
+//! and a lookup borrows the key it was given. What the set holds is
+//! charged in bytes (each entry's weight, and the interned namespaces)
+//! against the kind's share of the caches' budget, as the objects arrive.
 
+use super::entry::{Entry, Listed, Named, Slot};
 use super::metrics::KindMetrics;
+use super::names::Names;
 use super::options::StreamingLists;
 use super::reduce::Collection;
 use super::stream::{self, Change, StreamError};
-use super::wire::{Decode, Scoped};
+use super::wire::Decode;
 use kube::Client;
-use std::collections::{HashMap, HashSet};
-use std::fmt::Debug;
-use std::hash::Hash;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// After any watch error the watch is dropped and rebuilt from a fresh LIST.
@@ -40,49 +41,52 @@ const RELIST_PAUSE: Duration = Duration::from_millis(500);
 const RELIST_PAUSE_MAX: Duration = Duration::from_secs(4);
 const HEALTHY_AFTER: Duration = Duration::from_secs(30);
 
-/// Reduced objects by key, filled by one watch per scope (the whole
-/// cluster, or each namespace of `--namespaces`), and how many scopes have
-/// not applied a full LIST yet.
+/// Reduced objects, each found by its namespace and name, filled by one
+/// watch per scope (the whole cluster, or each namespace of
+/// `--namespaces`), and how many scopes have not applied a full LIST yet.
 #[derive(Debug)]
-pub(super) struct Cache<K, T> {
-    map: RwLock<HashMap<K, T>>,
+pub(super) struct Cache<T> {
+    map: RwLock<HashSet<Slot<T>>>,
+    /// The namespaces its objects share.
+    pub(super) names: Names,
     /// Bumped by every change, under the map's write lock.
     generation: AtomicU64,
     unlisted: AtomicUsize,
     /// At most this many bytes held (the kind's share of the caches'
-    /// budget), as `weigh` counts them.
+    /// budget), as `weigh` counts them and the names add up.
     cap: Option<u64>,
-    /// Bytes held now.
+    /// Bytes the entries hold now.
     bytes: AtomicU64,
-    weigh: fn(&K, &T) -> usize,
+    weigh: fn(&Entry<T>) -> usize,
     /// Set once the cap was reached: the cache is empty for good and the
     /// kind is read as an unwatched one.
     over_budget: AtomicBool,
     pub(super) metrics: KindMetrics,
 }
 
-impl<K: Hash + Eq, T> Cache<K, T> {
+impl<T: Named> Cache<T> {
     #[cfg(test)]
     pub(super) fn new(metrics: KindMetrics, scopes: usize) -> Self {
-        Self::capped(metrics, scopes, None, |_, _| 0)
+        Self::capped(metrics, scopes, None, |_| 0)
     }
 
-    /// A cache that gives up beyond `cap` bytes, each value weighing what
+    /// A cache that gives up beyond `cap` bytes, each entry weighing what
     /// `weigh` says.
     pub(super) fn capped(
         metrics: KindMetrics,
         scopes: usize,
         cap: Option<u64>,
-        weigh: fn(&K, &T) -> usize,
+        weigh: fn(&Entry<T>) -> usize,
     ) -> Self {
         // Not listed yet: not in sync with the API server.
         metrics.stale.set(scopes as i64);
         Self {
             cap,
+            names: Names::default(),
             bytes: AtomicU64::new(0),
             weigh,
             over_budget: AtomicBool::new(false),
-            map: RwLock::new(HashMap::new()),
+            map: RwLock::new(HashSet::new()),
             generation: AtomicU64::new(0),
             unlisted: AtomicUsize::new(scopes),
             metrics,
@@ -102,16 +106,16 @@ impl<K: Hash + Eq, T> Cache<K, T> {
 
     /// Whether the bytes held are more than the cap allows.
     fn beyond_cap(&self) -> bool {
-        (self.cap).is_some_and(|cap| self.bytes.load(Ordering::Acquire) > cap)
+        (self.cap).is_some_and(|cap| self.bytes() > cap)
     }
 
-    /// Bytes held now, as the values' weights add up.
+    /// Bytes held now: the entries' weights and the shared namespaces.
     pub(super) fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Acquire)
+        self.bytes.load(Ordering::Acquire) + self.names.bytes()
     }
 
-    fn held(&self, key: &K, added: Option<&T>, removed: Option<&T>) {
-        let weight = |v: Option<&T>| v.map_or(0, |v| (self.weigh)(key, v) as u64);
+    fn held(&self, added: Option<&Entry<T>>, removed: Option<&Entry<T>>) {
+        let weight = |e: Option<&Entry<T>>| e.map_or(0, |e| (self.weigh)(e) as u64);
         self.bytes.fetch_add(weight(added), Ordering::AcqRel);
         self.bytes.fetch_sub(weight(removed), Ordering::AcqRel);
     }
@@ -121,8 +125,9 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         if self.over_budget.swap(true, Ordering::AcqRel) {
             return;
         }
-        *self.write() = HashMap::new();
+        *self.write() = HashSet::new();
         self.bytes.store(0, Ordering::Release);
+        self.names.prune();
         self.metrics.objects.set(0);
         self.metrics.over_budget.set(1);
         self.metrics.stale.set(0);
@@ -135,8 +140,21 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         );
     }
 
-    pub(super) fn read(&self) -> RwLockReadGuard<'_, HashMap<K, T>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashSet<Slot<T>>> {
         self.map.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The entry of the object `key` names.
+    pub(super) fn get(&self, key: &dyn Named) -> Option<Entry<T>> {
+        self.read().get(key).map(|slot| slot.0.clone())
+    }
+
+    /// Every entry, and the generation they are of.
+    pub(super) fn entries(&self) -> (u64, Vec<Entry<T>>) {
+        let map = self.read();
+        // Read under the map's lock: a write bumps it under the write lock.
+        let generation = self.generation();
+        (generation, map.iter().map(|slot| slot.0.clone()).collect())
     }
 
     pub(super) fn len(&self) -> usize {
@@ -149,40 +167,35 @@ impl<K: Hash + Eq, T> Cache<K, T> {
     }
 
     /// The map, for a change: the generation moves before the lock is let go.
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<K, T>> {
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashSet<Slot<T>>> {
         let map = self.map.write().unwrap_or_else(|e| e.into_inner());
         self.generation.fetch_add(1, Ordering::AcqRel);
         map
     }
 
     /// Adds or replaces one object (a watch `Apply`).
-    pub(super) fn insert(&self, key: K, value: T) {
-        use std::collections::hash_map::Entry;
+    pub(super) fn insert(&self, entry: Entry<T>) {
         let mut map = self.write();
-        match map.entry(key) {
-            Entry::Occupied(mut e) => {
-                self.held(e.key(), Some(&value), Some(e.get()));
-                e.insert(value);
-            }
-            Entry::Vacant(e) => {
-                self.held(e.key(), Some(&value), None);
-                e.insert(value);
-            }
+        self.held(Some(&entry), None);
+        if let Some(old) = map.replace(Slot(entry)) {
+            self.held(None, Some(&old.0));
         }
         self.metrics.objects.set(map.len() as i64);
     }
 
-    pub(super) fn remove(&self, key: &K) {
+    pub(super) fn remove(&self, key: &dyn Named) {
         let mut map = self.write();
-        let old = map.remove(key);
-        self.held(key, None, old.as_ref());
+        if let Some(old) = map.take(key) {
+            self.held(None, Some(&old.0));
+        }
         self.metrics.objects.set(map.len() as i64);
     }
 
     /// Replaces everything with a complete listing and marks the cache synced.
-    pub(super) fn replace_all(&self, listed: HashMap<K, T>) {
+    pub(super) fn replace_all(&self, listed: impl IntoIterator<Item = Entry<T>>) {
+        let listed: HashSet<Slot<T>> = listed.into_iter().map(Slot).collect();
         let len = listed.len();
-        let bytes: u64 = listed.iter().map(|(k, v)| (self.weigh)(k, v) as u64).sum();
+        let bytes: u64 = listed.iter().map(|s| (self.weigh)(&s.0) as u64).sum();
         let mut map = self.write();
         *map = listed;
         self.bytes.store(bytes, Ordering::Release);
@@ -191,25 +204,26 @@ impl<K: Hash + Eq, T> Cache<K, T> {
         self.metrics.stale.set(0);
         self.unlisted.store(0, Ordering::Release);
     }
-}
 
-impl<K: Hash + Eq + Scoped, T> Cache<K, T> {
     /// After a complete listing of `scope` (all of it for `None`) was
     /// applied in place: drops that scope's entries the listing did not
     /// name (deleted meanwhile); `first` counts the scope as listed.
-    fn listed_scope(&self, scope: Option<&str>, listed: &HashSet<K>, first: bool) {
+    fn listed_scope(&self, scope: Option<&str>, listed: &Listed<T>, first: bool) {
         let mut map = self.write();
-        map.retain(|k, v| {
+        map.retain(|slot| {
             let keep = match scope {
-                None => listed.contains(k),
-                Some(ns) => k.namespace() != Some(ns) || listed.contains(k),
+                None => listed.contains(slot),
+                Some(ns) => slot.0.namespace() != ns || listed.contains(slot),
             };
             if !keep {
-                self.held(k, None, Some(v));
+                self.held(None, Some(&slot.0));
             }
             keep
         });
         self.metrics.objects.set(map.len() as i64);
+        drop(map);
+        // The namespaces of what was dropped (a namespace deleted).
+        self.names.prune();
         if first {
             self.unlisted.fetch_sub(1, Ordering::AcqRel);
         }
@@ -231,7 +245,7 @@ pub(super) async fn run<D: Decode>(
     at: Collection,
     scope: Option<String>,
     how: Filling,
-    cache: Arc<Cache<D::Key, D::Value>>,
+    cache: Arc<Cache<D::Object>>,
 ) {
     let kind = D::KIND.label();
     let namespace = scope.as_deref().unwrap_or("(all)");
@@ -246,12 +260,14 @@ pub(super) async fn run<D: Decode>(
         // A listing is applied in place as its items arrive, so a relist
         // holds the objects once (and the keys seen), not twice; until it is
         // done the cache mixes the old and the new state of objects.
-        let listed = Arc::new(std::sync::Mutex::new(HashSet::<D::Key>::new()));
+        let listed = Arc::new(std::sync::Mutex::new(Listed::<D::Object>::new()));
         let (filling, keys) = (cache.clone(), listed.clone());
         let each = move |head: &super::wire::Head, text: &str| {
-            let key = D::key(head);
-            filling.insert(key.clone(), D::value(head, text, bounds));
-            keys.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
+            let entry = Entry::new(head, D::value(head, text, bounds, &filling.names));
+            filling.insert(entry.clone());
+            keys.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(Slot(entry));
             if filling.beyond_cap() {
                 filling.give_up(kind);
                 return Err(StreamError::OverBudget);
@@ -300,13 +316,14 @@ pub(super) async fn run<D: Decode>(
                     let watched = stream::watch(&client, &at, &mut version, |change| {
                         match change {
                             Change::Apply(head, text) => {
-                                cache.insert(D::key(head), D::value(head, text, bounds));
+                                let value = D::value(head, text, bounds, &cache.names);
+                                cache.insert(Entry::new(head, value));
                                 if cache.beyond_cap() {
                                     cache.give_up(kind);
                                     return Err(StreamError::OverBudget);
                                 }
                             }
-                            Change::Delete(head) => cache.remove(&D::key(head)),
+                            Change::Delete(head) => cache.remove(head),
                         }
                         Ok(())
                     })
@@ -353,16 +370,42 @@ pub(super) async fn run<D: Decode>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::reduce::InvalidObject;
     use super::*;
     use kserve_injector_core::cluster::ObjectRef;
 
-    /// Applies a listing of `ns` in place, as the watch does.
-    fn list(cache: &Cache<ObjectRef, u8>, ns: &str, names: &[&str], first: bool) {
-        let keys: HashSet<ObjectRef> = names.iter().map(|n| ObjectRef::new(ns, *n)).collect();
-        for k in &keys {
-            cache.insert(k.clone(), 0);
+    /// An object of the tests: its key and the bytes it is charged.
+    #[derive(Debug)]
+    struct Object(ObjectRef, u8);
+
+    impl Named for Object {
+        fn namespace(&self) -> &str {
+            &self.0.namespace
         }
-        cache.listed_scope(Some(ns), &keys, first);
+        fn name(&self) -> &str {
+            &self.0.name
+        }
+    }
+
+    fn object(ns: &str, name: &str, bytes: u8) -> Entry<Object> {
+        Entry::Usable(Arc::new(Object(ObjectRef::new(ns, name), bytes)))
+    }
+
+    /// Applies a listing of `ns` in place, as the watch does.
+    fn list(cache: &Cache<Object>, ns: &str, names: &[&str], first: bool) {
+        let mut listed = Listed::new();
+        for n in names {
+            cache.insert(object(ns, n, 0));
+            listed.insert(Slot(object(ns, n, 0)));
+        }
+        cache.listed_scope(Some(ns), &listed, first);
+    }
+
+    fn weight(entry: &Entry<Object>) -> usize {
+        match entry {
+            Entry::Usable(o) => o.1 as usize,
+            Entry::Unusable(_) => 0,
+        }
     }
 
     #[test]
@@ -375,25 +418,33 @@ mod tests {
         // a relists after a watch error: y was deleted meanwhile.
         list(&cache, "a", &["x"], false);
         assert!(cache.synced());
-        let mut keys: Vec<String> = cache.read().keys().map(|k| k.to_string()).collect();
+        let (_, entries) = cache.entries();
+        let mut keys: Vec<String> = (entries.iter())
+            .map(|e| format!("{}/{}", e.namespace(), e.name()))
+            .collect();
         keys.sort();
         assert_eq!(keys, ["a/x", "b/x"]);
         assert_eq!(cache.metrics.objects.get(), 2);
+        assert!(cache.get(&ObjectRef::new("b", "x")).is_some());
+        assert!(cache.get(&ObjectRef::new("a", "y")).is_none());
     }
 
     #[test]
     fn a_cache_past_its_cap_gives_up_and_counts_as_listed() {
         let metrics = KindMetrics::default();
         // Each object weighs its value, in bytes.
-        let cache = Cache::capped(metrics.clone(), 1, Some(20), |_, v: &u8| *v as usize);
+        let cache = Cache::capped(metrics.clone(), 1, Some(20), weight);
         for n in ["x", "y"] {
-            cache.insert(ObjectRef::new("a", n), 10u8);
+            cache.insert(object("a", n, 10));
         }
         assert!(!cache.beyond_cap());
         // A replaced object gives its old bytes back.
-        cache.insert(ObjectRef::new("a", "y"), 5);
+        cache.insert(object("a", "y", 5));
         assert_eq!(cache.bytes(), 15);
-        cache.insert(ObjectRef::new("a", "z"), 6);
+        cache.remove(&ObjectRef::new("a", "x"));
+        assert_eq!(cache.bytes(), 5);
+        cache.insert(object("a", "x", 10));
+        cache.insert(object("a", "z", 6));
         assert!(cache.beyond_cap());
         cache.give_up("serviceaccounts");
         assert!(cache.over_budget() && cache.synced());
@@ -405,5 +456,35 @@ mod tests {
             ),
             (0, 0, 1)
         );
+    }
+
+    #[test]
+    fn the_shared_namespaces_are_charged_to_the_cache() {
+        let cache: Cache<Object> = Cache::new(KindMetrics::default(), 1);
+        let shared = cache.names.intern("team");
+        assert!(cache.bytes() > 0);
+        drop(shared);
+        cache.give_up("serviceaccounts");
+        assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn an_unusable_object_is_found_by_its_name_and_says_why() {
+        let cache: Cache<Object> = Cache::new(KindMetrics::default(), 1);
+        let at = ObjectRef::new("a", "bad");
+        let error = InvalidObject::TooManySecrets {
+            at: at.to_string(),
+            listed: 2,
+            limit: 1,
+        };
+        cache.insert(Entry::new(&at, Err(error)));
+        let found = cache.get(&at).unwrap().parsed().unwrap_err();
+        assert!(
+            found.to_string().contains("a/bad lists 2 Secrets"),
+            "{found}"
+        );
+        cache.insert(object("a", "bad", 0));
+        assert!(cache.get(&at).unwrap().parsed().is_ok());
+        assert_eq!(cache.len(), 1);
     }
 }

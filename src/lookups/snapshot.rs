@@ -10,6 +10,8 @@
 //! reading, because KServe's credential rules fail the pod on the first one
 //! missing (`credentials.rs` in the core reports that one).
 
+use super::entry::Named;
+use super::names::Names;
 use super::reduce::{collection, valid_name, Parsed};
 use super::shares::Turn;
 use super::stream::{self, GetError};
@@ -138,8 +140,8 @@ impl Lookups {
         }
         let lists: Vec<Vec<ObjectRef>> = (out.service_accounts.values())
             .map(|sa| {
-                (sa.secrets.iter())
-                    .map(|n| ObjectRef::new(&sa.namespace, n))
+                (sa.secrets())
+                    .map(|n| ObjectRef::new(sa.namespace(), n))
                     .collect()
             })
             .collect();
@@ -234,11 +236,11 @@ impl Lookups {
     }
 
     /// A GET of `r` for an admission that has no turn yet (one request).
-    async fn get<D: Decode<Key = ObjectRef>>(
+    async fn get<D: Decode>(
         &self,
         r: &ObjectRef,
         admission: &mut Admission<'_>,
-    ) -> Result<Option<D::Value>, LookupError> {
+    ) -> Result<Option<Parsed<Arc<D::Object>>>, LookupError> {
         if !valid_name(&r.name) {
             return Ok(None);
         }
@@ -250,12 +252,12 @@ impl Lookups {
 
     /// One GET, its body charged to `turn` as it arrives, decoded as the
     /// watch decodes; `None` for a 404. Counted as a fallback.
-    async fn read<D: Decode<Key = ObjectRef>>(
+    async fn read<D: Decode>(
         &self,
         r: &ObjectRef,
         admission: &Admission<'_>,
         turn: Option<&Turn>,
-    ) -> Result<Option<D::Value>, LookupError> {
+    ) -> Result<Option<Parsed<Arc<D::Object>>>, LookupError> {
         let kind = D::KIND;
         let m = self.metrics.kind(kind);
         m.fallback_gets.inc();
@@ -303,21 +305,24 @@ impl Lookups {
         // The API server answers UTF-8; the body is parsed where it lies.
         let text = std::str::from_utf8(&body).map_err(|e| invalid(serde::de::Error::custom(e)))?;
         let head = Head::parse(text).map_err(invalid)?;
-        Ok(Some(D::value(&head, text, self.bounds)))
+        // Not interned: no watch cache keeps a GET's object (a fetched
+        // Secret is charged its own namespace).
+        Ok(Some(D::value(&head, text, self.bounds, &Names::default())))
     }
 
     /// The cached object (shared), counting a hit; `None` (a miss) when the
     /// kind is not watched, not synced yet, or the key is absent.
-    fn cached_object<T: Clone>(
+    fn cached_object<T: Named>(
         &self,
         kind: Kind,
-        cache: &CacheOf<ObjectRef, T>,
+        cache: &CacheOf<T>,
         key: &ObjectRef,
-    ) -> Option<T> {
+    ) -> Option<Parsed<Arc<T>>> {
         let m = self.metrics.kind(kind);
         let found = (cache.as_ref())
             .filter(|c| c.synced() && !c.over_budget())
-            .and_then(|c| c.read().get(key).cloned());
+            .and_then(|c| c.get(key))
+            .map(|entry| entry.parsed());
         match found {
             Some(_) => m.hits.inc(),
             None => m.misses.inc(),
@@ -345,8 +350,9 @@ impl Lookups {
                 let filling = all.clone();
                 let at = collection(kind, None);
                 let bounds = self.bounds;
+                let names = Names::default();
                 let listing = stream::list(&self.client, &at, move |head, text| {
-                    let parsed = wire::StorageContainers::value(head, text, bounds);
+                    let parsed = wire::StorageContainers::value(head, text, bounds, &names);
                     let mut all = filling.lock().unwrap_or_else(|e| e.into_inner());
                     all.insert(head.name().to_string(), parsed);
                     Ok(())

@@ -18,12 +18,12 @@ fn s3_pod(sa: &str) -> PodFacts {
 
 fn data() -> ClusterSnapshot {
     let mut data = ClusterSnapshot::default();
-    data.insert_service_account(ServiceAccount {
-        namespace: "ns".into(),
-        name: "sa".into(),
-        secrets: vec!["creds".into()],
-        ..ServiceAccount::default()
-    });
+    data.insert_service_account(ServiceAccount::new(
+        "ns",
+        "sa",
+        ["creds"],
+        None::<(&str, &str)>,
+    ));
     data.insert_secret(Secret::from_data(
         "ns",
         "creds",
@@ -115,15 +115,13 @@ async fn an_unusable_storage_container_fails_the_lookup_that_needs_it() {
         data(),
     );
     if let Some(c) = &lookups.storage_containers {
-        c.insert(
-            "bad".into(),
-            Err(
-                kserve_injector_core::cluster::StorageContainerLoadError::Disabled {
-                    name: "bad".into(),
-                }
-                .into(),
-            ),
-        );
+        let error = kserve_injector_core::cluster::StorageContainerLoadError::Disabled {
+            name: "bad".into(),
+        };
+        c.insert(super::entry::Entry::new(
+            &ObjectRef::new("", "bad"),
+            Err(error.into()),
+        ));
     }
     let err = lookups
         .snapshot(&s3_pod("sa"), &Config::default())
@@ -296,12 +294,12 @@ async fn a_namespace_past_its_share_is_shed_and_another_namespace_is_not() {
     };
     let mut known = ClusterSnapshot::default();
     for ns in ["ns", "other"] {
-        known.insert_service_account(ServiceAccount {
-            namespace: ns.into(),
-            name: "sa".into(),
-            secrets: vec!["creds".into()],
-            ..ServiceAccount::default()
-        });
+        known.insert_service_account(ServiceAccount::new(
+            ns,
+            "sa",
+            ["creds"],
+            None::<(&str, &str)>,
+        ));
     }
     let lookups = Lookups::preloaded(client, LookupMetrics::unregistered(), &options, known);
     let config = Config::default();

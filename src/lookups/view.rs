@@ -5,6 +5,7 @@
 //! `kserve_injector_core::cluster::StorageContainers`).
 
 use super::cache::Cache;
+use super::entry::Named;
 use super::reduce::{InvalidObject, Parsed};
 use kserve_injector_core::cluster::{ClusterStorageContainer, StorageContainers};
 use std::sync::{Arc, Mutex};
@@ -20,10 +21,7 @@ pub(super) struct StorageView {
 impl StorageView {
     /// The cache's set as of now: the one built for its generation, or a
     /// new one (one admission builds it, those arriving meanwhile wait).
-    pub(super) fn current(
-        &self,
-        cache: &Cache<String, Parsed<Arc<ClusterStorageContainer>>>,
-    ) -> Shared {
+    pub(super) fn current(&self, cache: &Cache<ClusterStorageContainer>) -> Shared {
         let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
         let generation = cache.generation();
         if let Some((g, shared)) = built.as_ref() {
@@ -31,15 +29,10 @@ impl StorageView {
                 return shared.clone();
             }
         }
-        let (generation, shared) = {
-            let map = cache.read();
-            // Read under the map's lock: a write bumps it under the write lock.
-            let generation = cache.generation();
-            let mut held: Vec<(&String, &Parsed<Arc<ClusterStorageContainer>>)> =
-                map.iter().collect();
-            held.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            (generation, Self::build(held.into_iter().map(|(_, v)| v)))
-        };
+        let (generation, mut held) = cache.entries();
+        held.sort_unstable_by(|a, b| a.name().cmp(b.name()));
+        let parsed: Vec<_> = held.iter().map(|e| e.parsed()).collect();
+        let shared = Self::build(parsed.iter());
         *built = Some((generation, shared.clone()));
         shared
     }

@@ -1,13 +1,13 @@
 //! The watches that fill the caches, and what every cache can report.
 
 use super::cache::{Cache, Filling};
+use super::entry::{Entry, Named};
 use super::reduce::collection;
 use super::wire::Decode;
 use kube::Client;
-use std::hash::Hash;
 use std::sync::Arc;
 
-pub(super) type CacheOf<K, T> = Option<Arc<Cache<K, T>>>;
+pub(super) type CacheOf<T> = Option<Arc<Cache<T>>>;
 
 /// What every cache can say whatever its key and value types.
 pub(super) trait CacheState {
@@ -15,7 +15,7 @@ pub(super) trait CacheState {
     fn objects(&self) -> usize;
 }
 
-impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
+impl<T: Named> CacheState for Cache<T> {
     fn is_synced(&self) -> bool {
         self.synced()
     }
@@ -28,7 +28,7 @@ impl<K: Hash + Eq, T> CacheState for Cache<K, T> {
 /// kind is watched (`cache` is `Some`).
 pub(super) fn spawn_watch<D: Decode>(
     client: &Client,
-    cache: &CacheOf<D::Key, D::Value>,
+    cache: &CacheOf<D::Object>,
     scopes: &[Option<String>],
     how: Filling,
 ) -> Vec<tokio::task::JoinHandle<()>> {
@@ -44,11 +44,8 @@ pub(super) fn spawn_watch<D: Decode>(
 }
 
 /// Fills `cache`, when the kind is watched, with a complete listing.
-pub(super) fn preload<K: Hash + Eq, T>(
-    cache: &CacheOf<K, T>,
-    entries: impl IntoIterator<Item = (K, T)>,
-) {
+pub(super) fn preload<T: Named>(cache: &CacheOf<T>, entries: impl IntoIterator<Item = Entry<T>>) {
     if let Some(c) = cache {
-        c.replace_all(entries.into_iter().collect());
+        c.replace_all(entries);
     }
 }

@@ -14,6 +14,8 @@
 //! Hand-written visitors only where a derive would keep what no rule reads:
 //! the annotations (kept by name, values of the others skipped unread).
 
+use super::entry::{Entry, Named};
+use super::names::Names;
 use super::reduce::{InvalidObject, Parsed};
 use super::Kind;
 use k8s_openapi::ByteString;
@@ -74,11 +76,17 @@ impl Head {
     pub(super) fn object_ref(&self) -> ObjectRef {
         ObjectRef::new(&self.metadata.namespace, &self.metadata.name)
     }
-    pub(super) fn name(&self) -> &str {
-        &self.metadata.name
-    }
     pub(super) fn resource_version(&self) -> &str {
         &self.metadata.resource_version
+    }
+}
+
+impl Named for Head {
+    fn namespace(&self) -> &str {
+        &self.metadata.namespace
+    }
+    fn name(&self) -> &str {
+        &self.metadata.name
     }
 }
 
@@ -168,35 +176,57 @@ struct WirePredictor {
     logger: Option<serde_json::Value>,
 }
 
-/// The namespace a cache key belongs to (`None`: cluster-scoped), so that
-/// one namespace's LIST replaces only that namespace's entries.
-pub(super) trait Scoped {
-    fn namespace(&self) -> Option<&str>;
+macro_rules! named {
+    ($($t:ty),*) => {$(
+        impl Named for $t {
+            fn namespace(&self) -> &str {
+                <$t>::namespace(self)
+            }
+            fn name(&self) -> &str {
+                <$t>::name(self)
+            }
+        }
+    )*};
 }
 
-impl Scoped for kserve_injector_core::cluster::ObjectRef {
-    fn namespace(&self) -> Option<&str> {
-        Some(&self.namespace)
+named!(ServiceAccount, Secret, InferenceService);
+
+/// Cluster-scoped: no namespace.
+impl Named for ClusterStorageContainer {
+    fn namespace(&self) -> &str {
+        ""
+    }
+    fn name(&self) -> &str {
+        ClusterStorageContainer::name(self)
     }
 }
 
-impl Scoped for String {
-    fn namespace(&self) -> Option<&str> {
-        None
-    }
-}
-
-/// How one kind's object text becomes its cache value.
+/// How one kind's object text becomes what its cache holds.
 pub(super) trait Decode: Send + Sync + 'static {
     const KIND: Kind;
-    type Key: std::hash::Hash + Eq + Clone + Scoped + Send + Sync + 'static;
-    type Value: Clone + Send + Sync + 'static;
-    fn key(head: &Head) -> Self::Key;
-    /// The value of `text` (an object named by `head`), or why it cannot
-    /// be used (an object too large among them).
-    fn value(head: &Head, text: &str, bounds: Bounds) -> Self::Value;
-    /// What holding `value` under `key` costs (the cache's byte budget).
-    fn weight(key: &Self::Key, value: &Self::Value) -> usize;
+    type Object: Named + std::fmt::Debug + Send + Sync + 'static;
+    /// The object of `text` (an object named by `head`), its namespace
+    /// shared through `names`, or why it cannot be used (an object too
+    /// large among them).
+    fn value(head: &Head, text: &str, bounds: Bounds, names: &Names) -> Parsed<Arc<Self::Object>>;
+    /// What the object holds (`kept_bytes`).
+    fn kept(object: &Self::Object) -> usize;
+
+    /// What holding `entry` in a watch cache costs (the cache's byte
+    /// budget): its slot, the `Arc`'s counts and what the object holds.
+    fn weight(entry: &Entry<Self::Object>) -> usize {
+        kept_weight::<Self>(entry)
+    }
+}
+
+/// What `entry` holds in a watch cache: its slot, the `Arc`'s counts and
+/// what the object keeps.
+pub(super) fn kept_weight<D: Decode + ?Sized>(entry: &Entry<D::Object>) -> usize {
+    entry_bytes::<D::Object>()
+        + match entry {
+            Entry::Usable(object) => D::kept(object),
+            Entry::Unusable(_) => MARKER_BYTES,
+        }
 }
 
 /// `value`, shared, when what it keeps (`bytes`) is within the bound; else
@@ -216,17 +246,26 @@ fn held<T>(kind: Kind, at: &ObjectRef, value: T, bytes: usize, bounds: Bounds) -
 /// An unusable object's marker costs its name and the error.
 const MARKER_BYTES: usize = 256;
 
-/// A map entry besides the value's own bytes: the hash map's slot (key,
-/// value and control byte; 9/4 of them for a table that grew to twice its
-/// entries and is then a little under half full) and the `Arc`'s counts.
+/// A cache entry besides the object's own bytes: its slot in the hash
+/// set (the entry and a control byte; 9/4 of them for a table that grew
+/// to twice its entries and is then a little under half full) and the
+/// `Arc`'s counts.
 const fn entry_bytes<T>() -> usize {
-    let slot = std::mem::size_of::<ObjectRef>() + std::mem::size_of::<Parsed<Arc<T>>>() + 1;
+    let slot = std::mem::size_of::<Entry<T>>() + 1;
     slot * 9 / 4 + 16
 }
 
-fn weigh<T>(key: &ObjectRef, parsed: &Parsed<Arc<T>>, kept: impl Fn(&T) -> usize) -> usize {
-    let key = [&key.namespace, &key.name].map(|s| s.len().next_multiple_of(16));
-    entry_bytes::<T>() + key[0] + key[1] + parsed.as_ref().map_or(MARKER_BYTES, |t| kept(t))
+/// What one fetched Secret costs (`fetched.rs`): its entry in the LRU
+/// (the key's strings, the entry and the list's links), its `Arc`'s counts
+/// and what it keeps, its namespace included (not shared there).
+pub(super) fn fetched_secret_weight(key: &ObjectRef, parsed: &Parsed<Arc<Secret>>) -> usize {
+    let slot = std::mem::size_of::<ObjectRef>() + std::mem::size_of::<Parsed<Arc<Secret>>>() + 1;
+    let key_bytes = [&key.namespace, &key.name].map(|s| s.len().next_multiple_of(16));
+    let namespace = (16 + key.namespace.len()).next_multiple_of(16);
+    let kept = parsed
+        .as_ref()
+        .map_or(MARKER_BYTES, |s| namespace + s.kept_bytes());
+    slot * 9 / 4 + 16 + key_bytes[0] + key_bytes[1] + kept
 }
 
 fn json_error(at: String, e: serde_json::Error) -> InvalidObject {
@@ -240,12 +279,13 @@ pub(super) struct ServiceAccounts;
 
 impl Decode for ServiceAccounts {
     const KIND: Kind = Kind::ServiceAccounts;
-    type Key = ObjectRef;
-    type Value = Parsed<Arc<ServiceAccount>>;
-    fn key(head: &Head) -> ObjectRef {
-        head.object_ref()
-    }
-    fn value(head: &Head, text: &str, bounds: Bounds) -> Self::Value {
+    type Object = ServiceAccount;
+    fn value(
+        head: &Head,
+        text: &str,
+        bounds: Bounds,
+        names: &Names,
+    ) -> Parsed<Arc<ServiceAccount>> {
         let at = head.object_ref();
         let wire: WireServiceAccount =
             serde_json::from_str(text).map_err(|e| json_error(at.to_string(), e))?;
@@ -257,19 +297,19 @@ impl Decode for ServiceAccounts {
                 limit: bounds.sa_secrets,
             });
         }
-        let sa = ServiceAccount {
-            namespace: wire.metadata.namespace.unwrap_or_default(),
-            name: wire.metadata.name.unwrap_or_default(),
-            annotations: wire.metadata.annotations,
-            secrets: (wire.secrets.into_iter().flatten())
-                .map(|r| r.name.unwrap_or_default())
-                .collect(),
-        };
+        let secrets =
+            (wire.secrets.iter().flatten()).map(|r| r.name.as_deref().unwrap_or_default());
+        let sa = ServiceAccount::new(
+            names.intern(wire.metadata.namespace.as_deref().unwrap_or_default()),
+            wire.metadata.name.as_deref().unwrap_or_default(),
+            secrets,
+            &wire.metadata.annotations,
+        );
         let bytes = sa.kept_bytes();
         held(Self::KIND, &at, sa, bytes, bounds)
     }
-    fn weight(key: &ObjectRef, value: &Self::Value) -> usize {
-        weigh(key, value, ServiceAccount::kept_bytes)
+    fn kept(sa: &ServiceAccount) -> usize {
+        sa.kept_bytes()
     }
 }
 
@@ -277,35 +317,33 @@ pub(super) struct Secrets;
 
 impl Decode for Secrets {
     const KIND: Kind = Kind::Secrets;
-    type Key = ObjectRef;
-    type Value = Parsed<Arc<Secret>>;
-    fn key(head: &Head) -> ObjectRef {
-        head.object_ref()
-    }
-    fn value(head: &Head, text: &str, bounds: Bounds) -> Self::Value {
+    type Object = Secret;
+    fn value(head: &Head, text: &str, bounds: Bounds, names: &Names) -> Parsed<Arc<Secret>> {
         let at = head.object_ref();
         let mut wire: WireSecret =
             serde_json::from_str(text).map_err(|e| json_error(at.to_string(), e))?;
-        let mut secret = Secret::new(
-            wire.metadata.namespace.take().unwrap_or_default(),
-            wire.metadata.name.take().unwrap_or_default(),
-        );
-        secret.annotations = std::mem::take(&mut wire.metadata.annotations);
+        // Each value as text, overwritten with zeros once reduced.
+        let mut data: Vec<(&str, zeroize::Zeroizing<String>)> = Vec::new();
         for (key, bytes) in wire.data.iter_mut().flatten() {
             let text = zeroize::Zeroizing::new(String::from_utf8_lossy(&bytes.0).into_owned());
             zeroize::Zeroize::zeroize(&mut bytes.0);
-            secret = secret.with_data(key, &text);
+            data.push((key, text));
         }
         // The API server never returns stringData; a hand-written object may.
         for (key, value) in wire.string_data.iter_mut().flatten() {
-            secret = secret.with_data(key, value);
-            zeroize::Zeroize::zeroize(value);
+            data.push((key, zeroize::Zeroizing::new(std::mem::take(value))));
         }
+        let secret = Secret::reduced(
+            names.intern(wire.metadata.namespace.as_deref().unwrap_or_default()),
+            wire.metadata.name.as_deref().unwrap_or_default(),
+            &wire.metadata.annotations,
+            data.iter().map(|(k, v)| (*k, v.as_str())),
+        );
         let bytes = secret.kept_bytes();
         held(Self::KIND, &at, secret, bytes, bounds)
     }
-    fn weight(key: &ObjectRef, value: &Self::Value) -> usize {
-        weigh(key, value, Secret::kept_bytes)
+    fn kept(secret: &Secret) -> usize {
+        secret.kept_bytes()
     }
 }
 
@@ -313,12 +351,13 @@ pub(super) struct InferenceServices;
 
 impl Decode for InferenceServices {
     const KIND: Kind = Kind::InferenceServices;
-    type Key = ObjectRef;
-    type Value = Parsed<Arc<InferenceService>>;
-    fn key(head: &Head) -> ObjectRef {
-        head.object_ref()
-    }
-    fn value(head: &Head, text: &str, bounds: Bounds) -> Self::Value {
+    type Object = InferenceService;
+    fn value(
+        head: &Head,
+        text: &str,
+        bounds: Bounds,
+        names: &Names,
+    ) -> Parsed<Arc<InferenceService>> {
         let at = head.object_ref();
         let wire: WireIsvc =
             serde_json::from_str(text).map_err(|e| json_error(at.to_string(), e))?;
@@ -328,9 +367,9 @@ impl Decode for InferenceServices {
             Some(logger) => serde_json::json!({"spec": {"predictor": {"logger": logger}}}),
             None => serde_json::json!({}),
         };
-        let namespace = wire.metadata.namespace.unwrap_or_default();
+        let namespace = names.intern(wire.metadata.namespace.as_deref().unwrap_or_default());
         let name = wire.metadata.name.unwrap_or_default();
-        let isvc = inference_service(&doc, &namespace, &name).map_err(|e| {
+        let isvc = inference_service(&doc, namespace, &name).map_err(|e| {
             InvalidObject::InferenceService {
                 at: at.clone(),
                 source: e.into(),
@@ -339,14 +378,16 @@ impl Decode for InferenceServices {
         let bytes = isvc.kept_bytes();
         held(Self::KIND, &at, isvc, bytes, bounds)
     }
-    fn weight(key: &ObjectRef, value: &Self::Value) -> usize {
-        weigh(key, value, InferenceService::kept_bytes)
+    fn kept(isvc: &InferenceService) -> usize {
+        isvc.kept_bytes()
     }
 }
 
-/// What one cached ClusterStorageContainer of 530 B is planned to hold
-/// (3,982 B measured, about a third more; docs/operations.md, "Memory").
-const STORAGE_CONTAINER_BYTES: usize = 5_300;
+/// What one cached ClusterStorageContainer like `loadtest/lookups_scale.py`'s
+/// (520 B on the wire, one in ten matched by a regex) is planned to hold:
+/// 562 B measured (`budget.rs`), and 158 B in the set every admission reads
+/// and its index, rounded up (docs/operations.md, "Memory").
+pub(super) const STORAGE_CONTAINER_BYTES: usize = 800;
 
 /// Cluster-scoped, written by cluster administrators only: decoded whole
 /// (one object at a time) and planned by count (`budget.rs`).
@@ -354,17 +395,22 @@ pub(super) struct StorageContainers;
 
 impl Decode for StorageContainers {
     const KIND: Kind = Kind::StorageContainers;
-    type Key = String;
-    type Value = Parsed<Arc<ClusterStorageContainer>>;
-    fn key(head: &Head) -> String {
-        head.name().to_string()
-    }
-    fn value(head: &Head, text: &str, _: Bounds) -> Self::Value {
+    type Object = ClusterStorageContainer;
+    fn value(
+        head: &Head,
+        text: &str,
+        _: Bounds,
+        _: &Names,
+    ) -> Parsed<Arc<ClusterStorageContainer>> {
         let doc: serde_json::Value =
             serde_json::from_str(text).map_err(|e| json_error(head.name().to_string(), e))?;
         Ok(Arc::new(storage_container(&doc, head.name())?))
     }
-    fn weight(_: &String, _: &Self::Value) -> usize {
+    fn kept(csc: &ClusterStorageContainer) -> usize {
+        csc.kept_bytes()
+    }
+    /// Planned by count, whatever one holds.
+    fn weight(_: &Entry<ClusterStorageContainer>) -> usize {
         STORAGE_CONTAINER_BYTES
     }
 }
@@ -374,13 +420,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn decode<D: Decode>(object: serde_json::Value, object_bytes: usize) -> D::Value {
+    fn decode<D: Decode>(object: serde_json::Value, object_bytes: usize) -> Parsed<Arc<D::Object>> {
         let text = object.to_string();
         let bounds = Bounds {
             object: object_bytes,
             sa_secrets: 64,
         };
-        D::value(&Head::parse(&text).unwrap(), &text, bounds)
+        D::value(
+            &Head::parse(&text).unwrap(),
+            &text,
+            bounds,
+            &Names::default(),
+        )
     }
 
     #[test]
@@ -395,8 +446,8 @@ mod tests {
             DEFAULT_MAX_OBJECT_BYTES,
         )
         .unwrap();
-        assert_eq!(sa.secrets, ["a", "b"]);
-        let kept: Vec<&str> = sa.annotations.keys().map(String::as_str).collect();
+        assert_eq!(sa.secrets().collect::<Vec<_>>(), ["a", "b"]);
+        let kept: Vec<&str> = sa.annotations().map(|(k, _)| k).collect();
         assert_eq!(
             kept,
             [
@@ -448,7 +499,7 @@ mod tests {
         .unwrap();
         assert_eq!(secret.get("S3_ENDPOINT").unwrap(), "minio:9000");
         assert_ne!(secret.get("AWS_SECRET_ACCESS_KEY").unwrap(), "very-secret");
-        assert_eq!(secret.annotations.len(), 1);
+        assert_eq!(secret.annotations().count(), 1);
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn s3_pod(sa: &str) -> PodFacts {
 }
 
 fn secret_value(data: &ClusterSnapshot, name: &str, key: &str) -> Option<String> {
-    data.secret(NS, name)?.get(key).cloned()
+    data.secret(NS, name)?.get(key).map(str::to_string)
 }
 
 /// Per kind: objects cached, watch errors, fallback GETs (for failure messages).
@@ -280,22 +280,21 @@ async fn lookups_against(kube: Kube) {
 
     // Cold: one GET for the one Secret the pod needs, the rest from the caches.
     let got = lookups.snapshot(&s3_pod("sa-s3"), &config).await.unwrap();
-    assert_eq!(
-        got.service_account(NS, "sa-s3").unwrap().secrets,
-        ["s3-creds"]
-    );
+    let sa = got.service_account(NS, "sa-s3").unwrap();
+    assert_eq!(sa.secrets().collect::<Vec<_>>(), ["s3-creds"]);
     let s3 = got.secret(NS, "s3-creds").unwrap();
     assert_eq!(
-        s3.annotations["serving.kserve.io/s3-endpoint"],
-        "s3.example.com"
+        s3.annotation("serving.kserve.io/s3-endpoint"),
+        Some("s3.example.com")
     );
     assert_eq!(s3.get("S3_ENDPOINT").unwrap(), "minio:9000");
     // A credential's value is never held, only that the key exists.
     assert_eq!(s3.get("AWS_SECRET_ACCESS_KEY").unwrap(), NOT_A_STORAGE_SPEC);
     assert!(!format!("{got:?}").contains("very-secret-value"));
     let csc = got.storage_container("custom-prefix").unwrap();
+    let container = csc.container().unwrap();
     assert_eq!(
-        csc.container.image.as_deref(),
+        container.image.as_deref(),
         Some("example.com/custom-initializer:1")
     );
     // The API server filled the CRD's defaults; `--objects` reading the
@@ -307,7 +306,7 @@ async fn lookups_against(kube: Kube) {
         "the watch cache and --objects read the CSC differently"
     );
     assert_eq!(
-        csc.container.ports.as_ref().unwrap()[0].protocol.as_deref(),
+        container.ports.as_ref().unwrap()[0].protocol.as_deref(),
         Some("TCP")
     );
     assert_eq!(fallback_gets(&lookups), 1);

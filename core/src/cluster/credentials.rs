@@ -92,7 +92,7 @@ pub(crate) fn add_service_account_credentials(
     };
     let secret_names: Vec<&str> = match annotated_secret(config, request.pod_annotations) {
         Some(name) => vec![name],
-        None => sa.secrets.iter().map(String::as_str).collect(),
+        None => sa.secrets().collect(),
     };
     // Resolve first, so an error leaves the target untouched.
     let secrets = secret_names
@@ -103,10 +103,10 @@ pub(crate) fn add_service_account_credentials(
                 .ok_or_else(|| CredentialError::SecretNotFound(name.to_string()))
         })
         .collect::<Result<Vec<&Secret>, _>>()?;
-    if sa.annotations.contains_key(IRSA_ANNOTATION) {
+    if sa.annotation(IRSA_ANNOTATION).is_some() {
         target
             .env
-            .extend(s3_env(&sa.annotations, None, &config.s3, request.release));
+            .extend(s3_env(sa, None, &config.s3, request.release));
     }
     for secret in secrets {
         add_secret(secret, config, request.release, target);
@@ -153,10 +153,10 @@ fn add_secret(
         Contribution::S3 => {
             let key_id = or_default(&s3.access_key_id_name, DEFAULT_S3_ACCESS_KEY_ID_NAME);
             let mut env = vec![
-                secret_key_ref("AWS_ACCESS_KEY_ID", &secret.name, key_id),
-                secret_key_ref("AWS_SECRET_ACCESS_KEY", &secret.name, secret_key),
+                secret_key_ref("AWS_ACCESS_KEY_ID", secret.name(), key_id),
+                secret_key_ref("AWS_SECRET_ACCESS_KEY", secret.name(), secret_key),
             ];
-            env.extend(s3_env(&secret.annotations, Some(secret), s3, release));
+            env.extend(s3_env(secret, Some(secret), s3, release));
             merge_env_values(&mut target.env, env);
         }
         Contribution::Env(env) => target.env.extend(env),

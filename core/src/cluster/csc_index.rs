@@ -42,7 +42,8 @@ pub struct StorageContainers {
 
 #[derive(Default)]
 struct Held {
-    by_name: BTreeMap<String, Arc<ClusterStorageContainer>>,
+    /// Keyed by the name each holds (shared, not copied).
+    by_name: BTreeMap<Arc<str>, Arc<ClusterStorageContainer>>,
     /// Built on first use, dropped by any change.
     index: OnceLock<Index>,
 }
@@ -149,39 +150,38 @@ impl Index {
         let mut contained: BTreeMap<Vec<u8>, Vec<u32>> = BTreeMap::new();
         for (i, csc) in index.ordered.iter().enumerate() {
             let i = i as u32;
-            if csc.disabled || csc.workload_type != INIT_CONTAINER_WORKLOAD {
+            if csc.disabled || csc.workload_type() != INIT_CONTAINER_WORKLOAD {
                 continue;
             }
             for format in &csc.supported_uri_formats {
                 match format {
-                    UriFormat::Prefix(p) => {
-                        index.prefixes.entry(p.as_str().into()).or_default().push(i)
-                    }
-                    UriFormat::Regex {
-                        source,
-                        compiled: Ok(_),
-                    } => match literals(source) {
-                        Some((true, lits)) => {
-                            for lit in lits {
-                                match String::from_utf8(lit) {
-                                    Ok(p) => index.prefixes.entry(p.into()).or_default().push(i),
-                                    // A literal ending inside a character: no
-                                    // URI prefix equals it, but a longer one
-                                    // may start with its bytes.
-                                    Err(e) => contained.entry(e.into_bytes()).or_default().push(i),
+                    UriFormat::Prefix(p) => index.prefixes.entry(p.clone()).or_default().push(i),
+                    UriFormat::Regex(regex) if regex.compiled.is_ok() => {
+                        match literals(&regex.source) {
+                            Some((true, lits)) => {
+                                for lit in lits {
+                                    match String::from_utf8(lit) {
+                                        Ok(p) => {
+                                            index.prefixes.entry(p.into()).or_default().push(i)
+                                        }
+                                        // A literal ending inside a character: no
+                                        // URI prefix equals it, but a longer one
+                                        // may start with its bytes.
+                                        Err(e) => {
+                                            contained.entry(e.into_bytes()).or_default().push(i)
+                                        }
+                                    }
                                 }
                             }
-                        }
-                        Some((false, lits)) => {
-                            for lit in lits {
-                                contained.entry(lit).or_default().push(i);
+                            Some((false, lits)) => {
+                                for lit in lits {
+                                    contained.entry(lit).or_default().push(i);
+                                }
                             }
+                            None => index.always.push(i),
                         }
-                        None => index.always.push(i),
-                    },
-                    UriFormat::Regex {
-                        compiled: Err(_), ..
-                    } => index.always.push(i),
+                    }
+                    UriFormat::Regex(_) => index.always.push(i),
                     UriFormat::Empty => {}
                 }
             }

@@ -119,7 +119,7 @@ fn credential_keys(
         Some(name) => {
             keys.insert(secret(name));
         }
-        None => keys.extend(account.secrets.iter().map(|n| secret(n))),
+        None => keys.extend(account.secrets().map(secret)),
     }
 }
 

@@ -293,18 +293,23 @@ pub fn storage_container(
             })
         }
     };
-    Ok(ClusterStorageContainer {
-        name: name.to_string(),
-        container,
-        supported_uri_formats: (spec.supported_uri_formats.iter())
-            .map(|f| UriFormat::new(f.prefix.as_deref(), f.regex.as_deref()))
-            .collect(),
-        workload_type: spec
-            .workload_type
-            .filter(|w| !w.is_empty())
-            .unwrap_or_else(|| INIT_CONTAINER_WORKLOAD.to_string()),
+    let formats = (spec.supported_uri_formats.iter())
+        .map(|f| UriFormat::new(f.prefix.as_deref(), f.regex.as_deref()))
+        .collect();
+    let workload_type = (spec.workload_type.as_deref())
+        .filter(|w| !w.is_empty())
+        .unwrap_or(INIT_CONTAINER_WORKLOAD);
+    ClusterStorageContainer::new(
+        name,
+        &container,
+        formats,
+        workload_type,
         disabled,
-        supports_multi_model_download: spec.supports_multi_model_download,
+        spec.supports_multi_model_download,
+    )
+    .map_err(|e| StorageContainerLoadError::Container {
+        name: name.to_string(),
+        source: e.into(),
     })
 }
 
@@ -421,7 +426,7 @@ struct StorageDoc {
 
 pub fn inference_service(
     doc: &Value,
-    namespace: &str,
+    namespace: impl Into<std::sync::Arc<str>>,
     name: &str,
 ) -> Result<InferenceService, serde_json::Error> {
     let parsed: IsvcDoc = parse(doc)?;
@@ -429,20 +434,24 @@ pub fn inference_service(
         .spec
         .and_then(|s| s.predictor)
         .and_then(|p| p.logger)
-        .map(|l| IsvcLogger {
-            storage: l.storage.map(|s| LoggerStorage {
-                path: s.path.unwrap_or_default(),
-                parameters: s.parameters,
-                key: s.key.unwrap_or_default(),
-                service_account_name: s.service_account_name.unwrap_or_default(),
-            }),
-            marshaller_url: l.marshaller_url,
-            batch_size: l.batch_size,
-            batch_interval: l.batch_interval,
+        .map(|l| {
+            Box::new(IsvcLogger {
+                storage: l.storage.map(|s| {
+                    Box::new(LoggerStorage {
+                        path: s.path.unwrap_or_default(),
+                        parameters: s.parameters,
+                        key: s.key.unwrap_or_default(),
+                        service_account_name: s.service_account_name.unwrap_or_default(),
+                    })
+                }),
+                marshaller_url: l.marshaller_url.map(String::into_boxed_str),
+                batch_size: l.batch_size,
+                batch_interval: l.batch_interval.map(String::into_boxed_str),
+            })
         });
     Ok(InferenceService {
-        namespace: namespace.to_string(),
-        name: name.to_string(),
+        namespace: namespace.into(),
+        name: name.into(),
         predictor_logger: logger,
     })
 }

@@ -18,15 +18,15 @@ pub(crate) fn effective_logger(
 ) -> LoggerConfig {
     let mut out = config.clone();
     if let Some(logger) = isvc.and_then(|i| i.predictor_logger.as_ref()) {
-        out.storage = logger.storage.clone();
+        out.storage = logger.storage.as_deref().cloned();
         if let Some(url) = &logger.marshaller_url {
-            out.marshaller_url = url.clone();
+            out.marshaller_url = url.to_string();
         }
         if let Some(size) = logger.batch_size {
             out.batch_size = size;
         }
         if let Some(interval) = &logger.batch_interval {
-            out.batch_interval = interval.clone();
+            out.batch_interval = interval.to_string();
         }
     }
     out.storage = out.storage.map(with_defaults);
@@ -75,7 +75,7 @@ mod tests {
         InferenceService {
             namespace: "default".into(),
             name: "sklearn".into(),
-            predictor_logger: logger,
+            predictor_logger: logger.map(Box::new),
         }
     }
 
@@ -114,10 +114,10 @@ mod tests {
     #[test]
     fn a18_isvc_storage_gets_kserve_defaults_and_overrides() {
         let logger = IsvcLogger {
-            storage: Some(LoggerStorage {
+            storage: Some(Box::new(LoggerStorage {
                 path: "/logs".into(),
                 ..LoggerStorage::default()
-            }),
+            })),
             marshaller_url: Some("http://m".into()),
             batch_size: Some(10),
             batch_interval: Some("5s".into()),
@@ -135,10 +135,10 @@ mod tests {
     #[test]
     fn isvc_service_account_is_used() {
         let logger = IsvcLogger {
-            storage: Some(LoggerStorage {
+            storage: Some(Box::new(LoggerStorage {
                 service_account_name: "my-logger".into(),
                 ..LoggerStorage::default()
-            }),
+            })),
             ..IsvcLogger::default()
         };
         let got = effective_logger(&LoggerConfig::default(), Some(&isvc(Some(logger))));

@@ -7,10 +7,10 @@
 //! copied as they are, except the endpoint (see [`s3_env`]).
 
 use super::objects::Secret;
+use super::Annotations;
 use crate::config::S3Config;
 use crate::release::Behaviour;
 use k8s_openapi::api::core::v1::EnvVar;
-use std::collections::BTreeMap;
 
 const ANNOTATION_PREFIX: &str = "serving.kserve.io/";
 
@@ -58,17 +58,17 @@ pub(super) fn literal(name: &str, value: &str) -> EnvVar {
 
 /// Annotation, else data (a present key wins even when empty), else config.
 fn setting(
-    annotations: &BTreeMap<String, String>,
+    annotations: &dyn Annotations,
     data: Option<&Secret>,
     config: &S3Config,
     annotation: &str,
     env: &str,
 ) -> String {
-    if let Some(v) = annotations.get(&format!("{ANNOTATION_PREFIX}{annotation}")) {
-        return v.clone();
+    if let Some(v) = annotations.annotation(&format!("{ANNOTATION_PREFIX}{annotation}")) {
+        return v.to_string();
     }
     if let Some(v) = data.and_then(|s| s.get(env)) {
-        return v.clone();
+        return v.to_string();
     }
     config_value(config, env).to_string()
 }
@@ -92,7 +92,7 @@ fn setting(
 /// Secret data ([`crate::release::Release::s3_secret_data`]) and has its own
 /// endpoint rules (`v0_15_endpoint`, [`crate::release::Release::s3_endpoint_resolved`]).
 pub(super) fn s3_env(
-    annotations: &BTreeMap<String, String>,
+    annotations: &dyn Annotations,
     data: Option<&Secret>,
     config: &S3Config,
     release: Behaviour,
@@ -140,17 +140,10 @@ pub(super) fn s3_env(
 /// `s3-usehttps` annotation, which makes the URL `http://` when `0`; else a
 /// configured endpoint gives `S3_USE_HTTPS` only when the configured value
 /// is `0` (then the URL is `http://`). The endpoint is used as written.
-fn v0_15_endpoint(
-    annotations: &BTreeMap<String, String>,
-    config: &S3Config,
-    env: &mut Vec<EnvVar>,
-) {
-    let annotation = |suffix: &str| annotations.get(&format!("{ANNOTATION_PREFIX}{suffix}"));
+fn v0_15_endpoint(annotations: &dyn Annotations, config: &S3Config, env: &mut Vec<EnvVar>) {
+    let annotation = |suffix: &str| annotations.annotation(&format!("{ANNOTATION_PREFIX}{suffix}"));
     let (endpoint, use_https) = match annotation("s3-endpoint") {
-        Some(endpoint) => (
-            endpoint.as_str(),
-            annotation("s3-usehttps").map(String::as_str),
-        ),
+        Some(endpoint) => (endpoint, annotation("s3-usehttps")),
         None if !config.endpoint.is_empty() => (
             config.endpoint.as_str(),
             Some(config.use_https.as_str()).filter(|v| *v == "0"),
@@ -197,9 +190,10 @@ fn endpoint_configuration(
 mod tests {
     use super::*;
     use crate::release::Release;
+    use std::collections::BTreeMap;
 
     fn s3_env(
-        annotations: &BTreeMap<String, String>,
+        annotations: &dyn Annotations,
         data: Option<&Secret>,
         config: &S3Config,
     ) -> Vec<EnvVar> {
@@ -223,7 +217,7 @@ mod tests {
     fn s13_endpoint_without_scheme_defaults_to_https_url() {
         let secret = Secret::new("default", "s3-secret")
             .with_annotation("serving.kserve.io/s3-endpoint", "s3.aws.com");
-        let env = s3_env(&secret.annotations, Some(&secret), &S3Config::default());
+        let env = s3_env(&secret, Some(&secret), &S3Config::default());
         assert_eq!(
             names_values(&env),
             pairs(&[
@@ -247,7 +241,7 @@ mod tests {
             .with_data("S3_VERIFY_SSL", "1")
             .with_data("S3_USE_HTTPS", "0")
             .with_data("S3_ENDPOINT", "minio:9000");
-        let env = s3_env(&secret.annotations, Some(&secret), &config);
+        let env = s3_env(&secret, Some(&secret), &config);
         assert_eq!(
             names_values(&env),
             pairs(&[
@@ -294,7 +288,7 @@ mod tests {
                 "cabundle-annotation",
             )
             .with_annotation("serving.kserve.io/s3-cabundle", "/path/to/ca.crt");
-        let env = s3_env(&secret.annotations, Some(&secret), &S3Config::default());
+        let env = s3_env(&secret, Some(&secret), &S3Config::default());
         assert_eq!(
             names_values(&env),
             pairs(&[
@@ -385,7 +379,7 @@ mod tests {
     #[test]
     fn v0_15_reads_no_secret_data_and_its_own_endpoint_rules() {
         let v0_15 = |annotations: &[(&str, &str)], data: Option<&Secret>, config: &S3Config| {
-            let annotations = (annotations.iter())
+            let annotations: BTreeMap<String, String> = (annotations.iter())
                 .map(|(k, v)| (format!("{ANNOTATION_PREFIX}{k}"), v.to_string()))
                 .collect();
             names_values(&super::s3_env(
@@ -439,5 +433,17 @@ mod tests {
             v0_15(&[("s3-usehttps", "0")], None, &no_endpoint),
             pairs(&[])
         );
+    }
+
+    /// Every annotation these rules read is one the objects keep.
+    #[test]
+    fn every_annotation_read_is_kept() {
+        let suffixes = ["s3-endpoint", "s3-usehttps"];
+        for suffix in suffixes.into_iter().chain(SETTINGS.map(|(a, _)| a)) {
+            let key = format!("{ANNOTATION_PREFIX}{suffix}");
+            assert!(super::super::annotation_read(&key), "{key}");
+        }
+        let read = suffixes.len() + SETTINGS.len();
+        assert_eq!(super::super::objects::READ_ANNOTATIONS.len(), read + 1);
     }
 }

@@ -117,7 +117,7 @@ pub(super) fn contribution(
     gcs_file_name: &str,
     release: Behaviour,
 ) -> Contribution {
-    let name = &secret.name;
+    let name = secret.name();
     if secret.has_key(s3_secret_key_name) {
         Contribution::S3
     } else if secret.has_key(gcs_file_name) {
@@ -183,7 +183,7 @@ fn azure_env(secret: &Secret, release: Behaviour) -> Vec<EnvVar> {
                 true => secret.has_key(key) || *env == AZURE_TENANT_ID,
                 false => secret.has_key(key) || !omitted.contains(env),
             };
-            kept.then(|| secret_key_ref(env, &secret.name, key))
+            kept.then(|| secret_key_ref(env, secret.name(), key))
         })
         .collect()
 }
@@ -260,7 +260,7 @@ mod tests {
         ];
         for secret in &secrets {
             let Contribution::Env(env) = classify(secret) else {
-                panic!("{} gives env", secret.name)
+                panic!("{} gives env", secret.name())
             };
             for var in env.iter().filter(|v| v.value_from.is_some()) {
                 assert!(

@@ -36,12 +36,12 @@ impl ClusterStorageContainer {
     pub(crate) fn supports(&self, uri: &str) -> Result<bool, StorageContainerError> {
         for format in &self.supported_uri_formats {
             let matched = match format {
-                UriFormat::Prefix(p) => uri.starts_with(p.as_str()),
-                UriFormat::Regex { compiled, .. } => match compiled {
+                UriFormat::Prefix(p) => uri.starts_with(&**p),
+                UriFormat::Regex(regex) => match &regex.compiled {
                     Ok(re) => re.is_match(uri),
                     Err(source) => {
                         return Err(StorageContainerError::Regex {
-                            name: self.name.clone(),
+                            name: self.name().to_string(),
                             source: source.clone(),
                         })
                     }
@@ -75,10 +75,10 @@ pub fn select<'a>(
         if csc.disabled {
             return Err(StorageContainerError::Disabled(name.to_string()));
         }
-        if csc.workload_type != INIT_CONTAINER_WORKLOAD {
+        if csc.workload_type() != INIT_CONTAINER_WORKLOAD {
             return Err(StorageContainerError::WorkloadType {
                 name: name.to_string(),
-                workload_type: csc.workload_type.clone(),
+                workload_type: csc.workload_type().to_string(),
             });
         }
         if !csc.supports(uri)? {
@@ -90,7 +90,7 @@ pub fn select<'a>(
         return Ok(Some(csc));
     }
     for csc in cluster.storage_containers.candidates(uri) {
-        if csc.disabled || csc.workload_type != INIT_CONTAINER_WORKLOAD {
+        if csc.disabled || csc.workload_type() != INIT_CONTAINER_WORKLOAD {
             continue;
         }
         if csc.supports(uri)? {

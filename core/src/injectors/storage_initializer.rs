@@ -7,7 +7,7 @@
 
 use super::ca_bundle;
 use super::{security_profile, InjectError};
-use crate::cluster::container_merge::merge_storage_container;
+use crate::cluster::container_merge::{merge_storage_container, MergeError};
 use crate::cluster::credentials::{
     add_service_account_credentials, CredentialRequest, CredentialTarget,
 };
@@ -102,7 +102,7 @@ pub(crate) fn inject(pod: &mut WorkingSet<'_>, inputs: &Inputs) -> Result<(), In
         let uri = init_uri(pod, inputs, given, storage_spec.as_ref());
         select(&inputs.cluster, &uri, None)
     };
-    let csc_name = (selected.as_ref().ok().copied().flatten()).map(|c| c.container.name.as_str());
+    let csc_name = (selected.as_ref().ok().copied().flatten()).map(|c| c.container_name());
     if storage_initializer_injected(pod.containers(List::InitContainers), csc_name) {
         return Ok(());
     }
@@ -377,7 +377,10 @@ impl InitPlan<'_> {
             ..Default::default()
         };
         let mut container = match self.csc {
-            Some(csc) => merge_storage_container(&built, &csc.container).map_err(refused)?,
+            Some(csc) => {
+                let overlay = (csc.container()).map_err(|e| refused(MergeError::Json(e.into())))?;
+                merge_storage_container(&built, &overlay).map_err(refused)?
+            }
             None => built,
         };
         self.overrides.apply(&mut container, NAME)?;

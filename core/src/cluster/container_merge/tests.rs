@@ -69,7 +69,7 @@ fn overlay(value: serde_json::Value) -> Container {
         "spec": {"container": value, "supportedUriFormats": [{"prefix": "s3://"}]},
     });
     let data = ClusterSnapshot::from_documents(vec![doc]).unwrap();
-    data.storage_container("csc").unwrap().container.clone()
+    data.storage_container("csc").unwrap().container().unwrap()
 }
 
 #[test]

@@ -19,12 +19,11 @@ fn s3_config() -> CredentialConfig {
 }
 
 fn sa(name: &str, secrets: &[&str]) -> ServiceAccount {
-    ServiceAccount {
-        namespace: "default".into(),
-        name: name.into(),
-        annotations: BTreeMap::new(),
-        secrets: secrets.iter().map(|s| s.to_string()).collect(),
-    }
+    irsa_sa(name, secrets, &[])
+}
+
+fn irsa_sa(name: &str, secrets: &[&str], annotations: &[(&str, &str)]) -> ServiceAccount {
+    ServiceAccount::new("default", name, secrets, annotations.iter().copied())
 }
 
 fn s3_secret(name: &str) -> Secret {
@@ -225,21 +224,15 @@ fn storage_secret_annotation_replaces_the_service_account_secrets() {
 
 #[test]
 fn irsa_settings_are_overridden_by_an_s3_secret() {
-    let mut account = sa("irsa", &["s3-secret"]);
-    account.annotations = BTreeMap::from([
-        (
-            IRSA_ANNOTATION.to_string(),
-            "arn:aws:iam::1:role/r".to_string(),
-        ),
-        (
-            "serving.kserve.io/s3-region".to_string(),
-            "us-east-1".to_string(),
-        ),
-        (
-            "serving.kserve.io/s3-endpoint".to_string(),
-            "irsa.example".to_string(),
-        ),
-    ]);
+    let account = irsa_sa(
+        "irsa",
+        &["s3-secret"],
+        &[
+            (IRSA_ANNOTATION, "arn:aws:iam::1:role/r"),
+            ("serving.kserve.io/s3-region", "us-east-1"),
+            ("serving.kserve.io/s3-endpoint", "irsa.example"),
+        ],
+    );
     let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(account);
     cluster.insert_secret(
@@ -260,8 +253,7 @@ fn irsa_settings_are_overridden_by_an_s3_secret() {
 
 #[test]
 fn irsa_without_secrets_gives_config_settings() {
-    let mut account = sa("irsa", &[]);
-    account.annotations = BTreeMap::from([(IRSA_ANNOTATION.to_string(), "arn".to_string())]);
+    let account = irsa_sa("irsa", &[], &[(IRSA_ANNOTATION, "arn")]);
     let mut cluster = ClusterSnapshot::default();
     cluster.insert_service_account(account);
     let mut config = s3_config();

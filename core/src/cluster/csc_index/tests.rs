@@ -10,14 +10,16 @@ fn csc(
     disabled: bool,
     workload: &str,
 ) -> ClusterStorageContainer {
-    ClusterStorageContainer {
-        name: name.into(),
-        container: Default::default(),
-        supported_uri_formats: formats.to_vec(),
-        workload_type: workload.into(),
+    let formats = formats.to_vec().into_boxed_slice();
+    ClusterStorageContainer::new(
+        name,
+        &Default::default(),
+        formats,
+        workload,
         disabled,
-        supports_multi_model_download: false,
-    }
+        false,
+    )
+    .unwrap()
 }
 
 fn prefix(p: &str) -> UriFormat {
@@ -29,7 +31,7 @@ fn regex(r: &str) -> UriFormat {
 }
 
 fn names<'a>(set: &'a StorageContainers, uri: &str) -> Vec<&'a str> {
-    set.candidates(uri).map(|c| c.name.as_str()).collect()
+    set.candidates(uri).map(|c| c.name()).collect()
 }
 
 /// KServe's loop over every CSC in name order (`GetStorageContainerSpec`),
@@ -39,7 +41,7 @@ fn linear<'a>(
     uri: &str,
 ) -> Result<Option<&'a ClusterStorageContainer>, StorageContainerError> {
     for csc in set.iter() {
-        if csc.disabled || csc.workload_type != INIT_CONTAINER_WORKLOAD {
+        if csc.disabled || csc.workload_type() != INIT_CONTAINER_WORKLOAD {
             continue;
         }
         if csc.supports(uri)? {

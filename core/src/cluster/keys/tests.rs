@@ -25,12 +25,7 @@ fn secret_key(name: &str) -> ObjectKey {
 }
 
 fn account(name: &str, secrets: &[&str]) -> ServiceAccount {
-    ServiceAccount {
-        namespace: "default".into(),
-        name: name.into(),
-        secrets: secrets.iter().map(|s| s.to_string()).collect(),
-        ..ServiceAccount::default()
-    }
+    ServiceAccount::new("default", name, secrets, None::<(&str, &str)>)
 }
 
 fn keys(pod: &PodFacts, config: &Config, known: &ClusterSnapshot) -> Vec<ObjectKey> {
@@ -170,7 +165,7 @@ fn agent_needs_pod_service_account_and_logger_storage_account() {
     known.insert_inference_service(InferenceService {
         namespace: "default".into(),
         name: "sklearn".into(),
-        predictor_logger: Some(IsvcLogger::default()),
+        predictor_logger: Some(Box::default()),
     });
     assert_eq!(keys(&logger, &config, &known), [sa_key("default"), isvc]);
 }
@@ -187,13 +182,13 @@ fn restrict_follows_the_chain_to_a_fixed_point() {
     all.insert_inference_service(InferenceService {
         namespace: "default".into(),
         name: "sklearn".into(),
-        predictor_logger: Some(IsvcLogger {
-            storage: Some(LoggerStorage {
+        predictor_logger: Some(Box::new(IsvcLogger {
+            storage: Some(Box::new(LoggerStorage {
                 service_account_name: "my-logger".into(),
                 ..LoggerStorage::default()
-            }),
+            })),
             ..IsvcLogger::default()
-        }),
+        })),
     });
     let p = pod(&[(LOGGER_ANNOTATION, "true")]);
     let got = all.restrict(&p, &Config::default());

@@ -31,13 +31,10 @@ fn loads_every_kind_and_lists() {
         ClusterSnapshot::from_documents(vec![sa_doc(), secret_doc(), Value::Null, list]).unwrap();
     assert_eq!(data.len(), 4);
     let sa = data.service_account("default", "default").unwrap();
-    assert_eq!(sa.secrets, ["s3-secret", "gcs"]);
-    assert_eq!(sa.annotations["eks.amazonaws.com/role-arn"], "arn");
+    assert_eq!(sa.secrets().collect::<Vec<_>>(), ["s3-secret", "gcs"]);
+    assert_eq!(sa.annotation("eks.amazonaws.com/role-arn"), Some("arn"));
     let secret = data.secret("default", "s3-secret").unwrap();
-    assert_eq!(
-        secret.get("S3_ENDPOINT").map(String::as_str),
-        Some("minio:9000")
-    );
+    assert_eq!(secret.get("S3_ENDPOINT"), Some("minio:9000"));
     assert!(secret.has_key("awsSecretAccessKey"));
     assert!(
         !format!("{data:?}").contains("\"secret\""),
@@ -45,7 +42,7 @@ fn loads_every_kind_and_lists() {
     );
     let csc = data.storage_container("default").unwrap();
     assert_eq!(
-        (csc.workload_type.as_str(), csc.disabled),
+        (csc.workload_type(), csc.disabled),
         ("initContainer", false)
     );
     let isvc = data.inference_service("default", "sklearn").unwrap();
@@ -164,8 +161,8 @@ fn csc_flags() {
     let data = ClusterSnapshot::from_documents(vec![doc]).unwrap();
     let c = data.storage_container("c").unwrap();
     assert!(c.disabled && c.supports_multi_model_download);
-    assert_eq!(c.workload_type, "localModelDownloadJob");
-    assert_eq!(c.container.name, "");
+    assert_eq!(c.workload_type(), "localModelDownloadJob");
+    assert_eq!(c.container_name(), "");
 }
 
 #[test]

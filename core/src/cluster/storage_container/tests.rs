@@ -70,7 +70,9 @@ fn s28() -> ClusterSnapshot {
 }
 
 fn selected(data: &ClusterSnapshot, uri: &str, explicit: Option<&str>) -> Option<String> {
-    select(data, uri, explicit).unwrap().map(|c| c.name.clone())
+    select(data, uri, explicit)
+        .unwrap()
+        .map(|c| c.name().to_string())
 }
 
 #[test]
@@ -133,12 +135,9 @@ fn s28_explicit_selection_and_its_errors() {
     let chosen = select(&data, "hf://my-model", Some("hf-custom"))
         .unwrap()
         .unwrap();
-    assert_eq!(
-        chosen.container.image.as_deref(),
-        Some("kserve/hf-custom:latest")
-    );
-    let requests = chosen
-        .container
+    let container = chosen.container().unwrap();
+    assert_eq!(container.image.as_deref(), Some("kserve/hf-custom:latest"));
+    let requests = container
         .resources
         .as_ref()
         .unwrap()

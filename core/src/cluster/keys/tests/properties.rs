@@ -91,16 +91,13 @@ fn case() -> impl Strategy<Value = Case> {
 fn build(case: &Case) -> (ClusterSnapshot, PodFacts, Config) {
     let mut all = ClusterSnapshot::default();
     for (ns, name, secrets, irsa) in &case.accounts {
-        let mut annotations = BTreeMap::new();
-        if *irsa {
-            annotations.insert("eks.amazonaws.com/role-arn".to_string(), "arn".to_string());
-        }
-        all.insert_service_account(ServiceAccount {
-            namespace: NAMESPACES[*ns].into(),
-            name: ACCOUNTS[*name].into(),
+        let annotations = irsa.then_some(("eks.amazonaws.com/role-arn", "arn"));
+        all.insert_service_account(ServiceAccount::new(
+            NAMESPACES[*ns],
+            ACCOUNTS[*name],
+            secrets.iter().map(|i| SECRETS[*i]),
             annotations,
-            secrets: secrets.iter().map(|i| SECRETS[*i].to_string()).collect(),
-        });
+        ));
     }
     for (ns, name) in &case.secrets {
         if SECRETS[*name] != "absent" {
@@ -112,13 +109,15 @@ fn build(case: &Case) -> (ClusterSnapshot, PodFacts, Config) {
         all.insert_inference_service(InferenceService {
             namespace: namespace.into(),
             name: "isvc".into(),
-            predictor_logger: Some(IsvcLogger {
-                storage: sa.map(|i| LoggerStorage {
-                    service_account_name: ACCOUNTS[i].into(),
-                    ..LoggerStorage::default()
+            predictor_logger: Some(Box::new(IsvcLogger {
+                storage: sa.map(|i| {
+                    Box::new(LoggerStorage {
+                        service_account_name: ACCOUNTS[i].into(),
+                        ..LoggerStorage::default()
+                    })
                 }),
                 ..IsvcLogger::default()
-            }),
+            })),
         });
     }
     let csc = json!({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
