@@ -27,7 +27,7 @@ pub struct InferenceService {
 }
 
 impl InferenceService {
-    /// What holding it costs, as [`ServiceAccount::kept_bytes`] counts.
+    /// What holding it costs, as [`ServiceAccount::kept_bytes`](crate::cluster::ServiceAccount::kept_bytes) counts.
     pub fn kept_bytes(&self) -> usize {
         let logger = self.predictor_logger.as_ref().map_or(0, |l| {
             let storage = l.storage.as_ref().map_or(0, |s| {

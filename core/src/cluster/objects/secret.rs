@@ -181,7 +181,7 @@ impl Secret {
         )
     }
 
-    /// What holding it costs, as [`ServiceAccount::kept_bytes`] counts.
+    /// What holding it costs, as [`ServiceAccount::kept_bytes`](crate::cluster::ServiceAccount::kept_bytes) counts.
     pub fn kept_bytes(&self) -> usize {
         let values = heap_len(std::mem::size_of::<(u32, SecretValue)>() * self.values.len());
         std::mem::size_of::<Self>()

@@ -198,7 +198,7 @@ impl ClusterStorageContainer {
             .unwrap_or(INIT_CONTAINER_WORKLOAD)
     }
 
-    /// What holding it costs, as [`ServiceAccount::kept_bytes`] counts
+    /// What holding it costs, as [`ServiceAccount::kept_bytes`](crate::cluster::ServiceAccount::kept_bytes) counts
     /// (its compiled regexes included), with its name (shared by the cache
     /// and the set of them every admission reads).
     pub fn kept_bytes(&self) -> usize {
