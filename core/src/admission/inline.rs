@@ -11,8 +11,11 @@
 //! Anything this path does not accept (a field out of that order is fine,
 //! but a duplicate field, a type error, a pod it cannot read) sends the body
 //! to the plain path, which gives the exact error; so this path only has to
-//! be at least as strict as the plain one.
+//! be at least as strict as the plain one. It reads the body with
+//! [`Skim`](super::skim), which skips what the view does not read at
+//! scanning speed.
 
+use super::skim::Skim;
 use super::{GroupVersionKind, GroupVersionResource, RequestView, ReviewView};
 use crate::view::{PodView, Str};
 use kube_core::admission::Operation;
@@ -37,7 +40,9 @@ struct InlineRequest<'a>(RequestView<'a>);
 /// The envelope with, for a CREATE of a Pod, the pod's view already decoded;
 /// `None` when the body needs the plain path.
 pub(super) fn parse(body: &str) -> Option<ReviewView<'_>> {
-    let review: InlineReview = serde_json::from_str(body).ok()?;
+    let mut skim = Skim::new(body);
+    let review = InlineReview::deserialize(&mut skim).ok()?;
+    skim.end().ok()?;
     Some(ReviewView {
         api_version: review.api_version,
         kind: review.kind,
