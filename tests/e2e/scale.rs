@@ -52,7 +52,7 @@ const PER_NAMESPACE: usize = 50;
 const CREATES_AT_ONCE: usize = 32;
 const REVIEWS: usize = 600;
 const CONCURRENCY: usize = 8;
-/// The cgroup's highest memory while it lists and answers. Three runs of
+/// The cgroup's highest memory while it lists and answers. Four runs of
 /// the debug build on a shared 2-core machine peaked at 31 to 54 MiB in the
 /// default lookups and 30 to 31 MiB with every kind watched (a v1 cgroup:
 /// the page cache it brought in counted too); the bound leaves that spread
