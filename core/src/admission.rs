@@ -575,6 +575,7 @@ fn finish(
 
 mod encode;
 mod inline;
+mod skim;
 
 #[cfg(test)]
 mod tests;
