@@ -72,7 +72,7 @@ fn fixture_pods() -> Vec<(String, Value)> {
 /// with only annotations no rule reads, some with a trigger, queue-proxy
 /// or an init container the injectors look for, some without the label.
 fn generated_pods(count: usize) -> Vec<(String, Value)> {
-    let mut state: u64 = 0x5eed_62;
+    let mut state: u64 = 0x005e_ed62;
     let mut next = move |n: u64| {
         state = state
             .wrapping_mul(6364136223846793005)
