@@ -23,6 +23,7 @@ pub use default_config_args::DefaultConfigArgs;
 pub(crate) use error::{CliError, Denial, InputError};
 pub(crate) use live_cluster::LiveCluster;
 pub use mutate_args::{MutateArgs, MutateOutput};
+pub use policy_args::PolicyArgs;
 
 /// Where `mutate` gets the cluster objects one pod's mutation reads. The
 /// objects of `--objects` are a [`ClusterSnapshot`]; a live cluster
@@ -361,6 +362,7 @@ mod default_config_args;
 mod error;
 mod live_cluster;
 mod mutate_args;
+mod policy_args;
 
 #[cfg(test)]
 mod tests;

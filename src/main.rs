@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use kserve_injector::cli::{
-    commands, AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs,
+    commands, AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs, PolicyArgs,
 };
 use kserve_injector::server::args::ServeArgs;
 use std::process::ExitCode;
@@ -27,6 +27,9 @@ struct Cli {
 enum Command {
     /// Mutate pods offline, exactly as the webhook would.
     Mutate(MutateArgs),
+    /// Write the MutatingAdmissionPolicy (Kubernetes 1.36) that takes the
+    /// pods needing no cluster lookup from the webhook, and its binding.
+    Policy(PolicyArgs),
     /// Serve the admission webhook over HTTPS.
     Serve(Box<ServeArgs>),
     /// Compare the InferenceService pods a cluster runs with what this
@@ -87,5 +90,6 @@ fn main() -> ExitCode {
         Command::DefaultConfig(args) => commands::default_config(&args),
         Command::Certs(args) => commands::certs(&args),
         Command::Check(args) => commands::check(&args),
+        Command::Policy(args) => commands::policy(&args),
     }
 }

@@ -31,6 +31,7 @@ mod mutation;
 #[cfg_attr(not(feature = "oracle"), allow(unreachable_pub))]
 mod pod;
 mod pod_facts;
+pub mod policy;
 mod quantity;
 pub mod reader;
 pub mod release;

@@ -3,7 +3,7 @@
 
 use super::{
     mutate_stream_within, AuditArgs, CertsArgs, CheckArgs, CliError, DefaultConfigArgs, InputError,
-    LiveCluster, MutateArgs, MutateOutput, MutateSource,
+    LiveCluster, MutateArgs, MutateOutput, MutateSource, PolicyArgs,
 };
 use crate::files::Accept;
 use crate::flag_values::ReportFormat;
@@ -59,6 +59,46 @@ pub fn default_config(args: &DefaultConfigArgs) -> ExitCode {
     write_stdout(kserve_injector_core::config::Config::shipped_manifest(
         release,
     ))
+}
+
+/// Writes the MutatingAdmissionPolicy and its binding for the inputs
+/// `mutate` takes (the core renders them, `kserve_injector_core::policy`),
+/// and says the policy's size on stderr: the API server stores it in etcd
+/// and compiles its CEL on every API server.
+pub fn policy(args: &PolicyArgs) -> ExitCode {
+    let flags = &args.inputs;
+    let loaded = flags.settings().and_then(|settings| {
+        let config =
+            crate::files::load_config(flags.config.as_deref(), &settings, flags.kserve_version())?;
+        Ok((config, settings))
+    });
+    let inputs = match loaded {
+        Ok((config, settings)) => flags.inputs(config, &settings),
+        Err(e) => {
+            eprintln!("error: {}", bounded(e));
+            return ExitCode::from(2);
+        }
+    };
+    let rendered = match kserve_injector_core::policy::render(&inputs) {
+        Ok(rendered) => rendered,
+        Err(e) => {
+            eprintln!("error: {}", bounded(e));
+            return ExitCode::from(2);
+        }
+    };
+    let yaml = |value| {
+        kserve_injector_core::reader::to_yaml(value)
+            .map_err(|e| CliError::from(InputError::Yaml(e)))
+    };
+    let text = match (yaml(&rendered.policy), yaml(&rendered.binding)) {
+        (Ok(policy), Ok(binding)) => format!("{policy}---\n{binding}"),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    eprintln!(
+        "policy: {} bytes as JSON (the MutatingAdmissionPolicy)",
+        rendered.policy.to_string().len()
+    );
+    write_stdout(&text)
 }
 
 /// Prints why the command failed: a denial as `denied: ` and KServe's

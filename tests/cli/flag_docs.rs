@@ -10,7 +10,9 @@
 //! ```
 
 use clap::{ArgAction, Args, Command};
-use kserve_injector::cli::{AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs};
+use kserve_injector::cli::{
+    AuditArgs, CertsArgs, CheckArgs, DefaultConfigArgs, MutateArgs, PolicyArgs,
+};
 use kserve_injector::server::args::ServeArgs;
 use std::path::Path;
 
@@ -25,6 +27,7 @@ fn subcommands() -> Vec<(&'static str, Command)> {
             "default-config",
             DefaultConfigArgs::augment_args(Command::new("default-config")),
         ),
+        ("policy", PolicyArgs::augment_args(Command::new("policy"))),
     ]
 }
 
@@ -127,7 +130,8 @@ fn a_changed_help_text_is_found() {
                 <!-- flags of audit -->\n<!-- end flags of audit -->\n\
                 <!-- flags of certs -->\n<!-- end flags of certs -->\n\
                 <!-- flags of check -->\n<!-- end flags of check -->\n\
-                <!-- flags of default-config -->\n<!-- end flags of default-config -->\n";
+                <!-- flags of default-config -->\n<!-- end flags of default-config -->\n\
+                <!-- flags of policy -->\n<!-- end flags of policy -->\n";
     let rendered = rendered_docs(docs).expect("markers found");
     assert!(!rendered.contains("| stale |"));
     assert!(rendered.contains("| `--max-document-bytes` | `67108864` |"));
@@ -187,7 +191,7 @@ fn the_mutation_flags_are_declared_once_and_reach_each_subcommand() {
     for (name, mut command) in subcommands() {
         let help = command.render_long_help().to_string();
         let wanted: &[&str] = match name {
-            "serve" | "mutate" | "audit" => &FLAGS,
+            "serve" | "mutate" | "audit" | "policy" => &FLAGS,
             "default-config" => &["kserve_version"],
             _ => &[],
         };

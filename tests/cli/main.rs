@@ -11,6 +11,7 @@ mod kserve_version;
 mod messages;
 mod mutate;
 mod pipes;
+mod policy;
 mod reader;
 mod upgrade;
 

@@ -20,6 +20,7 @@ mod least_privilege;
 mod lookups;
 mod native_sidecar;
 mod pod_security;
+mod policy;
 mod ports;
 mod scale;
 mod service_accounts;
